@@ -1,0 +1,45 @@
+import { text } from 'node:stream/consumers';
+import type { EngineName } from '../../shared/types.ts';
+import { isErrorResult } from '../../shared/types.ts';
+import { withBackend, type CliContext } from '../context.ts';
+import { ExitError } from '../errors.ts';
+import { printChunk, printResult } from '../result-printer.ts';
+
+export interface ExecCommandOptions {
+  machine?: string;
+  engine?: EngineName;
+  timeout?: number;
+  images?: string;
+}
+
+/**
+ * `perennial exec`: runs code (or `-` for stdin) on a machine, streaming its output, then prints the
+ * value. Exits 1 on a Python error, 130 when interrupted with Ctrl-C.
+ */
+export async function execCommand(ctx: CliContext, code: string, options: ExecCommandOptions): Promise<void> {
+  const source = code === '-' ? await text(ctx.stdin) : code;
+  await withBackend(ctx, async (backend) => {
+    let name = options.machine;
+    if (!name) {
+      name = (await backend.create({ engine: options.engine })).name;
+      ctx.term.err.write(`machine: ${name}\n`);
+    }
+    const machine = name;
+    let interrupted = false;
+    const onSigint = () => {
+      interrupted = true;
+      void backend.interrupt(machine);
+    };
+    process.on('SIGINT', onSigint);
+    try {
+      const { seq, result } = await backend.run(machine, source, {
+        timeoutSeconds: options.timeout,
+        onOutput: (chunk) => printChunk(ctx.term, chunk),
+      });
+      await printResult(ctx.term, result, seq, options.images);
+      if (isErrorResult(result)) throw new ExitError(interrupted ? 130 : 1);
+    } finally {
+      process.off('SIGINT', onSigint);
+    }
+  });
+}

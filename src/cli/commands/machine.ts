@@ -1,0 +1,59 @@
+import type { EngineName, MachineInfo } from '../../shared/types.ts';
+import { withBackend, type CliContext } from '../context.ts';
+
+export interface NewMachineCommandOptions {
+  engine?: EngineName;
+  tag?: Record<string, string>;
+  memoryMb?: number;
+  python?: string;
+}
+
+export async function machineNewCommand(ctx: CliContext, options: NewMachineCommandOptions): Promise<void> {
+  const info = await withBackend(ctx, (backend) =>
+    backend.create({ engine: options.engine, tags: options.tag, memoryMb: options.memoryMb, python: options.python }),
+  );
+  ctx.term.out.write(info.name + '\n');
+}
+
+export async function machineListCommand(ctx: CliContext, options: { tag?: Record<string, string>; json?: boolean }): Promise<void> {
+  const machines = await withBackend(ctx, (backend) => backend.list(options.tag));
+  if (options.json) {
+    ctx.term.out.write(JSON.stringify(machines, null, 2) + '\n');
+    return;
+  }
+  if (!machines.length) {
+    ctx.term.err.write('No machines. Create one with: perennial machine new\n');
+    return;
+  }
+  ctx.term.out.write(formatTable(machines) + '\n');
+}
+
+export async function machineRemoveCommand(ctx: CliContext, names: string[]): Promise<void> {
+  await withBackend(ctx, async (backend) => {
+    for (const name of names) await backend.delete(name);
+  });
+}
+
+export async function machineSwapCommand(ctx: CliContext, names: string[]): Promise<void> {
+  await withBackend(ctx, async (backend) => {
+    for (const name of names) await backend.swap(name);
+  });
+}
+
+function formatTable(machines: MachineInfo[]): string {
+  const rows = [
+    ['NAME', 'ENGINE', 'STATE', 'INSTRUCTIONS', 'CREATED', 'TAGS'],
+    ...machines.map((m) => [
+      m.name,
+      m.engine,
+      m.state,
+      String(m.nextSeq),
+      m.createdAt.replace('T', ' ').slice(0, 19),
+      Object.entries(m.tags)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((r) => r[col]!.length)));
+  return rows.map((r) => r.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()).join('\n');
+}

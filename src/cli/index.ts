@@ -1,0 +1,104 @@
+import { join } from 'node:path';
+import { Command, Option } from 'commander';
+import { defaultDataDir } from '../machines/data-dir.ts';
+import { DataDirLockedError } from '../machines/data-dir-lock.ts';
+import { execCommand } from './commands/exec.ts';
+import { machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand } from './commands/machine.ts';
+import { replCommand } from './commands/repl.ts';
+import type { CliContext } from './context.ts';
+import { ExitError } from './errors.ts';
+import { InProcessBackend } from './in-process-backend.ts';
+import { collectTag, positiveInteger, positiveNumber } from './options.ts';
+import { processTerminal } from './result-printer.ts';
+
+const VERSION = '0.1.0';
+
+function buildProgram(): Command {
+  const program = new Command('perennial')
+    .description('Python REPLs that never die: persistent machines, swapped to disk when idle.')
+    .version(VERSION)
+    .option('--data-dir <dir>', 'where machines live (default: $PERENNIAL_HOME or the user data folder)')
+    .showHelpAfterError();
+
+  const context = (): CliContext => {
+    const dataDir = program.opts<{ dataDir?: string }>().dataDir ?? defaultDataDir();
+    return {
+      openBackend: () => InProcessBackend.open({ dataDir }),
+      term: processTerminal,
+      stdin: process.stdin,
+      historyFile: join(dataDir, 'repl_history'),
+    };
+  };
+  const engineOption = () => new Option('--engine <engine>', 'engine of a new machine').choices(['python', 'sandbox']);
+
+  program
+    .command('exec')
+    .description('run code on a machine (a new one without --machine) and print its output and value')
+    .argument('<code>', "Python code, or - to read it from stdin")
+    .option('-m, --machine <name>', 'machine to run on')
+    .addOption(engineOption())
+    .option('-t, --timeout <seconds>', 'instruction timeout (default 15)', positiveNumber)
+    .option('--images <dir>', 'save figures as PNG files in this folder')
+    .action((code: string, options) => execCommand(context(), code, options));
+
+  program
+    .command('repl')
+    .description('interactive prompt on a machine (a new one without NAME)')
+    .argument('[name]', 'machine to attach to')
+    .addOption(engineOption())
+    .option('-t, --timeout <seconds>', 'instruction timeout (default 15)', positiveNumber)
+    .option('--images <dir>', 'save figures as PNG files in this folder')
+    .action((name: string | undefined, options) => replCommand(context(), name, options));
+
+  const machine = program.command('machine').description('create, list, swap and remove machines');
+  machine
+    .command('new')
+    .description('create a machine and print its name')
+    .addOption(engineOption())
+    .option('--tag <key=value>', 'tag the machine (repeatable)', collectTag)
+    .option('--memory-mb <n>', 'memory cap in MiB', positiveInteger)
+    .option('--python <path>', 'python engine: the interpreter to use')
+    .action((options) => machineNewCommand(context(), options));
+  machine
+    .command('list')
+    .alias('ls')
+    .description('list machines, newest first')
+    .option('--tag <key=value>', 'only machines with this tag (repeatable; all must match)', collectTag)
+    .option('--json', 'print JSON')
+    .action((options) => machineListCommand(context(), options));
+  machine
+    .command('rm')
+    .description('delete machines and all their files')
+    .argument('<names...>')
+    .action((names: string[]) => machineRemoveCommand(context(), names));
+  machine
+    .command('swap')
+    .description('swap machines out to disk now')
+    .argument('<names...>')
+    .action((names: string[]) => machineSwapCommand(context(), names));
+
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof ExitError) {
+      if (error.message) process.stderr.write(error.message + '\n');
+      return error.code;
+    }
+    const code = (error as { constructor: { errorCode?: string } }).constructor.errorCode;
+    if (error instanceof DataDirLockedError) {
+      process.stderr.write(`perennial: ${error.message}. Stop it, or use --data-dir for another data dir.\n`);
+    } else if (code) {
+      process.stderr.write(`perennial: ${(error as Error).message}\n`);
+    } else {
+      process.stderr.write(`perennial: internal error: ${(error as Error).stack ?? String(error)}\n`);
+    }
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv);

@@ -1,0 +1,20 @@
+import { InvalidArgumentError } from 'commander';
+
+/** Commander collector for repeated `--tag k=v`. */
+export function collectTag(value: string, tags: Record<string, string> = {}): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError(`expected key=value, got "${value}"`);
+  return { ...tags, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+export function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
+  return n;
+}
+
+export function positiveInteger(value: string): number {
+  const n = positiveNumber(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected a whole number, got "${value}"`);
+  return n;
+}

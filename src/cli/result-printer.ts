@@ -1,0 +1,40 @@
+import { writeFile, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isErrorResult, type ExecResult, type OutputChunk } from '../shared/types.ts';
+
+export interface Terminal {
+  out: NodeJS.WritableStream;
+  err: NodeJS.WritableStream;
+}
+
+export const processTerminal: Terminal = { out: process.stdout, err: process.stderr };
+
+/** Prints a streamed output line the way the code wrote it: stdout to stdout, stderr to stderr. */
+export function printChunk(term: Terminal, chunk: OutputChunk): void {
+  (chunk.stream === 'stderr' ? term.err : term.out).write(chunk.data + '\n');
+}
+
+/**
+ * Prints what follows the output: the value (stdout) or the traceback (stderr), then notes about
+ * figures, lost variables and restores (stderr). Figures are saved when `imagesDir` is set.
+ */
+export async function printResult(term: Terminal, result: ExecResult, seq: number, imagesDir?: string): Promise<void> {
+  if (isErrorResult(result)) term.err.write(result.error + '\n');
+  else if (result.value !== null) term.out.write(result.value + '\n');
+  const data = result.data;
+  if (!data) return;
+  for (const notice of data.notices ?? []) term.err.write(`perennial: ${notice}\n`);
+  for (const lost of data.lost ?? []) term.err.write(`perennial: not kept across the swap: ${lost.name} (${lost.reason})\n`);
+  const images = data.images ?? (data.png ? [{ mimeType: 'image/png' as const, data: data.png }] : []);
+  if (!images.length) return;
+  if (!imagesDir) {
+    term.err.write(`perennial: ${images.length} figure${images.length > 1 ? 's' : ''} (save with --images DIR)\n`);
+    return;
+  }
+  await mkdir(imagesDir, { recursive: true });
+  for (const [i, image] of images.entries()) {
+    const path = join(imagesDir, `figure-${seq}-${i + 1}.png`);
+    await writeFile(path, Buffer.from(image.data, 'base64'));
+    term.err.write(`perennial: figure saved to ${path}\n`);
+  }
+}

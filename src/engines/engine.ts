@@ -1,0 +1,97 @@
+import type {
+  EngineName,
+  ExecResult,
+  LostItem,
+  ObjectInfo,
+  StreamName,
+  VariableDetail,
+  VariableSummary,
+} from '../shared/types.ts';
+
+/** What a machine asks of the engine that runs it. */
+export interface EngineOptions {
+  /** Per-machine memory cap in MiB; an allocation beyond it is a MemoryError. */
+  memoryMb: number;
+  /** Bytes of stdout+stderr kept per instruction before the rest is replaced by a marker. */
+  outputLimit: number;
+  /** Working directory of the machine's code. */
+  workdir: string;
+  /** python engine: the interpreter; sandbox engine ignores it. */
+  python?: string;
+}
+
+export type OutputListener = (stream: StreamName, text: string) => void;
+
+export interface SnapshotReport {
+  bytes: number;
+  /** What the snapshot could not keep; it is reported again by the next instruction after a restore. */
+  lost: LostItem[];
+}
+
+export type CodeCompleteness = 'complete' | 'incomplete' | 'invalid';
+
+/**
+ * One running interpreter for one machine. A machine makes a new Engine for every swap-in:
+ * `start()`, then `restore()` when there is a snapshot, then any number of calls, then `stop()`.
+ * Calls other than `interrupt()` must not overlap; the machine serialises them.
+ */
+export interface Engine {
+  readonly name: EngineName;
+  start(): Promise<void>;
+  restore(snapshotPath: string): Promise<LostItem[]>;
+  /** Runs one cell; output is streamed to `onOutput` while it runs. */
+  run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult>;
+  /** Asks the running cell to stop (KeyboardInterrupt). Safe to call at any time. */
+  interrupt(): void;
+  variables(): Promise<VariableSummary[]>;
+  variable(name: string): Promise<VariableDetail>;
+  complete(text: string): Promise<string[]>;
+  inspect(expr: string): Promise<ObjectInfo>;
+  isComplete(code: string): Promise<CodeCompleteness>;
+  /** Writes the machine's state to `path`; the engine keeps running. */
+  snapshot(path: string): Promise<SnapshotReport>;
+  /** Stops the interpreter at once; pending calls fail with EngineExitedError. */
+  stop(): Promise<void>;
+  /** Resolves when the interpreter has exited, for whatever reason. */
+  readonly exited: Promise<EngineExit>;
+}
+
+export interface EngineExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** True when `stop()` asked for it. */
+  requested: boolean;
+}
+
+/** The interpreter went away while a call was in flight. */
+export class EngineExitedError extends Error {
+  static readonly errorCode = 'EngineExited';
+  constructor(
+    readonly exit: EngineExit,
+    detail = '',
+  ) {
+    const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+    super(`The Python process ${how} while running this instruction${detail ? ` (last error output: ${detail})` : ''}`);
+    this.name = 'EngineExitedError';
+  }
+}
+
+/** The engine could not start (interpreter missing, too old, sandbox unavailable...). */
+export class EngineStartError extends Error {
+  static readonly errorCode = 'EngineStartFailed';
+  constructor(message: string) {
+    super(message);
+    this.name = 'EngineStartError';
+  }
+}
+
+/** A command the kernel itself rejected (unknown variable, bad expression...). */
+export class KernelCommandError extends Error {
+  static readonly errorCode = 'KernelCommandFailed';
+  constructor(message: string) {
+    super(message);
+    this.name = 'KernelCommandError';
+  }
+}
+
+export type EngineFactory = (options: EngineOptions) => Engine;

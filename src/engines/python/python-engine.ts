@@ -1,0 +1,253 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import type { Readable, Writable } from 'node:stream';
+import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
+import type { ExecResult, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
+import {
+  EngineExitedError,
+  EngineStartError,
+  KernelCommandError,
+  type CodeCompleteness,
+  type Engine,
+  type EngineExit,
+  type EngineOptions,
+  type OutputListener,
+  type SnapshotReport,
+} from '../engine.ts';
+
+/** The interpreter used when neither the machine nor PERENNIAL_PYTHON names one. */
+export const DEFAULT_PYTHON = 'python3';
+const START_TIMEOUT_MS = 30_000;
+const STDERR_TAIL_CHARS = 2000;
+
+// The kernel is imported under its own name: the user's namespace is `__main__`, and pickled
+// functions refer back to `perennial_kernel`.
+const BOOTSTRAP = `import sys
+if sys.version_info < (3, 8):
+    sys.stderr.write("Perennial needs Python 3.8 or newer, this is " + sys.version.split()[0] + "\\n")
+    sys.exit(2)
+sys.path.insert(0, ${JSON.stringify(dirname(KERNEL_PATH))})
+import perennial_kernel
+del sys.path[0]
+perennial_kernel.main()
+`;
+
+interface KernelEvent {
+  ev: 'ready' | 'out' | 'reply';
+  id?: number | null;
+  stream?: 'stdout' | 'stderr';
+  text?: string;
+  ok?: boolean;
+  result?: unknown;
+  error?: string;
+}
+
+interface PendingCall {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+/**
+ * The `python` engine: the user's own CPython runs the kernel as a child process. Commands go in
+ * on fd 3 and events come out on fd 4; the child's real stdout/stderr (subprocesses, C code) are
+ * captured as output of the running cell. Not isolated: the code runs as the user.
+ */
+export class PythonEngine implements Engine {
+  readonly name = 'python' as const;
+  readonly exited: Promise<EngineExit>;
+  #options: EngineOptions;
+  #child?: ChildProcess;
+  #commands?: Writable;
+  #nextId = 1;
+  #pending = new Map<number, PendingCall>();
+  #onOutput?: OutputListener;
+  #strayOutput: Array<[('stdout' | 'stderr'), string]> = [];
+  #stderrTail = '';
+  #stopRequested = false;
+  #exit?: EngineExit;
+  #resolveExit!: (exit: EngineExit) => void;
+
+  constructor(options: EngineOptions) {
+    this.#options = options;
+    this.exited = new Promise((resolve) => (this.#resolveExit = resolve));
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  async start(): Promise<void> {
+    const python = this.#options.python || process.env.PERENNIAL_PYTHON || DEFAULT_PYTHON;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PYTHONUNBUFFERED: '1',
+      PYTHONIOENCODING: 'utf-8',
+      MPLBACKEND: 'Agg',
+      PERENNIAL_MEMORY_MB: String(this.#options.memoryMb),
+      PERENNIAL_OUTPUT_LIMIT: String(this.#options.outputLimit),
+    };
+    const child = spawn(python, ['-c', BOOTSTRAP], {
+      cwd: this.#options.workdir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    });
+    this.#child = child;
+    this.#commands = child.stdio[3] as Writable;
+    // A broken pipe shows up as the exit below; the write error itself says nothing more.
+    this.#commands.on('error', () => {});
+    this.#readEvents(child.stdio[4] as Readable);
+    this.#captureRaw(child.stdout!, 'stdout');
+    this.#captureRaw(child.stderr!, 'stderr');
+
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new EngineStartError(`${python} did not start the kernel within ${START_TIMEOUT_MS / 1000} s`));
+        child.kill('SIGKILL');
+      }, START_TIMEOUT_MS);
+      this.#pending.set(0, {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+    });
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      const message =
+        error.code === 'ENOENT'
+          ? `Python interpreter not found: ${python} (set PERENNIAL_PYTHON or the machine's python option)`
+          : `Could not start ${python}: ${error.message}`;
+      this.#failAll(new EngineStartError(message));
+      this.#finish({ code: null, signal: null, requested: false });
+    });
+    child.once('exit', (code, signal) => {
+      const exit = { code, signal, requested: this.#stopRequested };
+      const tail = this.#stderrTail.trim();
+      this.#failAll(
+        this.#pending.has(0) ? new EngineStartError(`${python} exited before the kernel started: ${tail || `code ${code}`}`) : new EngineExitedError(exit, tail.split('\n').at(-1)),
+      );
+      this.#finish(exit);
+    });
+    await ready;
+  }
+
+  async restore(snapshotPath: string): Promise<LostItem[]> {
+    const report = (await this.#call('restore', { path: snapshotPath })) as { lost: LostItem[] };
+    return report.lost;
+  }
+
+  async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
+    for (const [stream, text] of this.#strayOutput.splice(0)) onOutput(stream, text);
+    this.#onOutput = onOutput;
+    try {
+      return (await this.#call('run', { code, cell })) as ExecResult;
+    } finally {
+      this.#onOutput = undefined;
+    }
+  }
+
+  interrupt(): void {
+    if (this.#child && !this.#exit) this.#child.kill('SIGINT');
+  }
+
+  variables(): Promise<VariableSummary[]> {
+    return this.#call('variables', {}) as Promise<VariableSummary[]>;
+  }
+
+  variable(name: string): Promise<VariableDetail> {
+    return this.#call('variable', { name }) as Promise<VariableDetail>;
+  }
+
+  complete(text: string): Promise<string[]> {
+    return this.#call('complete', { text }) as Promise<string[]>;
+  }
+
+  inspect(expr: string): Promise<ObjectInfo> {
+    return this.#call('inspect', { expr }) as Promise<ObjectInfo>;
+  }
+
+  isComplete(code: string): Promise<CodeCompleteness> {
+    return this.#call('is_complete', { code }) as Promise<CodeCompleteness>;
+  }
+
+  snapshot(path: string): Promise<SnapshotReport> {
+    return this.#call('snapshot', { path }) as Promise<SnapshotReport>;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#child || this.#exit) return;
+    this.#stopRequested = true;
+    this.#child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  #call(op: string, args: Record<string, unknown>): Promise<unknown> {
+    if (this.#exit || !this.#commands) {
+      return Promise.reject(new EngineExitedError(this.#exit ?? { code: null, signal: null, requested: false }));
+    }
+    const id = this.#nextId++;
+    const reply = new Promise<unknown>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    this.#commands.write(JSON.stringify({ id, op, ...args }) + '\n');
+    return reply;
+  }
+
+  #readEvents(events: Readable): void {
+    const decoder = new StringDecoder('utf8');
+    let buffered = '';
+    events.on('data', (data: Buffer) => {
+      buffered += decoder.write(data);
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (line) this.#onEvent(JSON.parse(line) as KernelEvent);
+      }
+    });
+  }
+
+  #onEvent(event: KernelEvent): void {
+    if (event.ev === 'out') {
+      this.#emit(event.stream ?? 'stdout', event.text ?? '');
+      return;
+    }
+    const id = event.ev === 'ready' ? 0 : (event.id ?? -1);
+    const call = this.#pending.get(id);
+    if (!call) return;
+    this.#pending.delete(id);
+    if (event.ev === 'ready' || event.ok) call.resolve(event.result);
+    else call.reject(new KernelCommandError(event.error ?? 'the kernel rejected the command'));
+  }
+
+  #captureRaw(stream: Readable, name: 'stdout' | 'stderr'): void {
+    const decoder = new StringDecoder('utf8');
+    stream.on('data', (data: Buffer) => {
+      const text = decoder.write(data);
+      if (name === 'stderr') this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_CHARS);
+      if (this.#pending.has(0)) return; // start-up noise belongs to the start error, not to a cell
+      this.#emit(name, text);
+    });
+  }
+
+  #emit(stream: 'stdout' | 'stderr', text: string): void {
+    if (!text) return;
+    if (this.#onOutput) this.#onOutput(stream, text);
+    // Output of threads or subprocesses between cells joins the next cell, like a terminal.
+    else if (this.#strayOutput.length < 1000) this.#strayOutput.push([stream, text]);
+  }
+
+  #failAll(error: Error): void {
+    const calls = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const call of calls) call.reject(error);
+  }
+
+  #finish(exit: EngineExit): void {
+    if (this.#exit) return;
+    this.#exit = exit;
+    this.#resolveExit(exit);
+  }
+}

@@ -1,0 +1,903 @@
+"""Perennial kernel: runs REPL cells in one persistent namespace.
+
+The same module serves both engines. ``Kernel`` holds the namespace and knows the result semantics
+(last expression's repr, streamed output, tracebacks of the user's cells, figures, introspection,
+swap to a file). ``main()`` is the CPython driver used by the python engine: commands arrive as JSON
+lines on fd 3 and events leave as JSON lines on fd 4, so the user's stdout is never the channel.
+The sandbox engine drives ``Kernel`` from JavaScript instead and never calls ``main()``.
+"""
+
+import ast
+import base64
+import builtins
+import dataclasses
+import importlib
+import io
+import json
+import linecache
+import marshal
+import os
+import pickle
+import pprint
+import reprlib
+import rlcompleter
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+import inspect
+
+SNAPSHOT_MAGIC = b"PERENNIAL-PY-SNAPSHOT-1\n"
+DEFAULT_OUTPUT_LIMIT = 1 << 20
+VARIABLE_REPR_CHARS = 200
+FULL_REPR_CHARS = 100_000
+MAX_KEPT_CELLS = 2000
+FUTURE_FLAGS = 0
+for _feature in __import__("__future__").all_feature_names:
+    FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+
+_FutureFeature = type(__import__("__future__").annotations)
+_KERNEL = None  # the kernel of this process; pickled functions rebuild against its namespace
+
+
+class OutputSink:
+    """Collects stdout/stderr text of a cell, enforcing the per-instruction byte cap.
+
+    ``send(stream, text)`` is called with coalesced text; the host splits it into line chunks.
+    """
+
+    def __init__(self, send, limit=DEFAULT_OUTPUT_LIMIT):
+        self._send = send
+        self.limit = limit
+        self._lock = threading.RLock()
+        self._pending = []  # [stream, [parts], size]
+        self._used = 0
+        self._dropped = 0
+        self._dropped_stream = "stdout"
+        self._last_flush = time.monotonic()
+        self.wake = threading.Event()
+
+    def reset(self):
+        with self._lock:
+            self._used = 0
+            self._dropped = 0
+
+    def write(self, stream, text):
+        if not text:
+            return
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        with self._lock:
+            room = self.limit - self._used
+            if room <= 0:
+                self._dropped += size
+                self._dropped_stream = stream
+                return
+            if size > room:
+                text = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+                self._dropped += size - room
+                self._dropped_stream = stream
+                size = room
+            self._used += size
+            if self._pending and self._pending[0] != stream:
+                self._flush_locked()
+            if not self._pending:
+                self._pending = [stream, [], 0]
+            self._pending[1].append(text)
+            self._pending[2] += size
+            if self._pending[2] >= 16384 or time.monotonic() - self._last_flush > 0.05:
+                self._flush_locked()
+            else:
+                self.wake.set()
+
+    def flush(self):
+        with self._lock:
+            self._flush_locked()
+
+    def finish(self):
+        """Flushes everything and appends the truncation marker if the cap was reached."""
+        with self._lock:
+            self._flush_locked()
+            if self._dropped:
+                marker = (
+                    f"\n[perennial: output truncated at {self.limit} bytes; "
+                    f"{self._dropped} more bytes were dropped]\n"
+                )
+                self._send(self._dropped_stream, marker)
+                self._dropped = 0
+
+    def _flush_locked(self):
+        if self._pending:
+            stream, parts, _ = self._pending
+            self._pending = []
+            self._send(stream, "".join(parts))
+        self._last_flush = time.monotonic()
+
+
+class StreamWriter(io.TextIOBase):
+    """``sys.stdout``/``sys.stderr`` replacement: unbuffered text into the kernel's sink."""
+
+    def __init__(self, sink, name, fd):
+        self._sink = sink
+        self._name = name
+        self._fd = fd
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "backslashreplace"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        # Subprocesses and C code write to the real descriptor, which the host also captures.
+        if self._fd is None:
+            raise io.UnsupportedOperation("fileno")
+        return self._fd
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._sink.write(self._name, text)
+        return len(text)
+
+    def flush(self):
+        self._sink.flush()
+
+    @property
+    def buffer(self):
+        return _BinaryWriter(self)
+
+
+class _BinaryWriter(io.RawIOBase):
+    """``sys.stdout.buffer``: bytes are decoded and join the text stream."""
+
+    def __init__(self, text):
+        self._text = text
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        self._text.write(bytes(data).decode("utf-8", "backslashreplace"))
+        return len(data)
+
+
+class _EmptyCell:
+    """Stands for an unassigned closure cell in a pickled function."""
+
+    def __reduce__(self):
+        return "EMPTY_CELL"
+
+
+EMPTY_CELL = _EmptyCell()
+
+
+def _make_function(code_bytes, name, ncells, own_globals):
+    code = marshal.loads(code_bytes)
+    if own_globals is None:
+        globs = _KERNEL.ns
+    else:
+        globs = dict(own_globals)
+        globs.setdefault("__builtins__", builtins)
+    closure = tuple(types.CellType() for _ in range(ncells)) or None
+    return types.FunctionType(code, globs, name, None, closure)
+
+
+def _set_function_state(func, state):
+    for cell, value in zip(func.__closure__ or (), state.pop("closure")):
+        if value is not EMPTY_CELL:
+            cell.cell_contents = value
+    for key, value in state.items():
+        setattr(func, key, value)
+    return func
+
+
+def _make_class(metaclass, name, bases, slots, qualname):
+    def body(ns):
+        if slots is not None:
+            ns["__slots__"] = slots
+        ns["__qualname__"] = qualname
+        ns["__module__"] = "__main__"
+
+    return types.new_class(name, bases, {"metaclass": metaclass}, body)
+
+
+def _set_class_state(cls, attrs):
+    for key, value in attrs.items():
+        setattr(cls, key, value)
+    if hasattr(cls, "__abstractmethods__") or any(hasattr(b, "__abstractmethods__") for b in cls.__mro__):
+        import abc
+
+        abc.update_abstractmethods(cls)
+    return cls
+
+
+def _code_global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_global_names(const)
+    return names
+
+
+_CLASS_SKIP = frozenset({"__dict__", "__weakref__", "_abc_impl", "__slots__", "__qualname__"})
+
+
+class NamespacePickler(pickle.Pickler):
+    """The C pickler, taught to save what the REPL defines: functions and classes of the
+    namespace by value, modules by name, and the dataclasses sentinels by reference."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, types.ModuleType):
+            return importlib.import_module, (obj.__name__,)
+        if isinstance(obj, types.FunctionType) and obj.__module__ == "__main__":
+            return self._reduce_function(obj)
+        if isinstance(obj, type) and obj.__module__ == "__main__":
+            return self._reduce_class(obj)
+        if isinstance(obj, property):
+            return property, (obj.fget, obj.fset, obj.fdel, obj.__doc__)
+        if isinstance(obj, (staticmethod, classmethod)):
+            return type(obj), (obj.__func__,)
+        sentinel = _DATACLASS_SENTINELS.get(id(obj))
+        if sentinel is not None:
+            return getattr, (dataclasses, sentinel)
+        return NotImplemented
+
+    @staticmethod
+    def _reduce_function(func):
+        ns = _KERNEL.ns
+        code = func.__code__
+        if func.__globals__ is ns:
+            own_globals = None
+        else:
+            own_globals = {n: func.__globals__[n] for n in _code_global_names(code) if n in func.__globals__}
+        closure = []
+        for cell in func.__closure__ or ():
+            try:
+                closure.append(cell.cell_contents)
+            except ValueError:
+                closure.append(EMPTY_CELL)
+        state = {
+            "closure": closure,
+            "__qualname__": func.__qualname__,
+            "__defaults__": func.__defaults__,
+            "__kwdefaults__": func.__kwdefaults__,
+            "__annotations__": func.__annotations__,
+            "__doc__": func.__doc__,
+            "__module__": func.__module__,
+            "__dict__": func.__dict__,
+        }
+        args = (marshal.dumps(code), func.__name__, len(closure), own_globals)
+        return _make_function, args, state, None, None, _set_function_state
+
+    @staticmethod
+    def _reduce_class(cls):
+        slots = cls.__dict__.get("__slots__")
+        if isinstance(slots, str):
+            slots = (slots,)
+        slot_names = set(slots or ())
+        attrs = {
+            k: v
+            for k, v in cls.__dict__.items()
+            if k not in _CLASS_SKIP and k not in slot_names
+        }
+        args = (type(cls), cls.__name__, cls.__bases__, slots, cls.__qualname__)
+        return _make_class, args, attrs, None, None, _set_class_state
+
+
+_DATACLASS_SENTINELS = {
+    id(getattr(dataclasses, n)): n
+    for n in ("MISSING", "KW_ONLY", "_HAS_DEFAULT_FACTORY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
+    if hasattr(dataclasses, n)
+}
+
+
+def _fallback_picklers():
+    """Picklers tried, one variable at a time, for what the namespace pickler cannot save."""
+    if os.environ.get("PERENNIAL_SERIALIZER") == "pickle":
+        return []
+    found = []
+    for name in ("dill", "cloudpickle"):
+        try:
+            found.append((name, importlib.import_module(name)))
+        except Exception:
+            pass
+    return found
+
+
+def _short_error(exc):
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Kernel:
+    """One REPL: a namespace, result semantics, introspection and swap."""
+
+    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None)):
+        global _KERNEL
+        _KERNEL = self
+        self.module = types.ModuleType("__main__")
+        self.module.__dict__["__builtins__"] = builtins
+        sys.modules["__main__"] = self.module
+        self.ns = self.module.__dict__
+        self.sink = OutputSink(send_output, output_limit)
+        self.stdout = StreamWriter(self.sink, "stdout", fds[0])
+        self.stderr = StreamWriter(self.sink, "stderr", fds[1])
+        sys.stdout, sys.stderr = self.stdout, self.stderr
+        self.running = False
+        self.future_flags = 0
+        self.cells = {}
+        self.images = []
+        self.lost = []
+        self._loop = None
+        _install_pyplot_hook(self)
+
+    # -- running cells ---------------------------------------------------------------------------
+
+    def run(self, code, cell):
+        """Runs one cell; returns an ExecResult dict (``value``/``data`` or ``error``)."""
+        filename = f"<cell {cell}>"
+        self._remember_cell(filename, code)
+        self.sink.reset()
+        self.images = []
+        result = {}
+        started = time.perf_counter()
+        self.running = True
+        try:
+            body, last = self._compile(code, filename)
+            self._execute(body)
+            value = self._execute(last) if last is not None else None
+            result["value"] = None
+            if value is not None:
+                self.ns["_"] = value
+                result["value"] = self._bounded_repr(value)
+                png = _repr_png(value)
+                if png:
+                    self.images.append(png)
+        except BaseException as exc:  # noqa: BLE001 - a cell may raise anything, even SystemExit
+            self.running = False
+            result = {"error": self._format_exception(exc)}
+        finally:
+            self.running = False
+        try:
+            self._capture_figures()
+        except Exception as exc:  # a broken figure must not lose the cell's result
+            self.stderr.write(f"perennial: could not render a figure: {_short_error(exc)}\n")
+        self.sink.finish()
+        data = {}
+        if self.images:
+            data["png"] = self.images[0]
+            data["images"] = [{"mimeType": "image/png", "data": d} for d in self.images]
+        if self.lost:
+            data["lost"] = self.lost
+            self.lost = []
+        if "error" not in result:
+            result["data"] = data or None
+        elif data:
+            result["data"] = data
+        result["runtime_ms"] = int((time.perf_counter() - started) * 1000)
+        return result
+
+    def _compile(self, code, filename):
+        flags = self.future_flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(code, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(code, tree.body[-1]):
+            last = ast.Expression(tree.body.pop().value)
+        body = compile(tree, filename, "exec", flags, dont_inherit=True)
+        self.future_flags |= body.co_flags & FUTURE_FLAGS
+        if last is not None:
+            last = compile(last, filename, "eval", flags, dont_inherit=True)
+        return body, last
+
+    def _execute(self, code):
+        if code.co_flags & inspect.CO_COROUTINE:
+            import asyncio
+
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+            return self._loop.run_until_complete(eval(code, self.ns))
+        return eval(code, self.ns)
+
+    def _remember_cell(self, filename, code):
+        lines = code.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        self.cells[filename] = code
+        linecache.cache[filename] = (len(code), None, lines, filename)
+        while len(self.cells) > MAX_KEPT_CELLS:
+            old = next(iter(self.cells))
+            del self.cells[old]
+            linecache.cache.pop(old, None)
+
+    def _format_exception(self, exc):
+        tb = exc.__traceback__
+        while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell "):
+            tb = tb.tb_next
+        try:
+            return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n")
+        except Exception:
+            return _short_error(exc)
+
+    def _bounded_repr(self, value, limit=None):
+        limit = limit or self.sink.limit
+        text = repr(value)
+        if len(text) > limit:
+            text = text[:limit] + f"... [perennial: repr truncated, {len(text) - limit} more characters]"
+        return text
+
+    def make_show(self):
+        """A replacement for ``matplotlib.pyplot.show`` that emits the open figures. A plain
+        function, because pyplot sets attributes on its ``show``."""
+
+        def show(*args, **kwargs):
+            self._capture_figures()
+
+        return show
+
+    def _capture_figures(self):
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        nums = plt.get_fignums()
+        for num in nums:
+            buf = io.BytesIO()
+            plt.figure(num).savefig(buf, format="png", dpi=100, bbox_inches="tight")
+            self.images.append(base64.b64encode(buf.getvalue()).decode("ascii"))
+        if nums:
+            plt.close("all")
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    def variables(self):
+        short = reprlib.Repr()
+        short.maxstring = short.maxother = VARIABLE_REPR_CHARS
+        short.maxlist = short.maxtuple = short.maxdict = short.maxset = 20
+        out = []
+        for name, value in list(self.ns.items()):
+            if name.startswith("__") or name == "_" or isinstance(value, (types.ModuleType, _FutureFeature)):
+                continue
+            entry = {"name": name, "type": _type_name(value)}
+            try:
+                text = short.repr(value)
+            except Exception as exc:
+                text = f"<repr failed: {_short_error(exc)}>"
+            entry["repr"] = text[:VARIABLE_REPR_CHARS]
+            size = _size_of(value)
+            if size is not None:
+                entry["size"] = size
+            shape = getattr(value, "shape", None) if not isinstance(value, type) else None
+            if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+                entry["shape"] = list(shape)
+            out.append(entry)
+        return out
+
+    def variable(self, name):
+        if name not in self.ns:
+            raise KeyError(f"no variable named {name!r}")
+        value = self.ns[name]
+        size = _size_of(value)
+        if isinstance(value, (list, tuple, dict, set, frozenset)) and (size or 0) <= 10_000:
+            text = pprint.pformat(value, width=100)
+        else:
+            text = repr(value)
+        truncated = len(text) > FULL_REPR_CHARS
+        return {
+            "name": name,
+            "type": _type_name(value),
+            "repr": text[:FULL_REPR_CHARS],
+            "truncated": truncated,
+            **({"size": size} if size is not None else {}),
+        }
+
+    def complete(self, text):
+        completer = rlcompleter.Completer(self.ns)
+        matches = []
+        for state in range(500):
+            match = completer.complete(text, state)
+            if match is None:
+                break
+            if match not in matches:
+                matches.append(match)
+        return matches
+
+    def inspect(self, expr):
+        value = self._resolve(expr)
+        try:
+            signature = str(inspect.signature(value))
+        except (TypeError, ValueError):
+            signature = None
+        return {
+            "name": expr,
+            "type": _type_name(value),
+            "signature": signature,
+            "doc": inspect.getdoc(value),
+        }
+
+    def is_complete(self, code):
+        """Like the interactive prompt: "incomplete" asks for another line."""
+        import codeop
+
+        try:
+            compiled = codeop.compile_command(code, "<input>", "single")
+        except (SyntaxError, ValueError, OverflowError):
+            return "invalid"
+        return "incomplete" if compiled is None else "complete"
+
+    def _resolve(self, expr):
+        """Looks up a dotted name without calling anything."""
+        parts = expr.strip().split(".")
+        if not all(p.isidentifier() for p in parts):
+            raise ValueError(f"not a dotted name: {expr!r}")
+        head = parts[0]
+        if head in self.ns:
+            value = self.ns[head]
+        elif hasattr(builtins, head):
+            value = getattr(builtins, head)
+        else:
+            raise NameError(f"name {head!r} is not defined")
+        for part in parts[1:]:
+            value = inspect.getattr_static(value, part)
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+        return value
+
+    # -- swap ------------------------------------------------------------------------------------
+
+    def snapshot(self, path):
+        """Saves the namespace to ``path``; returns what it could not keep."""
+        names = [n for n in self.ns if not (n.startswith("__") and n.endswith("__"))]
+        modules = {n: self.ns[n].__name__ for n in names if isinstance(self.ns[n], types.ModuleType)}
+        values = [n for n in names if n not in modules]
+        failed = {}
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(SNAPSHOT_MAGIC)
+            while True:
+                segments, culprit = self._dump_segments(f, values, failed)
+                if culprit is None:
+                    break
+            for name in list(failed):
+                segment = self._dump_with_fallback(f, name, failed)
+                if segment:
+                    segments.append(segment)
+            lost = [{"name": _display_name(n), "reason": r} for n, r in failed.items()]
+            footer = json.dumps(
+                {
+                    "python": sys.version,
+                    "cache_tag": sys.implementation.cache_tag,
+                    "modules": modules,
+                    "segments": segments,
+                    "cells": self.cells,
+                    "cwd": os.getcwd(),
+                    "sys_path": sys.path,
+                    "future_flags": self.future_flags,
+                    "lost": lost,
+                }
+            ).encode("utf-8")
+            f.write(footer)
+            f.write(len(footer).to_bytes(8, "little"))
+            f.write(SNAPSHOT_MAGIC)
+            f.flush()
+            os.fsync(f.fileno())
+            size = f.tell()
+        return {"bytes": size, "lost": lost, "saved": len(names) - len(lost)}
+
+    def _dump_segments(self, f, names, failed):
+        """Dumps every name into one pickle stream with a shared memo, so objects shared between
+        variables stay shared. A failure restarts the stream without the culprit, because the
+        memo would otherwise refer to bytes that were thrown away."""
+        start_of_stream = f.tell()
+        pickler = NamespacePickler(f, protocol=pickle.HIGHEST_PROTOCOL)
+        segments = []
+        for name in names + ["\0rng"]:
+            if name in failed:
+                continue
+            start = f.tell()
+            value = _rng_state() if name == "\0rng" else self.ns[name]
+            try:
+                pickler.dump(value)
+            except Exception as exc:
+                failed[name] = _short_error(exc)
+                f.seek(start_of_stream)
+                f.truncate()
+                return [], name
+            segments.append([name, start, f.tell(), "pickle"])
+        return segments, None
+
+    def _dump_with_fallback(self, f, name, failed):
+        if name not in self.ns:
+            return None
+        for label, module in _fallback_picklers():
+            try:
+                data = module.dumps(self.ns[name], protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                continue
+            start = f.tell()
+            f.write(data)
+            del failed[name]
+            return [name, start, f.tell(), label]
+        return None
+
+    def restore(self, path):
+        """Loads a snapshot written by ``snapshot``; returns what could not be brought back."""
+        with open(path, "rb") as f:
+            blob = f.read()
+        if not (blob.startswith(SNAPSHOT_MAGIC) and blob.endswith(SNAPSHOT_MAGIC)):
+            raise ValueError("not a Perennial python snapshot (bad magic)")
+        end = len(blob) - len(SNAPSHOT_MAGIC)
+        footer_len = int.from_bytes(blob[end - 8 : end], "little")
+        meta = json.loads(blob[end - 8 - footer_len : end - 8])
+        lost = list(meta.get("lost", []))
+        if meta.get("cache_tag") != sys.implementation.cache_tag:
+            lost.append(
+                {
+                    "name": "*",
+                    "reason": f"snapshot written by Python {meta.get('python', '?').split()[0]}, "
+                    f"restored into {sys.version.split()[0]}: functions and classes may not load",
+                }
+            )
+        self.cells.update(meta.get("cells", {}))
+        for filename, code in self.cells.items():
+            self._remember_cell(filename, code)
+        self.future_flags = meta.get("future_flags", 0)
+        try:
+            os.chdir(meta["cwd"])
+        except (OSError, KeyError):
+            pass
+        for entry in meta.get("sys_path", []):
+            if entry not in sys.path:
+                sys.path.append(entry)
+        for name, module_name in meta.get("modules", {}).items():
+            try:
+                self.ns[name] = importlib.import_module(module_name)
+            except BaseException as exc:
+                lost.append({"name": name, "reason": f"import {module_name} failed: {_short_error(exc)}"})
+        stream = io.BytesIO(blob)
+        unpickler = pickle.Unpickler(stream)
+        for name, start, stop, label in meta.get("segments", []):
+            try:
+                if label == "pickle":
+                    stream.seek(start)
+                    value = unpickler.load()
+                else:
+                    value = importlib.import_module(label).loads(blob[start:stop])
+            except BaseException as exc:
+                lost.append({"name": _display_name(name), "reason": _short_error(exc)})
+                continue
+            if name == "\0rng":
+                _set_rng_state(value)
+            else:
+                self.ns[name] = value
+        self.lost = lost
+        return {"lost": lost}
+
+
+def _display_name(name):
+    return "random state" if name == "\0rng" else name
+
+
+def _rng_state():
+    state = {}
+    if "random" in sys.modules:
+        state["random"] = sys.modules["random"].getstate()
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        try:
+            state["numpy"] = numpy_random.get_state()
+        except Exception:
+            pass
+    return state
+
+
+def _set_rng_state(state):
+    if "random" in state:
+        importlib.import_module("random").setstate(state["random"])
+    if "numpy" in state:
+        importlib.import_module("numpy.random").set_state(state["numpy"])
+
+
+def _ends_with_semicolon(code, node):
+    """True when the text after the last expression is a ``;`` (the REPL's "no value")."""
+    lines = code.splitlines()
+    if node.end_lineno is None or node.end_lineno > len(lines):
+        return False
+    rest = lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset :].decode("utf-8", "ignore")
+    rest = "".join([rest] + lines[node.end_lineno :])
+    for char in rest:
+        if char.isspace():
+            continue
+        return char == ";"
+    return False
+
+
+def _repr_png(value):
+    method = getattr(type(value), "_repr_png_", None)
+    if method is None:
+        return None
+    try:
+        png = method(value)
+    except Exception:
+        return None
+    if isinstance(png, (bytes, bytearray)):
+        return base64.b64encode(png).decode("ascii")
+    return png if isinstance(png, str) else None
+
+
+def _type_name(value):
+    kind = type(value)
+    module = kind.__module__
+    if module in ("builtins", "__main__"):
+        return kind.__qualname__
+    return f"{module}.{kind.__qualname__}"
+
+
+def _size_of(value):
+    if isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset, range)):
+        return len(value)
+    if isinstance(value, type) or not hasattr(type(value), "__len__"):
+        return None
+    try:
+        size = len(value)
+    except Exception:
+        return None
+    return size if isinstance(size, int) else None
+
+
+class _PyplotHook:
+    """Patches ``pyplot.show`` the moment pyplot is imported, so each ``show()`` in a cell
+    emits its figures in order."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "matplotlib.pyplot":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, kernel = spec.loader, self._kernel
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            module.show = kernel.make_show()
+            sys.meta_path.remove(self)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _install_pyplot_hook(kernel):
+    import importlib.util  # noqa: F401 - used by the hook
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.show = kernel.make_show()
+    else:
+        sys.meta_path.insert(0, _PyplotHook(kernel))
+
+
+# -- CPython driver ------------------------------------------------------------------------------
+
+
+class Channel:
+    """JSON lines on fd 4. An interrupt that arrives while the main thread writes a message is
+    held until the message is whole, so the host never sees half a line."""
+
+    def __init__(self, fd, interruptible):
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._interruptible = interruptible
+        self.critical = False
+        self.interrupt_pending = False
+
+    def send(self, message):
+        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
+            "utf-8", "surrogatepass"
+        )
+        main_thread = threading.current_thread() is threading.main_thread()
+        with self._lock:
+            if main_thread:
+                self.critical = True
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+            finally:
+                if main_thread:
+                    self.critical = False
+        if main_thread and self.interrupt_pending:
+            self.interrupt_pending = False
+            if self._interruptible():
+                raise KeyboardInterrupt
+
+
+def _set_memory_limit(megabytes):
+    if not megabytes:
+        return
+    try:
+        import resource
+    except ImportError:
+        return
+    limit = int(megabytes) * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def main():
+    """Runs the kernel as the python engine's child process."""
+    # The channel fds must not leak into processes the user's code starts.
+    for fd in (3, 4):
+        os.set_inheritable(fd, False)
+    current = {"id": None, "kernel": None}
+    channel = Channel(4, lambda: current["kernel"] is not None and current["kernel"].running)
+
+    def send_output(stream, text):
+        channel.send({"ev": "out", "id": current["id"], "stream": stream, "text": text})
+
+    limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
+    kernel = current["kernel"] = Kernel(send_output, limit, fds=(1, 2))
+
+    def on_sigint(signum, frame):
+        if not kernel.running:
+            return
+        if channel.critical:
+            channel.interrupt_pending = True
+            return
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    _set_memory_limit(os.environ.pop("PERENNIAL_MEMORY_MB", None))
+
+    def flusher():
+        # Partial lines reach the host soon even while the cell blocks.
+        while True:
+            kernel.sink.wake.wait()
+            kernel.sink.wake.clear()
+            time.sleep(0.02)
+            kernel.sink.flush()
+
+    threading.Thread(target=flusher, name="perennial-flusher", daemon=True).start()
+    handlers = {
+        "run": lambda m: kernel.run(m["code"], m.get("cell", 0)),
+        "variables": lambda m: kernel.variables(),
+        "variable": lambda m: kernel.variable(m["name"]),
+        "complete": lambda m: kernel.complete(m["text"]),
+        "inspect": lambda m: kernel.inspect(m["expr"]),
+        "is_complete": lambda m: kernel.is_complete(m["code"]),
+        "snapshot": lambda m: kernel.snapshot(m["path"]),
+        "restore": lambda m: kernel.restore(m["path"]),
+        "ping": lambda m: {"pid": os.getpid(), "python": sys.version.split()[0], "executable": sys.executable},
+    }
+    commands = os.fdopen(3, "rb")
+    channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    for line in commands:
+        try:
+            message = json.loads(line)
+            current["id"] = message.get("id")
+            handler = handlers[message["op"]]
+            reply = {"ev": "reply", "id": current["id"], "ok": True, "result": handler(message)}
+        except BaseException as exc:  # noqa: BLE001 - the driver must outlive anything a command does
+            reply = {"ev": "reply", "id": current.get("id"), "ok": False, "error": _short_error(exc)}
+        try:
+            channel.send(reply)
+        except (TypeError, ValueError) as exc:
+            channel.send({"ev": "reply", "id": current["id"], "ok": False, "error": _short_error(exc)})
+        current["id"] = None
+        channel.interrupt_pending = False

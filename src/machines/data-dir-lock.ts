@@ -1,0 +1,125 @@
+import { readFileSync } from 'node:fs';
+import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+const LOCK_FILE = 'owner.lock';
+
+interface LockRecord {
+  pid: number;
+  /** The process's start time as the kernel reports it, so a reused pid is not taken for the owner. */
+  startTime: string | null;
+  hostname: string;
+  acquiredAt: string;
+}
+
+/** Another live process owns the data dir. */
+export class DataDirLockedError extends Error {
+  static readonly errorCode = 'DataDirLocked';
+  constructor(
+    readonly dataDir: string,
+    readonly ownerPid: number,
+  ) {
+    super(`The data dir ${dataDir} is in use by process ${ownerPid}`);
+    this.name = 'DataDirLockedError';
+  }
+}
+
+/**
+ * Exclusive ownership of a data dir. Exactly one process may own it; a lock left behind by a
+ * process that has died (kill -9, crash, reboot) is taken over.
+ */
+export class DataDirLock {
+  private constructor(
+    readonly path: string,
+    readonly record: LockRecord,
+  ) {}
+
+  static async acquire(dataDir: string): Promise<DataDirLock> {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const path = join(dataDir, LOCK_FILE);
+    const record: LockRecord = {
+      pid: process.pid,
+      startTime: processStartTime(process.pid),
+      hostname: hostname(),
+      acquiredAt: new Date().toISOString(),
+    };
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        const handle = await open(path, 'wx', 0o600);
+        await handle.writeFile(JSON.stringify(record));
+        await handle.sync();
+        await handle.close();
+        return new DataDirLock(path, record);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const seen = await readFile(path, 'utf8').catch(() => null);
+      const owner = parseRecord(seen);
+      if (owner && isAlive(owner)) throw new DataDirLockedError(dataDir, owner.pid);
+      if (!owner && seen !== null && (await isFresh(path))) {
+        // Another process has just created it and is still writing its record.
+        await delay(100);
+        continue;
+      }
+      // The owner is gone. Remove its lock only if it is still the one judged stale: a process
+      // that raced us to the takeover may have written its own meanwhile.
+      const again = await readFile(path, 'utf8').catch(() => null);
+      if (again !== null && again === seen) await unlink(path).catch(() => {});
+    }
+    throw new Error(`Could not take the lock ${path}; another process keeps taking it`);
+  }
+
+  /** The pid of the live owner of `dataDir`, if any. */
+  static async owner(dataDir: string): Promise<number | null> {
+    const owner = await readOwner(join(dataDir, LOCK_FILE));
+    return owner && isAlive(owner) ? owner.pid : null;
+  }
+
+  async release(): Promise<void> {
+    const current = await readOwner(this.path);
+    if (current?.pid === this.record.pid && current.acquiredAt === this.record.acquiredAt) {
+      await unlink(this.path).catch(() => {});
+    }
+  }
+}
+
+async function readOwner(path: string): Promise<LockRecord | null> {
+  return parseRecord(await readFile(path, 'utf8').catch(() => null));
+}
+
+function parseRecord(text: string | null): LockRecord | null {
+  try {
+    const parsed = JSON.parse(text ?? '') as Partial<LockRecord>;
+    return typeof parsed.pid === 'number' ? (parsed as LockRecord) : null;
+  } catch {
+    return null; // missing, or half-written by an owner that died while writing it
+  }
+}
+
+async function isFresh(path: string): Promise<boolean> {
+  const info = await stat(path).catch(() => null);
+  return info !== null && Date.now() - info.mtimeMs < 2000;
+}
+
+function isAlive(owner: LockRecord): boolean {
+  if (owner.hostname !== hostname()) return true; // cannot judge a process on another host
+  try {
+    process.kill(owner.pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+  }
+  const startTime = processStartTime(owner.pid);
+  return !(owner.startTime && startTime && owner.startTime !== startTime);
+}
+
+/** Field 22 of /proc/<pid>/stat (Linux); null elsewhere. */
+function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}

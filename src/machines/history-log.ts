@@ -1,0 +1,96 @@
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { open, readFile } from 'node:fs/promises';
+import type { ExecResult, HistoryEntry } from '../shared/types.ts';
+
+/** Text kept per stream in the history; the live stream is capped separately. */
+const HISTORY_OUTPUT_CHARS = 8192;
+
+type HistoryLine =
+  | { t: 'start'; seq: number; code: string; at: string }
+  | { t: 'end'; seq: number; result: ExecResult; stdout?: string; stderr?: string };
+
+/**
+ * A machine's append-only instruction history (JSON lines). Lines are written with a plain
+ * write(2) as each instruction starts and ends, so they survive a kill -9 of the server; a torn
+ * last line is skipped when read.
+ */
+export class HistoryLog {
+  #fd: number | undefined;
+
+  constructor(readonly path: string) {}
+
+  started(seq: number, code: string, at: Date): void {
+    this.#append({ t: 'start', seq, code, at: at.toISOString() });
+  }
+
+  finished(seq: number, result: ExecResult, stdout: string, stderr: string): void {
+    this.#append({
+      t: 'end',
+      seq,
+      result,
+      ...(stdout ? { stdout: stdout.slice(0, HISTORY_OUTPUT_CHARS) } : {}),
+      ...(stderr ? { stderr: stderr.slice(0, HISTORY_OUTPUT_CHARS) } : {}),
+    });
+  }
+
+  /** Entries in seq order; `last` keeps only the newest ones. */
+  async read(last?: number): Promise<HistoryEntry[]> {
+    const text = await readFile(this.path, 'utf8').catch(() => '');
+    const entries = new Map<number, HistoryEntry>();
+    for (const raw of text.split('\n')) {
+      const line = parseLine(raw);
+      if (!line) continue;
+      if (line.t === 'start') entries.set(line.seq, { seq: line.seq, code: line.code, startedAt: line.at });
+      else {
+        const entry = entries.get(line.seq);
+        if (entry) Object.assign(entry, { result: line.result, stdout: line.stdout, stderr: line.stderr });
+      }
+    }
+    const all = [...entries.values()].sort((a, b) => a.seq - b.seq);
+    return last === undefined ? all : all.slice(Math.max(0, all.length - last));
+  }
+
+  /** The highest seq recorded, read from the end of the file only. */
+  async lastSeq(): Promise<number> {
+    let handle;
+    try {
+      handle = await open(this.path, 'r');
+    } catch {
+      return -1;
+    }
+    try {
+      const { size } = await handle.stat();
+      for (let span = 64 * 1024; ; span *= 4) {
+        const start = Math.max(0, size - span);
+        const buffer = Buffer.alloc(size - start);
+        await handle.read(buffer, 0, buffer.length, start);
+        const lines = buffer.toString('utf8').split('\n');
+        if (start > 0) lines.shift(); // probably cut in the middle
+        const seqs = lines.map(parseLine).filter((l) => l !== null).map((l) => l.seq);
+        if (seqs.length || start === 0) return seqs.length ? Math.max(...seqs) : -1;
+      }
+    } finally {
+      await handle.close();
+    }
+  }
+
+  close(): void {
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+  }
+
+  #append(line: HistoryLine): void {
+    this.#fd ??= openSync(this.path, 'a', 0o600);
+    writeSync(this.#fd, JSON.stringify(line) + '\n');
+  }
+}
+
+function parseLine(raw: string): HistoryLine | null {
+  if (!raw) return null;
+  try {
+    const line = JSON.parse(raw) as HistoryLine;
+    return typeof line.seq === 'number' ? line : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,393 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { DEFAULT_MEMORY_MB, ENGINES } from '../engines/index.ts';
+import type { Engine, EngineFactory } from '../engines/engine.ts';
+import type {
+  EngineName,
+  ExecResult,
+  HistoryEntry,
+  MachineInfo,
+  MachineState,
+  ObjectInfo,
+  OutputChunk,
+  VariableDetail,
+  VariableSummary,
+} from '../shared/types.ts';
+import { DataDirLock } from './data-dir-lock.ts';
+import { Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
+import { MachineStore, type MachineManifest } from './machine-store.ts';
+
+export const DEFAULT_TIMEOUT_SECONDS = 15;
+export const DEFAULT_IDLE_SECONDS = 300;
+export const DEFAULT_MAX_WARM = 8;
+export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
+/** Longest instruction timeout a caller may ask for. */
+export const MAX_TIMEOUT_SECONDS = 24 * 3600;
+
+export interface MachineManagerOptions {
+  dataDir: string;
+  /** Seconds without an instruction before a machine is swapped out. Default 300. */
+  idleSeconds?: number;
+  /** Most machines kept warm at once; beyond it the least recently used is swapped out. Default 8. */
+  maxWarm?: number;
+  /** Default 'python' (the only engine so far). */
+  defaultEngine?: EngineName;
+  /** Default per-instruction timeout. Default 15 s. */
+  defaultTimeoutSeconds?: number;
+  /** Output bytes kept per instruction. Default 1 MiB. */
+  outputLimit?: number;
+  /** Time between an interrupt and a hard stop. Default 2000 ms. */
+  interruptGraceMs?: number;
+  /** Quiet time before a changed machine is checkpointed. Default 1000 ms. */
+  checkpointDelayMs?: number;
+  /** Engine factories by name; default the built-in engines. */
+  engines?: Partial<Record<EngineName, EngineFactory>>;
+}
+
+export interface CreateMachineOptions {
+  engine?: EngineName;
+  tags?: Record<string, string>;
+  memoryMb?: number;
+  /** python engine: the interpreter for this machine. */
+  python?: string;
+}
+
+export interface ExecOptions {
+  timeoutSeconds?: number;
+  /** Stop whatever is pending or running on the machine first. */
+  interrupt?: boolean;
+}
+
+export type ManagerEvent =
+  | { type: 'created'; machine: MachineInfo }
+  | { type: 'deleted'; name: string }
+  | { type: 'state'; name: string; state: MachineState }
+  | { type: 'instruction'; name: string; seq: number; result: ExecResult }
+  | { type: 'checkpoint'; name: string; bytes: number }
+  | { type: 'error'; name: string; message: string };
+
+/** A bad request: the caller can fix it (unknown engine, bad tag...). */
+export class InvalidRequestError extends Error {
+  static readonly errorCode = 'InvalidRequest';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidRequestError';
+  }
+}
+
+export { MachineGoneError };
+
+/**
+ * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them
+ * durable so that they come back after a restart or a crash. Emits `event` with a ManagerEvent for
+ * everything that changes.
+ */
+export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
+  readonly dataDir: string;
+  readonly #options: Required<Omit<MachineManagerOptions, 'engines'>>;
+  readonly #engines: Partial<Record<EngineName, EngineFactory>>;
+  readonly #store: MachineStore;
+  readonly #lock: DataDirLock;
+  readonly #machines = new Map<string, Machine>();
+  readonly #idleTimers = new Map<string, NodeJS.Timeout>();
+  #closed = false;
+
+  private constructor(options: MachineManagerOptions, store: MachineStore, lock: DataDirLock) {
+    super();
+    this.dataDir = options.dataDir;
+    this.#engines = options.engines ?? ENGINES;
+    this.#options = {
+      dataDir: options.dataDir,
+      idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,
+      maxWarm: options.maxWarm ?? DEFAULT_MAX_WARM,
+      defaultEngine: options.defaultEngine ?? 'python',
+      defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+      outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
+      interruptGraceMs: options.interruptGraceMs ?? 2000,
+      checkpointDelayMs: options.checkpointDelayMs ?? 1000,
+    };
+    this.#store = store;
+    this.#lock = lock;
+  }
+
+  /** Takes the data dir's lock and loads every machine in it (all swapped out). */
+  static async open(options: MachineManagerOptions): Promise<MachineManager> {
+    const lock = await DataDirLock.acquire(options.dataDir);
+    try {
+      const store = new MachineStore(options.dataDir);
+      await store.init();
+      const manager = new MachineManager(options, store, lock);
+      await manager.#load();
+      return manager;
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
+  }
+
+  /** Engines machines can be created with. */
+  get engines(): EngineName[] {
+    return Object.keys(this.#engines) as EngineName[];
+  }
+
+  async create(options: CreateMachineOptions = {}): Promise<MachineInfo> {
+    this.#assertOpen();
+    const engine = options.engine ?? this.#options.defaultEngine;
+    if (!this.#engines[engine]) {
+      throw new InvalidRequestError(`Unknown or unavailable engine "${engine}"; available: ${this.engines.join(', ')}`);
+    }
+    const memoryMb = options.memoryMb ?? DEFAULT_MEMORY_MB[engine];
+    if (!Number.isInteger(memoryMb) || memoryMb < 64 || memoryMb > 1024 * 1024) {
+      throw new InvalidRequestError(`memory_mb must be a whole number from 64 to 1048576, not ${options.memoryMb}`);
+    }
+    const now = new Date().toISOString();
+    const manifest: MachineManifest = {
+      version: 1,
+      name: newMachineName(),
+      createdAt: now,
+      tags: validateTags(options.tags ?? {}),
+      engine,
+      memoryMb,
+      ...(options.python ? { python: options.python } : {}),
+      nextSeq: 0,
+      lastUsedAt: now,
+      snapshot: null,
+    };
+    await this.#store.create(manifest);
+    const machine = this.#adopt(manifest);
+    const info = machine.info();
+    this.#emit({ type: 'created', machine: info });
+    return info;
+  }
+
+  /** Machines carrying every given tag, newest first. */
+  list(tags: Record<string, string> = {}): MachineInfo[] {
+    const wanted = Object.entries(tags);
+    return [...this.#machines.values()]
+      .filter((m) => wanted.every(([k, v]) => m.manifest.tags[k] === v))
+      .map((m) => m.info())
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.name.localeCompare(a.name));
+  }
+
+  get(name: string): MachineInfo {
+    return this.#machine(name).info();
+  }
+
+  /** Queues an instruction; resolves as soon as it has a seq. */
+  exec(name: string, code: string, options: ExecOptions = {}): { seq: number; interrupted: boolean; done: Promise<ExecResult> } {
+    const machine = this.#machine(name);
+    if (typeof code !== 'string') throw new InvalidRequestError('code must be a string');
+    const timeoutSeconds = options.timeoutSeconds ?? this.#options.defaultTimeoutSeconds;
+    if (!(timeoutSeconds > 0 && timeoutSeconds <= MAX_TIMEOUT_SECONDS)) {
+      throw new InvalidRequestError(`timeout_seconds must be above 0 and at most ${MAX_TIMEOUT_SECONDS}`);
+    }
+    let interrupted = false;
+    if (options.interrupt) {
+      const stopped = machine.interrupt();
+      interrupted = stopped.interrupted || stopped.cancelled > 0;
+    }
+    const instruction = machine.exec(code, timeoutSeconds);
+    this.#touch(machine);
+    return { seq: instruction.seq, interrupted, done: instruction.done };
+  }
+
+  /** Runs code and waits for its result, streaming output chunks as they come. */
+  async run(
+    name: string,
+    code: string,
+    options: ExecOptions & { onOutput?: (chunk: OutputChunk) => void } = {},
+  ): Promise<{ seq: number; result: ExecResult }> {
+    const { seq } = this.exec(name, code, options);
+    const result = await this.follow(name, seq, options.onOutput ?? (() => {}));
+    return { seq, result };
+  }
+
+  /** The result of instruction `seq`, waiting while it runs. */
+  async result(name: string, seq: number): Promise<ExecResult> {
+    const result = await this.#machine(name).result(seq);
+    if (!result) throw new InvalidRequestError(`Machine ${name} has no instruction ${seq}`);
+    return result;
+  }
+
+  /** Replays and then streams the output of instruction `seq`; resolves with its result. */
+  async follow(name: string, seq: number, onChunk: (chunk: OutputChunk) => void): Promise<ExecResult> {
+    const result = await this.#machine(name).follow(seq, onChunk);
+    if (!result) throw new InvalidRequestError(`Machine ${name} has no instruction ${seq}`);
+    return result;
+  }
+
+  instruction(name: string, seq: number): Instruction | undefined {
+    return this.#machine(name).instruction(seq);
+  }
+
+  interrupt(name: string): { cancelled: number; interrupted: boolean } {
+    return this.#machine(name).interrupt();
+  }
+
+  async swap(name: string): Promise<void> {
+    await this.#machine(name).swapOut();
+  }
+
+  async delete(name: string): Promise<void> {
+    const machine = this.#machine(name);
+    this.#machines.delete(name);
+    clearTimeout(this.#idleTimers.get(name));
+    this.#idleTimers.delete(name);
+    await machine.delete();
+    this.#emit({ type: 'deleted', name });
+  }
+
+  history(name: string, last?: number): Promise<HistoryEntry[]> {
+    return this.#machine(name).history(last);
+  }
+
+  variables(name: string): Promise<VariableSummary[]> {
+    return this.#introspect(name, (e) => e.variables());
+  }
+
+  variable(name: string, variable: string): Promise<VariableDetail> {
+    return this.#introspect(name, (e) => e.variable(variable));
+  }
+
+  complete(name: string, text: string): Promise<string[]> {
+    return this.#introspect(name, (e) => e.complete(text));
+  }
+
+  inspect(name: string, expr: string): Promise<ObjectInfo> {
+    return this.#introspect(name, (e) => e.inspect(expr));
+  }
+
+  isComplete(name: string, code: string): Promise<'complete' | 'incomplete' | 'invalid'> {
+    return this.#introspect(name, (e) => e.isComplete(code));
+  }
+
+  /** Saves every warm machine, stops all engines and releases the data dir. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const timer of this.#idleTimers.values()) clearTimeout(timer);
+    await Promise.all(
+      [...this.#machines.values()].map(async (machine) => {
+        machine.interrupt();
+        await machine.checkpoint().catch((error: Error) => this.#emit({ type: 'error', name: machine.name, message: `could not save on close: ${error.message}` }));
+        await machine.close();
+      }),
+    );
+    await this.#lock.release();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  async #load(): Promise<void> {
+    const manifests = await this.#store.list((name, error) =>
+      this.#emit({ type: 'error', name, message: `unreadable machine manifest, left as it is: ${(error as Error).message}` }),
+    );
+    for (const manifest of manifests) {
+      manifest.nextSeq = Math.max(manifest.nextSeq, (await this.#store.history(manifest.name).lastSeq()) + 1);
+      this.#adopt(manifest).noteUncleanStop();
+    }
+  }
+
+  #adopt(manifest: MachineManifest): Machine {
+    const factory = this.#engines[manifest.engine];
+    const machine = new Machine(
+      manifest,
+      this.#store,
+      factory ?? (() => unavailableEngine(manifest.engine)),
+      {
+        outputLimit: this.#options.outputLimit,
+        interruptGraceMs: this.#options.interruptGraceMs,
+        checkpointDelayMs: this.#options.checkpointDelayMs,
+      },
+      (m, change) => this.#onMachineChange(m, change),
+    );
+    this.#machines.set(manifest.name, machine);
+    return machine;
+  }
+
+  #onMachineChange(machine: Machine, change: MachineChange): void {
+    const name = machine.name;
+    switch (change.type) {
+      case 'state':
+        if (change.state === 'warm') this.#enforceWarmCap(machine);
+        this.#emit({ type: 'state', name, state: change.state });
+        break;
+      case 'instruction':
+        this.#touch(machine);
+        this.#emit({ type: 'instruction', name, seq: change.seq, result: change.result });
+        break;
+      case 'checkpoint':
+        this.#emit({ type: 'checkpoint', name, bytes: change.bytes });
+        break;
+      case 'error':
+        this.#emit({ type: 'error', name, message: change.message });
+        break;
+    }
+  }
+
+  /** Restarts the machine's idle countdown. */
+  #touch(machine: Machine): void {
+    clearTimeout(this.#idleTimers.get(machine.name));
+    const timer = setTimeout(() => {
+      this.#idleTimers.delete(machine.name);
+      if (!machine.isIdle) return this.#touch(machine);
+      this.#swapQuietly(machine);
+    }, this.#options.idleSeconds * 1000);
+    timer.unref();
+    this.#idleTimers.set(machine.name, timer);
+  }
+
+  #enforceWarmCap(justWarmed: Machine): void {
+    const warm = [...this.#machines.values()].filter((m) => m.isWarm);
+    let excess = warm.length - this.#options.maxWarm;
+    const byAge = warm.filter((m) => m !== justWarmed && m.isIdle).sort((a, b) => a.manifest.lastUsedAt.localeCompare(b.manifest.lastUsedAt));
+    for (const machine of byAge) {
+      if (excess-- <= 0) break;
+      this.#swapQuietly(machine);
+    }
+  }
+
+  #swapQuietly(machine: Machine): void {
+    machine.swapOut().catch((error: Error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }));
+  }
+
+  #introspect<T>(name: string, task: (engine: Engine) => Promise<T>): Promise<T> {
+    const machine = this.#machine(name);
+    this.#touch(machine);
+    return machine.withEngine(task);
+  }
+
+  #machine(name: string): Machine {
+    this.#assertOpen();
+    const machine = this.#machines.get(name);
+    if (!machine) throw new MachineGoneError(name);
+    return machine;
+  }
+
+  #emit(event: ManagerEvent): void {
+    this.emit('event', event);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error('The machine manager is closed');
+  }
+}
+
+/** 16 random URL-safe characters, as ForeverVM names look. */
+function newMachineName(): string {
+  return randomBytes(12).toString('base64url');
+}
+
+function validateTags(tags: Record<string, string>): Record<string, string> {
+  const entries = Object.entries(tags);
+  if (entries.length > 32) throw new InvalidRequestError('At most 32 tags per machine');
+  for (const [key, value] of entries) {
+    if (!/^[A-Za-z0-9._:/-]{1,128}$/.test(key)) throw new InvalidRequestError(`Bad tag key ${JSON.stringify(key)}: use 1-128 letters, digits or ._:/-`);
+    if (typeof value !== 'string' || value.length > 256) throw new InvalidRequestError(`Bad value for tag ${key}: a string of at most 256 characters`);
+  }
+  return Object.fromEntries(entries);
+}
+
+function unavailableEngine(name: EngineName): Engine {
+  throw new InvalidRequestError(`The ${name} engine is not available in this build`);
+}

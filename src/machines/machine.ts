@@ -1,0 +1,471 @@
+import { rename } from 'node:fs/promises';
+import {
+  EngineExitedError,
+  type Engine,
+  type EngineFactory,
+  type OutputListener,
+} from '../engines/engine.ts';
+import type {
+  ExecResult,
+  HistoryEntry,
+  LostItem,
+  MachineInfo,
+  MachineState,
+  OutputChunk,
+  ResultData,
+} from '../shared/types.ts';
+import type { HistoryLog } from './history-log.ts';
+import type { MachineManifest, MachineStore } from './machine-store.ts';
+import { OutputLines } from './output-lines.ts';
+
+/** Tunables a machine takes from its manager. */
+export interface MachineSettings {
+  /** Bytes of output kept per instruction. */
+  outputLimit: number;
+  /** Time between an interrupt and the hard stop of code that ignores it. */
+  interruptGraceMs: number;
+  /** Quiet time after an instruction before the machine's state is checkpointed to disk. */
+  checkpointDelayMs: number;
+}
+
+/** How many finished instructions keep their output and result in memory. */
+const RECENT_INSTRUCTIONS = 64;
+
+export interface Instruction {
+  readonly seq: number;
+  readonly code: string;
+  readonly timeoutSeconds: number;
+  status: 'pending' | 'running' | 'done';
+  readonly chunks: OutputChunk[];
+  result?: ExecResult;
+  readonly done: Promise<ExecResult>;
+}
+
+interface LiveInstruction extends Instruction {
+  listeners: Set<(chunk: OutputChunk) => void>;
+  resolve(result: ExecResult): void;
+  cancelled?: string;
+  stopReason?: 'timeout' | 'interrupt';
+}
+
+export type MachineChange =
+  | { type: 'state'; state: MachineState }
+  | { type: 'instruction'; seq: number; result: ExecResult }
+  | { type: 'checkpoint'; bytes: number }
+  | { type: 'error'; message: string };
+
+/** The machine was deleted while something waited for it. */
+export class MachineGoneError extends Error {
+  static readonly errorCode = 'MachineNotFound';
+  constructor(readonly machine: string) {
+    super(`Machine ${machine} does not exist (it may have been deleted)`);
+    this.name = 'MachineGoneError';
+  }
+}
+
+/**
+ * One machine: its engine (when warm), its FIFO of instructions and everything that can happen to
+ * it — timeouts, interrupts, crashes, checkpoints, swap out and in. Every engine call goes through
+ * one serial queue, so instructions, introspection and snapshots never overlap.
+ */
+export class Machine {
+  #state: MachineState = 'swapped';
+  #engine?: Engine;
+  #ops: Promise<unknown> = Promise.resolve();
+  #pending: LiveInstruction[] = [];
+  #current?: LiveInstruction;
+  #recent = new Map<number, LiveInstruction>();
+  #history: HistoryLog;
+  #completedSeq: number;
+  #dirty = false;
+  #notices: string[] = [];
+  #lost: LostItem[] = [];
+  #checkpointTimer?: NodeJS.Timeout;
+  #deleted = false;
+
+  constructor(
+    readonly manifest: MachineManifest,
+    private readonly store: MachineStore,
+    private readonly createEngine: EngineFactory,
+    private readonly settings: MachineSettings,
+    private readonly onChange: (machine: Machine, change: MachineChange) => void,
+  ) {
+    this.#history = store.history(manifest.name);
+    this.#completedSeq = manifest.nextSeq - 1;
+  }
+
+  get name(): string {
+    return this.manifest.name;
+  }
+
+  get state(): MachineState {
+    return this.#state;
+  }
+
+  get isWarm(): boolean {
+    return this.#engine !== undefined;
+  }
+
+  /** Nothing running or queued. */
+  get isIdle(): boolean {
+    return !this.#current && this.#pending.length === 0;
+  }
+
+  info(): MachineInfo {
+    const m = this.manifest;
+    return {
+      name: m.name,
+      createdAt: m.createdAt,
+      tags: { ...m.tags },
+      engine: m.engine,
+      memoryMb: m.memoryMb,
+      state: this.#state,
+      nextSeq: m.nextSeq,
+      pendingInstructions: this.#pending.length + (this.#current ? 1 : 0),
+      lastUsedAt: m.lastUsedAt,
+      snapshot: m.snapshot,
+    };
+  }
+
+  /** Queues an instruction and returns it at once; `done` settles with its result. */
+  exec(code: string, timeoutSeconds: number): Instruction {
+    this.#assertAlive();
+    const seq = this.manifest.nextSeq++;
+    const now = new Date();
+    this.manifest.lastUsedAt = now.toISOString();
+    let resolve!: (result: ExecResult) => void;
+    const done = new Promise<ExecResult>((r) => (resolve = r));
+    const instruction: LiveInstruction = {
+      seq,
+      code,
+      timeoutSeconds,
+      status: 'pending',
+      chunks: [],
+      done,
+      listeners: new Set(),
+      resolve,
+    };
+    this.#history.started(seq, code, now);
+    this.#recent.set(seq, instruction);
+    for (const old of this.#recent.keys()) {
+      if (this.#recent.size <= RECENT_INSTRUCTIONS) break;
+      if (this.#recent.get(old)!.status === 'done') this.#recent.delete(old);
+    }
+    this.#pending.push(instruction);
+    this.#clearCheckpoint();
+    void this.#serial(() => this.#run(instruction));
+    return instruction;
+  }
+
+  /** An instruction of this machine by seq, with output and result while it is recent. */
+  instruction(seq: number): Instruction | undefined {
+    return this.#recent.get(seq);
+  }
+
+  /**
+   * Streams an instruction's output from its first chunk, then resolves with its result.
+   * Older instructions come from the history (result only).
+   */
+  async follow(seq: number, onChunk: (chunk: OutputChunk) => void): Promise<ExecResult | undefined> {
+    const live = this.#recent.get(seq);
+    if (!live) return (await this.#historyEntry(seq))?.result;
+    for (const chunk of live.chunks) onChunk(chunk);
+    if (live.status !== 'done') {
+      live.listeners.add(onChunk);
+      try {
+        return await live.done;
+      } finally {
+        live.listeners.delete(onChunk);
+      }
+    }
+    return live.result;
+  }
+
+  /** The result of an instruction, waiting for it when it has not finished. */
+  async result(seq: number): Promise<ExecResult | undefined> {
+    const live = this.#recent.get(seq);
+    if (live) return live.done;
+    return (await this.#historyEntry(seq))?.result;
+  }
+
+  history(last?: number): Promise<HistoryEntry[]> {
+    return this.#history.read(last);
+  }
+
+  /** Cancels queued instructions and interrupts the running one (escalating to a hard stop). */
+  interrupt(): { cancelled: number; interrupted: boolean } {
+    const cancelled = this.#pending.length;
+    for (const instruction of this.#pending) instruction.cancelled = 'it was cancelled by an interrupt before it started';
+    const running = this.#current;
+    if (running && !running.stopReason) this.#stop(running, 'interrupt');
+    return { cancelled, interrupted: running !== undefined };
+  }
+
+  /**
+   * Called when the data dir's previous owner stopped without saving: the first result then says
+   * which instructions' effects did not survive.
+   */
+  noteUncleanStop(): void {
+    const from = this.manifest.snapshot?.seq ?? 0;
+    if (this.#completedSeq >= from) {
+      this.#notices.push(`The server stopped unexpectedly. ${this.#restoreNotice()}`);
+    }
+  }
+
+  /** Runs `task` against a warm engine, in turn with instructions. */
+  withEngine<T>(task: (engine: Engine) => Promise<T>): Promise<T> {
+    this.#assertAlive();
+    return this.#serial(async () => task(await this.#warm()));
+  }
+
+  /** Writes the state to disk if anything changed since the last snapshot. */
+  checkpoint(): Promise<void> {
+    this.#clearCheckpoint();
+    return this.#serial(() => this.#snapshot());
+  }
+
+  /** Saves the state and stops the engine. The next use swaps it back in. */
+  swapOut(): Promise<void> {
+    this.#clearCheckpoint();
+    return this.#serial(async () => {
+      if (!this.#engine) return;
+      await this.#snapshot();
+      await this.#stopEngine();
+    });
+  }
+
+  /** Stops everything and removes the machine's files. */
+  async delete(): Promise<void> {
+    this.#deleted = true;
+    this.#clearCheckpoint();
+    for (const instruction of this.#pending) instruction.cancelled = 'the machine was deleted';
+    const engine = this.#engine;
+    this.#engine = undefined;
+    await engine?.stop();
+    await this.#ops.catch(() => {});
+    this.#history.close();
+    await this.store.remove(this.name);
+  }
+
+  /** Stops the engine without saving, for a server that is going away after `checkpoint()`. */
+  async close(): Promise<void> {
+    this.#clearCheckpoint();
+    await this.#stopEngine();
+    this.#history.close();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  #serial<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.#ops.then(task);
+    this.#ops = next.catch(() => {});
+    return next;
+  }
+
+  async #run(instruction: LiveInstruction): Promise<void> {
+    this.#pending.splice(this.#pending.indexOf(instruction), 1);
+    if (instruction.cancelled) {
+      this.#finish(instruction, { error: `KeyboardInterrupt: ${instruction.cancelled}`, runtime_ms: 0 });
+      return;
+    }
+    // Current from here on, so that an interrupt during the swap-in reaches it.
+    this.#current = instruction;
+    instruction.status = 'running';
+    let engine: Engine;
+    try {
+      engine = await this.#warm();
+    } catch (error) {
+      this.#current = undefined;
+      this.#finish(instruction, { error: `Could not start the machine: ${(error as Error).message}`, runtime_ms: 0 });
+      return;
+    }
+    if (instruction.stopReason) {
+      this.#current = undefined;
+      this.#finish(instruction, { error: 'KeyboardInterrupt: it was interrupted before it started', runtime_ms: 0 });
+      this.#setState('warm');
+      return;
+    }
+    this.#setState('busy');
+    const lines = new OutputLines((chunk) => {
+      instruction.chunks.push(chunk);
+      for (const listener of instruction.listeners) listener(chunk);
+    });
+    const onOutput: OutputListener = (stream, text) => lines.push(stream, text);
+    const timer = setTimeout(() => this.#stop(instruction, 'timeout'), instruction.timeoutSeconds * 1000);
+    const started = performance.now();
+    let result: ExecResult;
+    try {
+      result = await engine.run(instruction.code, instruction.seq, onOutput);
+      this.#dirty = true;
+    } catch (error) {
+      result = { error: this.#describeFailure(instruction, error), runtime_ms: Math.round(performance.now() - started) };
+      if (error instanceof EngineExitedError) this.#dropEngine(engine);
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(this.#graceTimer);
+      lines.end();
+    }
+    if (instruction.stopReason === 'timeout' && !('error' in result && result.error.startsWith('Timed out'))) {
+      const detail = 'error' in result ? `\n${result.error}` : '';
+      result = { error: `Timed out after ${instruction.timeoutSeconds} s: the instruction was interrupted.${detail}`, runtime_ms: result.runtime_ms };
+    }
+    this.#current = undefined;
+    this.#completedSeq = instruction.seq;
+    this.#finish(instruction, this.#withNotices(result));
+    if (this.#engine) this.#setState('warm');
+    this.#scheduleCheckpoint();
+  }
+
+  #graceTimer?: NodeJS.Timeout;
+
+  /** Interrupts the running instruction, and hard-stops the engine if the code ignores it. */
+  #stop(instruction: LiveInstruction, reason: 'timeout' | 'interrupt'): void {
+    instruction.stopReason ??= reason;
+    const engine = this.#engine;
+    if (!engine || this.#current !== instruction) return;
+    engine.interrupt();
+    clearTimeout(this.#graceTimer);
+    this.#graceTimer = setTimeout(() => {
+      if (this.#current === instruction) void engine.stop();
+    }, this.settings.interruptGraceMs);
+  }
+
+  #describeFailure(instruction: LiveInstruction, error: unknown): string {
+    if (!(error instanceof EngineExitedError)) return `Perennial could not run the instruction: ${(error as Error).message}`;
+    const restore = this.#restoreNotice();
+    if (error.exit.requested && instruction.stopReason) {
+      const what = instruction.stopReason === 'timeout' ? `Timed out after ${instruction.timeoutSeconds} s` : 'Interrupted';
+      return `${what}: the code did not stop within ${this.settings.interruptGraceMs / 1000} s of the interrupt, so its Python process was stopped. ${restore}`;
+    }
+    return `${error.message}. ${restore}`;
+  }
+
+  #restoreNotice(): string {
+    const snapshot = this.manifest.snapshot;
+    if (!snapshot) return 'The machine starts again empty: it had no snapshot yet.';
+    const lost = this.#completedSeq >= snapshot.seq ? ` Effects of instructions ${snapshot.seq}–${this.#completedSeq} are lost.` : '';
+    return `The machine goes back to its snapshot of ${snapshot.at}.${lost}`;
+  }
+
+  /** Starts the engine, swapping the machine in from its snapshot when it has one. */
+  async #warm(): Promise<Engine> {
+    if (this.#engine) return this.#engine;
+    const engine = this.createEngine({
+      memoryMb: this.manifest.memoryMb,
+      outputLimit: this.settings.outputLimit,
+      workdir: this.store.filesDir(this.name),
+      python: this.manifest.python,
+    });
+    await engine.start();
+    if (await this.store.hasSnapshot(this.name)) {
+      try {
+        await engine.restore(this.store.snapshotPath(this.name));
+      } catch (error) {
+        // Keep the unreadable snapshot for inspection and carry on from an empty machine.
+        const kept = `${this.store.snapshotPath(this.name)}.unreadable-${Date.now()}`;
+        await rename(this.store.snapshotPath(this.name), kept).catch(() => {});
+        this.#lost.push({ name: '*', reason: `the snapshot could not be restored (${(error as Error).message}); it was kept as ${kept}` });
+        this.manifest.snapshot = null;
+        await engine.stop();
+        return this.#warm();
+      }
+    }
+    if (this.#deleted) {
+      await engine.stop();
+      throw new MachineGoneError(this.name);
+    }
+    this.#engine = engine;
+    this.#dirty = false;
+    void engine.exited.then((exit) => {
+      if (this.#engine !== engine || exit.requested) return;
+      // Died between instructions (killed from outside, out of memory): come back on next use.
+      this.#notices.push(`The Python process ${exit.signal ? `was killed by ${exit.signal}` : `exited (code ${exit.code})`} while idle. ${this.#restoreNotice()}`);
+      this.#dropEngine(engine);
+    });
+    this.#setState('warm');
+    return engine;
+  }
+
+  async #snapshot(): Promise<void> {
+    const engine = this.#engine;
+    if (!engine || !this.#dirty) return;
+    const temp = this.store.tempSnapshotPath(this.name);
+    const report = await engine.snapshot(temp);
+    await this.store.commitSnapshot(this.name, temp);
+    this.manifest.snapshot = { at: new Date().toISOString(), seq: this.#completedSeq + 1, bytes: report.bytes };
+    await this.store.save(this.manifest);
+    this.#dirty = false;
+    this.onChange(this, { type: 'checkpoint', bytes: report.bytes });
+  }
+
+  #scheduleCheckpoint(): void {
+    this.#clearCheckpoint();
+    if (!this.#dirty || !this.isIdle) return;
+    this.#checkpointTimer = setTimeout(() => {
+      this.checkpoint().catch((error: Error) => this.onChange(this, { type: 'error', message: `checkpoint failed: ${error.message}` }));
+    }, this.settings.checkpointDelayMs);
+    this.#checkpointTimer.unref();
+  }
+
+  #clearCheckpoint(): void {
+    clearTimeout(this.#checkpointTimer);
+    this.#checkpointTimer = undefined;
+  }
+
+  async #stopEngine(): Promise<void> {
+    const engine = this.#engine;
+    if (!engine) return;
+    this.#engine = undefined;
+    await engine.stop();
+    this.#setState('swapped');
+  }
+
+  #dropEngine(engine: Engine): void {
+    if (this.#engine !== engine) return;
+    this.#engine = undefined;
+    this.#dirty = false;
+    if (!this.#current) this.#setState('swapped');
+  }
+
+  #withNotices(result: ExecResult): ExecResult {
+    if (!this.#notices.length && !this.#lost.length) return result;
+    const data: ResultData = { ...(result.data ?? {}) };
+    if (this.#lost.length) data.lost = [...this.#lost, ...(data.lost ?? [])];
+    if (this.#notices.length) data.notices = [...this.#notices];
+    this.#notices = [];
+    this.#lost = [];
+    return { ...result, data } as ExecResult;
+  }
+
+  #finish(instruction: LiveInstruction, result: ExecResult): void {
+    instruction.status = 'done';
+    instruction.result = result;
+    const text = (stream: string) =>
+      instruction.chunks
+        .filter((c) => c.stream === stream)
+        .map((c) => c.data)
+        .join('\n');
+    this.#history.finished(instruction.seq, result, text('stdout'), text('stderr'));
+    instruction.resolve(result);
+    this.onChange(this, { type: 'instruction', seq: instruction.seq, result });
+  }
+
+  #setState(state: MachineState): void {
+    if (this.#state === state) return;
+    this.#state = state;
+    this.onChange(this, { type: 'state', state });
+  }
+
+  async #historyEntry(seq: number): Promise<HistoryEntry | undefined> {
+    const entry = (await this.#history.read()).find((e) => e.seq === seq);
+    if (entry && !entry.result) {
+      // Started but never finished: the server stopped while it ran.
+      entry.result = { error: 'The server stopped while this instruction ran; its effects are lost.', runtime_ms: 0 };
+    }
+    return entry;
+  }
+
+  #assertAlive(): void {
+    if (this.#deleted) throw new MachineGoneError(this.name);
+  }
+}

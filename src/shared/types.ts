@@ -1,0 +1,120 @@
+/**
+ * Wire types shared by the machines layer, the server, the client and the extension.
+ * ForeverVM shapes follow `forevervm-api.md` exactly (snake_case); Perennial's own extensions
+ * use camelCase and live below them.
+ */
+
+/** `{"code": str, "timeout_seconds": int}`; a missing `timeout_seconds` means 15. */
+export interface Instruction {
+  code: string;
+  timeout_seconds?: number;
+}
+
+export interface ImageData {
+  mimeType: 'image/png';
+  /** Base64, no data: prefix. */
+  data: string;
+}
+
+/** Something a swap could not keep, named so that nothing disappears silently. */
+export interface LostItem {
+  name: string;
+  reason: string;
+}
+
+/** Rich output of an instruction. `png` is ForeverVM's field; the rest are Perennial's. */
+export interface ResultData {
+  png?: string;
+  images?: ImageData[];
+  lost?: LostItem[];
+  /** Things the user should know about this machine, e.g. that it came back from a snapshot. */
+  notices?: string[];
+  [key: string]: unknown;
+}
+
+export type ExecResult =
+  | { value: string | null; data: ResultData | null; runtime_ms: number }
+  | { error: string; data?: ResultData; runtime_ms: number };
+
+export type StreamName = 'stdout' | 'stderr';
+
+/** One line of output (without its newline), or a partial line flushed after a pause. */
+export interface OutputChunk {
+  stream: StreamName;
+  data: string;
+  seq: number;
+}
+
+export interface ForeverVMMachine {
+  name: string;
+  created_at: string;
+  running: boolean;
+  has_pending_instruction: boolean;
+  expires_at: string | null;
+  tags: Record<string, string>;
+}
+
+// ---- Perennial extensions ---------------------------------------------------------------------
+
+export type EngineName = 'sandbox' | 'python';
+export type MachineState = 'warm' | 'busy' | 'swapped';
+
+export interface MachineInfo {
+  name: string;
+  createdAt: string;
+  tags: Record<string, string>;
+  engine: EngineName;
+  memoryMb: number;
+  state: MachineState;
+  /** The seq the next instruction will get. */
+  nextSeq: number;
+  pendingInstructions: number;
+  lastUsedAt: string;
+  snapshot: SnapshotInfo | null;
+}
+
+export interface SnapshotInfo {
+  /** When the snapshot was taken (RFC 3339). */
+  at: string;
+  /** The seq of the first instruction whose effects the snapshot does not hold. */
+  seq: number;
+  bytes: number;
+}
+
+export interface VariableSummary {
+  name: string;
+  type: string;
+  /** Short repr, at most 200 characters. */
+  repr: string;
+  /** len() when the object has one. */
+  size?: number;
+  shape?: number[];
+}
+
+export interface VariableDetail {
+  name: string;
+  type: string;
+  repr: string;
+  truncated: boolean;
+  size?: number;
+}
+
+export interface ObjectInfo {
+  name: string;
+  type: string;
+  signature: string | null;
+  doc: string | null;
+}
+
+export interface HistoryEntry {
+  seq: number;
+  code: string;
+  startedAt: string;
+  result?: ExecResult;
+  stdout?: string;
+  stderr?: string;
+}
+
+export function isErrorResult(result: ExecResult): result is Extract<ExecResult, { error: string }> {
+  return 'error' in result;
+}
