@@ -840,8 +840,25 @@ def _set_memory_limit(megabytes):
     resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
+def _die_with_parent():
+    """On Linux, end this process when the engine's process dies, even by kill -9."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        return
+    expected = os.environ.pop("PERENNIAL_PARENT_PID", None)
+    if expected and os.getppid() != int(expected):  # the parent died before the request took effect
+        os._exit(1)
+
+
 def main():
     """Runs the kernel as the python engine's child process."""
+    _die_with_parent()
     # The channel fds must not leak into processes the user's code starts.
     for fd in (3, 4):
         os.set_inheritable(fd, False)

@@ -312,7 +312,7 @@ export class Machine {
     this.#current = undefined;
     this.#completedSeq = instruction.seq;
     this.#finish(instruction, this.#withNotices(result));
-    if (this.#engine) this.#setState('warm');
+    this.#setState(this.#engine ? 'warm' : 'swapped');
     this.#scheduleCheckpoint();
   }
 

@@ -86,6 +86,7 @@ export class PythonEngine implements Engine {
       MPLBACKEND: 'Agg',
       PERENNIAL_MEMORY_MB: String(this.#options.memoryMb),
       PERENNIAL_OUTPUT_LIMIT: String(this.#options.outputLimit),
+      PERENNIAL_PARENT_PID: String(process.pid),
     };
     const child = spawn(python, ['-c', BOOTSTRAP], {
       cwd: this.#options.workdir,

@@ -1,0 +1,64 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MachineManager, type CreateMachineOptions, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
+import type { EngineName, ExecResult, OutputChunk } from '../../src/shared/types.ts';
+
+/**
+ * The interpreter python-engine tests use: Debian's, which has numpy, matplotlib and dill
+ * (`.ci/run` installs them). Override with PERENNIAL_TEST_PYTHON.
+ */
+export const TEST_PYTHON = process.env.PERENNIAL_TEST_PYTHON ?? '/usr/bin/python3';
+
+/** Engines the shared suites run against. */
+export const ENGINES_UNDER_TEST: EngineName[] = ['python'];
+
+export async function tempDataDir(): Promise<{ dir: string; cleanup(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'perennial-test-'));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** A manager on a fresh data dir, with quick checkpoints so tests need not wait long. */
+export async function openManager(options: Partial<MachineManagerOptions> & { dataDir: string }): Promise<MachineManager> {
+  return MachineManager.open({ checkpointDelayMs: 100, interruptGraceMs: 1000, ...options });
+}
+
+export function machineOptions(engine: EngineName, extra: CreateMachineOptions = {}): CreateMachineOptions {
+  return { engine, ...(engine === 'python' ? { python: TEST_PYTHON } : {}), ...extra };
+}
+
+export interface Run {
+  seq: number;
+  result: ExecResult;
+  chunks: OutputChunk[];
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs code and collects everything it produced. */
+export async function run(manager: MachineManager, name: string, code: string, timeoutSeconds?: number): Promise<Run> {
+  const chunks: OutputChunk[] = [];
+  const { seq, result } = await manager.run(name, code, { timeoutSeconds, onOutput: (c) => chunks.push(c) });
+  const text = (stream: string) => chunks.filter((c) => c.stream === stream).map((c) => c.data).join('\n');
+  return { seq, result, chunks, stdout: text('stdout'), stderr: text('stderr') };
+}
+
+/** The value of a successful result; fails the test with the traceback otherwise. */
+export function valueOf(result: ExecResult): string | null {
+  if ('error' in result) throw new Error(`expected a value, got an error:\n${result.error}`);
+  return result.value;
+}
+
+export function errorOf(result: ExecResult): string {
+  if (!('error' in result)) throw new Error(`expected an error, got value ${result.value}`);
+  return result.error;
+}
+
+/** Waits until `check` holds, polling; fails after `ms`. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { ENGINES_UNDER_TEST, errorOf, machineOptions, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+
+/** Width and height from a PNG's IHDR, after checking its signature. */
+function pngSize(base64: string): { width: number; height: number } {
+  const png = Buffer.from(base64, 'base64');
+  assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
+  assert.equal(png.toString('latin1', 12, 16), 'IHDR');
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+}
+
+for (const engine of ENGINES_UNDER_TEST) {
+  describe(`execution on the ${engine} engine`, { timeout: 120_000 }, () => {
+    let manager: MachineManager;
+    let cleanup: () => Promise<void>;
+    let name: string;
+
+    before(async () => {
+      const data = await tempDataDir();
+      cleanup = data.cleanup;
+      manager = await openManager({ dataDir: data.dir });
+      name = (await manager.create(machineOptions(engine))).name;
+    });
+    after(async () => {
+      await manager.close();
+      await cleanup();
+    });
+
+    it('gives the repr of the last expression, like ForeverVM', async () => {
+      const cases: Array<[string, string | null]> = [
+        ['1 + 1', '2'],
+        ["'done'", "'done'"],
+        ['x = 5', null],
+        ['x * 2', '10'],
+        ['x * 2;', null],
+        ['None', null],
+        ['[1, "a", None]', "[1, 'a', None]"],
+        ['if x:\n    y = 1\ny', '1'],
+      ];
+      for (const [code, value] of cases) {
+        assert.equal(valueOf((await run(manager, name, code)).result), value, code);
+      }
+    });
+
+    it('prints and returns: print(123) or 567', async () => {
+      const r = await run(manager, name, 'print(123) or 567');
+      assert.equal(valueOf(r.result), '567');
+      assert.deepEqual(r.chunks, [{ stream: 'stdout', data: '123', seq: 0 }]);
+    });
+
+    it('keeps the last value in _', async () => {
+      await run(manager, name, '6 * 7');
+      await run(manager, name, 'z = 1');
+      assert.equal(valueOf((await run(manager, name, '_ + 1')).result), '43');
+    });
+
+    it('keeps variables, functions, classes and imports across instructions', async () => {
+      await run(manager, name, 'import math\nfrom collections import Counter\ncount = Counter("hello")');
+      await run(manager, name, 'def area(r):\n    return round(math.pi * r * r, 2)');
+      await run(manager, name, 'class Box:\n    def __init__(self, v): self.v = v\n    def __repr__(self): return f"Box({self.v})"');
+      assert.equal(valueOf((await run(manager, name, 'Box(area(2)), count["l"]')).result), '(Box(12.57), 2)');
+    });
+
+    it('streams stdout and stderr in order, one chunk per line, seq from 0', async () => {
+      const r = await run(manager, name, 'import sys\nfor i in range(3):\n    print("out", i)\n    print("err", i, file=sys.stderr)\nprint("a\\nb")');
+      assert.deepEqual(
+        r.chunks.map((c) => [c.seq, c.stream, c.data]),
+        [
+          [0, 'stdout', 'out 0'],
+          [1, 'stderr', 'err 0'],
+          [2, 'stdout', 'out 1'],
+          [3, 'stderr', 'err 1'],
+          [4, 'stdout', 'out 2'],
+          [5, 'stderr', 'err 2'],
+          [6, 'stdout', 'a'],
+          [7, 'stdout', 'b'],
+        ],
+      );
+    });
+
+    it('delivers output while the cell still runs, partial lines included', async () => {
+      const { seq, done } = manager.exec(name, 'import time\nprint("start", end="")\ntime.sleep(1.5)\nprint(" end")');
+      const arrivals: Array<[string, number]> = [];
+      const t0 = Date.now();
+      const result = await manager.follow(name, seq, (c) => arrivals.push([c.data, Date.now() - t0]));
+      await done;
+      valueOf(result);
+      const elapsed = Date.now() - t0;
+      assert.equal(arrivals[0]?.[0], 'start');
+      assert.ok(arrivals[0]![1] < elapsed - 800, `partial line arrived at ${arrivals[0]![1]} ms of ${elapsed} ms`);
+      assert.equal(arrivals[1]?.[0], ' end');
+    });
+
+    it('captures output written by subprocesses', async () => {
+      const r = await run(manager, name, 'import subprocess\nsubprocess.run(["echo", "from a child"])');
+      assert.match(r.stdout, /from a child/);
+    });
+
+    it("shows tracebacks of the user's cells, not the kernel's frames", async () => {
+      await run(manager, name, 'def divide(a, b):\n    return a / b');
+      const r = await run(manager, name, 'divide(1, 0)');
+      const error = errorOf(r.result);
+      assert.match(error, /^Traceback \(most recent call last\):/);
+      assert.match(error, new RegExp(`File "<cell ${r.seq}>", line 1, in <module>`));
+      assert.match(error, /return a \/ b/);
+      assert.match(error, /ZeroDivisionError: division by zero$/);
+      assert.doesNotMatch(error, /perennial_kernel/);
+      const syntax = errorOf((await run(manager, name, 'def broken(:\n  pass')).result);
+      assert.match(syntax, /SyntaxError/);
+      assert.doesNotMatch(syntax, /perennial_kernel|Traceback/);
+    });
+
+    it('survives exit() and SystemExit', async () => {
+      assert.match(errorOf((await run(manager, name, 'import sys; sys.exit(3)')).result), /SystemExit: 3/);
+      assert.equal(valueOf((await run(manager, name, '"alive"')).result), "'alive'");
+    });
+
+    it('caps the output of one instruction at 1 MiB with a clear marker', async () => {
+      const r = await run(manager, name, 'for i in range(40000):\n    print("x" * 63)\n"finished"');
+      assert.equal(valueOf(r.result), "'finished'");
+      const total = r.chunks.reduce((n, c) => n + c.data.length + 1, 0);
+      assert.ok(total <= (1 << 20) + 200, `kept ${total} bytes`);
+      assert.ok(total > (1 << 20) - 200, `kept ${total} bytes`);
+      assert.match(r.stdout, /output truncated at 1048576 bytes; 1511424 more bytes were dropped/);
+    });
+
+    it('supports top-level await', async () => {
+      assert.equal(valueOf((await run(manager, name, 'import asyncio\nawait asyncio.sleep(0.01)\n"awaited"')).result), "'awaited'");
+    });
+
+    it('turns matplotlib figures into PNGs: data.png first, all in data.images', async () => {
+      const r = await run(
+        manager,
+        name,
+        'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\nfig = plt.figure(figsize=(4, 2))\nplt.bar(["a", "b"], [1, 2])\n"plotted"',
+      );
+      assert.equal(valueOf(r.result), "'plotted'");
+      const data = r.result.data!;
+      assert.equal(data.images?.length, 2);
+      assert.equal(data.png, data.images![0]!.data);
+      const first = pngSize(data.images![0]!.data);
+      const second = pngSize(data.images![1]!.data);
+      assert.ok(first.width > 100 && first.height > 100);
+      assert.ok(second.width > second.height, 'the 4x2 figure is wider than tall');
+      const again = await run(manager, name, '1');
+      assert.equal(again.result.data, null, 'figures are closed after they are sent');
+    });
+
+    it('shows an object with _repr_png_ as an image', async () => {
+      const r = await run(
+        manager,
+        name,
+        'import io, matplotlib.pyplot as plt\nclass Pic:\n    def _repr_png_(self):\n        f = plt.figure(); b = io.BytesIO(); f.savefig(b, format="png"); plt.close(f); return b.getvalue()\nPic()',
+      );
+      pngSize(r.result.data!.png!);
+    });
+
+    it('lists variables, shows one, completes names and inspects objects', async () => {
+      await run(manager, name, 'numbers = list(range(1000))\ngreeting = "hi"\ndef greet(who: str, punct="!") -> str:\n    "Say hello."\n    return f"{greeting} {who}{punct}"');
+      const variables = await manager.variables(name);
+      const byName = new Map(variables.map((v) => [v.name, v]));
+      assert.deepEqual(byName.get('numbers'), { name: 'numbers', type: 'list', repr: byName.get('numbers')!.repr, size: 1000 });
+      assert.ok(byName.get('numbers')!.repr.length <= 200);
+      assert.equal(byName.get('greeting')?.repr, "'hi'");
+      assert.equal(byName.get('greet')?.type, 'function');
+      assert.ok(!byName.has('math'), 'modules are not variables');
+      assert.ok(![...byName.keys()].some((n) => n.startsWith('__')));
+      const detail = await manager.variable(name, 'numbers');
+      assert.equal(detail.truncated, false);
+      assert.ok(detail.repr.includes('999'));
+      await assert.rejects(manager.variable(name, 'missing'), /no variable named 'missing'/);
+      assert.ok((await manager.complete(name, 'gree')).includes('greet('));
+      assert.ok((await manager.complete(name, 'greeting.up')).includes('greeting.upper()'), 'no-argument methods complete with ()');
+      const info = await manager.inspect(name, 'greet');
+      assert.equal(info.signature, "(who: str, punct='!') -> str");
+      assert.equal(info.doc, 'Say hello.');
+      await assert.rejects(manager.inspect(name, 'greet()'), /not a dotted name/);
+      assert.equal(await manager.isComplete(name, 'def f():'), 'incomplete');
+      assert.equal(await manager.isComplete(name, 'x = 1'), 'complete');
+    });
+
+    it('turns an allocation beyond memory_mb into MemoryError; the machine lives', async () => {
+      const small = (await manager.create(machineOptions(engine, { memoryMb: 256 }))).name;
+      await run(manager, small, 'kept = "still here"');
+      assert.match(errorOf((await run(manager, small, 'block = bytearray(600 * 1024 * 1024)')).result), /MemoryError/);
+      assert.match(errorOf((await run(manager, small, 'blocks = [bytearray(16 * 1024 * 1024) for _ in range(100)]')).result), /MemoryError/);
+      assert.equal(valueOf((await run(manager, small, 'kept')).result), "'still here'");
+      await manager.delete(small);
+    });
+  });
+}

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { ENGINES_UNDER_TEST, errorOf, eventually, machineOptions, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+
+for (const engine of ENGINES_UNDER_TEST) {
+  describe(`timeouts, interrupts and crashes on the ${engine} engine`, { timeout: 120_000 }, () => {
+    let manager: MachineManager;
+    let cleanup: () => Promise<void>;
+    let name: string;
+
+    before(async () => {
+      const data = await tempDataDir();
+      cleanup = data.cleanup;
+      manager = await openManager({ dataDir: data.dir });
+    });
+    after(async () => {
+      await manager.close();
+      await cleanup();
+    });
+
+    /** A machine holding `kept = 'state'`, checkpointed to disk. */
+    async function machineWithState(): Promise<string> {
+      const machine = (await manager.create(machineOptions(engine))).name;
+      await run(manager, machine, 'kept = "state"');
+      await eventually(() => manager.get(machine).snapshot !== null, 10_000, 'a checkpoint');
+      return machine;
+    }
+
+    before(async () => {
+      name = await machineWithState();
+    });
+
+    it('times out a busy loop with "Timed out"; the state stays usable', async () => {
+      const started = Date.now();
+      const r = await run(manager, name, 'n = 0\nwhile True:\n    n += 1', 1);
+      const error = errorOf(r.result);
+      assert.match(error, /^Timed out after 1 s/);
+      assert.match(error, /KeyboardInterrupt/);
+      assert.ok(Date.now() - started < 5000);
+      assert.equal(valueOf((await run(manager, name, 'kept, n > 0')).result), "('state', True)");
+    });
+
+    it('times out a sleep', async () => {
+      const started = Date.now();
+      assert.match(errorOf((await run(manager, name, 'import time\ntime.sleep(30)', 1)).result), /Timed out/);
+      assert.ok(Date.now() - started < 5000);
+    });
+
+    it('interrupts a running instruction on request; the namespace is intact', async () => {
+      const { seq, done } = manager.exec(name, 'import time\nfor i in range(300):\n    time.sleep(0.1)');
+      await eventually(() => manager.get(name).state === 'busy', 5000, 'busy');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(manager.interrupt(name), { cancelled: 0, interrupted: true });
+      const error = errorOf(await done);
+      assert.match(error, /KeyboardInterrupt/);
+      assert.doesNotMatch(error, /Timed out/);
+      assert.ok(seq >= 0);
+      assert.equal(valueOf((await run(manager, name, 'kept, i < 299')).result), "('state', True)");
+    });
+
+    it('exec with interrupt stops what runs and cancels what waits', async () => {
+      const long = manager.exec(name, 'import time\ntime.sleep(30)');
+      const queued = manager.exec(name, 'never = True');
+      await eventually(() => manager.get(name).state === 'busy', 5000, 'busy');
+      const urgent = manager.exec(name, '"urgent"', { interrupt: true });
+      assert.equal(urgent.interrupted, true);
+      assert.match(errorOf(await long.done), /KeyboardInterrupt/);
+      assert.match(errorOf(await queued.done), /cancelled by an interrupt before it started/);
+      assert.equal(valueOf(await urgent.done), "'urgent'");
+      assert.match(errorOf((await run(manager, name, 'never')).result), /NameError/);
+      assert.deepEqual([long.seq + 1, long.seq + 2], [queued.seq, urgent.seq], 'seqs follow submission order');
+    });
+
+    it('runs instructions one at a time, in order', async () => {
+      const submitted = Array.from({ length: 10 }, (_, i) => manager.exec(name, `order = globals().get("order", []) + [${i}]\nlen(order)`));
+      const values = await Promise.all(submitted.map((s) => s.done));
+      assert.deepEqual(values.map(valueOf), submitted.map((_, i) => String(i + 1)));
+      assert.equal(valueOf((await run(manager, name, 'order')).result), '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]');
+    });
+
+    it('hard-stops code that ignores interrupts and restores the last snapshot', async () => {
+      const machine = await machineWithState();
+      await run(manager, machine, 'after_snapshot = 1');
+      const r = await run(manager, machine, 'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)', 1);
+      const error = errorOf(r.result);
+      assert.match(error, /^Timed out after 1 s: the code did not stop within 1 s of the interrupt, so its Python process was stopped/);
+      assert.match(error, /goes back to its snapshot of/);
+      assert.equal(manager.get(machine).state, 'swapped');
+      assert.equal(valueOf((await run(manager, machine, 'kept')).result), "'state'");
+      assert.match(errorOf((await run(manager, machine, 'after_snapshot')).result), /NameError/);
+      await manager.delete(machine);
+    });
+
+    it('survives the interpreter dying mid-instruction', async () => {
+      const machine = await machineWithState();
+      const error = errorOf((await run(manager, machine, 'import os\nos._exit(7)')).result);
+      assert.match(error, /The Python process exited with code 7 while running this instruction/);
+      assert.equal(valueOf((await run(manager, machine, 'kept')).result), "'state'");
+      await manager.delete(machine);
+    });
+
+    it('notices a process killed while idle and comes back on the next instruction', async () => {
+      const machine = await machineWithState();
+      const pid = Number(valueOf((await run(manager, machine, 'import os; os.getpid()')).result));
+      await eventually(() => manager.get(machine).snapshot?.seq === 2, 10_000, 'checkpoint');
+      process.kill(pid, 'SIGKILL');
+      await eventually(() => manager.get(machine).state === 'swapped', 5000, 'swapped after kill');
+      const r = await run(manager, machine, 'kept');
+      assert.equal(valueOf(r.result), "'state'");
+      assert.match(r.result.data?.notices?.[0] ?? '', /was killed by SIGKILL while idle/);
+      await manager.delete(machine);
+    });
+  });
+}
