@@ -221,6 +221,10 @@ def _set_class_state(cls, attrs):
     return cls
 
 
+def _make_mappingproxy(mapping):
+    return types.MappingProxyType(mapping)
+
+
 def _code_global_names(code):
     names = set(code.co_names)
     for const in code.co_consts:
@@ -247,6 +251,8 @@ class NamespacePickler(pickle.Pickler):
             return property, (obj.fget, obj.fset, obj.fdel, obj.__doc__)
         if isinstance(obj, (staticmethod, classmethod)):
             return type(obj), (obj.__func__,)
+        if isinstance(obj, types.MappingProxyType):  # e.g. dataclass field metadata
+            return _make_mappingproxy, (dict(obj),)
         sentinel = _DATACLASS_SENTINELS.get(id(obj))
         if sentinel is not None:
             return getattr, (dataclasses, sentinel)

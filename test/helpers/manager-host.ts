@@ -1,0 +1,21 @@
+/**
+ * A process that owns a data dir through a MachineManager, for tests that must kill -9 the owner.
+ * Commands arrive as JSON lines on stdin; events leave as JSON lines on stdout.
+ * Usage: node --import tsx test/helpers/manager-host.ts <dataDir>
+ */
+import { createInterface } from 'node:readline';
+import { MachineManager } from '../../src/machines/machine-manager.ts';
+
+const manager = await MachineManager.open({ dataDir: process.argv[2]!, checkpointDelayMs: 100 });
+const say = (message: object) => process.stdout.write(JSON.stringify(message) + '\n');
+manager.on('event', (event) => say({ event }));
+say({ ready: true, pid: process.pid });
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const command = JSON.parse(line) as { op: 'create' | 'exec'; name?: string; code?: string; python?: string };
+  if (command.op === 'create') say({ created: (await manager.create({ engine: 'python', python: command.python })).name });
+  else {
+    const { seq } = manager.exec(command.name!, command.code!, { timeoutSeconds: 600 });
+    say({ accepted: seq });
+  }
+}

@@ -1,0 +1,286 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { access, readdir, readlink } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { DataDirLockedError } from '../../src/machines/data-dir-lock.ts';
+import { MachineGoneError, type MachineManager } from '../../src/machines/machine-manager.ts';
+import {
+  ENGINES_UNDER_TEST,
+  TEST_PYTHON,
+  errorOf,
+  eventually,
+  machineOptions,
+  openManager,
+  run,
+  tempDataDir,
+  valueOf,
+} from '../helpers/machines.ts';
+
+/** Defines state of every kind a REPL user builds up; `STATE_CHECK` reads it all back. */
+const STATE_SETUP = `
+import math, json
+import collections as col
+from functools import partial
+from dataclasses import dataclass, field, asdict
+import random
+random.seed(1234)
+
+counter = 41
+words = ["alpha", "beta"]
+shared = {"k": [1, 2]}
+alias = shared
+def scale(v, factor=2):
+    return v * factor * math.e / math.e
+def make_adder(n):
+    def add(v):
+        return v + n
+    return add
+add5 = make_adder(5)
+square = lambda v: v * v
+class Point:
+    origin = None
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+    def norm(self):
+        return math.hypot(self.x, self.y)
+    @property
+    def flipped(self):
+        return Point(self.y, self.x)
+    @staticmethod
+    def unit():
+        return Point(1, 0)
+    def __repr__(self):
+        return f"Point({self.x}, {self.y})"
+class Point3(Point):
+    def __init__(self, x, y, z):
+        super().__init__(x, y)
+        self.z = z
+@dataclass
+class Item:
+    name: str
+    tags: list = field(default_factory=list)
+p = Point(3, 4)
+p3 = Point3(1, 2, 3)
+item = Item("pen", ["blue"])
+double = partial(scale, factor=2)
+histogram = col.Counter("mississippi")
+"setup"`;
+
+const STATE_CHECK = `(counter + 1, words, alias is shared, scale(3), add5(1), square(4), p.norm(), p.flipped,
+ Point.unit(), p3.norm() > 2, p3.z, isinstance(p3, Point), asdict(item), Item("x").tags, double(10),
+ histogram.most_common(1), json.dumps({"a": 1}), col.OrderedDict(a=1)["a"], _)`;
+const STATE_EXPECTED = `(42, ['alpha', 'beta'], True, 6.0, 6, 16, 5.0, Point(4, 3), Point(1, 0), True, 3, True, {'name': 'pen', 'tags': ['blue']}, [], 20.0, [('i', 4)], '{"a": 1}', 1, 'setup')`;
+
+const HOST = fileURLToPath(new URL('../helpers/manager-host.ts', import.meta.url));
+
+for (const engine of ENGINES_UNDER_TEST) {
+  describe(`persistence on the ${engine} engine`, { timeout: 180_000 }, () => {
+    let dataDir: string;
+    let cleanup: () => Promise<void>;
+    let manager: MachineManager | undefined;
+
+    before(async () => {
+      ({ dir: dataDir, cleanup } = await tempDataDir());
+    });
+    afterEach(async () => {
+      await manager?.close();
+      manager = undefined;
+    });
+    after(() => cleanup());
+
+    it('keeps variables, functions, closures, classes, instances and imports across a forced swap', async () => {
+      manager = await openManager({ dataDir });
+      const name = (await manager.create(machineOptions(engine))).name;
+      assert.equal(valueOf((await run(manager, name, STATE_SETUP)).result), "'setup'");
+      await manager.swap(name);
+      assert.equal(manager.get(name).state, 'swapped');
+      assert.ok(manager.get(name).snapshot!.bytes > 0);
+      const r = await run(manager, name, STATE_CHECK);
+      assert.equal(valueOf(r.result), STATE_EXPECTED);
+      assert.equal(r.result.data, null, 'nothing was lost');
+      assert.equal(manager.get(name).state, 'warm');
+      // The random generator continues where it was, as if no swap had happened.
+      const fresh = (await manager.create(machineOptions(engine))).name;
+      const expected = valueOf((await run(manager, fresh, 'import random\nrandom.seed(1234)\nrandom.random()')).result);
+      assert.equal(valueOf((await run(manager, name, 'random.random()')).result), expected);
+      // Repeated cycles keep working.
+      for (let cycle = 0; cycle < 3; cycle++) {
+        await run(manager, name, `counter += 1`);
+        await manager.swap(name);
+      }
+      assert.equal(valueOf((await run(manager, name, 'counter, add5(counter)')).result), '(44, 49)');
+    });
+
+    it('brings every machine back after a restart, with its seq, history and results', async () => {
+      manager = await openManager({ dataDir });
+      const name = (await manager.create(machineOptions(engine, { tags: { project: 'restart' } }))).name;
+      await run(manager, name, STATE_SETUP);
+      const last = await run(manager, name, 'print("hi")\ncounter');
+      await manager.close();
+      manager = await openManager({ dataDir });
+      const info = manager.list({ project: 'restart' })[0]!;
+      assert.equal(info.name, name);
+      assert.equal(info.state, 'swapped');
+      assert.equal(info.nextSeq, last.seq + 1);
+      assert.deepEqual(await manager.result(name, last.seq), last.result);
+      const history = await manager.history(name, 1);
+      assert.deepEqual(history.map((h) => [h.seq, h.code, h.stdout]), [[last.seq, 'print("hi")\ncounter', 'hi']]);
+      const r = await run(manager, name, STATE_CHECK.replace(/, _\)$/, ', _ == 41)'));
+      assert.equal(valueOf(r.result), STATE_EXPECTED.replace(/, 'setup'\)$/, ', True)'));
+      assert.equal(r.seq, last.seq + 1, 'seq numbering continues');
+    });
+
+    it('names what a swap could not keep in the next result, and keeps the rest', async () => {
+      const listener: Server = createServer().listen(0, '127.0.0.1');
+      await new Promise((r) => listener.once('listening', r));
+      const port = (listener.address() as { port: number }).port;
+      try {
+        manager = await openManager({ dataDir });
+        const name = (await manager.create(machineOptions(engine))).name;
+        await run(manager, name, `import socket\nsock = socket.create_connection(("127.0.0.1", ${port}))\ngen = (i for i in range(3))\nnext(gen)\nsafe = [1, 2, 3]`);
+        await manager.swap(name);
+        const r = await run(manager, name, 'safe');
+        assert.equal(valueOf(r.result), '[1, 2, 3]');
+        const lost = new Map((r.result.data?.lost ?? []).map((l) => [l.name, l.reason]));
+        assert.match(lost.get('sock') ?? '', /socket/);
+        assert.match(lost.get('gen') ?? '', /generator/);
+        assert.equal(lost.size, 2);
+        assert.match(errorOf((await run(manager, name, 'sock')).result), /NameError/);
+        assert.equal((await run(manager, name, '1')).result.data, null, 'losses are reported once');
+      } finally {
+        listener.close();
+      }
+    });
+
+    it('takes an exclusive lock on the data dir', async () => {
+      manager = await openManager({ dataDir });
+      await assert.rejects(openManager({ dataDir }), (error: unknown) => {
+        assert.ok(error instanceof DataDirLockedError);
+        assert.equal(error.ownerPid, process.pid);
+        return true;
+      });
+      await manager.close();
+      manager = await openManager({ dataDir });
+    });
+
+    it('recovers every machine from its last snapshot after a kill -9 of the owner', async () => {
+      const host = spawn(process.execPath, ['--import', 'tsx', HOST, dataDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const events: Array<Record<string, unknown>> = [];
+      createInterface({ input: host.stdout! }).on('line', (line) => events.push(JSON.parse(line)));
+      const send = (command: object) => host.stdin!.write(JSON.stringify(command) + '\n');
+      const waitFor = async (test: (e: Record<string, unknown>) => boolean, what: string) => {
+        await eventually(() => events.some(test), 20_000, what);
+        return events.find(test)!;
+      };
+      let kernelPid = 0;
+      let name = '';
+      try {
+        await waitFor((e) => e.ready === true, 'host ready');
+        send({ op: 'create', python: engine === 'python' ? TEST_PYTHON : undefined });
+        name = (await waitFor((e) => typeof e.created === 'string', 'machine')).created as string;
+        send({ op: 'exec', name, code: STATE_SETUP });
+        await waitFor((e) => (e.event as { type?: string })?.type === 'checkpoint', 'checkpoint');
+        send({ op: 'exec', name, code: 'counter = 1000\nimport time\ntime.sleep(600)' });
+        await waitFor((e) => (e.event as { type?: string; state?: string })?.state === 'busy', 'busy');
+        kernelPid = await kernelPidOf(dataDir, name);
+        assert.ok(kernelPid > 0, 'found the kernel process');
+      } finally {
+        host.kill('SIGKILL');
+        await new Promise((r) => host.once('exit', r));
+      }
+      // The kernel dies with its owner rather than running on as an orphan.
+      if (kernelPid) await eventually(() => !alive(kernelPid), 5000, 'the orphaned kernel to exit');
+
+      manager = await openManager({ dataDir });
+      const r = await run(manager, name, STATE_CHECK.replace(/, _\)$/, ')'));
+      assert.equal(valueOf(r.result), STATE_EXPECTED.replace(/, 'setup'\)$/, ')'));
+      assert.match(r.result.data?.notices?.[0] ?? '', /The server stopped unexpectedly\. The machine goes back to its snapshot of .*Effects of instructions 1–1 are lost/);
+      assert.match(errorOf(await manager.result(name, 1)), /The server stopped while this instruction ran/);
+      assert.equal(r.seq, 2);
+    });
+
+    it('swaps machines out when idle, and the least recently used beyond the warm cap', async () => {
+      manager = await openManager({ dataDir, idleSeconds: 1, maxWarm: 2 });
+      const names: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const name = (await manager.create(machineOptions(engine))).name;
+        await run(manager, name, `i = ${i}`);
+        names.push(name);
+      }
+      const states = () => names.map((n) => manager!.get(n).state);
+      await eventually(() => states()[0] === 'swapped', 5000, 'the oldest to be swapped over the warm cap');
+      assert.deepEqual(states(), ['swapped', 'warm', 'warm']);
+      await eventually(() => states().every((s) => s === 'swapped'), 10_000, 'idle swap');
+      assert.equal(valueOf((await run(manager, names[0]!, 'i')).result), '0');
+    });
+
+    it('lists by tag (all must match), newest first, and deletes every file of a machine', async () => {
+      manager = await openManager({ dataDir });
+      const a = (await manager.create(machineOptions(engine, { tags: { team: 'x', env: 'dev' } }))).name;
+      const b = (await manager.create(machineOptions(engine, { tags: { team: 'x' } }))).name;
+      assert.deepEqual(manager.list({ team: 'x' }).map((m) => m.name), [b, a]);
+      assert.deepEqual(manager.list({ team: 'x', env: 'dev' }).map((m) => m.name), [a]);
+      assert.deepEqual(manager.list({ team: 'nobody' }), []);
+      await run(manager, a, 'v = 1');
+      await manager.swap(a);
+      await manager.delete(a);
+      await assert.rejects(access(`${dataDir}/machines/${a}`), /ENOENT/);
+      assert.throws(() => manager!.exec(a, '1'), MachineGoneError);
+      assert.ok(!manager.list().some((m) => m.name === a));
+    });
+
+    it('refuses bad requests with clear errors', async () => {
+      manager = await openManager({ dataDir });
+      await assert.rejects(manager.create({ engine: 'nope' as 'python' }), /Unknown or unavailable engine "nope"/);
+      await assert.rejects(manager.create(machineOptions(engine, { memoryMb: 1 })), /memory_mb must be a whole number/);
+      await assert.rejects(manager.create(machineOptions(engine, { tags: { 'bad key': 'v' } })), /Bad tag key/);
+      const name = (await manager.create(machineOptions(engine))).name;
+      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: 0 }), /timeout_seconds must be above 0/);
+      await assert.rejects(manager.result(name, 99), /has no instruction 99/);
+      assert.throws(() => manager!.exec('no-such-machine', '1'), /Machine no-such-machine does not exist/);
+    });
+  });
+}
+
+describe('python engine without dill or cloudpickle', { timeout: 60_000 }, () => {
+  it('still keeps functions, closures, classes and dataclasses across a swap', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    process.env.PERENNIAL_SERIALIZER = 'pickle';
+    const manager = await openManager({ dataDir: dir });
+    try {
+      const name = (await manager.create(machineOptions('python'))).name;
+      await run(manager, name, STATE_SETUP);
+      await run(manager, name, 'fh = open(__import__("os").devnull)');
+      await manager.swap(name);
+      const r = await run(manager, name, STATE_CHECK);
+      assert.equal(valueOf(r.result), STATE_EXPECTED);
+      assert.deepEqual(r.result.data?.lost?.map((l) => l.name), ['fh']);
+    } finally {
+      delete process.env.PERENNIAL_SERIALIZER;
+      await manager.close();
+      await cleanup();
+    }
+  });
+});
+
+/** The pid of the kernel whose working directory is the machine's files folder (Linux /proc). */
+async function kernelPidOf(dataDir: string, name: string): Promise<number> {
+  const files = `${dataDir}/machines/${name}/files`;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    if ((await readlink(`/proc/${entry}/cwd`).catch(() => '')) === files) return Number(entry);
+  }
+  return 0;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
