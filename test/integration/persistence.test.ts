@@ -176,7 +176,7 @@ for (const engine of ENGINES_UNDER_TEST) {
         return events.find(test)!;
       };
       let kernelPid = 0;
-      let name = '';
+      let name: string;
       try {
         await waitFor((e) => e.ready === true, 'host ready');
         send({ op: 'create', python: engine === 'python' ? TEST_PYTHON : undefined });

@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+
+/** The built CLI; `npm test` builds it first. */
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+describe('perennial CLI (built, in-process backend)', { timeout: 120_000 }, () => {
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir());
+  });
+  after(() => cleanup());
+
+  function start(args: string[]): ChildProcess {
+    return spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], {
+      env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+  }
+
+  function cli(args: string[], stdin = ''): Promise<CliRun> {
+    const child = start(args);
+    child.stdin!.end(stdin);
+    return finished(child);
+  }
+
+  it('exec creates a machine, names it on stderr, streams output and prints the value', async () => {
+    const r = await cli(['exec', 'x = 41\nprint("hello")\nx + 1']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'hello\n42\n');
+    const name = /^machine: (\S+)$/m.exec(r.stderr)?.[1];
+    assert.ok(name, r.stderr);
+    const again = await cli(['exec', '--machine', name, 'x']);
+    assert.equal(again.stdout, '41\n', 'state is kept between CLI runs');
+  });
+
+  it('exec exits 1 with the traceback on stderr for a Python error', async () => {
+    const r = await cli(['exec', '1/0']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /ZeroDivisionError: division by zero/);
+    assert.equal(r.stdout, '');
+  });
+
+  it('exec reads code from stdin with -, and honours --timeout', async () => {
+    const r = await cli(['exec', '-'], 'import sys\nprint("to stderr", file=sys.stderr)\n"from stdin"\n');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "'from stdin'\n");
+    assert.match(r.stderr, /to stderr/);
+    const slow = await cli(['exec', '--timeout', '1', 'import time; time.sleep(20)']);
+    assert.equal(slow.code, 1);
+    assert.match(slow.stderr, /Timed out after 1 s/);
+  });
+
+  it('machine new / list / swap / rm', async () => {
+    const created = await cli(['machine', 'new', '--tag', 'team=cli', '--tag', 'env=test', '--memory-mb', '512']);
+    assert.equal(created.code, 0, created.stderr);
+    const name = created.stdout.trim();
+    assert.match(name, /^[A-Za-z0-9_-]{16}$/);
+    await cli(['exec', '-m', name, 'y = 2']);
+    const swapped = await cli(['machine', 'swap', name]);
+    assert.equal(swapped.code, 0, swapped.stderr);
+    const json = JSON.parse((await cli(['machine', 'list', '--tag', 'team=cli', '--json'])).stdout) as Array<Record<string, unknown>>;
+    assert.equal(json.length, 1);
+    assert.deepEqual(
+      { name: json[0]!.name, tags: json[0]!.tags, memoryMb: json[0]!.memoryMb, state: json[0]!.state, nextSeq: json[0]!.nextSeq },
+      { name, tags: { team: 'cli', env: 'test' }, memoryMb: 512, state: 'swapped', nextSeq: 1 },
+    );
+    const table = (await cli(['machine', 'list'])).stdout;
+    assert.match(table, /^NAME\s+ENGINE\s+STATE\s+INSTRUCTIONS\s+CREATED\s+TAGS$/m);
+    assert.match(table, new RegExp(`^${name}\\s+python\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'));
+    assert.equal((await cli(['machine', 'list', '--tag', 'team=none'])).stdout, '');
+    assert.equal((await cli(['machine', 'rm', name])).code, 0);
+    const gone = await cli(['exec', '-m', name, 'y']);
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, new RegExp(`Machine ${name} does not exist`));
+  });
+
+  it('rejects bad arguments with a clear message', async () => {
+    const badEngine = await cli(['machine', 'new', '--engine', 'bogus']);
+    assert.equal(badEngine.code, 1);
+    assert.match(badEngine.stderr, /Allowed choices are python, sandbox/);
+    const badTag = await cli(['machine', 'new', '--tag', 'novalue']);
+    assert.match(badTag.stderr, /expected key=value/);
+    const badTimeout = await cli(['exec', '--timeout', '-1', '1']);
+    assert.match(badTimeout.stderr, /expected a positive number/);
+  });
+
+  it('repl: multi-line statements, values, Ctrl-C interrupts the running cell, the data dir is locked meanwhile', async () => {
+    const child = start(['repl']);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d));
+    const send = (line: string) => child.stdin!.write(line + '\n');
+    send('def twice(v):');
+    send('    return v * 2');
+    send('');
+    send('twice(21)');
+    await eventually(() => stdout.includes('42\n'), 20_000, 'the value 42');
+    const locked = await cli(['machine', 'list']);
+    assert.equal(locked.code, 1);
+    assert.match(locked.stderr, new RegExp(`in use by process ${child.pid}`));
+    send('import time; time.sleep(60)');
+    await new Promise((r) => setTimeout(r, 500));
+    child.kill('SIGINT');
+    await eventually(() => stderr.includes('KeyboardInterrupt'), 10_000, 'the interrupt');
+    send('twice("ab")');
+    await eventually(() => stdout.includes("'abab'"), 10_000, 'the machine to live on');
+    child.stdin!.end();
+    const r = await finished(child);
+    assert.equal(r.code, 0, stderr);
+    assert.match(stderr, /Perennial REPL on machine \S+\. Ctrl-C interrupts, Ctrl-D leaves/);
+  });
+});
+
+function finished(child: ChildProcess): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
