@@ -181,6 +181,11 @@ class _EmptyCell:
 EMPTY_CELL = _EmptyCell()
 
 
+def _no_input(prompt=""):
+    sys.stdout.write(str(prompt))
+    raise EOFError("input() is not available: a machine has no keyboard; put the value in the code instead")
+
+
 def _make_function(code_bytes, name, ncells, own_globals):
     code = marshal.loads(code_bytes)
     if own_globals is None:
@@ -338,6 +343,7 @@ class Kernel:
         self.stdout = StreamWriter(self.sink, "stdout", fds[0])
         self.stderr = StreamWriter(self.sink, "stderr", fds[1])
         sys.stdout, sys.stderr = self.stdout, self.stderr
+        builtins.input = _no_input
         self.running = False
         self.future_flags = 0
         self.cells = {}
@@ -425,11 +431,12 @@ class Kernel:
             linecache.cache.pop(old, None)
 
     def _format_exception(self, exc):
-        tb = exc.__traceback__
-        while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell "):
-            tb = tb.tb_next
+        """The traceback as the user should see it: their cells and the libraries they called,
+        without the kernel's own frames (the runner above the cell, the interrupt handler)."""
         try:
-            return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n")
+            report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+            _drop_kernel_frames(report, set())
+            return "".join(report.format()).rstrip("\n")
         except Exception:
             return _short_error(exc)
 
@@ -684,6 +691,16 @@ class Kernel:
                 self.ns[name] = value
         self.lost = lost
         return {"lost": lost}
+
+
+def _drop_kernel_frames(report, seen):
+    if report is None or id(report) in seen:
+        return
+    seen.add(id(report))
+    kept = [frame for frame in report.stack if frame.filename != __file__]
+    report.stack = traceback.StackSummary.from_list(kept)
+    _drop_kernel_frames(report.__cause__, seen)
+    _drop_kernel_frames(report.__context__, seen)
 
 
 def _display_name(name):

@@ -112,6 +112,12 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.doesNotMatch(syntax, /perennial_kernel|Traceback/);
     });
 
+    it('answers input() with a clear error instead of hanging', async () => {
+      const r = await run(manager, name, 'input("name? ")');
+      assert.match(errorOf(r.result), /EOFError: input\(\) is not available: a machine has no keyboard/);
+      assert.equal(r.stdout, 'name? ');
+    });
+
     it('survives exit() and SystemExit', async () => {
       assert.match(errorOf((await run(manager, name, 'import sys; sys.exit(3)')).result), /SystemExit: 3/);
       assert.equal(valueOf((await run(manager, name, '"alive"')).result), "'alive'");

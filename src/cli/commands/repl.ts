@@ -43,6 +43,9 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
         return;
       }
       buffer = [];
+      // Drop what was typed, as Python's prompt does.
+      rl.write(null, { ctrl: true, name: 'e' });
+      rl.write(null, { ctrl: true, name: 'u' });
       ctx.term.out.write('\nKeyboardInterrupt\n');
       prompt('>>> ');
     };
