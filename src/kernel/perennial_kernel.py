@@ -219,9 +219,9 @@ def _make_class(metaclass, name, bases, slots, qualname):
 def _set_class_state(cls, attrs):
     for key, value in attrs.items():
         setattr(cls, key, value)
-    if hasattr(cls, "__abstractmethods__") or any(hasattr(b, "__abstractmethods__") for b in cls.__mro__):
-        import abc
+    import abc
 
+    if isinstance(cls, abc.ABCMeta) and hasattr(abc, "update_abstractmethods"):  # Python 3.10+
         abc.update_abstractmethods(cls)
     return cls
 

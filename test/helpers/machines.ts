@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { after, before } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MachineManager, type CreateMachineOptions, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
@@ -21,6 +22,25 @@ export async function tempDataDir(): Promise<{ dir: string; cleanup(): Promise<v
 /** A manager on a fresh data dir, with quick checkpoints so tests need not wait long. */
 export async function openManager(options: Partial<MachineManagerOptions> & { dataDir: string }): Promise<MachineManager> {
   return MachineManager.open({ checkpointDelayMs: 100, interruptGraceMs: 1000, ...options });
+}
+
+/**
+ * A manager on a fresh data dir for the enclosing `describe`: opened before its tests, closed and
+ * removed after them. Read `manager` inside hooks and tests, not while registering them.
+ */
+export function managerFixture(options: Partial<MachineManagerOptions> = {}): { manager: MachineManager } {
+  const fixture = {} as { manager: MachineManager };
+  let cleanup: (() => Promise<void>) | undefined;
+  before(async () => {
+    const data = await tempDataDir();
+    cleanup = data.cleanup;
+    fixture.manager = await openManager({ ...options, dataDir: data.dir });
+  });
+  after(async () => {
+    await fixture.manager?.close();
+    await cleanup?.();
+  });
+  return fixture;
 }
 
 export function machineOptions(engine: EngineName, extra: CreateMachineOptions = {}): CreateMachineOptions {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
-import { ENGINES_UNDER_TEST, errorOf, machineOptions, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+import { ENGINES_UNDER_TEST, errorOf, machineOptions, managerFixture, run, valueOf } from '../helpers/machines.ts';
 
 /** Width and height from a PNG's IHDR, after checking its signature. */
 function pngSize(base64: string): { width: number; height: number } {
@@ -13,19 +13,13 @@ function pngSize(base64: string): { width: number; height: number } {
 
 for (const engine of ENGINES_UNDER_TEST) {
   describe(`execution on the ${engine} engine`, { timeout: 120_000 }, () => {
+    const fixture = managerFixture();
     let manager: MachineManager;
-    let cleanup: () => Promise<void>;
     let name: string;
 
     before(async () => {
-      const data = await tempDataDir();
-      cleanup = data.cleanup;
-      manager = await openManager({ dataDir: data.dir });
+      manager = fixture.manager;
       name = (await manager.create(machineOptions(engine))).name;
-    });
-    after(async () => {
-      await manager.close();
-      await cleanup();
     });
 
     it('gives the repr of the last expression, like ForeverVM', async () => {
@@ -116,6 +110,11 @@ for (const engine of ENGINES_UNDER_TEST) {
       const r = await run(manager, name, 'input("name? ")');
       assert.match(errorOf(r.result), /EOFError: input\(\) is not available: a machine has no keyboard/);
       assert.equal(r.stdout, 'name? ');
+    });
+
+    it('ignores garbage written to its private channel', { skip: engine !== 'python' && 'the channel is the python engine\'s fd 4' }, async () => {
+      const r = await run(manager, name, 'import os\nos.write(4, b"not json\\n{\\"ev\\": 1}\\n")\n"still fine"');
+      assert.equal(valueOf(r.result), "'still fine'");
     });
 
     it('survives exit() and SystemExit', async () => {

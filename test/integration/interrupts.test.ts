@@ -1,22 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
-import { ENGINES_UNDER_TEST, errorOf, eventually, machineOptions, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+import { ENGINES_UNDER_TEST, errorOf, eventually, machineOptions, managerFixture, run, valueOf } from '../helpers/machines.ts';
 
 for (const engine of ENGINES_UNDER_TEST) {
   describe(`timeouts, interrupts and crashes on the ${engine} engine`, { timeout: 120_000 }, () => {
+    const fixture = managerFixture();
     let manager: MachineManager;
-    let cleanup: () => Promise<void>;
     let name: string;
 
-    before(async () => {
-      const data = await tempDataDir();
-      cleanup = data.cleanup;
-      manager = await openManager({ dataDir: data.dir });
-    });
-    after(async () => {
-      await manager.close();
-      await cleanup();
+    before(() => {
+      manager = fixture.manager;
     });
 
     /** A machine holding `kept = 'state'`, checkpointed to disk. */

@@ -205,12 +205,14 @@ export class PythonEngine implements Engine {
       while ((newline = buffered.indexOf('\n')) >= 0) {
         const line = buffered.slice(0, newline);
         buffered = buffered.slice(newline + 1);
-        if (line) this.#onEvent(JSON.parse(line) as KernelEvent);
+        if (line) this.#onEvent(parseEvent(line));
       }
     });
   }
 
-  #onEvent(event: KernelEvent): void {
+  #onEvent(event: KernelEvent | null): void {
+    // User code can write to the channel's descriptor; what is not ours is dropped.
+    if (!event) return;
     if (event.ev === 'out') {
       this.#emit(event.stream ?? 'stdout', event.text ?? '');
       return;
@@ -250,5 +252,14 @@ export class PythonEngine implements Engine {
     if (this.#exit) return;
     this.#exit = exit;
     this.#resolveExit(exit);
+  }
+}
+
+function parseEvent(line: string): KernelEvent | null {
+  try {
+    const event = JSON.parse(line) as KernelEvent;
+    return event && typeof event === 'object' && typeof event.ev === 'string' ? event : null;
+  } catch {
+    return null;
   }
 }
