@@ -7,6 +7,8 @@ await mkdir(outdir, { recursive: true });
 
 await build({
   entryPoints: { cli: 'src/cli/index.ts' },
+  // Both read files beside themselves at run time (wasm, the Python runtime): keep them packages.
+  external: ['pyodide', '@bokuweb/zstd-wasm'],
   outdir: outdir.pathname,
   bundle: true,
   platform: 'node',
@@ -14,6 +16,18 @@ await build({
   target: 'node20',
   sourcemap: true,
   banner: { js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  logLevel: 'warning',
+});
+// The sandbox process: controller and Pyodide worker. Pyodide itself stays a package on disk,
+// read by the worker at run time.
+await build({
+  entryPoints: { 'sandbox/controller': 'src/engines/sandbox/child/controller.ts', 'sandbox/worker': 'src/engines/sandbox/child/worker.ts' },
+  outdir: outdir.pathname,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
   logLevel: 'warning',
 });
 await copyFile(new URL('../src/kernel/perennial_kernel.py', import.meta.url), new URL('perennial_kernel.py', outdir));

@@ -18,6 +18,10 @@ export interface EngineOptions {
   workdir: string;
   /** python engine: the interpreter; sandbox engine ignores it. */
   python?: string;
+  /** sandbox engine: a host folder mounted at /workspace. */
+  workspace?: { hostPath: string; writable: boolean };
+  /** sandbox engine: whether the machine may reach the network. Default off. */
+  network?: boolean;
 }
 
 export type OutputListener = (stream: StreamName, text: string) => void;
@@ -37,6 +41,8 @@ export type CodeCompleteness = 'complete' | 'incomplete' | 'invalid';
  */
 export interface Engine {
   readonly name: EngineName;
+  /** The operating-system process running the machine, once there is one. */
+  readonly pid: number | undefined;
   start(): Promise<void>;
   restore(snapshotPath: string): Promise<LostItem[]>;
   /** Runs one cell; output is streamed to `onOutput` while it runs. */

@@ -355,7 +355,46 @@ class Kernel:
     # -- running cells ---------------------------------------------------------------------------
 
     def run(self, code, cell):
-        """Runs one cell; returns an ExecResult dict (``value``/``data`` or ``error``)."""
+        """Runs one cell to the end; returns an ExecResult dict (``value``/``data`` or ``error``).
+        Awaits in the cell run on the kernel's own event loop."""
+        steps = self._run_steps(code, cell)
+        sent, thrown = None, None
+        while True:
+            try:
+                awaitable = steps.throw(thrown) if thrown is not None else steps.send(sent)
+            except StopIteration as finished:
+                return finished.value
+            sent, thrown = None, None
+            try:
+                sent = self._event_loop().run_until_complete(awaitable)
+            except BaseException as exc:  # noqa: BLE001 - handed back to the cell
+                thrown = exc
+
+    async def run_async(self, code, cell):
+        """``run`` for a host whose event loop must keep turning (Pyodide): awaits in the cell
+        are awaited here instead of blocking."""
+        steps = self._run_steps(code, cell)
+        sent, thrown = None, None
+        while True:
+            try:
+                awaitable = steps.throw(thrown) if thrown is not None else steps.send(sent)
+            except StopIteration as finished:
+                return finished.value
+            sent, thrown = None, None
+            try:
+                sent = await awaitable
+            except BaseException as exc:  # noqa: BLE001 - handed back to the cell
+                thrown = exc
+
+    def _event_loop(self):
+        import asyncio
+
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        return self._loop
+
+    def _run_steps(self, code, cell):
+        """The cell, as a generator that yields each awaitable it needs the result of."""
         filename = f"<cell {cell}>"
         self._remember_cell(filename, code)
         self.sink.reset()
@@ -365,8 +404,8 @@ class Kernel:
         self.running = True
         try:
             body, last = self._compile(code, filename)
-            self._execute(body)
-            value = self._execute(last) if last is not None else None
+            yield from self._evaluate(body)
+            value = (yield from self._evaluate(last)) if last is not None else None
             result["value"] = None
             if value is not None:
                 self.ns["_"] = value
@@ -410,14 +449,11 @@ class Kernel:
             last = compile(last, filename, "eval", flags, dont_inherit=True)
         return body, last
 
-    def _execute(self, code):
+    def _evaluate(self, code):
         if code.co_flags & inspect.CO_COROUTINE:
-            import asyncio
-
-            if self._loop is None or self._loop.is_closed():
-                self._loop = asyncio.new_event_loop()
-            return self._loop.run_until_complete(eval(code, self.ns))
+            return (yield eval(code, self.ns))
         return eval(code, self.ns)
+        yield  # a generator even when nothing is awaited
 
     def _remember_cell(self, filename, code):
         lines = code.splitlines(keepends=True)
@@ -879,6 +915,34 @@ def _die_with_parent():
         os._exit(1)
 
 
+def _command_handlers(kernel):
+    """The commands both drivers take, by name; each gets the decoded message."""
+    return {
+        "run": lambda m: kernel.run(m["code"], m.get("cell", 0)),
+        "variables": lambda m: kernel.variables(),
+        "variable": lambda m: kernel.variable(m["name"]),
+        "complete": lambda m: kernel.complete(m["text"]),
+        "inspect": lambda m: kernel.inspect(m["expr"]),
+        "is_complete": lambda m: kernel.is_complete(m["code"]),
+        "ping": lambda m: {"python": sys.version.split()[0], "platform": sys.platform},
+    }
+
+
+def _install_interrupt_handler(kernel, channel=None):
+    """KeyboardInterrupt only while user code runs; an interrupt that arrives while the kernel
+    writes a message is held until the message is whole."""
+
+    def on_sigint(signum, frame):
+        if not kernel.running:
+            return
+        if channel is not None and channel.critical:
+            channel.interrupt_pending = True
+            return
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+
 def main():
     """Runs the kernel as the python engine's child process."""
     _die_with_parent()
@@ -894,15 +958,7 @@ def main():
     limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
     kernel = current["kernel"] = Kernel(send_output, limit, fds=(1, 2))
 
-    def on_sigint(signum, frame):
-        if not kernel.running:
-            return
-        if channel.critical:
-            channel.interrupt_pending = True
-            return
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, on_sigint)
+    _install_interrupt_handler(kernel, channel)
     _set_memory_limit(os.environ.pop("PERENNIAL_MEMORY_MB", None))
 
     def flusher():
@@ -914,17 +970,9 @@ def main():
             kernel.sink.flush()
 
     threading.Thread(target=flusher, name="perennial-flusher", daemon=True).start()
-    handlers = {
-        "run": lambda m: kernel.run(m["code"], m.get("cell", 0)),
-        "variables": lambda m: kernel.variables(),
-        "variable": lambda m: kernel.variable(m["name"]),
-        "complete": lambda m: kernel.complete(m["text"]),
-        "inspect": lambda m: kernel.inspect(m["expr"]),
-        "is_complete": lambda m: kernel.is_complete(m["code"]),
-        "snapshot": lambda m: kernel.snapshot(m["path"]),
-        "restore": lambda m: kernel.restore(m["path"]),
-        "ping": lambda m: {"pid": os.getpid(), "python": sys.version.split()[0], "executable": sys.executable},
-    }
+    handlers = _command_handlers(kernel)
+    handlers["snapshot"] = lambda m: kernel.snapshot(m["path"])
+    handlers["restore"] = lambda m: kernel.restore(m["path"])
     commands = os.fdopen(3, "rb")
     channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
     for line in commands:
@@ -941,3 +989,114 @@ def main():
             channel.send({"ev": "reply", "id": current["id"], "ok": False, "error": _short_error(exc)})
         current["id"] = None
         channel.interrupt_pending = False
+
+
+# -- Pyodide driver ------------------------------------------------------------------------------
+
+_DRIVER = None
+
+
+class EmscriptenDriver:
+    """Drives the kernel inside Pyodide for the sandbox engine. Output leaves through fds 1 and 2,
+    whose handlers the sandbox worker sets, so Python holds no JS object and the machine's memory
+    can always be snapshotted."""
+
+    def __init__(self, output_limit):
+        self.kernel = Kernel(self._send, output_limit, fds=(1, 2))
+        self.handlers = _command_handlers(self.kernel)
+        self.handlers["configure"] = self._configure
+        self.snapshot_lost = []
+        _install_interrupt_handler(self.kernel)
+        time.sleep = _sliced_sleep(time.sleep, self.kernel.sink)
+
+    @staticmethod
+    def _send(stream, text):
+        data = text.encode("utf-8", "surrogatepass")
+        fd = 2 if stream == "stderr" else 1
+        while data:
+            data = data[os.write(fd, data) :]
+
+    def _configure(self, message):
+        self.kernel.sink.limit = int(message["outputLimit"])
+
+    def call(self, op, args_json):
+        """One command from the worker, as JSON in and JSON out. ``run`` answers a coroutine
+        that the worker awaits, so that awaits in the cell can complete."""
+        args = json.loads(args_json)
+        if op == "run":
+            return self._run(args)
+        try:
+            return json.dumps({"ok": True, "result": self.handlers[op](args)})
+        except BaseException as exc:  # noqa: BLE001 - report everything to the host
+            return json.dumps({"ok": False, "error": _short_error(exc)})
+
+    async def _run(self, args):
+        try:
+            result = await self.kernel.run_async(args["code"], args.get("cell", 0))
+            return json.dumps({"ok": True, "result": result})
+        except BaseException as exc:  # noqa: BLE001 - report everything to the host
+            return json.dumps({"ok": False, "error": _short_error(exc)})
+
+    def prepare_snapshot(self):
+        """Names what a memory snapshot cannot carry: open files and sockets (their descriptors
+        live in JavaScript) and pending asyncio tasks (their timers do). The list is kept in
+        memory, so the restored machine reports and drops them."""
+        import asyncio
+
+        lost = []
+        for name, value in list(self.kernel.ns.items()):
+            reason = None if name.startswith("__") else _descriptor_bound(value)
+            if reason:
+                lost.append({"name": name, "reason": reason})
+        for task in asyncio.all_tasks(asyncio.get_event_loop()):
+            lost.append({"name": f"asyncio task {task.get_name()}", "reason": "a pending task stops at a swap"})
+        self.snapshot_lost = lost
+        return json.dumps(lost)
+
+    def after_snapshot(self):
+        self.snapshot_lost = []
+
+    def after_restore(self):
+        for item in self.snapshot_lost:
+            self.kernel.ns.pop(item["name"], None)
+        import asyncio
+
+        for task in asyncio.all_tasks(asyncio.get_event_loop()):
+            task.cancel()
+        self.kernel.lost.extend(self.snapshot_lost)
+        self.snapshot_lost = []
+
+
+def _descriptor_bound(value):
+    if isinstance(value, io.IOBase) and not value.closed:
+        return f"open file {getattr(value, 'name', '')!r}: its descriptor does not survive a swap"
+    socket = sys.modules.get("socket")
+    if socket is not None and isinstance(value, socket.socket) and value.fileno() != -1:
+        return "open socket: connections do not survive a swap"
+    return None
+
+
+def _sliced_sleep(original, sink):
+    """``time.sleep`` in 20 ms slices: Pyodide's sleep cannot be interrupted, and pending
+    output should reach the host while the cell waits."""
+
+    def sleep(seconds):
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            original(min(left, 0.02))
+            sink.flush()
+
+    sleep.__doc__ = original.__doc__
+    return sleep
+
+
+def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
+    """Called once by the sandbox worker when it boots a fresh machine."""
+    global _DRIVER
+    _DRIVER = EmscriptenDriver(output_limit)
+    return _DRIVER

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
-import { DEFAULT_MEMORY_MB, ENGINES } from '../engines/index.ts';
-import type { Engine, EngineFactory } from '../engines/engine.ts';
+import { DEFAULT_MEMORY_MB, openEngines, type EngineSet, type EngineStatus } from '../engines/index.ts';
+import type { Engine } from '../engines/engine.ts';
 import type {
   EngineName,
   ExecResult,
@@ -30,7 +31,7 @@ export interface MachineManagerOptions {
   idleSeconds?: number;
   /** Most machines kept warm at once; beyond it the least recently used is swapped out. Default 8. */
   maxWarm?: number;
-  /** Default 'python' (the only engine so far). */
+  /** Default 'sandbox' when it is available, else 'python'. */
   defaultEngine?: EngineName;
   /** Default per-instruction timeout. Default 15 s. */
   defaultTimeoutSeconds?: number;
@@ -40,8 +41,8 @@ export interface MachineManagerOptions {
   interruptGraceMs?: number;
   /** Quiet time before a changed machine is checkpointed. Default 1000 ms. */
   checkpointDelayMs?: number;
-  /** Engine factories by name; default the built-in engines. */
-  engines?: Partial<Record<EngineName, EngineFactory>>;
+  /** The engines; default the built-in ones for this data dir. */
+  engines?: EngineSet;
 }
 
 export interface CreateMachineOptions {
@@ -50,6 +51,12 @@ export interface CreateMachineOptions {
   memoryMb?: number;
   /** python engine: the interpreter for this machine. */
   python?: string;
+  /** sandbox engine: a host folder to mount at /workspace. */
+  workspace?: string;
+  /** sandbox engine: whether /workspace is writable. Default read-only. */
+  workspaceWritable?: boolean;
+  /** sandbox engine: let the machine reach the network. Default off. */
+  network?: boolean;
 }
 
 export interface ExecOptions {
@@ -85,7 +92,7 @@ export { MachineGoneError };
 export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly dataDir: string;
   readonly #options: Required<Omit<MachineManagerOptions, 'engines'>>;
-  readonly #engines: Partial<Record<EngineName, EngineFactory>>;
+  readonly #engines: EngineSet;
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
   readonly #machines = new Map<string, Machine>();
@@ -95,12 +102,12 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   private constructor(options: MachineManagerOptions, store: MachineStore, lock: DataDirLock) {
     super();
     this.dataDir = options.dataDir;
-    this.#engines = options.engines ?? ENGINES;
+    this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir });
     this.#options = {
       dataDir: options.dataDir,
       idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,
       maxWarm: options.maxWarm ?? DEFAULT_MAX_WARM,
-      defaultEngine: options.defaultEngine ?? 'python',
+      defaultEngine: options.defaultEngine ?? (this.#engines.factories.sandbox ? 'sandbox' : 'python'),
       defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
       outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
       interruptGraceMs: options.interruptGraceMs ?? 2000,
@@ -127,13 +134,27 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
 
   /** Engines machines can be created with. */
   get engines(): EngineName[] {
-    return Object.keys(this.#engines) as EngineName[];
+    return Object.keys(this.#engines.factories) as EngineName[];
+  }
+
+  get defaultEngine(): EngineName {
+    return this.#options.defaultEngine;
+  }
+
+  /** Each engine: available or not, and what its machines should know. */
+  engineStatus(): EngineStatus[] {
+    return this.#engines.status();
+  }
+
+  /** Fills the sandbox pool now, so that the first machine is created fast. */
+  prewarm(): void {
+    this.#engines.prewarm();
   }
 
   async create(options: CreateMachineOptions = {}): Promise<MachineInfo> {
     this.#assertOpen();
     const engine = options.engine ?? this.#options.defaultEngine;
-    if (!this.#engines[engine]) {
+    if (!this.#engines.factories[engine]) {
       throw new InvalidRequestError(`Unknown or unavailable engine "${engine}"; available: ${this.engines.join(', ')}`);
     }
     const memoryMb = options.memoryMb ?? DEFAULT_MEMORY_MB[engine];
@@ -149,13 +170,15 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       engine,
       memoryMb,
       ...(options.python ? { python: options.python } : {}),
+      ...(options.workspace ? { workspace: { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false } } : {}),
+      ...(options.network ? { network: true } : {}),
       nextSeq: 0,
       lastUsedAt: now,
       snapshot: null,
     };
     await this.#store.create(manifest);
     const machine = this.#adopt(manifest);
-    const info = machine.info();
+    const info = this.#info(machine);
     this.#emit({ type: 'created', machine: info });
     return info;
   }
@@ -165,12 +188,12 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const wanted = Object.entries(tags);
     return [...this.#machines.values()]
       .filter((m) => wanted.every(([k, v]) => m.manifest.tags[k] === v))
-      .map((m) => m.info())
+      .map((m) => this.#info(m))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.name.localeCompare(a.name));
   }
 
   get(name: string): MachineInfo {
-    return this.#machine(name).info();
+    return this.#info(this.#machine(name));
   }
 
   /** Queues an instruction; resolves as soon as it has a seq. */
@@ -218,6 +241,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
 
   instruction(name: string, seq: number): Instruction | undefined {
     return this.#machine(name).instruction(seq);
+  }
+
+  /** The process running a warm machine (for diagnostics and measurements). */
+  processId(name: string): number | undefined {
+    return this.#machine(name).pid;
   }
 
   interrupt(name: string): { cancelled: number; interrupted: boolean } {
@@ -273,6 +301,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         await machine.close();
       }),
     );
+    await this.#engines.close();
     await this.#lock.release();
   }
 
@@ -288,8 +317,16 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     }
   }
 
+  /** A machine's info, with the warnings of its engine. */
+  #info(machine: Machine): MachineInfo {
+    const info = machine.info();
+    const warning = this.#engines.status().find((e) => e.name === info.engine)?.warning;
+    if (warning) info.warnings = [warning, ...info.warnings];
+    return info;
+  }
+
   #adopt(manifest: MachineManifest): Machine {
-    const factory = this.#engines[manifest.engine];
+    const factory = this.#engines.factories[manifest.engine];
     const machine = new Machine(
       manifest,
       this.#store,
@@ -386,6 +423,14 @@ function validateTags(tags: Record<string, string>): Record<string, string> {
     if (typeof value !== 'string' || value.length > 256) throw new InvalidRequestError(`Bad value for tag ${key}: a string of at most 256 characters`);
   }
   return Object.fromEntries(entries);
+}
+
+async function realWorkspace(path: string): Promise<string> {
+  const resolved = await realpath(path).catch(() => {
+    throw new InvalidRequestError(`The workspace folder ${path} does not exist`);
+  });
+  if (!(await stat(resolved)).isDirectory()) throw new InvalidRequestError(`The workspace ${path} is not a folder`);
+  return resolved;
 }
 
 function unavailableEngine(name: EngineName): Engine {

@@ -14,6 +14,10 @@ export interface MachineManifest {
   memoryMb: number;
   /** python engine: the interpreter chosen at creation; empty means the default at each start. */
   python?: string;
+  /** sandbox engine: the host folder mounted at /workspace. */
+  workspace?: { hostPath: string; writable: boolean };
+  /** sandbox engine: network allowed. */
+  network?: boolean;
   nextSeq: number;
   lastUsedAt: string;
   snapshot: SnapshotInfo | null;

@@ -1,4 +1,4 @@
-import { rename } from 'node:fs/promises';
+import { rename, unlink } from 'node:fs/promises';
 import {
   EngineExitedError,
   type Engine,
@@ -82,6 +82,8 @@ export class Machine {
   #lost: LostItem[] = [];
   #checkpointTimer?: NodeJS.Timeout;
   #deleted = false;
+  /** Why the last snapshot failed; the machine then stays warm rather than lose its state. */
+  #swapError: string | null = null;
 
   constructor(
     readonly manifest: MachineManifest,
@@ -100,6 +102,11 @@ export class Machine {
 
   get state(): MachineState {
     return this.#state;
+  }
+
+  /** The engine's process while the machine is warm. */
+  get pid(): number | undefined {
+    return this.#engine?.pid;
   }
 
   get isWarm(): boolean {
@@ -124,6 +131,7 @@ export class Machine {
       pendingInstructions: this.#pending.length + (this.#current ? 1 : 0),
       lastUsedAt: m.lastUsedAt,
       snapshot: m.snapshot,
+      warnings: this.#swapError ? [`It cannot be swapped out, so it stays in memory: ${this.#swapError}`] : [],
     };
   }
 
@@ -355,6 +363,8 @@ export class Machine {
       outputLimit: this.settings.outputLimit,
       workdir: this.store.filesDir(this.name),
       python: this.manifest.python,
+      workspace: this.manifest.workspace,
+      network: this.manifest.network,
     });
     await engine.start();
     if (await this.store.hasSnapshot(this.name)) {
@@ -390,7 +400,15 @@ export class Machine {
     const engine = this.#engine;
     if (!engine || !this.#dirty) return;
     const temp = this.store.tempSnapshotPath(this.name);
-    const report = await engine.snapshot(temp);
+    let report;
+    try {
+      report = await engine.snapshot(temp);
+    } catch (error) {
+      await unlink(temp).catch(() => {});
+      this.#swapError = (error as Error).message;
+      throw error;
+    }
+    this.#swapError = null;
     await this.store.commitSnapshot(this.name, temp);
     this.manifest.snapshot = { at: new Date().toISOString(), seq: this.#completedSeq + 1, bytes: report.bytes };
     await this.store.save(this.manifest);

@@ -71,6 +71,8 @@ export interface MachineInfo {
   pendingInstructions: number;
   lastUsedAt: string;
   snapshot: SnapshotInfo | null;
+  /** Plain-words warnings: network isolation off, why the machine cannot be swapped out... */
+  warnings: string[];
 }
 
 export interface SnapshotInfo {

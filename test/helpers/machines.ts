@@ -11,8 +11,17 @@ import type { EngineName, ExecResult, OutputChunk } from '../../src/shared/types
  */
 export const TEST_PYTHON = process.env.PERENNIAL_TEST_PYTHON ?? '/usr/bin/python3';
 
-/** Engines the shared suites run against. */
-export const ENGINES_UNDER_TEST: EngineName[] = ['python'];
+/** Engines the shared suites run against (PERENNIAL_TEST_ENGINES=python,sandbox to choose). */
+export const ENGINES_UNDER_TEST = (process.env.PERENNIAL_TEST_ENGINES ?? 'python,sandbox').split(',') as EngineName[];
+
+/** Defines `make_png(width, height)`: a PNG made with the standard library only, for engines without matplotlib. */
+export const PNG_CODE = String.raw`import struct, zlib
+def make_png(width, height):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    pixels = b"".join(b"\x00" + bytes((x * 7 + y) % 256 for x in range(width * 3)) for y in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b"")`;
 
 export async function tempDataDir(): Promise<{ dir: string; cleanup(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'perennial-test-'));

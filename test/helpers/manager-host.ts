@@ -5,6 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import { MachineManager } from '../../src/machines/machine-manager.ts';
+import type { EngineName } from '../../src/shared/types.ts';
 
 const manager = await MachineManager.open({ dataDir: process.argv[2]!, checkpointDelayMs: 100 });
 const say = (message: object) => process.stdout.write(JSON.stringify(message) + '\n');
@@ -12,8 +13,8 @@ manager.on('event', (event) => say({ event }));
 say({ ready: true, pid: process.pid });
 
 for await (const line of createInterface({ input: process.stdin })) {
-  const command = JSON.parse(line) as { op: 'create' | 'exec'; name?: string; code?: string; python?: string };
-  if (command.op === 'create') say({ created: (await manager.create({ engine: 'python', python: command.python })).name });
+  const command = JSON.parse(line) as { op: 'create' | 'exec'; engine?: EngineName; name?: string; code?: string; python?: string };
+  if (command.op === 'create') say({ created: (await manager.create({ engine: command.engine, python: command.python })).name });
   else {
     const { seq } = manager.exec(command.name!, command.code!, { timeoutSeconds: 600 });
     say({ accepted: seq });

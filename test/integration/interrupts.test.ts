@@ -97,8 +97,9 @@ for (const engine of ENGINES_UNDER_TEST) {
 
     it('notices a process killed while idle and comes back on the next instruction', async () => {
       const machine = await machineWithState();
-      const pid = Number(valueOf((await run(manager, machine, 'import os; os.getpid()')).result));
+      await run(manager, machine, 'more = 1');
       await eventually(() => manager.get(machine).snapshot?.seq === 2, 10_000, 'checkpoint');
+      const pid = manager.processId(machine)!;
       process.kill(pid, 'SIGKILL');
       await eventually(() => manager.get(machine).state === 'swapped', 5000, 'swapped after kill');
       const r = await run(manager, machine, 'kept');

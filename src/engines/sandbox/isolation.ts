@@ -1,0 +1,86 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+
+/** How a sandbox process is locked down on this host. */
+export interface Isolation {
+  /** bubblewrap namespaces: no network, no host files, own pid namespace, clean environment. */
+  bubblewrap: boolean;
+  /** The Node permission model: no child processes, addons, inspector, or files beyond the allowed. */
+  permissionModel: true;
+  /** Plain words for status and create results when something is off. */
+  warning: string | null;
+}
+
+export interface SandboxLaunch {
+  /** The built controller/worker folder. */
+  childDir: string;
+  pyodideDir: string;
+  /** Read-only wheel cache. */
+  packageDir?: string;
+  workspace?: { hostPath: string; writable: boolean };
+  /** Let the machine reach the network (bubblewrap only; off by default). */
+  network: boolean;
+}
+
+let detected: Isolation | undefined;
+
+/** Whether bubblewrap works here (it needs user namespaces); checked once per process. */
+export function detectIsolation(): Isolation {
+  if (detected) return detected;
+  const probe = spawnSync('bwrap', ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', 'true'], { stdio: 'ignore', timeout: 10_000 });
+  const bubblewrap = probe.status === 0;
+  const reason = probe.error ? 'bubblewrap (bwrap) is not installed' : `bubblewrap cannot create namespaces here (exit ${probe.status})`;
+  detected = {
+    bubblewrap,
+    permissionModel: true,
+    warning: bubblewrap ? null : `${reason}: sandbox machines run under the Node permission model only, so network isolation is off`,
+  };
+  return detected;
+}
+
+/** The Node flag of the permission model: `--permission` from Node 22.13/23.5, before that experimental. */
+function permissionFlag(version = process.versions.node): string {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major > 23 || (major === 23 && minor >= 5) || (major === 22 && minor >= 13) ? '--permission' : '--experimental-permission';
+}
+
+/** The command line of a sandbox process: bubblewrap (when it works) around Node's permission model. */
+export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { command: string; args: string[] } {
+  const node = realpathSync(process.execPath);
+  const readable = [launch.childDir, launch.pyodideDir, ...(launch.packageDir ? [launch.packageDir] : [])];
+  const nodeArgs = [
+    permissionFlag(),
+    ...readable.map((dir) => `--allow-fs-read=${dir.replace(/\/$/, '')}/*`),
+    ...(launch.workspace ? [`--allow-fs-read=${launch.workspace.hostPath}/*`, `--allow-fs-read=${launch.workspace.hostPath}`] : []),
+    ...(launch.workspace?.writable ? [`--allow-fs-write=${launch.workspace.hostPath}/*`] : []),
+    '--allow-worker',
+    '--expose-gc',
+    '--no-warnings',
+    `${launch.childDir.replace(/\/$/, '')}/controller.js`,
+    launch.pyodideDir,
+  ];
+  if (!isolation.bubblewrap) return { command: node, args: nodeArgs };
+  const roBind = (path: string) => (existsSync(path) ? ['--ro-bind', path, path] : []);
+  const args = [
+    '--unshare-all',
+    ...(launch.network ? ['--share-net'] : []),
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop', 'ALL',
+    // First, so that binds below /tmp stay visible.
+    '--tmpfs', '/tmp',
+    ...roBind(node),
+    ...roBind('/lib'),
+    ...roBind('/lib64'),
+    ...roBind('/usr/lib'),
+    ...roBind('/usr/lib64'),
+    ...readable.flatMap(roBind),
+    ...(launch.workspace ? [launch.workspace.writable ? '--bind' : '--ro-bind', launch.workspace.hostPath, launch.workspace.hostPath] : []),
+    '--proc', '/proc',
+    '--dev', '/dev',
+    '--chdir', '/',
+    node,
+    ...nodeArgs,
+  ];
+  return { command: 'bwrap', args };
+}

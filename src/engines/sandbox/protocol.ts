@@ -1,0 +1,61 @@
+/**
+ * Messages between the sandbox engine (host), the sandbox process's controller (its main thread)
+ * and the Pyodide worker inside it. The controller relays everything but `interrupt`, which it
+ * answers itself by writing the worker's interrupt buffer.
+ */
+
+/** Where a memory snapshot's side modules sat, so that they can be loaded there again. */
+export interface DynlibRecord {
+  name: string;
+  handles: number[];
+  flags: number;
+  memBase: number;
+  memSize: number;
+  tableBase: number;
+  tableSize: number;
+  global: boolean;
+}
+
+/** Everything beside the heap that a restore needs. */
+export interface ImageMeta {
+  pyodideVersion: string;
+  dynlibs: DynlibRecord[];
+  loadedPackages: Record<string, string>;
+  tableLength: number;
+}
+
+/** A machine's state: the Pyodide memory snapshot, an archive of its files, and their metadata. */
+export interface MachineImage {
+  snapshot: Uint8Array;
+  files: Uint8Array;
+  meta: ImageMeta;
+}
+
+export interface MachineConfig {
+  memoryMb: number;
+  outputLimit: number;
+  /** Mounted at /workspace (and the working directory) when set. */
+  workspace?: { hostPath: string; writable: boolean };
+  /** Read-only wheel cache, visible to loadPackage. */
+  packageDir?: string;
+}
+
+export type HostMessage =
+  /** Boot a machine: fresh from `kernelSource`, or from an image. */
+  | { type: 'load'; id: number; config: MachineConfig; image?: MachineImage; kernelSource?: string }
+  /** Limits of the machine now loaded (a pooled machine was booted with defaults). */
+  | { type: 'configure'; id: number; memoryMb: number; outputLimit: number }
+  | { type: 'call'; id: number; op: string; args: Record<string, unknown> }
+  | { type: 'snapshot'; id: number }
+  | { type: 'loadPackages'; id: number; paths: string[] }
+  | { type: 'interrupt' };
+
+export type ChildMessage =
+  | { type: 'waiting' }
+  | { type: 'loaded'; id: number; ms: number }
+  | { type: 'reply'; id: number; ok: true; result: unknown }
+  | { type: 'reply'; id: number; ok: false; error: string }
+  | { type: 'image'; id: number; image: MachineImage; lost: Array<{ name: string; reason: string }> }
+  | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
+  /** The worker died or Pyodide suffered a fatal error; the machine must be restored. */
+  | { type: 'fatal'; error: string };

@@ -1,0 +1,28 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The built sandbox process (controller + worker). The bundle has it beside itself in
+ * `sandbox/`; from sources (tests, tsx) it is the last build's `dist/sandbox/`.
+ */
+export function sandboxChildDir(): string {
+  const candidates = [
+    fileURLToPath(new URL('./sandbox/', import.meta.url)),
+    fileURLToPath(new URL('../../../dist/sandbox/', import.meta.url)),
+  ];
+  const found = candidates.find((dir) => existsSync(join(dir, 'controller.js')));
+  if (!found) throw new Error(`The sandbox engine is not built: none of ${candidates.join(', ')} holds controller.js (run npm run build)`);
+  return found;
+}
+
+/** The pinned Pyodide package's folder. */
+export function pyodideDir(): string {
+  return dirname(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs'));
+}
+
+/** The Pyodide version this build pins; snapshots record it and refuse any other. */
+export function pyodideVersion(): string {
+  return (createRequire(import.meta.url)('pyodide/package.json') as { version: string }).version;
+}

@@ -1,0 +1,123 @@
+import { open, readFile } from 'node:fs/promises';
+import type { ExecResult, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
+import type { CodeCompleteness, Engine, EngineExit, EngineOptions, OutputListener, SnapshotReport } from '../engine.ts';
+import type { MachineConfig } from './protocol.ts';
+import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
+import type { SandboxProcess } from './sandbox-process.ts';
+
+/**
+ * The `sandbox` engine: Pyodide in a locked-down process (bubblewrap + the Node permission model),
+ * swapped with exact memory snapshots. A machine is loaded lazily: `restore()` loads its image,
+ * anything else first takes a fresh machine from the runtime's pool.
+ */
+export class SandboxEngine implements Engine {
+  readonly name = 'sandbox' as const;
+  readonly exited: Promise<EngineExit>;
+  #resolveExit!: (exit: EngineExit) => void;
+  #process?: Promise<SandboxProcess>;
+  #stopped = false;
+  #pid?: number;
+  readonly #config: MachineConfig;
+  readonly #placement: SandboxPlacement;
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    options: EngineOptions,
+  ) {
+    this.exited = new Promise((resolve) => (this.#resolveExit = resolve));
+    this.#config = { memoryMb: options.memoryMb, outputLimit: options.outputLimit, ...(options.workspace ? { workspace: options.workspace } : {}) };
+    this.#placement = { network: options.network ?? false, ...(options.workspace ? { workspace: options.workspace } : {}) };
+  }
+
+  get pid(): number | undefined {
+    return this.#pid;
+  }
+
+  async start(): Promise<void> {
+    // Nothing to do yet: whether the machine is fresh or restored is known at the next call.
+  }
+
+  async restore(snapshotPath: string): Promise<LostItem[]> {
+    const image = await this.runtime.decode(new Uint8Array(await readFile(snapshotPath)));
+    this.#attach(this.runtime.acquire(this.#placement, this.#config, image));
+    await this.#process;
+    // What the snapshot could not carry is reported by the kernel with the next result.
+    return [];
+  }
+
+  async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
+    const process = await this.#loaded();
+    process.onOutput = onOutput;
+    try {
+      return (await process.call('run', { code, cell })) as ExecResult;
+    } finally {
+      process.onOutput = undefined;
+    }
+  }
+
+  interrupt(): void {
+    void this.#process?.then((process) => process.interrupt(), () => {});
+  }
+
+  async variables(): Promise<VariableSummary[]> {
+    return (await (await this.#loaded()).call('variables', {})) as VariableSummary[];
+  }
+
+  async variable(name: string): Promise<VariableDetail> {
+    return (await (await this.#loaded()).call('variable', { name })) as VariableDetail;
+  }
+
+  async complete(text: string): Promise<string[]> {
+    return (await (await this.#loaded()).call('complete', { text })) as string[];
+  }
+
+  async inspect(expr: string): Promise<ObjectInfo> {
+    return (await (await this.#loaded()).call('inspect', { expr })) as ObjectInfo;
+  }
+
+  async isComplete(code: string): Promise<CodeCompleteness> {
+    return (await (await this.#loaded()).call('is_complete', { code })) as CodeCompleteness;
+  }
+
+  async snapshot(path: string): Promise<SnapshotReport> {
+    const { image, lost } = await (await this.#loaded()).snapshot();
+    const bytes = await this.runtime.encode(image, lost);
+    const handle = await open(path, 'w', 0o600);
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return { bytes: bytes.length, lost };
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (!this.#process) {
+      this.#resolveExit({ code: null, signal: null, requested: true });
+      return;
+    }
+    const process = await this.#process.catch(() => undefined);
+    if (process) await process.kill();
+    else this.#resolveExit({ code: null, signal: null, requested: true });
+  }
+
+  #loaded(): Promise<SandboxProcess> {
+    if (!this.#process) this.#attach(this.runtime.acquire(this.#placement, this.#config));
+    return this.#process!;
+  }
+
+  #attach(acquired: Promise<SandboxProcess>): void {
+    this.#process = acquired.then(async (process) => {
+      if (this.#stopped) {
+        await process.kill();
+        throw new Error('the machine was stopped while it was being loaded');
+      }
+      void process.exited.then((exit) => this.#resolveExit(exit));
+      this.#pid = process.pid;
+      return process;
+    });
+    this.#process.catch(() => {});
+  }
+}

@@ -1,0 +1,177 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
+import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
+import type { ChildMessage, HostMessage, MachineConfig, MachineImage } from './protocol.ts';
+
+/** How long a sandbox process may take to start Node before it is given up. */
+const SPAWN_TIMEOUT_MS = 30_000;
+/** Loading Pyodide cold takes a few seconds on a busy machine; a restore less than one. */
+const LOAD_TIMEOUT_MS = 120_000;
+
+type Lost = Array<{ name: string; reason: string }>;
+/** A host message before it gets its id (distributes over the union). */
+type Request = Extract<HostMessage, { id: number }> extends infer M ? (M extends unknown ? Omit<M, 'id'> : never) : never;
+
+interface Pending {
+  resolve(message: ChildMessage): void;
+  reject(error: Error): void;
+}
+
+/**
+ * One sandbox process (bubblewrap + Node permission model + a Pyodide worker) as seen from the
+ * host: typed calls over IPC, interrupts, output, and its exit.
+ */
+export class SandboxProcess {
+  readonly exited: Promise<EngineExit>;
+  /** Receives the machine's output; set by the engine while a command runs. */
+  onOutput?: OutputListener;
+  #child: ChildProcess;
+  #nextId = 1;
+  #pending = new Map<number, Pending>();
+  #waiting: Promise<void>;
+  #exit?: EngineExit;
+  #fatal = '';
+  #stopRequested = false;
+  #stderr = '';
+
+  constructor(launch: SandboxLaunch, isolation: Isolation) {
+    const { command, args } = sandboxCommand(launch, isolation);
+    // A clean environment: nothing of the user's (tokens, paths) reaches the machine.
+    this.#child = spawn(command, args, {
+      env: { PATH: '/usr/bin:/bin' },
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'advanced',
+    });
+    this.#child.stderr!.on('data', (data: Buffer) => (this.#stderr = (this.#stderr + data.toString()).slice(-4000)));
+    this.#waiting = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new EngineStartError('the sandbox process did not start in time')), SPAWN_TIMEOUT_MS);
+      this.#child.once('message', (message: ChildMessage) => {
+        clearTimeout(timer);
+        if (message.type === 'waiting') resolve();
+        else reject(new EngineStartError(`unexpected first message from the sandbox: ${message.type}`));
+      });
+      this.#child.once('error', (error) => {
+        clearTimeout(timer);
+        reject(new EngineStartError(`could not start the sandbox process: ${error.message}`));
+      });
+      this.#child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new EngineStartError(`the sandbox process exited at start (code ${code}): ${this.#stderr.trim().split('\n').at(-1) ?? ''}`));
+      });
+    });
+    this.#waiting.catch(() => {});
+    this.#child.on('message', (message: ChildMessage) => this.#onMessage(message));
+    this.exited = new Promise((resolve) => {
+      this.#child.once('exit', (code, signal) => {
+        this.#exit = { code, signal, requested: this.#stopRequested };
+        const detail = this.#fatal || this.#stderr.trim().split('\n').at(-1) || '';
+        for (const call of this.#pending.values()) call.reject(new EngineExitedError(this.#exit, detail));
+        this.#pending.clear();
+        resolve(this.#exit);
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  get alive(): boolean {
+    return !this.#exit;
+  }
+
+  /** Boots a machine in a new worker: fresh from the kernel source, or from an image. */
+  async load(config: MachineConfig, source: { image: MachineImage } | { kernelSource: string }): Promise<number> {
+    await this.#waiting;
+    const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
+    if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);
+    return reply.ms;
+  }
+
+  async configure(memoryMb: number, outputLimit: number): Promise<void> {
+    this.#result(await this.#request({ type: 'configure', memoryMb, outputLimit }));
+  }
+
+  async call(op: string, args: Record<string, unknown>): Promise<unknown> {
+    const reply = await this.#request({ type: 'call', op, args });
+    return this.#result(reply);
+  }
+
+  async snapshot(): Promise<{ image: MachineImage; lost: Lost }> {
+    const reply = await this.#request({ type: 'snapshot' });
+    if (reply.type === 'reply' && !reply.ok) throw new KernelCommandError(`the machine cannot be swapped out: ${reply.error}`);
+    if (reply.type !== 'image') throw new KernelCommandError(`the sandbox answered ${reply.type} to snapshot`);
+    return { image: reply.image, lost: reply.lost };
+  }
+
+  async loadPackages(paths: string[]): Promise<void> {
+    this.#result(await this.#request({ type: 'loadPackages', paths }, LOAD_TIMEOUT_MS));
+  }
+
+  interrupt(): void {
+    if (this.alive && this.#child.connected) this.#child.send({ type: 'interrupt' } satisfies HostMessage);
+  }
+
+  async kill(): Promise<EngineExit> {
+    if (this.alive) {
+      this.#stopRequested = true;
+      this.#child.kill('SIGKILL');
+    }
+    return this.exited;
+  }
+
+  #result(reply: ChildMessage): unknown {
+    if (reply.type !== 'reply') throw new KernelCommandError(`unexpected answer from the sandbox: ${reply.type}`);
+    if (!reply.ok) throw new KernelCommandError(reply.error);
+    return reply.result;
+  }
+
+  #request(message: Request, timeoutMs?: number): Promise<ChildMessage> {
+    if (!this.alive) return Promise.reject(new EngineExitedError(this.#exit!, this.#fatal));
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = timeoutMs
+        ? setTimeout(() => {
+            this.#pending.delete(id);
+            reject(new EngineStartError(`the sandbox did not answer ${message.type} within ${timeoutMs / 1000} s`));
+            void this.kill();
+          }, timeoutMs)
+        : undefined;
+      this.#pending.set(id, {
+        resolve: (reply) => {
+          clearTimeout(timer);
+          resolve(reply);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+      this.#child.send({ ...message, id } as HostMessage);
+    });
+  }
+
+  /** Messages come from a process running untrusted code: anything unexpected is ignored. */
+  #onMessage(message: ChildMessage): void {
+    if (!message || typeof message !== 'object') return;
+    switch (message.type) {
+      case 'out':
+        if (typeof message.text === 'string' && (message.stream === 'stdout' || message.stream === 'stderr')) this.onOutput?.(message.stream, message.text);
+        return;
+      case 'fatal':
+        // The machine is gone; ending the process makes it a crash, restored from its snapshot.
+        this.#fatal = String(message.error).split('\n')[0]!.slice(0, 500);
+        this.#child.kill('SIGKILL');
+        return;
+      case 'loaded':
+      case 'reply':
+      case 'image': {
+        const call = this.#pending.get(message.id);
+        if (!call) return;
+        this.#pending.delete(message.id);
+        call.resolve(message);
+        return;
+      }
+    }
+  }
+}
