@@ -9,7 +9,11 @@ import type { EngineName } from '../../src/shared/types.ts';
 
 const manager = await MachineManager.open({ dataDir: process.argv[2]!, checkpointDelayMs: 100 });
 const say = (message: object) => process.stdout.write(JSON.stringify(message) + '\n');
-manager.on('event', (event) => say({ event }));
+manager.on('event', (event) => {
+  say({ event });
+  // The test kills the owner while this process runs the machine, then checks it died too.
+  if (event.type === 'state' && event.state === 'busy') say({ busyPid: manager.processId(event.name) });
+});
 say({ ready: true, pid: process.pid });
 
 for await (const line of createInterface({ input: process.stdin })) {

@@ -63,7 +63,9 @@ export class SandboxProcess {
     this.#child.on('message', (message: ChildMessage) => this.#onMessage(message));
     this.exited = new Promise((resolve) => {
       this.#child.once('exit', (code, signal) => {
-        this.#exit = { code, signal, requested: this.#stopRequested };
+        // After a fatal error the host ended the process; what counts is how the machine ended.
+        const status = /exit\((\d+)\)/.exec(this.#fatal)?.[1];
+        this.#exit = this.#fatal ? { code: status ? Number(status) : 1, signal: null, requested: false } : { code, signal, requested: this.#stopRequested };
         const detail = this.#fatal || this.#stderr.trim().split('\n').at(-1) || '';
         for (const call of this.#pending.values()) call.reject(new EngineExitedError(this.#exit, detail));
         this.#pending.clear();
