@@ -1042,7 +1042,15 @@ class EmscriptenDriver:
         live in JavaScript) and pending asyncio tasks (their timers do). The list is kept in
         memory, so the restored machine reports and drops them."""
         import asyncio
+        import gc
 
+        # A snapshot cannot carry JS objects that Python holds. Garbage may still hold some:
+        # cycles (exceptions and their frames) until a collection, and proxies Pyodide frees
+        # lazily, at the next call into JavaScript — so make one.
+        gc.collect()
+        js = sys.modules.get("js")
+        if js is not None:
+            js.Object.keys(js.Object.new())
         lost = []
         for name, value in list(self.kernel.ns.items()):
             reason = None if name.startswith("__") else _descriptor_bound(value)

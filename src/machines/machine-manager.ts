@@ -252,6 +252,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#machine(name).interrupt();
   }
 
+  /** Saves the machine's state to disk now, keeping it warm. */
+  async checkpoint(name: string): Promise<void> {
+    await this.#machine(name).checkpoint();
+  }
+
   async swap(name: string): Promise<void> {
     await this.#machine(name).swapOut();
   }

@@ -22,20 +22,28 @@ export interface SandboxLaunch {
   network: boolean;
 }
 
-let detected: Isolation | undefined;
+let probed: { works: boolean; reason: string } | undefined;
 
-/** Whether bubblewrap works here (it needs user namespaces); checked once per process. */
-export function detectIsolation(): Isolation {
-  if (detected) return detected;
-  const probe = spawnSync('bwrap', ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', 'true'], { stdio: 'ignore', timeout: 10_000 });
-  const bubblewrap = probe.status === 0;
-  const reason = probe.error ? 'bubblewrap (bwrap) is not installed' : `bubblewrap cannot create namespaces here (exit ${probe.status})`;
-  detected = {
-    bubblewrap,
-    permissionModel: true,
-    warning: bubblewrap ? null : `${reason}: sandbox machines run under the Node permission model only, so network isolation is off`,
-  };
-  return detected;
+/**
+ * Whether sandbox processes get bubblewrap: it must work here (it needs user namespaces), and
+ * `PERENNIAL_SANDBOX_BUBBLEWRAP=off` turns it off. The probe runs once per process.
+ */
+export function detectIsolation(env: NodeJS.ProcessEnv = process.env): Isolation {
+  if (env.PERENNIAL_SANDBOX_BUBBLEWRAP === 'off') {
+    return { bubblewrap: false, permissionModel: true, warning: offWarning('bubblewrap is turned off (PERENNIAL_SANDBOX_BUBBLEWRAP=off)') };
+  }
+  if (!probed) {
+    const probe = spawnSync('bwrap', ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', 'true'], { stdio: 'ignore', timeout: 10_000 });
+    probed = {
+      works: probe.status === 0,
+      reason: probe.error ? 'bubblewrap (bwrap) is not installed' : `bubblewrap cannot create namespaces here (exit ${probe.status})`,
+    };
+  }
+  return { bubblewrap: probed.works, permissionModel: true, warning: probed.works ? null : offWarning(probed.reason) };
+}
+
+function offWarning(reason: string): string {
+  return `${reason}: sandbox machines run under the Node permission model only, so network isolation is off`;
 }
 
 /** The Node flag of the permission model: `--permission` from Node 22.13/23.5, before that experimental. */

@@ -19,7 +19,7 @@ interface Pyodide {
   setStdout(options: { write(buffer: Uint8Array): number }): void;
   setStderr(options: { write(buffer: Uint8Array): number }): void;
   setInterruptBuffer(buffer: Int32Array): void;
-  makeMemorySnapshot(): Uint8Array;
+  makeMemorySnapshot(options?: { serializer?: (object: unknown) => unknown }): Uint8Array;
   mountNodeFS(emscriptenPath: string, hostPath: string): void;
   loadPackage(names: string[], options?: { messageCallback?: (m: string) => void; errorCallback?: (m: string) => void }): Promise<unknown>;
   _module: EmscriptenModule & { __hiwire_set(index: number, value: unknown): void };
@@ -153,6 +153,13 @@ async function runCommand(id: number, op: string, args: Record<string, unknown>)
   }
 }
 
+/** Python holds a JavaScript object that only lives in this process: say which one. */
+function refuseJsObject(object: unknown): never {
+  const kind = object === null ? 'null' : typeof object === 'object' || typeof object === 'function' ? (object.constructor?.name ?? typeof object) : typeof object;
+  const detail = typeof object === 'function' ? ` ${object.name || '(anonymous)'}` : '';
+  throw new Error(`Python holds a JavaScript ${kind}${detail}, which a snapshot cannot carry; drop the reference (del the variable) to allow swapping`);
+}
+
 function snapshot(id: number): void {
   const instance = py!;
   const driver = 'import perennial_kernel\nperennial_kernel._DRIVER';
@@ -161,7 +168,7 @@ function snapshot(id: number): void {
   let memory: Uint8Array;
   try {
     for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
-    memory = instance.makeMemorySnapshot();
+    memory = instance.makeMemorySnapshot({ serializer: refuseJsObject });
   } finally {
     Object.assign(instance.loadedPackages, loadedPackages);
     instance.runPython(`${driver}.after_snapshot()`);

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { errorOf, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+
+const ESCAPES = new URL('../fixtures/sandbox-escapes.py', import.meta.url);
+
+/**
+ * Every escape the research found, tried from inside a sandbox machine, and judged by evidence on
+ * the host: canary files that must not be read or written, a canary listener that must see no
+ * connection, a canary environment secret, and host processes that must survive.
+ */
+for (const bubblewrap of [true, false]) {
+  describe(`sandbox lockdown ${bubblewrap ? 'with bubblewrap' : 'under the permission model alone'}`, { timeout: 180_000 }, () => {
+    const fileSecret = `file-secret-${randomBytes(8).toString('hex')}`;
+    const envSecret = `env-secret-${randomBytes(8).toString('hex')}`;
+    const connections: string[] = [];
+    let canaryDir: string;
+    let listener: Server;
+    let victim: ChildProcess;
+    let manager: MachineManager;
+    let dataDir: string;
+    let cleanup: () => Promise<void>;
+    let name: string;
+    let everything = '';
+
+    before(async () => {
+      canaryDir = await mkdtemp(join(tmpdir(), 'perennial-canary-'));
+      await writeFile(join(canaryDir, 'secret.txt'), fileSecret);
+      listener = createServer((socket: Socket) => {
+        connections.push('connection');
+        socket.on('data', (data) => connections.push(data.toString().split('\r\n')[0]!));
+        socket.on('error', () => {});
+        socket.end('HTTP/1.0 200 OK\r\n\r\nok');
+      });
+      await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+      victim = spawn('sleep', ['600'], { stdio: 'ignore' });
+      process.env.PERENNIAL_CANARY_SECRET = envSecret;
+      if (!bubblewrap) process.env.PERENNIAL_SANDBOX_BUBBLEWRAP = 'off';
+      ({ dir: dataDir, cleanup } = await tempDataDir());
+      manager = await openManager({ dataDir, interruptGraceMs: 2000 });
+      const info = await manager.create({ engine: 'sandbox' });
+      name = info.name;
+      if (bubblewrap) assert.deepEqual(info.warnings, []);
+      else assert.match(info.warnings.join('\n'), /network isolation is off/);
+      await run(manager, name, 'kept = "state before the attacks"');
+      // Attacks that end in a hard stop bring the machine back to this snapshot.
+      await manager.checkpoint(name);
+      const code = (await readFile(ESCAPES, 'utf8'))
+        .replace('@CANARY_DIR@', canaryDir)
+        .replace('@CANARY_FILE@', join(canaryDir, 'secret.txt'))
+        .replace('@PORT@', String((listener.address() as { port: number }).port))
+        .replace('@DATA_DIR@', dataDir)
+        .replace('@HOST_PID@', String(victim.pid));
+      const attack = await run(manager, name, code, 60);
+      everything = JSON.stringify(attack);
+      assert.equal(valueOf(attack.result), "'done'", 'the escape script ran to its end');
+    });
+
+    after(async () => {
+      delete process.env.PERENNIAL_CANARY_SECRET;
+      delete process.env.PERENNIAL_SANDBOX_BUBBLEWRAP;
+      victim.kill();
+      listener.close();
+      await manager.close();
+      await cleanup();
+      await rm(canaryDir, { recursive: true, force: true });
+    });
+
+    it('reads no host file: the canary secret appears in no output', () => {
+      assert.ok(everything.includes('python open(canary): raised'), 'the attempts ran');
+      assert.ok(!everything.includes(fileSecret), 'the canary file was read');
+    });
+
+    it('does not see the data dir', () => {
+      assert.doesNotMatch(everything, /owner\.lock/);
+      assert.doesNotMatch(everything, /'machines'/);
+    });
+
+    it('writes no host file and starts no process (no file appears in the canary folder)', async () => {
+      assert.deepEqual(await readdir(canaryDir), ['secret.txt']);
+    });
+
+    it("gets a clean environment: the host's variables are not there", () => {
+      assert.ok(everything.includes('python environ: returned'), 'the attempt ran');
+      assert.ok(!everything.includes(envSecret), 'the canary environment secret leaked');
+      assert.doesNotMatch(everything, /PERENNIAL_HOME|FOREVERVM_TOKEN/);
+    });
+
+    it('cannot signal host processes', () => {
+      assert.equal(victim.exitCode, null);
+      assert.equal(victim.signalCode, null);
+    });
+
+    it(bubblewrap ? 'reaches no network: the canary listener saw nothing' : 'says plainly that the network is not isolated', () => {
+      if (bubblewrap) assert.deepEqual(connections, []);
+      else assert.match(manager.engineStatus().find((e) => e.name === 'sandbox')!.warning ?? '', /network isolation is off/);
+    });
+
+    it('survives killing its own parent, coming back from its snapshot', async () => {
+      await manager.checkpoint(name);
+      const killed = await run(manager, name, 'import js\njs.process.kill(js.process.ppid, 9)\n"survived"', 10);
+      if ('error' in killed.result) assert.match(killed.result.error, /Python process|Timed out|disabled in the sandbox/);
+      assert.equal(valueOf((await run(manager, name, 'kept')).result), "'state before the attacks'");
+      assert.equal(victim.exitCode, null);
+    });
+
+    const bombs: Array<[string, string, number, RegExp]> = [
+      ['a memory bomb', 'hog = bytearray(4 * 1024**3 - 1)', 15, /MemoryError|OverflowError/],
+      ['a growing memory bomb', 'hog = []\nwhile True:\n    hog.append(bytearray(10**7))', 30, /MemoryError/],
+      ['a recursion bomb', 'def down(n):\n    return down(n + 1)\ndown(0)', 30, /RecursionError: maximum recursion depth exceeded/],
+      // Too deep to unwind within the grace period: stopped, and back to the snapshot.
+      ['a recursion bomb with the limit raised', 'import sys\nsys.setrecursionlimit(10**6)\ndef down(n):\n    return down(n + 1)\ndown(0)', 5, /RecursionError|Timed out/],
+      ['a long sleep', 'import time\ntime.sleep(3600)', 1, /Timed out/],
+      ['an infinite loop', 'while True:\n    pass', 1, /Timed out/],
+      ['an output flood', 'while True:\n    print("x" * 1000)', 2, /Timed out/],
+    ];
+    for (const [what, code, timeout, expected] of bombs) {
+      it(`ends ${what} with a clear error, and the machine lives`, async () => {
+        const r = await run(manager, name, code, timeout);
+        assert.match(errorOf(r.result), expected);
+        assert.ok(r.chunks.reduce((n, c) => n + c.data.length, 0) <= (1 << 20) + 200, 'output stays capped');
+        await run(manager, name, 'hog = None');
+        assert.equal(valueOf((await run(manager, name, 'kept')).result), "'state before the attacks'");
+      });
+    }
+  });
+}
