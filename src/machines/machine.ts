@@ -371,12 +371,15 @@ export class Machine {
       try {
         await engine.restore(this.store.snapshotPath(this.name));
       } catch (error) {
+        await engine.stop();
+        // A snapshot of another engine build is sound, just not for this build: refuse, and
+        // leave the machine untouched for the version that made it.
+        if ((error as { constructor: { errorCode?: string } }).constructor.errorCode === 'SnapshotVersionMismatch') throw error;
         // Keep the unreadable snapshot for inspection and carry on from an empty machine.
         const kept = `${this.store.snapshotPath(this.name)}.unreadable-${Date.now()}`;
         await rename(this.store.snapshotPath(this.name), kept).catch(() => {});
         this.#lost.push({ name: '*', reason: `the snapshot could not be restored (${(error as Error).message}); it was kept as ${kept}` });
         this.manifest.snapshot = null;
-        await engine.stop();
         return this.#warm();
       }
     }

@@ -59,7 +59,8 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
   const nodeArgs = [
     permissionFlag(),
     ...readable.map((dir) => `--allow-fs-read=${dir.replace(/\/$/, '')}/*`),
-    ...(launch.workspace ? [`--allow-fs-read=${launch.workspace.hostPath}/*`, `--allow-fs-read=${launch.workspace.hostPath}`] : []),
+    // `dir/*` grants the folder itself too; giving both forms trips an assertion in Node 20.
+    ...(launch.workspace ? [`--allow-fs-read=${launch.workspace.hostPath}/*`] : []),
     ...(launch.workspace?.writable ? [`--allow-fs-write=${launch.workspace.hostPath}/*`] : []),
     '--allow-worker',
     '--expose-gc',

@@ -76,7 +76,7 @@ export class SandboxRuntime {
         sandbox ??= this.spawn(placement);
         await sandbox.load(config, { image });
       } else {
-        sandbox ??= await this.#freshProcess(placement);
+        sandbox ??= await this.#freshProcess(placement, config);
       }
       await sandbox.configure(config.memoryMb, config.outputLimit);
     } catch (error) {
@@ -128,11 +128,12 @@ export class SandboxRuntime {
     }
   }
 
-  async #freshProcess(placement: SandboxPlacement): Promise<SandboxProcess> {
+  /** A new process holding a fresh machine; the pool's are made with the default config. */
+  async #freshProcess(placement: SandboxPlacement, config = POOL_CONFIG): Promise<SandboxProcess> {
     const base = await this.base();
     const sandbox = this.spawn(placement);
     try {
-      await sandbox.load(POOL_CONFIG, { image: copyImage(base.image) });
+      await sandbox.load(config, { image: copyImage(base.image) });
     } catch (error) {
       await sandbox.kill();
       throw error;

@@ -7,6 +7,10 @@
  *   Pyodide. Make it answer exit status 127 instead.
  * - The permission model does not cover signals. Bubblewrap's pid namespace hides host processes;
  *   where it is missing, `process.kill` would reach them, so it may signal only this process.
+ * - A denied file call throws ERR_ACCESS_DENIED, which Emscripten's NODEFS (the /workspace
+ *   mount) cannot turn into an errno, so it would kill Pyodide: present it as EACCES, which
+ *   Python sees as PermissionError. Node 20 denies fsync outright under the permission model;
+ *   the data is written already, so fsync becomes a no-op.
  */
 import { constants as fsConstants } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -20,6 +24,22 @@ if (permission) {
   };
 }
 createRequire(import.meta.url)('node:child_process').spawnSync = () => ({ status: 127, signal: null });
+
+const fs = createRequire(import.meta.url)('node:fs') as Record<string, unknown>;
+for (const name of Object.keys(fs)) {
+  const original = fs[name];
+  if (!name.endsWith('Sync') || typeof original !== 'function') continue;
+  const denialIsHarmless = name === 'fsyncSync' || name === 'fdatasyncSync';
+  fs[name] = function (this: unknown, ...args: unknown[]) {
+    try {
+      return original.apply(this, args);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ERR_ACCESS_DENIED') throw error;
+      if (denialIsHarmless) return undefined;
+      throw Object.assign(new Error(`EACCES: permission denied (${name})`), { code: 'EACCES', errno: -13 });
+    }
+  };
+}
 
 const ownPid = process.pid;
 const kill = process.kill.bind(process);

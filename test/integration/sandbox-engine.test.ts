@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { errorOf, managerFixture, run, valueOf } from '../helpers/machines.ts';
+
+/**
+ * A real Emscripten side module, assembled by hand: a `dylink.0` section asking for 16 bytes of
+ * memory, and `bump()`, which increments a counter at its memory base and returns it. Loading it
+ * with ctypes goes through Emscripten's dlopen, exactly as a C-extension package does.
+ */
+function bumpSideModule(): Buffer {
+  const section = (id: number, body: number[]) => [id, body.length, ...body];
+  const name = (text: string) => [text.length, ...Buffer.from(text)];
+  const memInfo = [1, 4, 16, 2, 0, 0]; // WASM_DYLINK_MEM_INFO: size 16, align 2^2, no table
+  const body = [0, 0x23, 0, 0x23, 0, 0x28, 2, 0, 0x41, 1, 0x6a, 0x36, 2, 0, 0x23, 0, 0x28, 2, 0, 0x0b];
+  return Buffer.from([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(0, [...name('dylink.0'), ...memInfo]),
+    ...section(1, [1, 0x60, 0, 1, 0x7f]),
+    ...section(2, [2, ...name('env'), ...name('memory'), 2, 0, 0, ...name('env'), ...name('__memory_base'), 3, 0x7f, 0]),
+    ...section(3, [1, 0]),
+    ...section(7, [1, ...name('bump'), 0, 0]),
+    ...section(10, [1, body.length, ...body]),
+  ]);
+}
+
+describe('sandbox engine', { timeout: 240_000 }, () => {
+  const fixture = managerFixture({ checkpointDelayMs: 60_000 });
+  let manager: MachineManager;
+
+  before(() => {
+    manager = fixture.manager;
+  });
+
+  it('is the default engine, and says how it is isolated', async () => {
+    assert.equal(manager.defaultEngine, 'sandbox');
+    const status = manager.engineStatus().find((e) => e.name === 'sandbox')!;
+    assert.equal(status.available, true);
+    assert.match(status.detail, /^Pyodide 0\.29\.0, bubblewrap \+ Node permission model$/);
+  });
+
+  it('restores exactly: a generator half-way, closures, instances, random state, files written by the code', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    await run(
+      manager,
+      name,
+      [
+        'import random, os',
+        'random.seed(7)',
+        'def counter():\n    n = 0\n    while True:\n        n += 1\n        yield n',
+        'gen = counter()',
+        '[next(gen) for _ in range(3)]',
+        'def make(k):\n    return lambda v: v * k',
+        'triple = make(3)',
+        'class Account:\n    def __init__(self):\n        self.balance = 10',
+        'acct = Account(); acct.balance += 5',
+        'open(os.path.expanduser("~/notes.txt"), "w").write("home file")',
+        'open("/tmp/scratch.txt", "w").write("tmp file")',
+      ].join('\n'),
+    );
+    const expectedRandom = valueOf((await run(manager, (await manager.create({ engine: 'sandbox' })).name, 'import random\nrandom.seed(7)\nrandom.random()')).result);
+    await manager.swap(name);
+    assert.equal(manager.get(name).state, 'swapped');
+    const r = await run(manager, name, 'next(gen), triple(5), acct.balance, open(os.path.expanduser("~/notes.txt")).read(), open("/tmp/scratch.txt").read(), random.random()');
+    assert.equal(valueOf(r.result), `(4, 15, 15, 'home file', 'tmp file', ${expectedRandom})`);
+    assert.equal(r.result.data, null);
+  });
+
+  it('keeps a heap larger than the initial one, small on disk thanks to the delta', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    await run(manager, name, 'big = list(range(2_600_000))');
+    await manager.swap(name);
+    const bytes = manager.get(name).snapshot!.bytes;
+    assert.equal(valueOf((await run(manager, name, 'len(big), big[-1], sum(big[:10])')).result), '(2600000, 2599999, 45)');
+    const trivial = (await manager.create({ engine: 'sandbox' })).name;
+    await run(manager, trivial, 'x = 1');
+    await manager.swap(trivial);
+    assert.ok(manager.get(trivial).snapshot!.bytes < 300_000, `trivial machine takes ${manager.get(trivial).snapshot!.bytes} bytes`);
+    assert.ok(bytes > manager.get(trivial).snapshot!.bytes);
+  });
+
+  it('stays warm, and says why, while Python holds a JavaScript object; swaps once it is dropped', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    await run(manager, name, 'import js\nholder = js.Object.new()\nkept = 42');
+    await assert.rejects(manager.swap(name), /Python holds a JavaScript Object/);
+    const info = manager.get(name);
+    assert.equal(info.state, 'warm');
+    assert.match(info.warnings.join('\n'), /cannot be swapped out, so it stays in memory: .*Python holds a JavaScript Object/);
+    assert.equal(valueOf((await run(manager, name, 'kept')).result), '42');
+    await run(manager, name, 'del holder');
+    await manager.swap(name);
+    assert.deepEqual(manager.get(name).warnings, []);
+    assert.equal(valueOf((await run(manager, name, 'kept')).result), '42');
+  });
+
+  it('replays C-extension side modules at their recorded bases, so they work after a swap', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    const load = `import ctypes\nlib = ctypes.CDLL("/home/pyodide/libbump.so")\nbump = lib.bump\nbump.restype = ctypes.c_int`;
+    await run(manager, name, `import base64\nopen("/home/pyodide/libbump.so", "wb").write(base64.b64decode("${bumpSideModule().toString('base64')}"))`);
+    assert.equal(valueOf((await run(manager, name, `${load}\n[bump(), bump(), bump()]`)).result), '[1, 2, 3]');
+    for (let cycle = 0; cycle < 2; cycle++) {
+      await manager.swap(name);
+      // A new lookup, as an import after the restore would do: the library's code and its
+      // memory must both be where the restored heap expects them.
+      assert.equal(valueOf((await run(manager, name, `${load}\nbump()`)).result), String(4 + cycle));
+    }
+  });
+
+  it('refuses a snapshot made by another Pyodide version, and leaves it untouched', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    await run(manager, name, 'kept = 1');
+    await manager.swap(name);
+    const path = join(manager.dataDir, 'machines', name, 'snapshot');
+    const original = await readFile(path);
+    const forged = Buffer.from(original.toString('latin1').replace('"pyodideVersion":"0.29.0"', '"pyodideVersion":"0.28.0"'), 'latin1');
+    await writeFile(path, forged);
+    const r = await run(manager, name, 'kept');
+    assert.match(errorOf(r.result), /snapshot was made by Pyodide 0\.28\.0, but this Perennial runs Pyodide 0\.29\.0/);
+    assert.deepEqual(await readFile(path), forged, 'the snapshot is kept as it was');
+    await writeFile(path, original);
+    assert.equal(valueOf((await run(manager, name, 'kept')).result), '1');
+  });
+
+  describe('workspace and network', () => {
+    let workspace: string;
+    let listener: Server;
+    const requests: string[] = [];
+
+    before(async () => {
+      workspace = await mkdtemp(join(tmpdir(), 'perennial-workspace-'));
+      await writeFile(join(workspace, 'data.csv'), 'a,b\n1,2\n');
+      listener = createServer((socket) => {
+        socket.on('data', (d) => {
+          requests.push(d.toString().split('\r\n')[0]!);
+          socket.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok');
+        });
+        socket.on('error', () => {});
+      });
+      await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    });
+    after(async () => {
+      listener.close();
+      await rm(workspace, { recursive: true, force: true });
+    });
+
+    it('mounts a host folder read-only at /workspace, the working directory, across swaps', async () => {
+      const name = (await manager.create({ engine: 'sandbox', workspace })).name;
+      assert.equal(valueOf((await run(manager, name, 'import os\nos.getcwd(), open("data.csv").read()')).result), "('/workspace', 'a,b\\n1,2\\n')");
+      assert.match(errorOf((await run(manager, name, 'open("/workspace/out.txt", "w").write("x")')).result), /OSError|PermissionError|Errno/);
+      await manager.swap(name);
+      assert.equal(valueOf((await run(manager, name, 'open("data.csv").read().count(",")')).result), '2');
+    });
+
+    it('mounts it read-write when asked, and the host sees the writes', async () => {
+      const name = (await manager.create({ engine: 'sandbox', workspace, workspaceWritable: true })).name;
+      await run(manager, name, 'open("result.txt", "w").write("written in the sandbox")');
+      assert.equal(await readFile(join(workspace, 'result.txt'), 'utf8'), 'written in the sandbox');
+    });
+
+    it('reaches the network only when the machine was created with it allowed', async () => {
+      const port = (listener.address() as { port: number }).port;
+      const fetch = `from pyodide.http import pyfetch\nr = await pyfetch("http://127.0.0.1:${port}/hello")\nawait r.string()`;
+      const closed = (await manager.create({ engine: 'sandbox' })).name;
+      assert.ok('error' in (await run(manager, closed, fetch, 10)).result);
+      assert.deepEqual(requests, []);
+      const open = (await manager.create({ engine: 'sandbox', network: true })).name;
+      assert.equal(valueOf((await run(manager, open, fetch, 10)).result), "'ok'");
+      assert.deepEqual(requests, ['GET /hello HTTP/1.1']);
+    });
+  });
+});
