@@ -54,6 +54,8 @@ export interface Engine {
   complete(text: string): Promise<string[]>;
   inspect(expr: string): Promise<ObjectInfo>;
   isComplete(code: string): Promise<CodeCompleteness>;
+  /** Installs packages into the machine; answers what was installed, in words. */
+  installPackages(packages: string[]): Promise<string>;
   /** Writes the machine's state to `path`; the engine keeps running. */
   snapshot(path: string): Promise<SnapshotReport>;
   /** Stops the interpreter at once; pending calls fail with EngineExitedError. */

@@ -924,6 +924,7 @@ def _command_handlers(kernel):
         "complete": lambda m: kernel.complete(m["text"]),
         "inspect": lambda m: kernel.inspect(m["expr"]),
         "is_complete": lambda m: kernel.is_complete(m["code"]),
+        "refresh_imports": lambda m: importlib.invalidate_caches(),
         "ping": lambda m: {"python": sys.version.split()[0], "platform": sys.platform},
     }
 
@@ -1005,6 +1006,7 @@ class EmscriptenDriver:
         self.kernel = Kernel(self._send, output_limit, fds=(1, 2))
         self.handlers = _command_handlers(self.kernel)
         self.handlers["configure"] = self._configure
+        self.installable = frozenset()
         self.snapshot_lost = []
         _install_interrupt_handler(self.kernel)
         time.sleep = _sliced_sleep(time.sleep, self.kernel.sink)
@@ -1018,6 +1020,7 @@ class EmscriptenDriver:
 
     def _configure(self, message):
         self.kernel.sink.limit = int(message["outputLimit"])
+        self.installable = frozenset(message.get("importNames", ()))
 
     def call(self, op, args_json):
         """One command from the worker, as JSON in and JSON out. ``run`` answers a coroutine
@@ -1030,7 +1033,25 @@ class EmscriptenDriver:
         except BaseException as exc:  # noqa: BLE001 - report everything to the host
             return json.dumps({"ok": False, "error": _short_error(exc)})
 
+    def _missing_imports(self, code):
+        """Modules the cell imports that are not installed but that the package index has."""
+        if not self.installable:
+            return []
+        try:
+            from pyodide.code import find_imports
+
+            names = find_imports(code)
+        except Exception:
+            return []  # the kernel reports the syntax error
+        import importlib.util
+
+        return [n for n in names if n in self.installable and n not in sys.modules and importlib.util.find_spec(n) is None]
+
     async def _run(self, args):
+        missing = self._missing_imports(args["code"])
+        if missing:
+            # Nothing ran: the host installs them and sends the cell again.
+            return json.dumps({"ok": True, "result": {"needPackages": missing}})
         try:
             result = await self.kernel.run_async(args["code"], args.get("cell", 0))
             return json.dumps({"ok": True, "result": result})

@@ -77,8 +77,12 @@ export class PythonEngine implements Engine {
     return this.#child?.pid;
   }
 
+  #python(): string {
+    return this.#options.python || process.env.PERENNIAL_PYTHON || DEFAULT_PYTHON;
+  }
+
   async start(): Promise<void> {
-    const python = this.#options.python || process.env.PERENNIAL_PYTHON || DEFAULT_PYTHON;
+    const python = this.#python();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PYTHONUNBUFFERED: '1',
@@ -173,6 +177,24 @@ export class PythonEngine implements Engine {
 
   isComplete(code: string): Promise<CodeCompleteness> {
     return this.#call('is_complete', { code }) as Promise<CodeCompleteness>;
+  }
+
+  /** Runs pip of the machine's interpreter: the packages go into the user's environment. */
+  async installPackages(packages: string[]): Promise<string> {
+    const pip = spawn(this.#python(), ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages], {
+      cwd: this.#options.workdir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    pip.stdout!.on('data', (d: Buffer) => (output += d));
+    pip.stderr!.on('data', (d: Buffer) => (output += d));
+    const code = await new Promise<number | null>((resolve) => {
+      pip.once('error', () => resolve(null));
+      pip.once('close', resolve);
+    });
+    if (code !== 0) throw new KernelCommandError(`pip install failed (exit ${code}): ${output.trim().split('\n').slice(-5).join('\n')}`);
+    await this.#call('refresh_imports', {});
+    return output.trim().split('\n').filter((l) => l.startsWith('Successfully installed')).join('\n') || packages.join(', ');
   }
 
   snapshot(path: string): Promise<SnapshotReport> {

@@ -36,15 +36,13 @@ export interface MachineConfig {
   outputLimit: number;
   /** Mounted at /workspace (and the working directory) when set. */
   workspace?: { hostPath: string; writable: boolean };
-  /** Read-only wheel cache, visible to loadPackage. */
-  packageDir?: string;
 }
 
 export type HostMessage =
   /** Boot a machine: fresh from `kernelSource`, or from an image. */
   | { type: 'load'; id: number; config: MachineConfig; image?: MachineImage; kernelSource?: string }
   /** Limits of the machine now loaded (a pooled machine was booted with defaults). */
-  | { type: 'configure'; id: number; memoryMb: number; outputLimit: number }
+  | { type: 'configure'; id: number; memoryMb: number; outputLimit: number; importNames: string[] }
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }
   | { type: 'snapshot'; id: number }
   | { type: 'loadPackages'; id: number; paths: string[] }

@@ -49,10 +49,29 @@ export class SandboxEngine implements Engine {
     const process = await this.#loaded();
     process.onOutput = onOutput;
     try {
-      return (await process.call('run', { code, cell })) as ExecResult;
+      const started = performance.now();
+      let result = (await process.call('run', { code, cell })) as ExecResult | { needPackages: string[] };
+      if ('needPackages' in result) {
+        // The cell imports packages the index has: install them first, then run it.
+        try {
+          onOutput('stderr', `perennial: installing ${await this.installPackages(result.needPackages)}\n`);
+        } catch (error) {
+          return { error: `ModuleNotFoundError: ${(error as Error).message}`, runtime_ms: Math.round(performance.now() - started) };
+        }
+        result = (await process.call('run', { code, cell })) as ExecResult;
+      }
+      return result as ExecResult;
     } finally {
       process.onOutput = undefined;
     }
+  }
+
+  async installPackages(packages: string[]): Promise<string> {
+    const process = await this.#loaded();
+    const wanted = await this.runtime.packages.resolve(packages);
+    await process.loadPackages(await this.runtime.packages.ensure(wanted));
+    await process.call('refresh_imports', {});
+    return wanted.map((p) => `${p.name} ${p.version}`).join(', ') || 'nothing (already installed)';
   }
 
   interrupt(): void {

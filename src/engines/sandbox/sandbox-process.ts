@@ -90,8 +90,8 @@ export class SandboxProcess {
     return reply.ms;
   }
 
-  async configure(memoryMb: number, outputLimit: number): Promise<void> {
-    this.#result(await this.#request({ type: 'configure', memoryMb, outputLimit }));
+  async configure(memoryMb: number, outputLimit: number, importNames: string[]): Promise<void> {
+    this.#result(await this.#request({ type: 'configure', memoryMb, outputLimit, importNames }));
   }
 
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {

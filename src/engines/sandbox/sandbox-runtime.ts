@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
@@ -9,15 +9,31 @@ import { decodeImage, encodeImage, readImageHeader } from './machine-image-file.
 import type { MachineConfig, MachineImage } from './protocol.ts';
 import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
+import { PackageCache, type PackageSource } from './package-cache.ts';
 
 /** Machines in the pool boot with these limits; `configure` sets each machine's own. */
 const POOL_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
 
 export interface SandboxRuntimeOptions {
-  /** Where base images are kept (`<data dir>/engines/sandbox`). */
+  /** Where base images and the package cache are kept (`<data dir>/engines/sandbox`). */
   cacheDir: string;
   /** Sandbox processes kept ready with a fresh machine. Default 1. */
   poolSize?: number;
+  /** Where packages come from; default the lock file Pyodide ships and its public CDN. */
+  packageSource?: PackageSource;
+}
+
+/**
+ * The package source from the environment: `PERENNIAL_PYODIDE_PACKAGES` (a folder or URL of
+ * wheels; its own pyodide-lock.json is used when it has one) and `PERENNIAL_PYODIDE_LOCK`.
+ */
+export function defaultPackageSource(env: NodeJS.ProcessEnv = process.env): PackageSource {
+  const wheels = env.PERENNIAL_PYODIDE_PACKAGES;
+  const ownLock = wheels && !/^https?:/.test(wheels) && existsSync(join(wheels, 'pyodide-lock.json')) ? join(wheels, 'pyodide-lock.json') : undefined;
+  return {
+    lockFile: env.PERENNIAL_PYODIDE_LOCK || ownLock || join(pyodideDir(), 'pyodide-lock.json'),
+    baseUrl: wheels || `https://cdn.jsdelivr.net/pyodide/v${pyodideVersion()}/full/`,
+  };
 }
 
 /** Where a machine runs: the launch options that need a process of their own. */
@@ -44,13 +60,16 @@ export class SandboxRuntime {
   readonly #poolSize: number;
   readonly #childDir = sandboxChildDir();
   readonly #pyodideDir = pyodideDir();
+  readonly packages: PackageCache;
   #base?: Promise<BaseImage>;
   #pool: Array<Promise<SandboxProcess>> = [];
   #closed = false;
+  #imports?: Promise<Record<string, string>>;
 
   constructor(options: SandboxRuntimeOptions) {
     this.#cacheDir = options.cacheDir;
     this.#poolSize = options.poolSize ?? 1;
+    this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource ?? defaultPackageSource());
   }
 
   /** Starts filling the pool now rather than at the first sandbox machine. */
@@ -78,7 +97,7 @@ export class SandboxRuntime {
       } else {
         sandbox ??= await this.#freshProcess(placement, config);
       }
-      await sandbox.configure(config.memoryMb, config.outputLimit);
+      await sandbox.configure(config.memoryMb, config.outputLimit, Object.keys(await this.#importNames()));
     } catch (error) {
       await sandbox?.kill();
       throw error;
@@ -141,9 +160,17 @@ export class SandboxRuntime {
     return sandbox;
   }
 
+  /** Import names machines may auto-install; none when the package index cannot be read. */
+  #importNames(): Promise<Record<string, string>> {
+    this.#imports ??= this.packages.importNames().catch(() => ({}));
+    return this.#imports;
+  }
+
   /** A new sandbox process with no machine loaded yet. */
   spawn(placement: SandboxPlacement): SandboxProcess {
-    const launch: SandboxLaunch = { childDir: this.#childDir, pyodideDir: this.#pyodideDir, ...placement };
+    // The package cache is mounted into every sandbox, so it must exist first.
+    mkdirSync(this.packages.dir, { recursive: true, mode: 0o755 });
+    const launch: SandboxLaunch = { childDir: this.#childDir, pyodideDir: this.#pyodideDir, packageDir: this.packages.dir, ...placement };
     return new SandboxProcess(launch, this.isolation);
   }
 

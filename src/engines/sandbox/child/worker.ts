@@ -69,7 +69,6 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
     indexURL: pyodideDir + '/',
     env: { HOME, MPLBACKEND: 'Agg' },
     _makeSnapshot: true,
-    ...(config.packageDir ? { packageBaseUrl: config.packageDir + '/', packageCacheDir: config.packageDir } : {}),
   };
   if (image) py = await restore(loadPyodide, options, image);
   else {
@@ -192,7 +191,7 @@ port.on('message', (message: HostMessage) => {
       else if (message.type === 'call') await runCommand(id, message.op, message.args);
       else if (message.type === 'configure') {
         memoryLimit = message.memoryMb * 1024 * 1024;
-        await runCommand(id, 'configure', { outputLimit: message.outputLimit });
+        await runCommand(id, 'configure', { outputLimit: message.outputLimit, importNames: message.importNames });
       }
       else if (message.type === 'snapshot') snapshot(id);
       else if (message.type === 'loadPackages') {

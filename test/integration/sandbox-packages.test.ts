@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { errorOf, managerFixture, run, valueOf } from '../helpers/machines.ts';
+
+const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
+
+interface Wheel {
+  name: string;
+  version: string;
+  files: Record<string, string>;
+  depends?: string[];
+  /** Write the lock entry but not the wheel (an offline cache miss). */
+  missing?: boolean;
+  /** Record a wrong sha256 in the lock file. */
+  tampered?: boolean;
+}
+
+/**
+ * A package source the test builds itself: pure-Python wheels and a lock file that keeps the
+ * pinned Pyodide's `info` block (its Python and ABI must match).
+ */
+async function makeSource(dir: string, wheels: Wheel[]): Promise<void> {
+  const pyodideLock = JSON.parse(await readFile(createRequire(import.meta.url).resolve('pyodide/pyodide-lock.json'), 'utf8')) as { info: unknown };
+  const packages: Record<string, unknown> = {};
+  for (const wheel of wheels) {
+    const path = execFileSync('python3', [MAKE_WHEEL, dir, wheel.name, wheel.version, JSON.stringify(wheel.files), ...(wheel.depends ?? [])], { encoding: 'utf8' }).trim();
+    const sha256 = wheel.tampered ? '0'.repeat(64) : createHash('sha256').update(await readFile(path)).digest('hex');
+    if (wheel.missing) await rm(path);
+    packages[wheel.name] = {
+      name: wheel.name,
+      version: wheel.version,
+      file_name: `${wheel.name}-${wheel.version}-py3-none-any.whl`,
+      install_dir: 'site',
+      package_type: 'package',
+      sha256,
+      imports: [wheel.name],
+      depends: wheel.depends ?? [],
+      unvendored_tests: false,
+    };
+  }
+  await writeFile(join(dir, 'pyodide-lock.json'), JSON.stringify({ info: pyodideLock.info, packages }));
+}
+
+describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_000 }, () => {
+  let source: string;
+  before(async () => {
+    source = await mkdtemp(join(tmpdir(), 'perennial-wheels-'));
+    await makeSource(source, [
+      { name: 'tinydep', version: '0.2.0', files: { 'tinydep/__init__.py': 'def greet(who):\n    return f"hello {who}"\n' } },
+      {
+        name: 'tinypkg',
+        version: '0.1.0',
+        depends: ['tinydep'],
+        files: { 'tinypkg/__init__.py': 'from tinydep import greet\nVERSION = "0.1.0"\n', 'tinypkg/extra.py': 'def shout(text):\n    return text.upper()\n' },
+      },
+      { name: 'ghostpkg', version: '1.0.0', missing: true, files: { 'ghostpkg/__init__.py': '' } },
+      { name: 'badpkg', version: '1.0.0', tampered: true, files: { 'badpkg/__init__.py': '' } },
+    ]);
+    process.env.PERENNIAL_PYODIDE_PACKAGES = source;
+  });
+  const fixture = managerFixture({ checkpointDelayMs: 60_000 });
+  let manager: MachineManager;
+  before(() => {
+    manager = fixture.manager;
+  });
+  after(async () => {
+    delete process.env.PERENNIAL_PYODIDE_PACKAGES;
+    await rm(source, { recursive: true, force: true });
+  });
+
+  it('installs an imported package and its dependencies before the cell runs, and keeps them across a swap', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    const r = await run(manager, name, 'import tinypkg\ntinypkg.greet("sandbox"), tinypkg.VERSION');
+    assert.equal(valueOf(r.result), "('hello sandbox', '0.1.0')");
+    assert.match(r.stderr, /perennial: installing tinydep 0\.2\.0, tinypkg 0\.1\.0/);
+    const cache = join(manager.dataDir, 'engines', 'sandbox', 'packages');
+    assert.deepEqual((await readdir(cache)).sort(), ['tinydep-0.2.0-py3-none-any.whl', 'tinypkg-0.1.0-py3-none-any.whl']);
+    await manager.swap(name);
+    // A submodule never imported before the swap: the files of site-packages came back too.
+    assert.equal(valueOf((await run(manager, name, 'import tinypkg.extra\ntinypkg.extra.shout(tinypkg.greet("again"))')).result), "'HELLO AGAIN'");
+  });
+
+  it('installs on request, by package name', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    assert.equal(await manager.installPackages(name, ['tinydep']), 'tinydep 0.2.0');
+    assert.equal(valueOf((await run(manager, name, 'import tinydep\ntinydep.greet("you")')).result), "'hello you'");
+    await assert.rejects(manager.installPackages(name, ['no-such-package']), /Unknown package "no-such-package": it is not in the package index/);
+    await assert.rejects(manager.installPackages(name, ['--index-url=http://evil']), /Not a package name/);
+  });
+
+  it('names the package and how to provide it when it cannot be fetched', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    const error = errorOf((await run(manager, name, 'import ghostpkg')).result);
+    assert.match(error, /^ModuleNotFoundError: Package "ghostpkg" 1\.0\.0 is not in the package cache and could not be fetched from .*ghostpkg-1\.0\.0-py3-none-any\.whl/);
+    assert.match(error, /To provide it offline, put ghostpkg-1\.0\.0-py3-none-any\.whl in .*engines\/sandbox\/packages, or point PERENNIAL_PYODIDE_PACKAGES at a folder of Pyodide wheels/);
+    assert.equal(valueOf((await run(manager, name, '"still fine"')).result), "'still fine'");
+  });
+
+  it('refuses a wheel whose checksum does not match the lock file', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    assert.match(errorOf((await run(manager, name, 'import badpkg')).result), /badpkg.*does not match the lock file's sha256/);
+  });
+});
