@@ -58,6 +58,9 @@ function buildProgram(): Command {
     .option('--tag <key=value>', 'tag the machine (repeatable)', collectTag)
     .option('--memory-mb <n>', 'memory cap in MiB', positiveInteger)
     .option('--python <path>', 'python engine: the interpreter to use')
+    .option('--workspace <dir>', 'sandbox engine: mount this folder at /workspace (read-only)')
+    .option('--workspace-write', 'sandbox engine: mount the workspace read-write')
+    .option('--network', 'sandbox engine: let the machine reach the network')
     .action((options) => machineNewCommand(context(), options));
   machine
     .command('list')

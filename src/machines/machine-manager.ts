@@ -275,7 +275,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     if (!Array.isArray(packages) || packages.length === 0 || packages.length > 64) throw new InvalidRequestError('packages must be a list of 1 to 64 names');
     for (const pkg of packages) {
       // Names and version specifiers only: nothing that pip could take for an option.
-      if (typeof pkg !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._\-\[\],<>=!~ ]{0,199}$/.test(pkg)) {
+      if (typeof pkg !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._\-[\],<>=!~ ]{0,199}$/.test(pkg)) {
         throw new InvalidRequestError(`Not a package name: ${JSON.stringify(pkg)}`);
       }
     }

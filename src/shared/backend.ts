@@ -6,6 +6,11 @@ export interface NewMachineOptions {
   memoryMb?: number;
   /** python engine: the interpreter. */
   python?: string;
+  /** sandbox engine: a host folder mounted at /workspace (read-only unless `workspaceWritable`). */
+  workspace?: string;
+  workspaceWritable?: boolean;
+  /** sandbox engine: let the machine reach the network. */
+  network?: boolean;
 }
 
 export interface RunOptions {

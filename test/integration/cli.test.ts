@@ -78,7 +78,7 @@ describe('perennial CLI (built, in-process backend)', { timeout: 120_000 }, () =
     );
     const table = (await cli(['machine', 'list'])).stdout;
     assert.match(table, /^NAME\s+ENGINE\s+STATE\s+INSTRUCTIONS\s+CREATED\s+TAGS$/m);
-    assert.match(table, new RegExp(`^${name}\\s+python\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'));
+    assert.match(table, new RegExp(`^${name}\\s+sandbox\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'), 'the sandbox is the default engine');
     assert.equal((await cli(['machine', 'list', '--tag', 'team=none'])).stdout, '');
     assert.equal((await cli(['machine', 'rm', name])).code, 0);
     const gone = await cli(['exec', '-m', name, 'y']);

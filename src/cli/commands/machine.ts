@@ -6,12 +6,24 @@ export interface NewMachineCommandOptions {
   tag?: Record<string, string>;
   memoryMb?: number;
   python?: string;
+  workspace?: string;
+  workspaceWrite?: boolean;
+  network?: boolean;
 }
 
 export async function machineNewCommand(ctx: CliContext, options: NewMachineCommandOptions): Promise<void> {
   const info = await withBackend(ctx, (backend) =>
-    backend.create({ engine: options.engine, tags: options.tag, memoryMb: options.memoryMb, python: options.python }),
+    backend.create({
+      engine: options.engine,
+      tags: options.tag,
+      memoryMb: options.memoryMb,
+      python: options.python,
+      workspace: options.workspace,
+      workspaceWritable: options.workspaceWrite,
+      network: options.network,
+    }),
   );
+  for (const warning of info.warnings) ctx.term.err.write(`perennial: ${warning}\n`);
   ctx.term.out.write(info.name + '\n');
 }
 
