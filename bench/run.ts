@@ -1,5 +1,14 @@
-/** `npm run bench`: prints every benchmark's figures. Figures go in bench/RESULTS.md. */
+/**
+ * `npm run bench [-- python|sandbox]`: prints every benchmark's figures (or the named ones).
+ * Figures go in bench/RESULTS.md.
+ */
 import { benchPythonEngine } from './python-engine.ts';
+import { benchSandboxEngine } from './sandbox-engine.ts';
 
-console.log(`Perennial benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
-await benchPythonEngine();
+const suites: Record<string, () => Promise<void>> = { python: benchPythonEngine, sandbox: benchSandboxEngine };
+const chosen = process.argv.slice(2).filter((a) => a in suites);
+
+console.log(`Perennial benchmarks — node ${process.version}, ${new Date().toISOString()}`);
+for (const [name, suite] of Object.entries(suites)) {
+  if (!chosen.length || chosen.includes(name)) await suite();
+}

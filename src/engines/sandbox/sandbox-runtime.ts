@@ -88,7 +88,6 @@ export class SandboxRuntime {
         const candidate = await this.#pool.shift()!.catch(() => undefined);
         if (candidate?.alive) sandbox = candidate;
       }
-      this.#refill();
     }
     try {
       if (image) {
@@ -101,6 +100,9 @@ export class SandboxRuntime {
     } catch (error) {
       await sandbox?.kill();
       throw error;
+    } finally {
+      // Refill once this machine is up: on a small host a refill would compete with it for CPU.
+      if (isDefaultPlacement(placement)) this.#refill();
     }
     return sandbox;
   }

@@ -57,6 +57,8 @@ process.on('message', (message: HostMessage) => {
   const transfer = message.type === 'load' && message.image ? [...new Set([message.image.snapshot.buffer, message.image.files.buffer])] : [];
   try {
     worker.postMessage(message, transfer as ArrayBuffer[]);
+    // The image arrived here over IPC and is now the worker's: free this thread's share of it.
+    if (message.type === 'load') setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 100);
   } catch (error) {
     send({ type: 'reply', id: (message as { id: number }).id, ok: false, error: `could not pass the message to the machine: ${(error as Error).message}` });
   }

@@ -80,8 +80,10 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
     );
   }
   connect(py, config);
-  // Pyodide keeps the snapshot it booted from alive; it is tens of MiB.
+  // Pyodide keeps the snapshot it booted from alive; it is tens of MiB. Collect it now, while
+  // the machine is idle, rather than carry it in the machine's memory.
   delete py._api.config._loadSnapshot;
+  (globalThis as { gc?: () => void }).gc?.();
   post({ type: 'loaded', id: message.id, ms: performance.now() - started });
 }
 
