@@ -5,30 +5,20 @@ import { copyFile, mkdir, chmod } from 'node:fs/promises';
 const outdir = new URL('../dist/', import.meta.url);
 await mkdir(outdir, { recursive: true });
 
+const common = { outdir: outdir.pathname, bundle: true, platform: 'node', format: 'esm', target: 'node20', sourcemap: true, logLevel: 'warning' };
+
 await build({
+  ...common,
   entryPoints: { cli: 'src/cli/index.ts' },
   // Both read files beside themselves at run time (wasm, the Python runtime): keep them packages.
   external: ['pyodide', '@bokuweb/zstd-wasm'],
-  outdir: outdir.pathname,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  sourcemap: true,
   banner: { js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  logLevel: 'warning',
 });
 // The sandbox process: controller and Pyodide worker. Pyodide itself stays a package on disk,
 // read by the worker at run time.
 await build({
+  ...common,
   entryPoints: { 'sandbox/controller': 'src/engines/sandbox/child/controller.ts', 'sandbox/worker': 'src/engines/sandbox/child/worker.ts' },
-  outdir: outdir.pathname,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  sourcemap: true,
-  logLevel: 'warning',
 });
 await copyFile(new URL('../src/kernel/perennial_kernel.py', import.meta.url), new URL('perennial_kernel.py', outdir));
 await chmod(new URL('cli.js', outdir), 0o755);

@@ -360,10 +360,9 @@ class Kernel:
         steps = self._run_steps(code, cell)
         sent, thrown = None, None
         while True:
-            try:
-                awaitable = steps.throw(thrown) if thrown is not None else steps.send(sent)
-            except StopIteration as finished:
-                return finished.value
+            awaitable, result = _resume(steps, sent, thrown)
+            if awaitable is None:
+                return result
             sent, thrown = None, None
             try:
                 sent = self._event_loop().run_until_complete(awaitable)
@@ -376,10 +375,9 @@ class Kernel:
         steps = self._run_steps(code, cell)
         sent, thrown = None, None
         while True:
-            try:
-                awaitable = steps.throw(thrown) if thrown is not None else steps.send(sent)
-            except StopIteration as finished:
-                return finished.value
+            awaitable, result = _resume(steps, sent, thrown)
+            if awaitable is None:
+                return result
             sent, thrown = None, None
             try:
                 sent = await awaitable
@@ -761,6 +759,15 @@ def _set_rng_state(state):
         importlib.import_module("random").setstate(state["random"])
     if "numpy" in state:
         importlib.import_module("numpy.random").set_state(state["numpy"])
+
+
+def _resume(steps, sent, thrown):
+    """Advances a cell's steps with the last awaitable's outcome: answers the next awaitable, or
+    (None, the cell's result) when the cell is done."""
+    try:
+        return (steps.throw(thrown) if thrown is not None else steps.send(sent)), None
+    except StopIteration as finished:
+        return None, finished.value
 
 
 def _ends_with_semicolon(code, node):
