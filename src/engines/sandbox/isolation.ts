@@ -63,6 +63,9 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     ...(launch.workspace ? [`--allow-fs-read=${launch.workspace.hostPath}/*`] : []),
     ...(launch.workspace?.writable ? [`--allow-fs-write=${launch.workspace.hostPath}/*`] : []),
     '--allow-worker',
+    // One machine per process: a single V8 background thread is enough, and each thread costs
+    // memory (its stack and its malloc arena).
+    '--v8-pool-size=1',
     '--expose-gc',
     '--no-warnings',
     `${launch.childDir.replace(/\/$/, '')}/controller.js`,

@@ -36,9 +36,11 @@ export class SandboxProcess {
 
   constructor(launch: SandboxLaunch, isolation: Isolation) {
     const { command, args } = sandboxCommand(launch, isolation);
-    // A clean environment: nothing of the user's (tokens, paths) reaches the machine.
+    // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc's
+    // per-thread arenas would hold ~40 MiB of V8's freed memory per machine: keep two, and give
+    // freed memory back.
     this.#child = spawn(command, args, {
-      env: { PATH: '/usr/bin:/bin' },
+      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '1048576' },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
     });

@@ -15,7 +15,14 @@ if (!process.send || !pyodideDir) {
 }
 const send = (message: ChildMessage) => process.send!(message);
 const interruptBuffer = new Int32Array(new SharedArrayBuffer(4));
+/** The worker of the machine loaded now. */
 let worker: Worker | undefined;
+/**
+ * A worker started ahead, with Pyodide's scripts loaded and its wasm compiled, so that a restore
+ * only has to boot. It is dropped once the host configures the machine it took: a warm machine
+ * does not carry a second interpreter.
+ */
+let standby: Worker | undefined;
 
 function startWorker(): Worker {
   const next = new Worker(new URL('./worker.js', import.meta.url), {
@@ -23,7 +30,9 @@ function startWorker(): Worker {
     // Python reaching the JS heap through `js` must not take the process down with it.
     resourceLimits: { maxOldGenerationSizeMb: 512 },
   });
-  next.on('message', (message: ChildMessage) => send(message));
+  next.on('message', (message: ChildMessage) => {
+    if (next === worker) send(message);
+  });
   next.on('error', (error) => {
     if (worker === next) fail(`the Python worker failed: ${error.message}`);
   });
@@ -46,8 +55,12 @@ process.on('message', (message: HostMessage) => {
   }
   if (message.type === 'load') {
     const old = worker;
-    worker = startWorker();
+    worker = standby ?? startWorker();
+    standby = undefined;
     void old?.terminate();
+  } else if (message.type === 'configure' && standby) {
+    void standby.terminate();
+    standby = undefined;
   }
   if (!worker) {
     send({ type: 'reply', id: (message as { id: number }).id, ok: false, error: 'no machine is loaded in this sandbox' });
@@ -57,12 +70,17 @@ process.on('message', (message: HostMessage) => {
   const transfer = message.type === 'load' && message.image ? [...new Set([message.image.snapshot.buffer, message.image.files.buffer])] : [];
   try {
     worker.postMessage(message, transfer as ArrayBuffer[]);
-    // The image arrived here over IPC and is now the worker's: free this thread's share of it.
-    if (message.type === 'load') setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 100);
+    if (message.type === 'load') {
+      // The image arrived here over IPC and is now the worker's: free this thread's share of it,
+      // and get the next worker ready in case this process is used for a restore.
+      setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 100);
+      standby = startWorker();
+    }
   } catch (error) {
     send({ type: 'reply', id: (message as { id: number }).id, ok: false, error: `could not pass the message to the machine: ${(error as Error).message}` });
   }
 });
 // The host is gone: nothing may outlive it.
 process.on('disconnect', () => process.exit(0));
+standby = startWorker();
 send({ type: 'waiting' });

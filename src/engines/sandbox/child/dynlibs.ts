@@ -128,10 +128,9 @@ class CallocSteering {
 /**
  * Runs `load` (which must call `loadPyodide` with `_loadSnapshot`) with a module factory that,
  * after the runtime is up and before the snapshot is copied in, restores the files (`prepare`)
- * and loads every recorded side module at its recorded bases.
+ * and loads every recorded side module at its recorded bases. pyodide.asm.js must be loaded.
  */
 export async function withDynlibReplay<T>(
-  asmUrl: string,
   libs: DynlibRecord[],
   heap: Uint8Array,
   tableLength: number,
@@ -139,9 +138,8 @@ export async function withDynlibReplay<T>(
   load: () => Promise<T>,
 ): Promise<T> {
   const scope = globalThis as { _createPyodideModule?: CreateModule };
-  await import(asmUrl);
   const original = scope._createPyodideModule;
-  if (typeof original !== 'function') throw new Error('pyodide.asm.js did not define _createPyodideModule');
+  if (typeof original !== 'function') throw new Error('pyodide.asm.js must be loaded before a replay');
   const steering = new CallocSteering();
   scope._createPyodideModule = async (settings) => {
     steering.install(settings);

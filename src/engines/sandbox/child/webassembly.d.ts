@@ -1,6 +1,8 @@
 // The WebAssembly API the sandbox uses. TypeScript ships these types only with the DOM library,
 // which would bring browser globals that Node does not have.
 declare namespace WebAssembly {
+  function compile(bytes: Uint8Array): Promise<Module>;
+  function instantiate(module: Module, imports?: Record<string, Record<string, unknown>>): Promise<Instance>;
   class Module {
     constructor(bytes: Uint8Array);
   }

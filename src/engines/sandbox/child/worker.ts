@@ -3,6 +3,8 @@
  * commands, and takes memory snapshots. One worker serves one `load`.
  */
 import './harden.ts';
+import { readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -60,11 +62,32 @@ function aligned(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset % 8 === 0 ? bytes : new Uint8Array(bytes);
 }
 
+/**
+ * What does not depend on the machine, done as the worker starts (before its `load` arrives):
+ * - pyodide.asm.js is loaded as a plain script. `loadPyodide` would `import()` it, and Node's ESM
+ *   loader spends ~150 ms detecting the format of this 1 MB file and scanning it for exports;
+ *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
+ * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
+ */
+const prepared = (async () => {
+  createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
+  const compiled = await WebAssembly.compile(readFileSync(join(pyodideDir, 'pyodide.asm.wasm')));
+  const instantiate = WebAssembly.instantiate;
+  const wasmBytes = statSync(join(pyodideDir, 'pyodide.asm.wasm')).size;
+  WebAssembly.instantiate = function (source: unknown, imports?: Record<string, Record<string, unknown>>) {
+    const isMain = (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) && source.byteLength === wasmBytes;
+    if (isMain) return instantiate.call(WebAssembly, compiled, imports).then((instance: unknown) => ({ instance, module: compiled }));
+    return (instantiate as (...args: unknown[]) => unknown).apply(WebAssembly, [source, imports]);
+  } as typeof WebAssembly.instantiate;
+  return (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: LoadPyodide };
+})();
+prepared.catch(() => {});
+
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const started = performance.now();
   const { config, image } = message;
   memoryLimit = config.memoryMb * 1024 * 1024;
-  const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: LoadPyodide };
+  const { loadPyodide } = await prepared;
   const options: Record<string, unknown> = {
     indexURL: pyodideDir + '/',
     env: { HOME, MPLBACKEND: 'Agg' },
@@ -80,10 +103,10 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
     );
   }
   connect(py, config);
-  // Pyodide keeps the snapshot it booted from alive; it is tens of MiB. Collect it now, while
-  // the machine is idle, rather than carry it in the machine's memory.
+  // Pyodide keeps the snapshot it booted from alive, and the load message holds the image: tens
+  // of MiB. Collect them once this message is handled, rather than carry them in the machine.
   delete py._api.config._loadSnapshot;
-  (globalThis as { gc?: () => void }).gc?.();
+  setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 0);
   post({ type: 'loaded', id: message.id, ms: performance.now() - started });
 }
 
@@ -94,7 +117,6 @@ async function restore(loadPyodide: LoadPyodide, options: Record<string, unknown
   if (dynlibs.length) {
     const heapOffset = new DataView(snapshot.buffer, snapshot.byteOffset, 8).getUint32(4, true);
     instance = await withDynlibReplay(
-      pathToFileURL(join(pyodideDir, 'pyodide.asm.js')).href,
       dynlibs,
       snapshot.subarray(heapOffset),
       tableLength,
@@ -184,7 +206,16 @@ function snapshot(id: number): void {
   post({ type: 'image', id, image: { snapshot: memory, files, meta }, lost }, [memory.buffer as ArrayBuffer, files.buffer as ArrayBuffer]);
 }
 
+/** A machine that has been quiet for a second gives its garbage back (its memory is what counts). */
+let quiet: NodeJS.Timeout | undefined;
+function collectWhenQuiet(): void {
+  clearTimeout(quiet);
+  quiet = setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 1000);
+  quiet.unref();
+}
+
 port.on('message', (message: HostMessage) => {
+  collectWhenQuiet();
   void (async () => {
     const id = 'id' in message ? message.id : -1;
     try {
