@@ -3,6 +3,8 @@ import type { Terminal } from './result-printer.ts';
 
 /** What every command gets: where machines are, and where to talk. */
 export interface CliContext {
+  /** The data dir the command works on. */
+  dataDir: string;
   openBackend(): Promise<Backend>;
   term: Terminal;
   stdin: NodeJS.ReadableStream;

@@ -5,13 +5,14 @@ import { DataDirLockedError } from '../machines/data-dir-lock.ts';
 import { execCommand } from './commands/exec.ts';
 import { machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand } from './commands/machine.ts';
 import { replCommand } from './commands/repl.ts';
+import { serveCommand } from './commands/serve.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { InProcessBackend } from './in-process-backend.ts';
 import { collectTag, positiveInteger, positiveNumber } from './options.ts';
 import { processTerminal } from './result-printer.ts';
+import { VERSION } from '../shared/version.ts';
 
-const VERSION = '0.1.0';
 
 function buildProgram(): Command {
   const program = new Command('perennial')
@@ -23,6 +24,7 @@ function buildProgram(): Command {
   const context = (): CliContext => {
     const dataDir = program.opts<{ dataDir?: string }>().dataDir ?? defaultDataDir();
     return {
+      dataDir,
       openBackend: () => InProcessBackend.open({ dataDir }),
       term: processTerminal,
       stdin: process.stdin,
@@ -49,6 +51,13 @@ function buildProgram(): Command {
     .option('-t, --timeout <seconds>', 'instruction timeout (default 15)', positiveNumber)
     .option('--images <dir>', 'save figures as PNG files in this folder')
     .action((name: string | undefined, options) => replCommand(context(), name, options));
+
+  program
+    .command('serve')
+    .description('run the local server (ForeverVM API and WebSocket REPL) on this data dir')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <port>', 'port (default: any free port, written to server.json)', positiveInteger)
+    .action((options) => serveCommand(context(), options));
 
   const machine = program.command('machine').description('create, list, swap and remove machines');
   machine

@@ -75,10 +75,19 @@ export type ManagerEvent =
 
 /** A bad request: the caller can fix it (unknown engine, bad tag...). */
 export class InvalidRequestError extends Error {
-  static readonly errorCode = 'InvalidRequest';
+  static readonly errorCode: string = 'InvalidRequest';
   constructor(message: string) {
     super(message);
     this.name = 'InvalidRequestError';
+  }
+}
+
+/** No instruction with that seq on the machine. */
+export class InstructionNotFoundError extends InvalidRequestError {
+  static override readonly errorCode = 'InstructionNotFound';
+  constructor(machine: string, seq: number) {
+    super(`Machine ${machine} has no instruction ${seq}`);
+    this.name = 'InstructionNotFoundError';
   }
 }
 
@@ -228,14 +237,14 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   /** The result of instruction `seq`, waiting while it runs. */
   async result(name: string, seq: number): Promise<ExecResult> {
     const result = await this.#machine(name).result(seq);
-    if (!result) throw new InvalidRequestError(`Machine ${name} has no instruction ${seq}`);
+    if (!result) throw new InstructionNotFoundError(name, seq);
     return result;
   }
 
   /** Replays and then streams the output of instruction `seq`; resolves with its result. */
   async follow(name: string, seq: number, onChunk: (chunk: OutputChunk) => void): Promise<ExecResult> {
     const result = await this.#machine(name).follow(seq, onChunk);
-    if (!result) throw new InvalidRequestError(`Machine ${name} has no instruction ${seq}`);
+    if (!result) throw new InstructionNotFoundError(name, seq);
     return result;
   }
 

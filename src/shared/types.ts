@@ -120,3 +120,51 @@ export interface HistoryEntry {
 export function isErrorResult(result: ExecResult): result is Extract<ExecResult, { error: string }> {
   return 'error' in result;
 }
+
+// ---- ForeverVM HTTP and WebSocket messages ----------------------------------------------------
+
+export interface ForeverVMError {
+  code: string;
+  id: string | null;
+}
+
+export interface ExecRequest {
+  instruction: Instruction;
+  interrupt?: boolean;
+}
+
+export interface ExecResponse {
+  instruction_seq: number;
+  machine: string;
+  /** Present (true) only when something was interrupted. */
+  interrupted?: true;
+}
+
+export interface ResultResponse {
+  instruction_id: number;
+  result: ExecResult;
+}
+
+/** A line of `stream-result` NDJSON. */
+export type StreamResultLine =
+  | { type: 'output'; chunk: OutputChunk; instruction_id: number }
+  | { type: 'result'; instruction_id: number; result: ExecResult };
+
+export type ReplClientMessage = { type: 'exec'; instruction: Instruction; request_id: number };
+
+export type ReplServerMessage =
+  | { type: 'connected'; machine_name: string }
+  | { type: 'exec_received'; seq: number; request_id: number }
+  | { type: 'output'; chunk: OutputChunk; instruction_id: number }
+  | { type: 'result'; instruction_id: number; result: ExecResult }
+  | { type: 'error'; code: string; id: string | null }
+  | { type: 'message'; message: string; level: 'info' | 'warn' | 'error' };
+
+/** What `server.json` in the data dir says about the running local server. */
+export interface ServerInfo {
+  pid: number;
+  url: string;
+  token: string;
+  version: string;
+  startedAt: string;
+}

@@ -1,0 +1,22 @@
+import { LocalServer } from '../../server/local-server.ts';
+import type { CliContext } from '../context.ts';
+
+export interface ServeCommandOptions {
+  host?: string;
+  port?: number;
+}
+
+/** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
+export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
+  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port });
+  ctx.term.err.write(`Perennial server listening on ${server.url} (data dir ${ctx.dataDir}). Ctrl-C stops it.\n`);
+  for (const engine of server.manager.engineStatus()) {
+    if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
+  }
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  ctx.term.err.write('Stopping: saving machines...\n');
+  await server.close();
+}

@@ -1,0 +1,68 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../machines/atomic-file.ts';
+import { HttpError } from './http-io.ts';
+
+const TOKEN_FILE = 'server-token';
+
+/** The server's bearer token: made once, kept 0600 in the data dir, so clients stay configured. */
+export async function loadOrCreateToken(dataDir: string): Promise<string> {
+  const path = join(dataDir, TOKEN_FILE);
+  const existing = (await readFile(path, 'utf8').catch(() => '')).trim();
+  if (existing.length >= 32) return existing;
+  const token = randomBytes(32).toString('base64url');
+  await writeFileAtomic(path, token, 0o600);
+  return token;
+}
+
+/**
+ * Who may talk to the local server: requests that carry the token (an `Authorization: Bearer`
+ * header, or `_forevervm_jwt` in the query, which browsers' WebSockets need), addressed to this
+ * host by its loopback name (no DNS rebinding), and not sent by a foreign web page.
+ */
+export class AccessPolicy {
+  readonly #token: Buffer;
+  #hosts = new Set<string>();
+
+  constructor(token: string) {
+    this.#token = Buffer.from(token);
+  }
+
+  /** Called once the port is known; `host` is the interface listened on, when not loopback. */
+  listeningOn(port: number, host: string): void {
+    const named = host.includes(':') ? `[${host}]` : host;
+    this.#hosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${named.toLowerCase()}:${port}`]);
+  }
+
+  /** Throws the HttpError that answers a request that may not pass. */
+  check(req: IncomingMessage): void {
+    const host = (req.headers.host ?? '').toLowerCase();
+    if (!this.#hosts.has(host)) throw new HttpError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
+    const origin = req.headers.origin;
+    if (origin && !this.#hosts.has(originHost(origin))) throw new HttpError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
+    const presented = bearer(req) ?? new URL(req.url ?? '/', 'http://x').searchParams.get('_forevervm_jwt');
+    if (!presented || !this.#matches(presented)) throw new HttpError(401, 'Unauthorized', 'A valid bearer token is required');
+  }
+
+  #matches(presented: string): boolean {
+    const candidate = Buffer.from(presented);
+    return candidate.length === this.#token.length && timingSafeEqual(candidate, this.#token);
+  }
+}
+
+function bearer(req: IncomingMessage): string | null {
+  const header = req.headers.authorization ?? '';
+  const match = /^Bearer\s+(.+)$/i.exec(header);
+  return match ? match[1]!.trim() : null;
+}
+
+function originHost(origin: string): string {
+  try {
+    const url = new URL(origin);
+    return url.protocol === 'http:' ? url.host.toLowerCase() : '';
+  } catch {
+    return '';
+  }
+}

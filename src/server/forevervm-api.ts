@@ -1,0 +1,140 @@
+import { userInfo } from 'node:os';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { InstructionNotFoundError, InvalidRequestError, MachineGoneError, type MachineManager } from '../machines/machine-manager.ts';
+import type { ExecResponse, ForeverVMMachine, MachineInfo, ResultResponse, StreamResultLine } from '../shared/types.ts';
+import { HttpError, readJson, sendJson } from './http-io.ts';
+
+const Tags = z.record(z.string(), z.string());
+
+/** `POST /v1/machine/new`: ForeverVM's fields, plus Perennial's engine and options. */
+const NewMachineBody = z.object({
+  tags: Tags.optional(),
+  memory_mb: z.number().int().positive().optional(),
+  engine: z.enum(['sandbox', 'python']).optional(),
+  python: z.string().min(1).max(4096).optional(),
+  workspace: z.string().min(1).max(4096).optional(),
+  workspace_writable: z.boolean().optional(),
+  network: z.boolean().optional(),
+});
+
+const ListBody = z.object({ tags: Tags.optional() });
+
+export const InstructionSchema = z.object({
+  code: z.string(),
+  timeout_seconds: z.number().positive().optional(),
+});
+
+const ExecBody = z.object({ instruction: InstructionSchema, interrupt: z.boolean().optional() });
+
+const MACHINE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Parses `value` with `schema`, or answers 400 saying what is wrong. */
+export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new HttpError(400, 'BadRequest', `Invalid request: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
+  return parsed.data;
+}
+
+/** A machine name from a path, or 404 (it cannot name a machine). */
+export function machineName(raw: string): string {
+  const name = decodeURIComponent(raw);
+  if (!MACHINE_NAME.test(name)) throw new HttpError(404, 'MachineNotFound', `No machine named ${JSON.stringify(name)}`, name);
+  return name;
+}
+
+/** The error a request gets for anything that went wrong, in ForeverVM's shape. */
+export function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof MachineGoneError) return new HttpError(404, 'MachineNotFound', error.message, error.machine);
+  if (error instanceof InstructionNotFoundError) return new HttpError(404, 'InstructionNotFound', error.message);
+  if (error instanceof InvalidRequestError) return new HttpError(400, 'BadRequest', error.message);
+  const code = (error as { constructor?: { errorCode?: string } })?.constructor?.errorCode;
+  if (code) return new HttpError(409, code, (error as Error).message);
+  return new HttpError(500, 'InternalError', `Internal error: ${(error as Error)?.message ?? String(error)}`);
+}
+
+export function toForeverVMMachine(info: MachineInfo): ForeverVMMachine {
+  return {
+    name: info.name,
+    created_at: info.createdAt,
+    running: info.state !== 'swapped',
+    has_pending_instruction: info.pendingInstructions > 0,
+    expires_at: null,
+    tags: info.tags,
+  };
+}
+
+export type Handler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
+
+/** The ForeverVM endpoints (`forevervm-api.md`), as [method, path pattern, handler]. */
+export function foreverVMRoutes(manager: MachineManager): Array<[string, RegExp, Handler]> {
+  return [
+    ['GET', /^\/v1\/whoami$/, async (_req, res) => sendJson(res, 200, { account: `${userInfo().username} (Perennial local server)` })],
+    [
+      'POST',
+      /^\/v1\/machine\/new$/,
+      async (req, res) => {
+        const body = parse(NewMachineBody, await readJson(req));
+        const info = await manager.create({
+          engine: body.engine,
+          tags: body.tags,
+          memoryMb: body.memory_mb,
+          python: body.python,
+          workspace: body.workspace,
+          workspaceWritable: body.workspace_writable,
+          network: body.network,
+        });
+        sendJson(res, 200, { machine_name: info.name });
+      },
+    ],
+    [
+      'POST',
+      /^\/v1\/machine\/list$/,
+      async (req, res) => {
+        const body = parse(ListBody, await readJson(req));
+        sendJson(res, 200, { machines: manager.list(body.tags).map(toForeverVMMachine) });
+      },
+    ],
+    ['GET', /^\/v1\/machine\/list$/, async (_req, res) => sendJson(res, 200, { machines: manager.list().map(toForeverVMMachine) })],
+    [
+      'POST',
+      /^\/v1\/machine\/([^/]+)\/exec$/,
+      async (req, res, [raw]) => {
+        const name = machineName(raw!);
+        const body = parse(ExecBody, await readJson(req));
+        const { seq, interrupted } = manager.exec(name, body.instruction.code, {
+          timeoutSeconds: body.instruction.timeout_seconds,
+          interrupt: body.interrupt,
+        });
+        const answer: ExecResponse = { instruction_seq: seq, machine: name, ...(interrupted ? { interrupted: true as const } : {}) };
+        sendJson(res, 200, answer);
+      },
+    ],
+    [
+      'GET',
+      /^\/v1\/machine\/([^/]+)\/exec\/(\d{1,15})\/result$/,
+      async (_req, res, [raw, seq]) => {
+        const name = machineName(raw!);
+        const answer: ResultResponse = { instruction_id: Number(seq), result: await manager.result(name, Number(seq)) };
+        sendJson(res, 200, answer);
+      },
+    ],
+    [
+      'GET',
+      /^\/v1\/machine\/([^/]+)\/exec\/(\d{1,15})\/stream-result$/,
+      async (_req, res, [raw, seqText]) => {
+        const name = machineName(raw!);
+        const seq = Number(seqText);
+        if (!manager.instruction(name, seq)) await manager.result(name, seq); // 404 before streaming
+        res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+        const line = (message: StreamResultLine) => {
+          if (!res.destroyed) res.write(JSON.stringify(message) + '\n');
+        };
+        const result = await manager.follow(name, seq, (chunk) => line({ type: 'output', chunk, instruction_id: seq }));
+        line({ type: 'result', instruction_id: seq, result });
+        res.end();
+      },
+    ],
+  ];
+}

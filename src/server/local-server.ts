@@ -1,0 +1,182 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { readFile, unlink } from 'node:fs/promises';
+import type { Duplex } from 'node:stream';
+import { join } from 'node:path';
+import { WebSocketServer } from 'ws';
+import { writeFileAtomic } from '../machines/atomic-file.ts';
+import { MachineManager, type MachineManagerOptions } from '../machines/machine-manager.ts';
+import type { ServerInfo } from '../shared/types.ts';
+import { VERSION } from '../shared/version.ts';
+import { AccessPolicy, loadOrCreateToken } from './access.ts';
+import { foreverVMRoutes, machineName, toHttpError, type Handler } from './forevervm-api.ts';
+import { HttpError, MAX_BODY_BYTES, sendError, sendJson } from './http-io.ts';
+import { serveRepl } from './repl-socket.ts';
+
+/** Where clients find the running server: pid, url and token, 0600. */
+export const SERVER_INFO_FILE = 'server.json';
+export const DEFAULT_HOST = '127.0.0.1';
+
+export interface LocalServerOptions extends MachineManagerOptions {
+  /** Interface to listen on. Default 127.0.0.1. */
+  host?: string;
+  /** Port; default 0 (any free port, written to server.json). */
+  port?: number;
+}
+
+const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
+
+/**
+ * The local server: one process that owns a data dir and its machines, and speaks the ForeverVM
+ * protocol (plus Perennial's extensions) over HTTP and WebSocket on the loopback interface.
+ */
+export class LocalServer {
+  readonly #routes: Array<[string, RegExp, Handler]>;
+  readonly #sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
+
+  private constructor(
+    readonly manager: MachineManager,
+    readonly token: string,
+    private readonly http: Server,
+    private readonly access: AccessPolicy,
+  ) {
+    this.#routes = [...foreverVMRoutes(manager), ...this.#extensionRoutes()];
+    http.on('request', (req, res) => void this.#handle(req, res));
+    http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
+  }
+
+  static async start(options: LocalServerOptions): Promise<LocalServer> {
+    const manager = await MachineManager.open(options);
+    try {
+      const token = await loadOrCreateToken(options.dataDir);
+      const access = new AccessPolicy(token);
+      const http = createServer();
+      // Long polls for results may wait as long as instructions run.
+      http.requestTimeout = 0;
+      http.headersTimeout = 60_000;
+      const server = new LocalServer(manager, token, http, access);
+      const host = options.host ?? DEFAULT_HOST;
+      await new Promise<void>((resolve, reject) => {
+        http.once('error', reject);
+        http.listen(options.port ?? 0, host, () => resolve());
+      });
+      const port = (http.address() as { port: number }).port;
+      access.listeningOn(port, host);
+      await server.#writeInfo();
+      manager.prewarm();
+      return server;
+    } catch (error) {
+      await manager.close();
+      throw error;
+    }
+  }
+
+  get url(): string {
+    const address = this.http.address() as { address: string; port: number };
+    const host = address.address.includes(':') ? `[${address.address}]` : address.address;
+    return `http://${host}:${address.port}`;
+  }
+
+  /** Stops accepting requests, saves every machine and releases the data dir. */
+  async close(): Promise<void> {
+    for (const client of this.#sockets.clients) client.terminate();
+    this.http.closeAllConnections();
+    await new Promise<void>((resolve) => this.http.close(() => resolve()));
+    await this.#removeInfo();
+    await this.manager.close();
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      if (req.method === 'GET' && req.url === '/health') {
+        // Unauthenticated and content-free: enough for a client to know the server is up.
+        sendJson(res, 200, { ok: true });
+        return;
+      }
+      this.access.check(req);
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      let pathMatched = false;
+      for (const [method, pattern, handler] of this.#routes) {
+        const match = pattern.exec(path);
+        if (!match) continue;
+        pathMatched = true;
+        if (method !== req.method) continue;
+        await handler(req, res, match.slice(1));
+        return;
+      }
+      throw pathMatched ? new HttpError(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`) : new HttpError(404, 'NotFound', `No such endpoint: ${path}`);
+    } catch (error) {
+      sendError(res, toHttpError(error));
+    }
+  }
+
+  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    try {
+      this.access.check(req);
+      const match = REPL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
+      if (!match) throw new HttpError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
+      const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
+      this.#sockets.handleUpgrade(req, socket, head, (ws) => void serveRepl(ws, this.manager, name));
+    } catch (error) {
+      const failure = toHttpError(error);
+      const body = JSON.stringify(failure.toResponseObject());
+      socket.end(`HTTP/1.1 ${failure.status} ${failure.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    }
+  }
+
+  /** Perennial's own endpoints under /v1, which its client detects and degrades around. */
+  #extensionRoutes(): Array<[string, RegExp, Handler]> {
+    const manager = this.manager;
+    return [
+      ['GET', /^\/v1\/machine\/([^/]+)$/, async (_req, res, [raw]) => sendJson(res, 200, manager.get(machineName(raw!)))],
+      [
+        'DELETE',
+        /^\/v1\/machine\/([^/]+)$/,
+        async (_req, res, [raw]) => {
+          await manager.delete(machineName(raw!));
+          sendJson(res, 200, { deleted: true });
+        },
+      ],
+      ['POST', /^\/v1\/machine\/([^/]+)\/interrupt$/, async (_req, res, [raw]) => sendJson(res, 200, manager.interrupt(machineName(raw!)))],
+      [
+        'POST',
+        /^\/v1\/machine\/([^/]+)\/swap$/,
+        async (_req, res, [raw]) => {
+          const name = machineName(raw!);
+          await manager.swap(name);
+          sendJson(res, 200, manager.get(name));
+        },
+      ],
+      [
+        'GET',
+        /^\/v1\/status$/,
+        async (_req, res) => {
+          const machines = manager.list();
+          sendJson(res, 200, {
+            version: VERSION,
+            pid: process.pid,
+            dataDir: manager.dataDir,
+            machines: {
+              total: machines.length,
+              warm: machines.filter((m) => m.state !== 'swapped').length,
+              swapped: machines.filter((m) => m.state === 'swapped').length,
+            },
+            defaultEngine: manager.defaultEngine,
+            engines: manager.engineStatus(),
+          });
+        },
+      ],
+    ];
+  }
+
+  async #writeInfo(): Promise<void> {
+    const info: ServerInfo = { pid: process.pid, url: this.url, token: this.token, version: VERSION, startedAt: new Date().toISOString() };
+    await writeFileAtomic(join(this.manager.dataDir, SERVER_INFO_FILE), JSON.stringify(info, null, 1), 0o600);
+  }
+
+  async #removeInfo(): Promise<void> {
+    const path = join(this.manager.dataDir, SERVER_INFO_FILE);
+    const current = JSON.parse(await readFile(path, 'utf8').catch(() => '{}')) as Partial<ServerInfo>;
+    if (current.pid === process.pid) await unlink(path).catch(() => {});
+  }
+}

@@ -1,0 +1,56 @@
+import type { WebSocket } from 'ws';
+import { z } from 'zod';
+import type { MachineManager } from '../machines/machine-manager.ts';
+import type { ReplServerMessage } from '../shared/types.ts';
+import { InstructionSchema, toHttpError } from './forevervm-api.ts';
+
+const ExecMessage = z.object({ type: z.literal('exec'), instruction: InstructionSchema, request_id: z.number().int().nonnegative() });
+
+/**
+ * ForeverVM's WebSocket REPL on one machine (`/v1/machine/{name|new}/repl`): `connected` first,
+ * then for each `exec` an `exec_received`, the output chunks and the result. Instructions keep
+ * running when the socket closes; a client that reconnects finds the machine as it left it.
+ */
+export async function serveRepl(socket: WebSocket, manager: MachineManager, requested: string): Promise<void> {
+  const send = (message: ReplServerMessage) => {
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(message));
+  };
+  let name = requested;
+  try {
+    if (requested === 'new') name = (await manager.create()).name;
+    else manager.get(name);
+  } catch (error) {
+    const failure = toHttpError(error);
+    send({ type: 'error', code: failure.code, id: failure.id });
+    socket.close(1008, failure.message.slice(0, 120));
+    return;
+  }
+  send({ type: 'connected', machine_name: name });
+
+  socket.on('message', (data, isBinary) => {
+    let message: z.infer<typeof ExecMessage>;
+    try {
+      if (isBinary) throw new Error('binary frames are not part of the protocol');
+      const parsed = ExecMessage.safeParse(JSON.parse(data.toString()));
+      if (!parsed.success) throw new Error(z.prettifyError(parsed.error).replace(/\n/g, '; '));
+      message = parsed.data;
+    } catch (error) {
+      send({ type: 'message', level: 'error', message: `Invalid message: ${(error as Error).message}` });
+      send({ type: 'error', code: 'BadRequest', id: null });
+      return;
+    }
+    void run(message);
+  });
+
+  async function run(message: z.infer<typeof ExecMessage>): Promise<void> {
+    try {
+      const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds });
+      send({ type: 'exec_received', seq, request_id: message.request_id });
+      const result = await manager.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));
+      send({ type: 'result', instruction_id: seq, result });
+    } catch (error) {
+      const failure = toHttpError(error);
+      send({ type: 'error', code: failure.code, id: failure.id });
+    }
+  }
+}

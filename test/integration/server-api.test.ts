@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { WebSocket } from 'ws';
+import { LocalServer } from '../../src/server/local-server.ts';
+import type { ReplServerMessage, ServerInfo } from '../../src/shared/types.ts';
+import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+
+/** Raw HTTP, so that any header (Host, Origin) can be sent as it is. */
+function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: options.method ?? 'GET', headers: options.headers }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_000 }, () => {
+  let server: LocalServer;
+  let cleanup: () => Promise<void>;
+  let dataDir: string;
+  let auth: Record<string, string>;
+
+  /** JSON request with the token. */
+  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+    const response = await fetch(server.url + path, {
+      method,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+  }
+
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir());
+    process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+    server = await LocalServer.start({ dataDir, defaultEngine: 'python', checkpointDelayMs: 200 });
+    auth = { authorization: `Bearer ${server.token}` };
+  });
+  after(async () => {
+    await server.close();
+    delete process.env.PERENNIAL_PYTHON;
+    await cleanup();
+  });
+
+  it('writes server.json (0600) with its pid, url and token, and answers /health without a token', async () => {
+    const path = join(dataDir, 'server.json');
+    const info = JSON.parse(await readFile(path, 'utf8')) as ServerInfo;
+    assert.equal(info.pid, process.pid);
+    assert.equal(info.url, server.url);
+    assert.equal(info.token, server.token);
+    assert.match(info.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal((await stat(path)).mode & 0o777, 0o600);
+    assert.equal((await stat(join(dataDir, 'server-token'))).mode & 0o777, 0o600);
+    assert.deepEqual(await (await fetch(server.url + '/health')).json(), { ok: true });
+  });
+
+  it('refuses requests without the token (401), to a foreign Host or from a foreign Origin (403)', async () => {
+    assert.equal((await raw(server.url + '/v1/whoami')).status, 401);
+    assert.equal((await raw(server.url + '/v1/whoami', { headers: { authorization: 'Bearer wrong' } })).status, 401);
+    const foreignHost = await raw(server.url + '/v1/whoami', { headers: { ...auth, host: 'evil.example:80' } });
+    assert.equal(foreignHost.status, 403);
+    assert.equal(JSON.parse(foreignHost.body).code, 'Forbidden');
+    assert.equal((await raw(server.url + '/v1/whoami', { headers: { ...auth, origin: 'http://evil.example' } })).status, 403);
+    assert.equal((await raw(server.url + '/v1/whoami', { headers: { ...auth, origin: server.url } })).status, 200);
+    assert.equal((await raw(`${server.url}/v1/whoami?_forevervm_jwt=${server.token}`)).status, 200);
+  });
+
+  it('answers malformed, invalid and oversize requests with 400 and 413, and stays up', async () => {
+    const malformed = await raw(server.url + '/v1/machine/new', { method: 'POST', headers: auth, body: '{"tags": ' });
+    assert.equal(malformed.status, 400);
+    assert.match(JSON.parse(malformed.body).message, /not valid JSON/);
+    const invalid = await api('POST', '/v1/machine/new', { tags: { team: 5 } });
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.json.code, 'BadRequest');
+    const huge = await raw(server.url + '/v1/machine/new', { method: 'POST', headers: auth, body: Buffer.alloc(17 * 1024 * 1024, 32) });
+    assert.equal(huge.status, 413);
+    assert.equal((await api('GET', '/v1/machine/does-not-exist')).status, 404);
+    assert.equal((await api('GET', '/v1/nothing-here')).status, 404);
+    assert.equal((await api('GET', '/v1/whoami')).status, 200);
+  });
+
+  it('creates, lists (POST with a tag filter, and GET) and runs instructions with results by seq', async () => {
+    const { json: created } = await api('POST', '/v1/machine/new', { tags: { team: 'http' } });
+    const name = created.machine_name as string;
+    assert.match(name, /^[A-Za-z0-9_-]{16}$/);
+    await api('POST', '/v1/machine/new', { tags: { team: 'other' } });
+    const listed = (await api('POST', '/v1/machine/list', { tags: { team: 'http' } })).json.machines as Array<Record<string, unknown>>;
+    assert.deepEqual(listed.map((m) => m.name), [name]);
+    assert.deepEqual(Object.keys(listed[0]!).sort(), ['created_at', 'expires_at', 'has_pending_instruction', 'name', 'running', 'tags']);
+    assert.equal(((await api('GET', '/v1/machine/list')).json.machines as unknown[]).length >= 2, true);
+
+    const first = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'x = 40\nprint("one")\nx + 2' } });
+    assert.deepEqual(first.json, { instruction_seq: 0, machine: name });
+    const result = await api('GET', `/v1/machine/${name}/exec/0/result`);
+    assert.deepEqual(result.json, { instruction_id: 0, result: { value: '42', data: null, runtime_ms: (result.json.result as { runtime_ms: number }).runtime_ms } });
+    const second = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: '"done"' } });
+    assert.equal(second.json.instruction_seq, 1);
+    assert.equal(((await api('GET', `/v1/machine/${name}/exec/1/result`)).json.result as { value: string }).value, "'done'");
+    assert.equal((await api('GET', `/v1/machine/${name}/exec/7/result`)).status, 404);
+  });
+
+  it('streams results as NDJSON: one chunk per line with seq from 0, then the result', async () => {
+    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'import sys\nprint("a\\nb")\nprint("err", file=sys.stderr)\n3' } });
+    const response = await fetch(`${server.url}/v1/machine/${name}/exec/0/stream-result`, { headers: auth });
+    assert.equal(response.headers.get('content-type'), 'application/x-ndjson');
+    const lines = (await response.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(lines.slice(0, 3), [
+      { type: 'output', chunk: { stream: 'stdout', data: 'a', seq: 0 }, instruction_id: 0 },
+      { type: 'output', chunk: { stream: 'stdout', data: 'b', seq: 1 }, instruction_id: 0 },
+      { type: 'output', chunk: { stream: 'stderr', data: 'err', seq: 2 }, instruction_id: 0 },
+    ]);
+    assert.equal(lines[3]!.type, 'result');
+    assert.equal((lines[3]!.result as { value: string }).value, '3');
+  });
+
+  it('times out with "Timed out" and keeps the machine usable; exec with interrupt stops what runs', async () => {
+    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'kept = 1' } });
+    await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'while True: pass', timeout_seconds: 1 } });
+    assert.match(((await api('GET', `/v1/machine/${name}/exec/1/result`)).json.result as { error: string }).error, /Timed out/);
+    await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'import time; time.sleep(60)' } });
+    await eventually(async () => ((await api('GET', `/v1/machine/${name}`)).json.state as string) === 'busy', 10_000, 'busy');
+    const urgent = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'kept + 1' }, interrupt: true });
+    assert.deepEqual(urgent.json, { instruction_seq: 3, machine: name, interrupted: true });
+    assert.match(((await api('GET', `/v1/machine/${name}/exec/2/result`)).json.result as { error: string }).error, /KeyboardInterrupt/);
+    assert.equal(((await api('GET', `/v1/machine/${name}/exec/3/result`)).json.result as { value: string }).value, '2');
+  });
+
+  it('runs the WebSocket REPL: connected first, then exec_received, output and result; a reconnect keeps state', async () => {
+    const wsUrl = server.url.replace('http', 'ws');
+    const open = (path: string, headers: Record<string, string> = auth) => {
+      const socket = new WebSocket(wsUrl + path, { headers });
+      const messages: ReplServerMessage[] = [];
+      socket.on('message', (data) => messages.push(JSON.parse(data.toString()) as ReplServerMessage));
+      return { socket, messages };
+    };
+    const first = open('/v1/machine/new/repl');
+    await eventually(() => first.messages.length > 0, 10_000, 'connected');
+    const connected = first.messages[0]!;
+    assert.equal(connected.type, 'connected');
+    const name = (connected as { machine_name: string }).machine_name;
+    first.socket.send(JSON.stringify({ type: 'exec', instruction: { code: 'total = 5\nprint("hi")\ntotal * 2' }, request_id: 0 }));
+    await eventually(() => first.messages.some((m) => m.type === 'result'), 20_000, 'result');
+    assert.deepEqual(first.messages.slice(1).map((m) => m.type), ['exec_received', 'output', 'result']);
+    assert.deepEqual(first.messages[1], { type: 'exec_received', seq: 0, request_id: 0 });
+    assert.deepEqual(first.messages[2], { type: 'output', chunk: { stream: 'stdout', data: 'hi', seq: 0 }, instruction_id: 0 });
+    assert.equal((first.messages[3] as { result: { value: string } }).result.value, '10');
+    first.socket.send('not json');
+    await eventually(() => first.messages.some((m) => m.type === 'error'), 5000, 'error');
+    first.socket.close();
+
+    // As the JS SDK does: the token in the query, reconnecting to the machine by name.
+    const again = open(`/v1/machine/${name}/repl?_forevervm_jwt=${server.token}`, {});
+    await eventually(() => again.messages.length > 0, 10_000, 'connected again');
+    again.socket.send(JSON.stringify({ type: 'exec', instruction: { code: 'total + 1' }, request_id: 0 }));
+    await eventually(() => again.messages.some((m) => m.type === 'result'), 20_000, 'result again');
+    assert.equal((again.messages.find((m) => m.type === 'result') as { result: { value: string } }).result.value, '6');
+    assert.equal((again.messages.find((m) => m.type === 'exec_received') as { seq: number }).seq, 1);
+    again.socket.close();
+  });
+
+  it('refuses WebSocket upgrades without the token or from a foreign Origin', async () => {
+    const wsUrl = server.url.replace('http', 'ws');
+    const status = (headers: Record<string, string>) =>
+      new Promise<number>((resolve) => {
+        const socket = new WebSocket(wsUrl + '/v1/machine/new/repl', { headers });
+        socket.on('unexpected-response', (_req, res) => resolve(res.statusCode!));
+        socket.on('open', () => resolve(101));
+        socket.on('error', () => {});
+      });
+    assert.equal(await status({}), 401);
+    assert.equal(await status({ ...auth, origin: 'https://evil.example' }), 403);
+  });
+
+  it("offers Perennial's extensions: details, swap, interrupt, delete and status", async () => {
+    const name = ((await api('POST', '/v1/machine/new', { engine: 'python' })).json.machine_name) as string;
+    await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'v = 1' } });
+    await api('GET', `/v1/machine/${name}/exec/0/result`);
+    const details = (await api('GET', `/v1/machine/${name}`)).json;
+    assert.equal(details.engine, 'python');
+    assert.equal(details.nextSeq, 1);
+    const swapped = (await api('POST', `/v1/machine/${name}/swap`)).json;
+    assert.equal(swapped.state, 'swapped');
+    assert.deepEqual((await api('POST', `/v1/machine/${name}/interrupt`)).json, { cancelled: 0, interrupted: false });
+    const status = (await api('GET', '/v1/status')).json;
+    assert.equal(status.defaultEngine, 'python');
+    assert.equal((status.machines as { total: number }).total >= 1, true);
+    assert.deepEqual(((status.engines as Array<{ name: string }>).map((e) => e.name)).sort(), ['python', 'sandbox']);
+    assert.deepEqual((await api('DELETE', `/v1/machine/${name}`)).json, { deleted: true });
+    assert.equal((await api('GET', `/v1/machine/${name}`)).status, 404);
+  });
+});
