@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
@@ -94,6 +96,32 @@ describe('perennial CLI (built, in-process backend)', { timeout: 120_000 }, () =
     assert.match(badTag.stderr, /expected key=value/);
     const badTimeout = await cli(['exec', '--timeout', '-1', '1']);
     assert.match(badTimeout.stderr, /expected a positive number/);
+  });
+
+  it('serve: runs the local server until Ctrl-C, then saves its machines and removes server.json', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const done = finished(child);
+      const infoPath = join(dir, 'server.json');
+      await eventually(() => existsSync(infoPath), 20_000, 'server.json');
+      const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { url: string; token: string; pid: number };
+      assert.equal(info.pid, child.pid);
+      const headers = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
+      const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: JSON.stringify({ engine: 'python' }) })).json()) as { machine_name: string }).machine_name;
+      await fetch(`${info.url}/v1/machine/${name}/exec`, { method: 'POST', headers, body: JSON.stringify({ instruction: { code: 'kept = "served"' } }) });
+      await fetch(`${info.url}/v1/machine/${name}/exec/0/result`, { headers });
+      child.kill('SIGINT');
+      const r = await done;
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /Perennial server listening on http:\/\/127\.0\.0\.1:\d+/);
+      assert.ok(!existsSync(infoPath), 'server.json is removed');
+      const again = spawn(process.execPath, [CLI, '--data-dir', dir, 'exec', '-m', name, 'kept'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON } });
+      again.stdin?.end();
+      assert.equal((await finished(again)).stdout, "'served'\n", 'the machine was saved when the server stopped');
+    } finally {
+      await cleanup();
+    }
   });
 
   it('repl: multi-line statements, values, Ctrl-C interrupts the running cell, the data dir is locked meanwhile', async () => {
