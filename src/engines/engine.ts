@@ -1,5 +1,7 @@
 import type {
   EngineName,
+  FileContent,
+  FileListing,
   ExecResult,
   LostItem,
   ObjectInfo,
@@ -56,6 +58,11 @@ export interface Engine {
   isComplete(code: string): Promise<CodeCompleteness>;
   /** Installs packages into the machine; answers what was installed, in words. */
   installPackages(packages: string[]): Promise<string>;
+  listFiles(path: string): Promise<FileListing>;
+  /** At most `limit` bytes; a larger file is an error. */
+  readFile(path: string, limit: number): Promise<FileContent>;
+  /** `content` is base64. */
+  writeFile(path: string, content: string): Promise<{ path: string; size: number }>;
   /** Writes the machine's state to `path`; the engine keeps running. */
   snapshot(path: string): Promise<SnapshotReport>;
   /** Stops the interpreter at once; pending calls fail with EngineExitedError. */

@@ -6,6 +6,8 @@ import type { Engine } from '../engines/engine.ts';
 import type {
   EngineName,
   ExecResult,
+  FileContent,
+  FileListing,
   HistoryEntry,
   MachineInfo,
   MachineState,
@@ -22,6 +24,8 @@ export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
 export const DEFAULT_MAX_WARM = 8;
 export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
+/** Largest file read from a machine at once. */
+export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** Longest instruction timeout a caller may ask for. */
 export const MAX_TIMEOUT_SECONDS = 24 * 3600;
 
@@ -288,7 +292,21 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         throw new InvalidRequestError(`Not a package name: ${JSON.stringify(pkg)}`);
       }
     }
-    return this.#introspect(name, (e) => e.installPackages(packages));
+    return this.#introspect(name, (e) => e.installPackages(packages), true);
+  }
+
+  /** A folder inside the machine (its working directory when `path` is empty). */
+  listFiles(name: string, path = ''): Promise<FileListing> {
+    return this.#introspect(name, (e) => e.listFiles(path));
+  }
+
+  readFile(name: string, path: string): Promise<FileContent> {
+    return this.#introspect(name, (e) => e.readFile(path, MAX_FILE_BYTES));
+  }
+
+  /** Writes `content` (base64) to `path` inside the machine. */
+  writeFile(name: string, path: string, content: string): Promise<{ path: string; size: number }> {
+    return this.#introspect(name, (e) => e.writeFile(path, content), true);
   }
 
   history(name: string, last?: number): Promise<HistoryEntry[]> {
@@ -414,10 +432,10 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     machine.swapOut().catch((error: Error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }));
   }
 
-  #introspect<T>(name: string, task: (engine: Engine) => Promise<T>): Promise<T> {
+  #introspect<T>(name: string, task: (engine: Engine) => Promise<T>, changesState = false): Promise<T> {
     const machine = this.#machine(name);
     this.#touch(machine);
-    return machine.withEngine(task);
+    return machine.withEngine(task, changesState);
   }
 
   #machine(name: string): Machine {

@@ -220,10 +220,20 @@ export class Machine {
     }
   }
 
-  /** Runs `task` against a warm engine, in turn with instructions. */
-  withEngine<T>(task: (engine: Engine) => Promise<T>): Promise<T> {
+  /**
+   * Runs `task` against a warm engine, in turn with instructions. A task that `changesState`
+   * (writing a file, installing a package) makes the machine due for a checkpoint.
+   */
+  withEngine<T>(task: (engine: Engine) => Promise<T>, changesState = false): Promise<T> {
     this.#assertAlive();
-    return this.#serial(async () => task(await this.#warm()));
+    return this.#serial(async () => {
+      const result = await task(await this.#warm());
+      if (changesState) {
+        this.#dirty = true;
+        this.#scheduleCheckpoint();
+      }
+      return result;
+    });
   }
 
   /** Writes the state to disk if anything changed since the last snapshot. */

@@ -29,6 +29,15 @@ const ExecBody = z.object({ instruction: InstructionSchema, interrupt: z.boolean
 
 const MACHINE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** HTTP statuses for the errors the machines layer names with an `errorCode`. */
+const STATUS_BY_CODE: Record<string, number> = {
+  KernelCommandFailed: 400, // no such variable or file, a bad expression: the caller can fix it
+  PackageUnavailable: 400,
+  EngineStartFailed: 503,
+  EngineExited: 503,
+  SnapshotVersionMismatch: 409,
+};
+
 /** Parses `value` with `schema`, or answers 400 saying what is wrong. */
 export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const parsed = schema.safeParse(value);
@@ -50,7 +59,7 @@ export function toHttpError(error: unknown): HttpError {
   if (error instanceof InstructionNotFoundError) return new HttpError(404, 'InstructionNotFound', error.message);
   if (error instanceof InvalidRequestError) return new HttpError(400, 'BadRequest', error.message);
   const code = (error as { constructor?: { errorCode?: string } })?.constructor?.errorCode;
-  if (code) return new HttpError(409, code, (error as Error).message);
+  if (code) return new HttpError(STATUS_BY_CODE[code] ?? 500, code, (error as Error).message);
   return new HttpError(500, 'InternalError', `Internal error: ${(error as Error)?.message ?? String(error)}`);
 }
 

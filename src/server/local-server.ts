@@ -10,6 +10,7 @@ import { VERSION } from '../shared/version.ts';
 import { AccessPolicy, loadOrCreateToken } from './access.ts';
 import { foreverVMRoutes, machineName, toHttpError, type Handler } from './forevervm-api.ts';
 import { HttpError, MAX_BODY_BYTES, sendError, sendJson } from './http-io.ts';
+import { perennialRoutes } from './perennial-api.ts';
 import { serveRepl } from './repl-socket.ts';
 
 /** Where clients find the running server: pid, url and token, 0600. */
@@ -39,7 +40,7 @@ export class LocalServer {
     private readonly http: Server,
     private readonly access: AccessPolicy,
   ) {
-    this.#routes = [...foreverVMRoutes(manager), ...this.#extensionRoutes()];
+    this.#routes = [...foreverVMRoutes(manager), ...perennialRoutes(manager)];
     http.on('request', (req, res) => void this.#handle(req, res));
     http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
   }
@@ -122,51 +123,6 @@ export class LocalServer {
       const body = JSON.stringify(failure.toResponseObject());
       socket.end(`HTTP/1.1 ${failure.status} ${failure.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
     }
-  }
-
-  /** Perennial's own endpoints under /v1, which its client detects and degrades around. */
-  #extensionRoutes(): Array<[string, RegExp, Handler]> {
-    const manager = this.manager;
-    return [
-      ['GET', /^\/v1\/machine\/([^/]+)$/, async (_req, res, [raw]) => sendJson(res, 200, manager.get(machineName(raw!)))],
-      [
-        'DELETE',
-        /^\/v1\/machine\/([^/]+)$/,
-        async (_req, res, [raw]) => {
-          await manager.delete(machineName(raw!));
-          sendJson(res, 200, { deleted: true });
-        },
-      ],
-      ['POST', /^\/v1\/machine\/([^/]+)\/interrupt$/, async (_req, res, [raw]) => sendJson(res, 200, manager.interrupt(machineName(raw!)))],
-      [
-        'POST',
-        /^\/v1\/machine\/([^/]+)\/swap$/,
-        async (_req, res, [raw]) => {
-          const name = machineName(raw!);
-          await manager.swap(name);
-          sendJson(res, 200, manager.get(name));
-        },
-      ],
-      [
-        'GET',
-        /^\/v1\/status$/,
-        async (_req, res) => {
-          const machines = manager.list();
-          sendJson(res, 200, {
-            version: VERSION,
-            pid: process.pid,
-            dataDir: manager.dataDir,
-            machines: {
-              total: machines.length,
-              warm: machines.filter((m) => m.state !== 'swapped').length,
-              swapped: machines.filter((m) => m.state === 'swapped').length,
-            },
-            defaultEngine: manager.defaultEngine,
-            engines: manager.engineStatus(),
-          });
-        },
-      ],
-    ];
   }
 
   async #writeInfo(): Promise<void> {

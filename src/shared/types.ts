@@ -108,6 +108,18 @@ export interface ObjectInfo {
   doc: string | null;
 }
 
+export interface FileListing {
+  path: string;
+  entries: Array<{ name: string; type: 'file' | 'dir' | 'link'; size: number; mtime: number }>;
+}
+
+export interface FileContent {
+  path: string;
+  size: number;
+  /** Base64. */
+  content: string;
+}
+
 export interface HistoryEntry {
   seq: number;
   code: string;

@@ -180,6 +180,64 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     assert.equal(await status({ ...auth, origin: 'https://evil.example' }), 403);
   });
 
+  it('lists and shows variables, and keeps the history', async () => {
+    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'numbers = list(range(5))\nlabel = "five"' } });
+    await api('GET', `/v1/machine/${name}/exec/0/result`);
+    const variables = (await api('GET', `/v1/machine/${name}/variables`)).json.variables as Array<{ name: string; type: string }>;
+    assert.deepEqual(variables.map((v) => [v.name, v.type]), [['numbers', 'list'], ['label', 'str']]);
+    assert.equal((await api('GET', `/v1/machine/${name}/variables/numbers`)).json.repr, '[0, 1, 2, 3, 4]');
+    assert.equal((await api('GET', `/v1/machine/${name}/variables/missing`)).status, 400);
+    const history = (await api('GET', `/v1/machine/${name}/history?last=1`)).json.history as Array<{ seq: number; code: string }>;
+    assert.deepEqual(history.map((h) => [h.seq, h.code]), [[0, 'numbers = list(range(5))\nlabel = "five"']]);
+  });
+
+  for (const engine of ['python', 'sandbox'] as const) {
+    it(`writes, lists and reads files inside a ${engine} machine, kept across a swap`, async () => {
+      const name = ((await api('POST', '/v1/machine/new', { engine })).json.machine_name) as string;
+      const written = await api('PUT', `/v1/machine/${name}/files/content`, { path: 'notes/todo.txt', content: 'water the plants\n' });
+      assert.equal(written.status, 200, JSON.stringify(written.json));
+      assert.equal(written.json.size, 17);
+      await api('PUT', `/v1/machine/${name}/files/content`, { path: 'blob.bin', content: Buffer.from([0, 255, 1]).toString('base64'), encoding: 'base64' });
+      await api('POST', `/v1/machine/${name}/swap`);
+      const listing = (await api('GET', `/v1/machine/${name}/files`)).json as { entries: Array<{ name: string; type: string }> };
+      assert.deepEqual(listing.entries.filter((e) => ['notes', 'blob.bin'].includes(e.name)).map((e) => [e.name, e.type]), [['notes', 'dir'], ['blob.bin', 'file']]);
+      const read = (await api('GET', `/v1/machine/${name}/files/content?path=notes/todo.txt`)).json as { content: string };
+      assert.equal(Buffer.from(read.content, 'base64').toString(), 'water the plants\n');
+      assert.deepEqual([...Buffer.from(((await api('GET', `/v1/machine/${name}/files/content?path=blob.bin`)).json as { content: string }).content, 'base64')], [0, 255, 1]);
+      await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'open("notes/todo.txt").read().strip()' } });
+      assert.equal(((await api('GET', `/v1/machine/${name}/exec/0/result`)).json.result as { value: string }).value, "'water the plants'");
+      assert.equal((await api('GET', `/v1/machine/${name}/files/content?path=nope.txt`)).status, 400);
+    });
+  }
+
+  it('streams events: machines created, state changes, finished instructions', async () => {
+    const controller = new AbortController();
+    const response = await fetch(server.url + '/v1/events', { headers: auth, signal: controller.signal });
+    assert.equal(response.headers.get('content-type'), 'text/event-stream');
+    const events: Array<{ type: string; name?: string; seq?: number; error?: boolean; machine?: { name: string } }> = [];
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      let buffered = '';
+      for await (const chunk of response.body!) {
+        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+        for (const block of buffered.split('\n\n').slice(0, -1)) {
+          const data = block.split('\n').find((l) => l.startsWith('data: '));
+          if (data) events.push(JSON.parse(data.slice(6)));
+        }
+        buffered = buffered.slice(buffered.lastIndexOf('\n\n') + 2);
+      }
+    })().catch(() => {});
+    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: '1/0' } });
+    await eventually(() => events.some((e) => e.type === 'instruction' && e.name === name), 20_000, 'the instruction event');
+    assert.ok(events.some((e) => e.type === 'created' && e.machine?.name === name));
+    assert.ok(events.some((e) => e.type === 'state' && e.name === name));
+    assert.deepEqual(events.find((e) => e.type === 'instruction' && e.name === name), { type: 'instruction', name, seq: 0, error: true });
+    controller.abort();
+    await reading;
+  });
+
   it("offers Perennial's extensions: details, swap, interrupt, delete and status", async () => {
     const name = ((await api('POST', '/v1/machine/new', { engine: 'python' })).json.machine_name) as string;
     await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'v = 1' } });

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
-import type { ExecResult, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
+import type { ExecResult, FileContent, FileListing, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
 import {
   EngineExitedError,
   EngineStartError,
@@ -195,6 +195,18 @@ export class PythonEngine implements Engine {
     if (code !== 0) throw new KernelCommandError(`pip install failed (exit ${code}): ${output.trim().split('\n').slice(-5).join('\n')}`);
     await this.#call('refresh_imports', {});
     return output.trim().split('\n').filter((l) => l.startsWith('Successfully installed')).join('\n') || packages.join(', ');
+  }
+
+  listFiles(path: string): Promise<FileListing> {
+    return this.#call('list_files', { path }) as Promise<FileListing>;
+  }
+
+  readFile(path: string, limit: number): Promise<FileContent> {
+    return this.#call('read_file', { path, limit }) as Promise<FileContent>;
+  }
+
+  writeFile(path: string, content: string): Promise<{ path: string; size: number }> {
+    return this.#call('write_file', { path, content }) as Promise<{ path: string; size: number }>;
   }
 
   snapshot(path: string): Promise<SnapshotReport> {

@@ -1,5 +1,5 @@
 import { open, readFile } from 'node:fs/promises';
-import type { ExecResult, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
+import type { ExecResult, FileContent, FileListing, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
 import type { CodeCompleteness, Engine, EngineExit, EngineOptions, OutputListener, SnapshotReport } from '../engine.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
@@ -96,6 +96,18 @@ export class SandboxEngine implements Engine {
 
   async isComplete(code: string): Promise<CodeCompleteness> {
     return (await (await this.#loaded()).call('is_complete', { code })) as CodeCompleteness;
+  }
+
+  async listFiles(path: string): Promise<FileListing> {
+    return (await (await this.#loaded()).call('list_files', { path })) as FileListing;
+  }
+
+  async readFile(path: string, limit: number): Promise<FileContent> {
+    return (await (await this.#loaded()).call('read_file', { path, limit })) as FileContent;
+  }
+
+  async writeFile(path: string, content: string): Promise<{ path: string; size: number }> {
+    return (await (await this.#loaded()).call('write_file', { path, content })) as { path: string; size: number };
   }
 
   async snapshot(path: string): Promise<SnapshotReport> {
