@@ -8,7 +8,8 @@ import { replCommand } from './commands/repl.ts';
 import { serveCommand } from './commands/serve.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
-import { InProcessBackend } from './in-process-backend.ts';
+import { ClientBackend } from '../client/client-backend.ts';
+import { connectToLocalServer } from '../client/local-server-connection.ts';
 import { collectTag, positiveInteger, positiveNumber } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
@@ -25,7 +26,7 @@ function buildProgram(): Command {
     const dataDir = program.opts<{ dataDir?: string }>().dataDir ?? defaultDataDir();
     return {
       dataDir,
-      openBackend: () => InProcessBackend.open({ dataDir }),
+      openBackend: async () => new ClientBackend(await connectToLocalServer(dataDir)),
       term: processTerminal,
       stdin: process.stdin,
       historyFile: join(dataDir, 'repl_history'),
@@ -57,6 +58,7 @@ function buildProgram(): Command {
     .description('run the local server (ForeverVM API and WebSocket REPL) on this data dir')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port (default: any free port, written to server.json)', positiveInteger)
+    .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .action((options) => serveCommand(context(), options));
 
   const machine = program.command('machine').description('create, list, swap and remove machines');

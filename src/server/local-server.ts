@@ -33,6 +33,9 @@ const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
 export class LocalServer {
   readonly #routes: Array<[string, RegExp, Handler]>;
   readonly #sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
+  /** Requests in flight and open sockets (WebSocket REPLs, event streams). */
+  #active = 0;
+  #lastActivity = Date.now();
 
   private constructor(
     readonly manager: MachineManager,
@@ -86,7 +89,28 @@ export class LocalServer {
     await this.manager.close();
   }
 
+  /**
+   * Milliseconds since anything happened: no request in flight, no socket open, no machine busy.
+   * Zero while something is going on.
+   */
+  idleFor(): number {
+    if (this.#active > 0 || this.manager.list().some((m) => m.state === 'busy')) {
+      this.#lastActivity = Date.now();
+      return 0;
+    }
+    return Date.now() - this.#lastActivity;
+  }
+
+  #track(closable: { once(event: 'close', listener: () => void): unknown }): void {
+    this.#active++;
+    closable.once('close', () => {
+      this.#active--;
+      this.#lastActivity = Date.now();
+    });
+  }
+
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.#track(res);
     try {
       if (req.method === 'GET' && req.url === '/health') {
         // Unauthenticated and content-free: enough for a client to know the server is up.
@@ -117,7 +141,10 @@ export class LocalServer {
       const match = REPL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
       if (!match) throw new HttpError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
       const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
-      this.#sockets.handleUpgrade(req, socket, head, (ws) => void serveRepl(ws, this.manager, name));
+      this.#sockets.handleUpgrade(req, socket, head, (ws) => {
+        this.#track(ws);
+        void serveRepl(ws, this.manager, name);
+      });
     } catch (error) {
       const failure = toHttpError(error);
       const body = JSON.stringify(failure.toResponseObject());

@@ -6,6 +6,7 @@ import { machineName, parse, type Handler } from './forevervm-api.ts';
 import { readJson, sendJson } from './http-io.ts';
 
 const PackagesBody = z.object({ packages: z.array(z.string()).min(1).max(64) });
+const CodeBody = z.object({ code: z.string() });
 const WriteFileBody = z.object({
   path: z.string().min(1).max(4096),
   content: z.string(),
@@ -60,6 +61,11 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         const body = parse(PackagesBody, await readJson(req));
         sendJson(res, 200, { installed: await manager.installPackages(machineName(raw!), body.packages) });
       },
+    ],
+    [
+      'POST',
+      /^\/v1\/machine\/([^/]+)\/is-complete$/,
+      async (req, res, [raw]) => sendJson(res, 200, { status: await manager.isComplete(machineName(raw!), parse(CodeBody, await readJson(req)).code) }),
     ],
     ['GET', /^\/v1\/machine\/([^/]+)\/files$/, async (req, res, [raw]) => sendJson(res, 200, await manager.listFiles(machineName(raw!), query(req.url, 'path') ?? ''))],
     [

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runningServer } from '../../src/client/local-server-connection.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 /** The built CLI; `npm test` builds it first. */
@@ -15,14 +16,25 @@ interface CliRun {
   stderr: string;
 }
 
-describe('perennial CLI (built, in-process backend)', { timeout: 120_000 }, () => {
+/** Stops the server a command started on `dir` (clients start one when none runs). */
+async function stopServer(dir: string): Promise<void> {
+  const info = await runningServer(dir);
+  if (!info) return;
+  process.kill(info.pid, 'SIGTERM');
+  await eventually(() => !existsSync(join(dir, 'server.json')), 20_000, 'the server to stop');
+}
+
+describe('perennial CLI (built, through the local server it starts)', { timeout: 180_000 }, () => {
   let dataDir: string;
   let cleanup: () => Promise<void>;
 
   before(async () => {
     ({ dir: dataDir, cleanup } = await tempDataDir());
   });
-  after(() => cleanup());
+  after(async () => {
+    await stopServer(dataDir);
+    await cleanup();
+  });
 
   function start(args: string[]): ChildProcess {
     return spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], {
@@ -37,8 +49,9 @@ describe('perennial CLI (built, in-process backend)', { timeout: 120_000 }, () =
     return finished(child);
   }
 
-  it('exec creates a machine, names it on stderr, streams output and prints the value', async () => {
+  it('exec starts the server, creates a machine, names it on stderr, streams output and prints the value', async () => {
     const r = await cli(['exec', 'x = 41\nprint("hello")\nx + 1']);
+    assert.ok(existsSync(join(dataDir, 'server.json')), 'a server was started for the data dir');
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'hello\n42\n');
     const name = /^machine: (\S+)$/m.exec(r.stderr)?.[1];
@@ -120,11 +133,12 @@ describe('perennial CLI (built, in-process backend)', { timeout: 120_000 }, () =
       again.stdin?.end();
       assert.equal((await finished(again)).stdout, "'served'\n", 'the machine was saved when the server stopped');
     } finally {
+      await stopServer(dir);
       await cleanup();
     }
   });
 
-  it('repl: multi-line statements, values, Ctrl-C interrupts the running cell, the data dir is locked meanwhile', async () => {
+  it('repl: multi-line statements, values, Ctrl-C interrupts the running cell; its machine is shared with other commands', async () => {
     const child = start(['repl']);
     let stdout = '';
     let stderr = '';
@@ -136,9 +150,10 @@ describe('perennial CLI (built, in-process backend)', { timeout: 120_000 }, () =
     send('');
     send('twice(21)');
     await eventually(() => stdout.includes('42\n'), 20_000, 'the value 42');
-    const locked = await cli(['machine', 'list']);
-    assert.equal(locked.code, 1);
-    assert.match(locked.stderr, new RegExp(`in use by process ${child.pid}`));
+    const machine = /Perennial REPL on machine (\S+)\./.exec(stderr)?.[1];
+    assert.ok(machine);
+    const shared = await cli(['exec', '-m', machine, 'twice(4)']);
+    assert.equal(shared.stdout, '8\n', 'another command sees what the REPL defined');
     send('import time; time.sleep(60)');
     await new Promise((r) => setTimeout(r, 500));
     child.kill('SIGINT');

@@ -4,6 +4,8 @@ import type { CliContext } from '../context.ts';
 export interface ServeCommandOptions {
   host?: string;
   port?: number;
+  /** Stop after this many seconds with nothing going on (for servers that clients start). */
+  exitWhenIdle?: number;
 }
 
 /** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
@@ -16,6 +18,10 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
+    if (options.exitWhenIdle) {
+      const limit = options.exitWhenIdle * 1000;
+      setInterval(() => server.idleFor() >= limit && resolve(), Math.min(limit, 10_000)).unref();
+    }
   });
   ctx.term.err.write('Stopping: saving machines...\n');
   await server.close();

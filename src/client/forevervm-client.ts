@@ -1,0 +1,212 @@
+import type {
+  ExecResponse,
+  ExecResult,
+  FileContent,
+  FileListing,
+  ForeverVMMachine,
+  HistoryEntry,
+  MachineInfo,
+  OutputChunk,
+  ResultResponse,
+  StreamResultLine,
+  VariableDetail,
+  VariableSummary,
+} from '../shared/types.ts';
+
+/** Instructions wait in line behind others; results are long-polled for up to this long. */
+export const RESULT_TIMEOUT_MS = 1_200_000;
+
+export interface ForeverVMClientOptions {
+  /** e.g. `https://api.forevervm.com` or the local server's URL from server.json. */
+  baseUrl: string;
+  token: string;
+}
+
+/** A non-2xx answer, with ForeverVM's error code. */
+export class ForeverVMError extends Error {
+  static readonly errorCode = 'ForeverVMError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly id: string | null = null,
+  ) {
+    super(message);
+    this.name = 'ForeverVMError';
+  }
+}
+
+/** The backend has no endpoint for a Perennial extension (hosted ForeverVM). */
+export class UnsupportedByBackendError extends Error {
+  static readonly errorCode = 'UnsupportedByBackend';
+  constructor(what: string) {
+    super(`This backend cannot ${what} (it is a Perennial extension the backend does not offer)`);
+    this.name = 'UnsupportedByBackendError';
+  }
+}
+
+export interface NewMachine {
+  tags?: Record<string, string>;
+  memory_mb?: number;
+  engine?: string;
+  python?: string;
+  workspace?: string;
+  workspace_writable?: boolean;
+  network?: boolean;
+}
+
+/**
+ * The ForeverVM protocol (`forevervm-api.md`) from the client side, one method per endpoint,
+ * plus Perennial's extensions. Works against hosted ForeverVM and the local server alike; the
+ * extensions throw UnsupportedByBackendError where the backend lacks them.
+ */
+export class ForeverVMClient {
+  readonly baseUrl: string;
+  readonly #token: string;
+
+  constructor(options: ForeverVMClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#token = options.token;
+  }
+
+  whoami(): Promise<{ account: string }> {
+    return this.#json('GET', '/v1/whoami');
+  }
+
+  async createMachine(options: NewMachine = {}): Promise<string> {
+    return (await this.#json<{ machine_name: string }>('POST', '/v1/machine/new', options)).machine_name;
+  }
+
+  async listMachines(tags?: Record<string, string>): Promise<ForeverVMMachine[]> {
+    return (await this.#json<{ machines: ForeverVMMachine[] }>('POST', '/v1/machine/list', tags ? { tags } : {})).machines;
+  }
+
+  exec(machine: string, code: string, options: { timeoutSeconds?: number; interrupt?: boolean } = {}): Promise<ExecResponse> {
+    return this.#json('POST', `/v1/machine/${encodeURIComponent(machine)}/exec`, {
+      instruction: { code, ...(options.timeoutSeconds ? { timeout_seconds: options.timeoutSeconds } : {}) },
+      interrupt: options.interrupt ?? false,
+    });
+  }
+
+  async result(machine: string, seq: number): Promise<ExecResult> {
+    return (await this.#json<ResultResponse>('GET', `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/result`, undefined, RESULT_TIMEOUT_MS)).result;
+  }
+
+  /** Streams an instruction's output line by line, then answers its result. */
+  async streamResult(machine: string, seq: number, onOutput: (chunk: OutputChunk) => void): Promise<ExecResult> {
+    const response = await this.#request('GET', `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/stream-result`, undefined, RESULT_TIMEOUT_MS);
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const piece of response.body as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(piece, { stream: true });
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline).trim();
+        buffered = buffered.slice(newline + 1);
+        if (!line) continue;
+        const message = JSON.parse(line) as StreamResultLine;
+        if (message.type === 'output') onOutput(message.chunk);
+        else return message.result;
+      }
+    }
+    throw new ForeverVMError(502, 'StreamEnded', 'The result stream ended before the result');
+  }
+
+  // ---- Perennial extensions -------------------------------------------------------------------
+
+  machine(name: string): Promise<MachineInfo> {
+    return this.#extension('read machine details', 'GET', `/v1/machine/${encodeURIComponent(name)}`);
+  }
+
+  async deleteMachine(name: string): Promise<void> {
+    await this.#extension('delete machines', 'DELETE', `/v1/machine/${encodeURIComponent(name)}`);
+  }
+
+  interrupt(name: string): Promise<{ cancelled: number; interrupted: boolean }> {
+    return this.#extension('interrupt machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/interrupt`);
+  }
+
+  swap(name: string): Promise<MachineInfo> {
+    return this.#extension('swap machines out', 'POST', `/v1/machine/${encodeURIComponent(name)}/swap`);
+  }
+
+  async variables(name: string): Promise<VariableSummary[]> {
+    return (await this.#extension<{ variables: VariableSummary[] }>('list variables', 'GET', `/v1/machine/${encodeURIComponent(name)}/variables`)).variables;
+  }
+
+  variable(name: string, variable: string): Promise<VariableDetail> {
+    return this.#extension('show variables', 'GET', `/v1/machine/${encodeURIComponent(name)}/variables/${encodeURIComponent(variable)}`);
+  }
+
+  async history(name: string, last?: number): Promise<HistoryEntry[]> {
+    const query = last ? `?last=${last}` : '';
+    return (await this.#extension<{ history: HistoryEntry[] }>('keep a history', 'GET', `/v1/machine/${encodeURIComponent(name)}/history${query}`)).history;
+  }
+
+  async installPackages(name: string, packages: string[]): Promise<string> {
+    return (await this.#extension<{ installed: string }>('install packages', 'POST', `/v1/machine/${encodeURIComponent(name)}/packages`, { packages })).installed;
+  }
+
+  listFiles(name: string, path = ''): Promise<FileListing> {
+    return this.#extension('list files', 'GET', `/v1/machine/${encodeURIComponent(name)}/files?path=${encodeURIComponent(path)}`);
+  }
+
+  readFile(name: string, path: string): Promise<FileContent> {
+    return this.#extension('read files', 'GET', `/v1/machine/${encodeURIComponent(name)}/files/content?path=${encodeURIComponent(path)}`);
+  }
+
+  writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<{ path: string; size: number }> {
+    return this.#extension('write files', 'PUT', `/v1/machine/${encodeURIComponent(name)}/files/content`, { path, content, encoding });
+  }
+
+  async isComplete(name: string, code: string): Promise<'complete' | 'incomplete' | 'invalid'> {
+    return (await this.#extension<{ status: 'complete' | 'incomplete' | 'invalid' }>('check code', 'POST', `/v1/machine/${encodeURIComponent(name)}/is-complete`, { code })).status;
+  }
+
+  status(): Promise<Record<string, unknown>> {
+    return this.#extension('report status', 'GET', '/v1/status');
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  async #extension<T>(what: string, method: string, path: string, body?: unknown): Promise<T> {
+    try {
+      return await this.#json<T>(method, path, body);
+    } catch (error) {
+      // A route the backend does not know (as opposed to a machine it does not know).
+      if (error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405)) throw new UnsupportedByBackendError(what);
+      throw error;
+    }
+  }
+
+  async #json<T>(method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<T> {
+    return (await (await this.#request(method, path, body, timeoutMs)).json()) as T;
+  }
+
+  async #request(method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(this.baseUrl + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.#token}`,
+          'x-forevervm-sdk': 'javascript',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.baseUrl}: ${(error as Error).message}`);
+    }
+    if (response.ok) return response;
+    const text = await response.text().catch(() => 'Unknown error');
+    let parsed: { code?: string; id?: string | null; message?: string } = {};
+    try {
+      parsed = JSON.parse(text) as typeof parsed;
+    } catch {
+      // not JSON: keep the text
+    }
+    throw new ForeverVMError(response.status, parsed.code ?? `HTTP${response.status}`, parsed.message ?? `${response.status} ${text.slice(0, 300)}`, parsed.id ?? null);
+  }
+}
