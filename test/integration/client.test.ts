@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ForeverVMClient, ForeverVMError, UnsupportedByBackendError } from '../../src/client/forevervm-client.ts';
+import { connectToLocalServer, runningServer } from '../../src/client/local-server-connection.ts';
+import type { OutputChunk } from '../../src/shared/types.ts';
+import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+
+describe('ForeverVM client and local server discovery', { timeout: 180_000 }, () => {
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir());
+    process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+  });
+  after(async () => {
+    const info = await runningServer(dataDir);
+    if (info) {
+      process.kill(info.pid, 'SIGTERM');
+      await eventually(() => !existsSync(join(dataDir, 'server.json')), 20_000, 'the server to stop');
+    }
+    delete process.env.PERENNIAL_PYTHON;
+    await cleanup();
+  });
+
+  it('starts one server for clients that connect at the same time, and finds it afterwards', async () => {
+    const clients = await Promise.all([1, 2, 3].map(() => connectToLocalServer(dataDir)));
+    assert.equal(new Set(clients.map((c) => c.baseUrl)).size, 1, 'one server for all');
+    const info = (await runningServer(dataDir))!;
+    assert.notEqual(info.pid, process.pid, 'a separate, detached process');
+    assert.equal((await connectToLocalServer(dataDir)).baseUrl, info.url);
+    assert.match((await clients[0]!.whoami()).account, /Perennial local server/);
+  });
+
+  it('runs code, streams its output and reports errors with their codes', async () => {
+    const client = await connectToLocalServer(dataDir);
+    const name = await client.createMachine({ engine: 'python', tags: { by: 'client' } });
+    assert.deepEqual((await client.listMachines({ by: 'client' })).map((m) => m.name), [name]);
+    const { instruction_seq: seq } = await client.exec(name, 'for i in range(3):\n    print(i)\n"end"');
+    const chunks: OutputChunk[] = [];
+    const result = await client.streamResult(name, seq, (c) => chunks.push(c));
+    assert.deepEqual(chunks.map((c) => c.data), ['0', '1', '2']);
+    assert.equal('value' in result && result.value, "'end'");
+    assert.deepEqual(await client.result(name, seq), result);
+    assert.equal((await client.machine(name)).engine, 'python');
+    await assert.rejects(client.exec('nonexistent-machine', '1'), (error: unknown) => {
+      assert.ok(error instanceof ForeverVMError);
+      assert.equal(error.status, 404);
+      assert.equal(error.code, 'MachineNotFound');
+      return true;
+    });
+    const wrongToken = new ForeverVMClient({ baseUrl: client.baseUrl, token: 'wrong' });
+    await assert.rejects(wrongToken.whoami(), (error: unknown) => error instanceof ForeverVMError && error.status === 401);
+  });
+
+  describe('against a backend without Perennial\'s extensions (as hosted ForeverVM)', () => {
+    let bare: Server;
+    let url: string;
+    before(async () => {
+      bare = createServer((req, res) => {
+        res.setHeader('content-type', 'application/json');
+        if (req.url === '/v1/whoami') res.end(JSON.stringify({ account: 'hosted' }));
+        else {
+          res.statusCode = 404;
+          res.end(JSON.stringify({ code: 'NotFound', id: null }));
+        }
+      });
+      await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+      url = `http://127.0.0.1:${(bare.address() as { port: number }).port}`;
+    });
+    after(() => bare.close());
+
+    it('says plainly which extension the backend lacks', async () => {
+      const client = new ForeverVMClient({ baseUrl: url, token: 't' });
+      assert.deepEqual(await client.whoami(), { account: 'hosted' });
+      await assert.rejects(client.variables('m'), (error: unknown) => {
+        assert.ok(error instanceof UnsupportedByBackendError);
+        assert.match(error.message, /This backend cannot list variables/);
+        return true;
+      });
+      await assert.rejects(client.swap('m'), UnsupportedByBackendError);
+    });
+
+    it('reports an unreachable backend clearly', async () => {
+      const client = new ForeverVMClient({ baseUrl: 'http://127.0.0.1:1', token: 't' });
+      await assert.rejects(client.whoami(), /Cannot reach http:\/\/127\.0\.0\.1:1/);
+    });
+  });
+});
