@@ -6,6 +6,7 @@ import { execCommand } from './commands/exec.ts';
 import { machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand } from './commands/machine.ts';
 import { replCommand } from './commands/repl.ts';
 import { serveCommand } from './commands/serve.ts';
+import { mcpCommand } from './commands/mcp.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { ClientBackend } from '../client/client-backend.ts';
@@ -60,6 +61,12 @@ function buildProgram(): Command {
     .option('--port <port>', 'port (default: any free port, written to server.json)', positiveInteger)
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .action((options) => serveCommand(context(), options));
+
+  program
+    .command('mcp')
+    .description('run the MCP server on stdin/stdout (for MCP clients that start it)')
+    .addOption(new Option('--backend <backend>', 'where the machines are').choices(['local', 'forevervm']).default('local'))
+    .action((options) => mcpCommand(context(), options));
 
   const machine = program.command('machine').description('create, list, swap and remove machines');
   machine

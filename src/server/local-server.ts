@@ -9,7 +9,9 @@ import type { ServerInfo } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
 import { AccessPolicy, loadOrCreateToken } from './access.ts';
 import { foreverVMRoutes, machineName, toHttpError, type Handler } from './forevervm-api.ts';
-import { HttpError, MAX_BODY_BYTES, sendError, sendJson } from './http-io.ts';
+import { HttpError, MAX_BODY_BYTES, readJson, sendError, sendJson } from './http-io.ts';
+import { ForeverVMClient } from '../client/forevervm-client.ts';
+import { McpHttpEndpoints } from '../mcp/http-endpoints.ts';
 import { perennialRoutes } from './perennial-api.ts';
 import { serveRepl } from './repl-socket.ts';
 
@@ -33,6 +35,7 @@ const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
 export class LocalServer {
   readonly #routes: Array<[string, RegExp, Handler]>;
   readonly #sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
+  readonly #mcp: McpHttpEndpoints;
   /** Requests in flight and open sockets (WebSocket REPLs, event streams). */
   #active = 0;
   #lastActivity = Date.now();
@@ -43,7 +46,8 @@ export class LocalServer {
     private readonly http: Server,
     private readonly access: AccessPolicy,
   ) {
-    this.#routes = [...foreverVMRoutes(manager), ...perennialRoutes(manager)];
+    this.#mcp = new McpHttpEndpoints(() => new ForeverVMClient({ baseUrl: this.url, token }));
+    this.#routes = [...foreverVMRoutes(manager), ...perennialRoutes(manager), ...this.#mcpRoutes()];
     http.on('request', (req, res) => void this.#handle(req, res));
     http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
   }
@@ -82,6 +86,7 @@ export class LocalServer {
 
   /** Stops accepting requests, saves every machine and releases the data dir. */
   async close(): Promise<void> {
+    await this.#mcp.close();
     for (const client of this.#sockets.clients) client.terminate();
     this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
@@ -150,6 +155,18 @@ export class LocalServer {
       const body = JSON.stringify(failure.toResponseObject());
       socket.end(`HTTP/1.1 ${failure.status} ${failure.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
     }
+  }
+
+  /** MCP over Streamable HTTP (`/mcp`) and legacy SSE (`/sse`, `/messages`); same access checks. */
+  #mcpRoutes(): Array<[string, RegExp, Handler]> {
+    const streamable: Handler = async (req, res) => this.#mcp.handleStreamable(req, res, req.method === 'POST' ? await readJson(req) : undefined);
+    return [
+      ['POST', /^\/mcp$/, streamable],
+      ['GET', /^\/mcp$/, streamable],
+      ['DELETE', /^\/mcp$/, streamable],
+      ['GET', /^\/sse$/, async (_req, res) => this.#mcp.openSse(res)],
+      ['POST', /^\/messages$/, async (req, res) => this.#mcp.postSseMessage(req, res, await readJson(req))],
+    ];
   }
 
   async #writeInfo(): Promise<void> {

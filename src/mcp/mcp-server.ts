@@ -1,0 +1,19 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { ForeverVMClient } from '../client/forevervm-client.ts';
+import { VERSION } from '../shared/version.ts';
+import { registerTools } from './tools.ts';
+
+/** What an agent is told about the tools, once, at initialization. */
+export const INSTRUCTIONS = [
+  'Perennial gives you persistent Python REPLs: create one with create-python-repl and keep its replId.',
+  'run-python-in-repl runs code there; variables, imports, functions and files stay for later calls, even after hours.',
+  'The last expression is returned as its repr; print for more output. Figures come back as images.',
+  'Long work: pass timeoutSeconds (default 15 s); interrupt-python-repl stops runaway code without losing state.',
+].join('\n');
+
+/** An MCP server whose tools work on the machines `client` reaches (one per transport session). */
+export function createMcpServer(client: ForeverVMClient): McpServer {
+  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
+  registerTools(server, client);
+  return server;
+}

@@ -1,0 +1,249 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z, type ZodRawShape } from 'zod';
+import type { ForeverVMClient } from '../client/forevervm-client.ts';
+import type { ExecResult, OutputChunk } from '../shared/types.ts';
+
+/** What a tool's handler gets besides its arguments. */
+interface ToolContext {
+  client: ForeverVMClient;
+  /** Aborted when the MCP client cancels the call. */
+  signal: AbortSignal;
+  /** Sends a progress notification when the caller asked for progress; a no-op otherwise. */
+  progress(message: string): Promise<void>;
+}
+
+interface ToolDefinition<In extends ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: In;
+  outputSchema?: ZodRawShape;
+  annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  handler(args: z.infer<z.ZodObject<In>>, context: ToolContext): Promise<CallToolResult>;
+}
+
+/** Keeps each tool's argument types tied to its schema. */
+function tool<In extends ZodRawShape>(definition: ToolDefinition<In>): ToolDefinition<In> {
+  return definition;
+}
+
+const replId = z.string().min(1).max(64).describe('The machine name returned by create-python-repl');
+
+const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] });
+const json = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value as Record<string, unknown> });
+
+/** The result of an instruction as an MCP tool result: output, value or traceback, figures. */
+function execResult(seq: number, chunks: OutputChunk[], result: ExecResult): CallToolResult {
+  const lines = (stream: string) => chunks.filter((c) => c.stream === stream).map((c) => c.data).join('\n');
+  const isError = 'error' in result;
+  const images = result.data?.images ?? (result.data?.png ? [{ mimeType: 'image/png' as const, data: result.data.png }] : []);
+  const parts = [chunks.map((c) => (c.stream === 'stderr' ? `[stderr] ${c.data}` : c.data)).join('\n')];
+  if (isError) parts.push(result.error);
+  else if (result.value !== null) parts.push(`Out: ${result.value}`);
+  for (const notice of result.data?.notices ?? []) parts.push(`[perennial] ${notice}`);
+  for (const lost of result.data?.lost ?? []) parts.push(`[perennial] not kept across a swap: ${lost.name} (${lost.reason})`);
+  const body = parts.filter(Boolean).join('\n') || '(no output, no value)';
+  return {
+    content: [{ type: 'text', text: body }, ...images.map((i) => ({ type: 'image' as const, data: i.data, mimeType: i.mimeType }))],
+    structuredContent: {
+      stdout: lines('stdout'),
+      stderr: lines('stderr'),
+      value: isError ? null : result.value,
+      error: isError ? result.error : null,
+      images: images.length,
+      runtimeMs: result.runtime_ms,
+      seq,
+    },
+    ...(isError ? { isError: true } : {}),
+  };
+}
+
+export const TOOLS = [
+  tool({
+    name: 'create-python-repl',
+    title: 'Create a Python REPL',
+    description: 'Creates a persistent Python REPL (a machine) and returns its name, the replId for the other tools. Its variables, imports and files survive until it is deleted.',
+    inputSchema: {
+      engine: z.enum(['sandbox', 'python']).optional().describe('sandbox (isolated Pyodide, the default) or python (the user\'s own interpreter)'),
+      tags: z.record(z.string(), z.string()).optional().describe('Labels to find the REPL by later'),
+      memoryMb: z.number().int().min(64).optional().describe('Memory cap in MiB'),
+    },
+    outputSchema: { replId: z.string() },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async handler({ engine, tags, memoryMb }, { client }) {
+      const name = await client.createMachine({ engine, tags, memory_mb: memoryMb });
+      return { content: [{ type: 'text', text: name }], structuredContent: { replId: name } };
+    },
+  }),
+  tool({
+    name: 'run-python-in-repl',
+    title: 'Run Python in a REPL',
+    description:
+      "Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images.",
+    inputSchema: {
+      pythonCode: z.string().describe('The code; the value of its last expression is returned'),
+      replId,
+      timeoutSeconds: z.number().positive().max(86_400).optional().describe('Interrupt the code after this long (default 15)'),
+    },
+    outputSchema: {
+      stdout: z.string(),
+      stderr: z.string(),
+      value: z.string().nullable(),
+      error: z.string().nullable(),
+      images: z.number().int(),
+      runtimeMs: z.number(),
+      seq: z.number().int(),
+    },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    async handler({ pythonCode, replId: name, timeoutSeconds }, { client, signal, progress }) {
+      const { instruction_seq: seq } = await client.exec(name, pythonCode, { timeoutSeconds });
+      const stop = () => void client.interrupt(name).catch(() => {});
+      signal.addEventListener('abort', stop, { once: true });
+      try {
+        const chunks: OutputChunk[] = [];
+        const result = await client.streamResult(name, seq, (chunk) => {
+          chunks.push(chunk);
+          void progress(chunk.data);
+        });
+        return execResult(seq, chunks, result);
+      } finally {
+        signal.removeEventListener('abort', stop);
+      }
+    },
+  }),
+  tool({
+    name: 'list-python-repls',
+    title: 'List Python REPLs',
+    description: 'Lists the REPLs, newest first, optionally only those carrying all the given tags.',
+    inputSchema: { tags: z.record(z.string(), z.string()).optional() },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ tags }, { client }) {
+      return json({ repls: await client.listMachines(tags) });
+    },
+  }),
+  tool({
+    name: 'delete-python-repl',
+    title: 'Delete a Python REPL',
+    description: 'Deletes a REPL with all its state and files.',
+    inputSchema: { replId },
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    async handler({ replId: name }, { client }) {
+      await client.deleteMachine(name);
+      return text(`Deleted ${name}`);
+    },
+  }),
+  tool({
+    name: 'interrupt-python-repl',
+    title: 'Interrupt a Python REPL',
+    description: 'Stops the code running in a REPL (KeyboardInterrupt) and cancels what waits; the state is kept.',
+    inputSchema: { replId },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    async handler({ replId: name }, { client }) {
+      return json(await client.interrupt(name));
+    },
+  }),
+  tool({
+    name: 'list-repl-variables',
+    title: 'List REPL variables',
+    description: "Lists a REPL's variables: name, type, a short repr and size.",
+    inputSchema: { replId },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ replId: name }, { client }) {
+      return json({ variables: await client.variables(name) });
+    },
+  }),
+  tool({
+    name: 'get-repl-variable',
+    title: 'Show a REPL variable',
+    description: "Shows one variable's full repr (bounded).",
+    inputSchema: { replId, name: z.string().min(1).max(256) },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ replId: machine, name }, { client }) {
+      return json(await client.variable(machine, name));
+    },
+  }),
+  tool({
+    name: 'install-python-packages',
+    title: 'Install Python packages',
+    description: 'Installs packages into a REPL (Pyodide packages for sandbox REPLs, pip for python REPLs).',
+    inputSchema: { replId, packages: z.array(z.string()).min(1).max(64) },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    async handler({ replId: name, packages }, { client }) {
+      return text(`Installed: ${await client.installPackages(name, packages)}`);
+    },
+  }),
+  tool({
+    name: 'get-repl-history',
+    title: 'Show REPL history',
+    description: 'The instructions a REPL ran, with their results, oldest first (the last N with `last`).',
+    inputSchema: { replId, last: z.number().int().positive().max(1000).optional() },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ replId: name, last }, { client }) {
+      return json({ history: await client.history(name, last) });
+    },
+  }),
+  tool({
+    name: 'list-repl-files',
+    title: 'List REPL files',
+    description: 'Lists a folder inside a REPL (its working directory by default).',
+    inputSchema: { replId, path: z.string().max(4096).optional() },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ replId: name, path }, { client }) {
+      return json(await client.listFiles(name, path ?? ''));
+    },
+  }),
+  tool({
+    name: 'read-repl-file',
+    title: 'Read a REPL file',
+    description: 'Reads a file inside a REPL: text as text, anything else as base64.',
+    inputSchema: { replId, path: z.string().min(1).max(4096) },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ replId: name, path }, { client }) {
+      const file = await client.readFile(name, path);
+      const bytes = Buffer.from(file.content, 'base64');
+      const decoded = new TextDecoder('utf-8', { fatal: true });
+      try {
+        return json({ path: file.path, size: file.size, encoding: 'utf8', content: decoded.decode(bytes) });
+      } catch {
+        return json({ path: file.path, size: file.size, encoding: 'base64', content: file.content });
+      }
+    },
+  }),
+  tool({
+    name: 'write-repl-file',
+    title: 'Write a REPL file',
+    description: 'Writes a file inside a REPL, making its folders.',
+    inputSchema: { replId, path: z.string().min(1).max(4096), content: z.string(), encoding: z.enum(['utf8', 'base64']).optional() },
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    async handler({ replId: name, path, content, encoding }, { client }) {
+      return json(await client.writeFile(name, path, content, encoding ?? 'utf8'));
+    },
+  }),
+];
+
+/** Registers every tool on `server`, each calling `client`. */
+export function registerTools(server: McpServer, client: ForeverVMClient): void {
+  for (const definition of TOOLS as Array<ToolDefinition<ZodRawShape>>) {
+    server.registerTool(
+      definition.name,
+      {
+        title: definition.title,
+        description: definition.description,
+        inputSchema: definition.inputSchema,
+        ...(definition.outputSchema ? { outputSchema: definition.outputSchema } : {}),
+        annotations: definition.annotations,
+      },
+      async (args: Record<string, unknown>, extra) => {
+        const token = extra._meta?.progressToken;
+        let step = 0;
+        const progress = async (message: string) => {
+          if (token === undefined) return;
+          step += 1;
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, message } }).catch(() => {});
+        };
+        return definition.handler(args as never, { client, signal: extra.signal, progress });
+      },
+    );
+  }
+}

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { runningServer } from '../../src/client/local-server-connection.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
+import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const TOOL_NAMES = [
+  'create-python-repl',
+  'delete-python-repl',
+  'get-repl-history',
+  'get-repl-variable',
+  'install-python-packages',
+  'interrupt-python-repl',
+  'list-python-repls',
+  'list-repl-files',
+  'list-repl-variables',
+  'read-repl-file',
+  'run-python-in-repl',
+  'write-repl-file',
+];
+
+const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+describe('MCP server', { timeout: 240_000 }, () => {
+  describe('over stdio (perennial mcp), through the local server it starts', () => {
+    let client: Client;
+    let dataDir: string;
+    let cleanup: () => Promise<void>;
+
+    before(async () => {
+      ({ dir: dataDir, cleanup } = await tempDataDir());
+      client = new Client({ name: 'perennial-tests', version: '1.0.0' });
+      await client.connect(
+        new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', dataDir, 'mcp'], env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON } as Record<string, string>, stderr: 'pipe' }),
+      );
+    });
+    after(async () => {
+      await client.close();
+      const info = await runningServer(dataDir);
+      if (info) {
+        process.kill(info.pid, 'SIGTERM');
+        await eventually(() => !existsSync(join(dataDir, 'server.json')), 20_000, 'the server to stop');
+      }
+      await cleanup();
+    });
+
+    it('lists every tool with its schema and annotations, and tells agents how to use them', async () => {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name).sort(), TOOL_NAMES);
+      const run = tools.find((t) => t.name === 'run-python-in-repl')!;
+      assert.deepEqual(Object.keys(run.inputSchema.properties ?? {}).sort(), ['pythonCode', 'replId', 'timeoutSeconds']);
+      assert.deepEqual(run.inputSchema.required?.sort(), ['pythonCode', 'replId']);
+      assert.equal(run.annotations?.readOnlyHint, false);
+      assert.ok(run.outputSchema);
+      assert.equal(tools.find((t) => t.name === 'delete-python-repl')!.annotations?.destructiveHint, true);
+      assert.match(client.getInstructions() ?? '', /create-python-repl/);
+    });
+
+    it('creates a REPL and keeps its state across calls; errors are flagged', async () => {
+      const created = await call(client, 'create-python-repl', { engine: 'python' });
+      const replId = (created.structuredContent as { replId: string }).replId;
+      assert.equal(textOf(created), replId);
+      const first = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 20\nprint("set")\nx + 1' });
+      assert.equal(first.isError, undefined);
+      assert.equal(textOf(first), 'set\nOut: 21');
+      assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, images: 0, runtimeMs: 0, seq: 0 });
+      const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
+      assert.equal((second.structuredContent as { value: string }).value, '40');
+      const failed = await call(client, 'run-python-in-repl', { replId, pythonCode: '1/0' });
+      assert.equal(failed.isError, true);
+      assert.match(textOf(failed), /ZeroDivisionError: division by zero/);
+      const unknown = await call(client, 'run-python-in-repl', { replId: 'no-such-repl', pythonCode: '1' });
+      assert.equal(unknown.isError, true);
+      assert.match(textOf(unknown), /does not exist/);
+    });
+
+    it('sends output lines as progress notifications, and a cancellation interrupts the code', async () => {
+      const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+      const progress: Array<{ progress: number; message?: string }> = [];
+      await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\nfor i in range(3):\n    print(f"line {i}")\n    time.sleep(0.2)' } }, undefined, {
+        onprogress: (p) => progress.push(p),
+      });
+      assert.ok(progress.length >= 1, 'at least one progress notification');
+      assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1]!.progress), 'progress increases');
+      assert.match(progress[0]!.message ?? '', /^line 0$/);
+
+      const abort = new AbortController();
+      const started = Date.now();
+      const long = client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1\nwhile True:\n    pass', timeoutSeconds: 120 } }, undefined, { signal: abort.signal });
+      setTimeout(() => abort.abort('enough'), 500);
+      await assert.rejects(long);
+      await eventually(async () => {
+        const r = await call(client, 'run-python-in-repl', { replId, pythonCode: 'kept' });
+        return (r.structuredContent as { value: string | null }).value === '1';
+      }, 20_000, 'the machine to be free again');
+      assert.ok(Date.now() - started < 20_000, 'the loop was interrupted, not left to its 120 s timeout');
+    });
+  });
+
+  for (const transport of ['streamable HTTP', 'legacy SSE'] as const) {
+    describe(`over ${transport} on the local server`, () => {
+      let server: LocalServer;
+      let client: Client;
+      let cleanup: () => Promise<void>;
+
+      before(async () => {
+        const data = await tempDataDir();
+        cleanup = data.cleanup;
+        process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+        server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+        const headers = { Authorization: `Bearer ${server.token}` };
+        client = new Client({ name: 'perennial-tests', version: '1.0.0' });
+        await client.connect(
+          transport === 'streamable HTTP'
+            ? new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers } })
+            : new SSEClientTransport(new URL(`${server.url}/sse`), {
+                requestInit: { headers },
+                eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+              }),
+        );
+      });
+      after(async () => {
+        await client.close();
+        await server.close();
+        delete process.env.PERENNIAL_PYTHON;
+        await cleanup();
+      });
+
+      it('runs code with state across calls, returns figures as image blocks, and serves the other tools', async () => {
+        const replId = ((await call(client, 'create-python-repl', { tags: { via: 'http' } })).structuredContent as { replId: string }).replId;
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'import matplotlib.pyplot as plt\ndata = [1, 4, 9]' });
+        const plotted = await call(client, 'run-python-in-repl', { replId, pythonCode: 'plt.plot(data)\nlen(data)' });
+        const image = plotted.content.find((c) => c.type === 'image') as { data: string; mimeType: string } | undefined;
+        assert.equal(image?.mimeType, 'image/png');
+        assert.deepEqual([...Buffer.from(image!.data, 'base64').subarray(1, 4)], [...Buffer.from('PNG')]);
+        assert.match(textOf(plotted), /Out: 3/, 'the text is kept beside the image');
+        const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string }> };
+        assert.deepEqual(variables.variables.map((v) => v.name), ['data']);
+        await call(client, 'write-repl-file', { replId, path: 'hello.txt', content: 'hi there' });
+        assert.equal((JSON.parse(textOf(await call(client, 'read-repl-file', { replId, path: 'hello.txt' }))) as { content: string }).content, 'hi there');
+        const repls = JSON.parse(textOf(await call(client, 'list-python-repls', { tags: { via: 'http' } }))) as { repls: Array<{ name: string }> };
+        assert.deepEqual(repls.repls.map((r) => r.name), [replId]);
+        const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId, last: 1 }))) as { history: Array<{ code: string }> };
+        assert.equal(history.history[0]!.code, 'plt.plot(data)\nlen(data)');
+        await call(client, 'delete-python-repl', { replId });
+        assert.equal((await call(client, 'run-python-in-repl', { replId, pythonCode: '1' })).isError, true);
+      });
+    });
+  }
+
+  it('refuses MCP requests without the token', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    const server = await LocalServer.start({ dataDir: dir, defaultEngine: 'python' });
+    try {
+      const response = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+      assert.equal(response.status, 401);
+    } finally {
+      await server.close();
+      await cleanup();
+    }
+  });
+});
