@@ -5,6 +5,8 @@ import type { Terminal } from './result-printer.ts';
 export interface CliContext {
   /** The data dir the command works on. */
   dataDir: string;
+  /** Where the machines are: the local server on the data dir, or hosted ForeverVM. */
+  backend: 'local' | 'forevervm';
   openBackend(): Promise<Backend>;
   term: Terminal;
   stdin: NodeJS.ReadableStream;

@@ -7,6 +7,9 @@ import { machineListCommand, machineNewCommand, machineRemoveCommand, machineSwa
 import { replCommand } from './commands/repl.ts';
 import { serveCommand } from './commands/serve.ts';
 import { mcpCommand } from './commands/mcp.ts';
+import { statusCommand } from './commands/status.ts';
+import { loginCommand } from './commands/login.ts';
+import { hostedClient } from '../client/forevervm-config.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { ClientBackend } from '../client/client-backend.ts';
@@ -21,13 +24,16 @@ function buildProgram(): Command {
     .description('Python REPLs that never die: persistent machines, swapped to disk when idle.')
     .version(VERSION)
     .option('--data-dir <dir>', 'where machines live (default: $PERENNIAL_HOME or the user data folder)')
+    .addOption(new Option('--backend <backend>', 'local machines, or hosted ForeverVM').choices(['local', 'forevervm']).default('local'))
     .showHelpAfterError();
 
   const context = (): CliContext => {
-    const dataDir = program.opts<{ dataDir?: string }>().dataDir ?? defaultDataDir();
+    const global = program.opts<{ dataDir?: string; backend: 'local' | 'forevervm' }>();
+    const dataDir = global.dataDir ?? defaultDataDir();
     return {
       dataDir,
-      openBackend: async () => new ClientBackend(await connectToLocalServer(dataDir)),
+      backend: global.backend,
+      openBackend: async () => new ClientBackend(global.backend === 'forevervm' ? await hostedClient() : await connectToLocalServer(dataDir)),
       term: processTerminal,
       stdin: process.stdin,
       historyFile: join(dataDir, 'repl_history'),
@@ -64,9 +70,21 @@ function buildProgram(): Command {
 
   program
     .command('mcp')
-    .description('run the MCP server on stdin/stdout (for MCP clients that start it)')
-    .addOption(new Option('--backend <backend>', 'where the machines are').choices(['local', 'forevervm']).default('local'))
-    .action((options) => mcpCommand(context(), options));
+    .description('run the MCP server on stdin/stdout (for MCP clients that start it); --backend chooses its machines')
+    .action(() => mcpCommand(context()));
+
+  program
+    .command('status')
+    .description('the local server (or, with --backend forevervm, the hosted account) and its machines')
+    .option('--json', 'print JSON')
+    .action((options) => statusCommand(context(), options));
+
+  program
+    .command('login')
+    .description('save a ForeverVM token for --backend forevervm (in the ForeverVM CLI config file)')
+    .option('--token <token>', 'the token (default: ask, or read stdin)')
+    .option('--base-url <url>', 'the ForeverVM API (default https://api.forevervm.com)')
+    .action((options) => loginCommand(context(), options));
 
   const machine = program.command('machine').description('create, list, swap and remove machines');
   machine

@@ -1,8 +1,12 @@
 import type { Backend, NewMachineOptions, RunOptions } from '../shared/backend.ts';
-import type { MachineInfo } from '../shared/types.ts';
-import type { ForeverVMClient } from './forevervm-client.ts';
+import type { ForeverVMMachine, MachineInfo } from '../shared/types.ts';
+import { UnsupportedByBackendError, type ForeverVMClient } from './forevervm-client.ts';
 
-/** The CLI's backend: machines behind a server (the local one), reached with the ForeverVM client. */
+/**
+ * The CLI's backend: machines behind a server — the local one, or hosted ForeverVM — reached
+ * with the ForeverVM client. Where hosted ForeverVM lacks a Perennial extension, it does with
+ * what the protocol has.
+ */
 export class ClientBackend implements Backend {
   constructor(private readonly client: ForeverVMClient) {}
 
@@ -16,12 +20,12 @@ export class ClientBackend implements Backend {
       workspace_writable: options.workspaceWritable,
       network: options.network,
     });
-    return this.client.machine(name);
+    return this.#details({ name, created_at: new Date().toISOString(), running: true, has_pending_instruction: false, expires_at: null, tags: options.tags ?? {} });
   }
 
   async list(tags?: Record<string, string>): Promise<MachineInfo[]> {
     const machines = await this.client.listMachines(tags);
-    return Promise.all(machines.map((m) => this.client.machine(m.name)));
+    return Promise.all(machines.map((m) => this.#details(m)));
   }
 
   async run(name: string, code: string, options: RunOptions = {}) {
@@ -31,7 +35,13 @@ export class ClientBackend implements Backend {
   }
 
   async interrupt(name: string): Promise<void> {
-    await this.client.interrupt(name);
+    try {
+      await this.client.interrupt(name);
+    } catch (error) {
+      if (!(error instanceof UnsupportedByBackendError)) throw error;
+      // ForeverVM's own way: an instruction that interrupts what runs before it.
+      await this.client.exec(name, 'pass', { interrupt: true });
+    }
   }
 
   async swap(name: string): Promise<void> {
@@ -48,5 +58,26 @@ export class ClientBackend implements Backend {
 
   async close(): Promise<void> {
     // Nothing to release: the server keeps the machines.
+  }
+
+  async #details(machine: ForeverVMMachine): Promise<MachineInfo> {
+    try {
+      return await this.client.machine(machine.name);
+    } catch (error) {
+      if (!(error instanceof UnsupportedByBackendError)) throw error;
+      return {
+        name: machine.name,
+        createdAt: machine.created_at,
+        tags: machine.tags,
+        engine: 'forevervm',
+        memoryMb: 0,
+        state: machine.running ? (machine.has_pending_instruction ? 'busy' : 'warm') : 'swapped',
+        nextSeq: 0,
+        pendingInstructions: machine.has_pending_instruction ? 1 : 0,
+        lastUsedAt: machine.created_at,
+        snapshot: null,
+        warnings: [],
+      };
+    }
   }
 }

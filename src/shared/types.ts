@@ -63,7 +63,8 @@ export interface MachineInfo {
   name: string;
   createdAt: string;
   tags: Record<string, string>;
-  engine: EngineName;
+  /** 'forevervm' for a machine of the hosted service, which tells nothing more. */
+  engine: EngineName | 'forevervm';
   memoryMb: number;
   state: MachineState;
   /** The seq the next instruction will get. */

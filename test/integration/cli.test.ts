@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runningServer } from '../../src/client/local-server-connection.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 /** The built CLI; `npm test` builds it first. */
@@ -45,6 +46,13 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
 
   function cli(args: string[], stdin = ''): Promise<CliRun> {
     const child = start(args);
+    child.stdin!.end(stdin);
+    return finished(child);
+  }
+
+  /** The CLI with extra environment (HOME for the ForeverVM config), outside the test data dir. */
+  function cliWith(env: Record<string, string>, args: string[], stdin = ''): Promise<CliRun> {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     child.stdin!.end(stdin);
     return finished(child);
   }
@@ -135,6 +143,55 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     } finally {
       await stopServer(dir);
       await cleanup();
+    }
+  });
+
+  it('status reports the server and its machines, and starts none', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      const none = await cli(['--data-dir', dir, 'status']);
+      assert.match(none.stdout, /^No Perennial server runs on /);
+      assert.ok(!existsSync(join(dir, 'server.json')));
+    } finally {
+      await cleanup();
+    }
+    await cli(['exec', '1']);
+    const report = JSON.parse((await cli(['status', '--json'])).stdout) as { running: boolean; machines: { total: number }; engines: Array<{ name: string }> };
+    assert.equal(report.running, true);
+    assert.ok(report.machines.total >= 1);
+    assert.deepEqual(report.engines.map((e) => e.name).sort(), ['python', 'sandbox']);
+    assert.match((await cli(['status'])).stdout, /^Perennial \S+ server, pid \d+, at http:\/\/127\.0\.0\.1:\d+\ndata dir: /);
+  });
+
+  it('login saves a checked token (0600), and --backend forevervm then works through it', async () => {
+    // A local server stands in for the hosted service: same protocol.
+    const hosted = await tempDataDir();
+    const home = await tempDataDir();
+    process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+    const stand = await LocalServer.start({ dataDir: hosted.dir, defaultEngine: 'python' });
+    const env = { HOME: home.dir };
+    try {
+      const refused = await cliWith(env, ['login', '--token', 'wrong-token', '--base-url', stand.url]);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /refused the token; nothing was saved/);
+      const saved = await cliWith(env, ['login', '--base-url', stand.url], stand.token + '\n');
+      assert.equal(saved.code, 0, saved.stderr);
+      assert.match(saved.stderr, /Logged in to .* as .*Perennial local server/);
+      const config = join(home.dir, '.config', 'forevervm', 'config.json');
+      assert.deepEqual(JSON.parse(readFileSync(config, 'utf8')), { token: stand.token, server_url: stand.url });
+      assert.equal(statSync(config).mode & 0o777, 0o600);
+      const run = await cliWith(env, ['--backend', 'forevervm', 'exec', 'x = 5\nx * 2']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.stdout, '10\n');
+      const name = /^machine: (\S+)$/m.exec(run.stderr)![1]!;
+      assert.equal(stand.manager.get(name).nextSeq, 1, 'the machine lives on the "hosted" side');
+      const status = await cliWith(env, ['status', '--backend', 'forevervm']);
+      assert.match(status.stdout, /account .*\(Perennial local server\), 1 machines/);
+    } finally {
+      await stand.close();
+      delete process.env.PERENNIAL_PYTHON;
+      await hosted.cleanup();
+      await home.cleanup();
     }
   });
 

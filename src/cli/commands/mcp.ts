@@ -4,17 +4,13 @@ import { connectToLocalServer } from '../../client/local-server-connection.ts';
 import { createMcpServer } from '../../mcp/mcp-server.ts';
 import type { CliContext } from '../context.ts';
 
-export interface McpCommandOptions {
-  backend: 'local' | 'forevervm';
-}
-
 /**
  * `perennial mcp`: the MCP server on stdin/stdout, for MCP clients that start their servers
  * (Claude Desktop, Cursor...). Its tools reach the local server (started when needed) or hosted
  * ForeverVM. Nothing else may be written to stdout: it is the protocol.
  */
-export async function mcpCommand(ctx: CliContext, options: McpCommandOptions): Promise<void> {
-  const client = options.backend === 'forevervm' ? await hostedClient() : await connectToLocalServer(ctx.dataDir);
+export async function mcpCommand(ctx: CliContext): Promise<void> {
+  const client = ctx.backend === 'forevervm' ? await hostedClient() : await connectToLocalServer(ctx.dataDir);
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();

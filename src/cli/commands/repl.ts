@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Backend } from '../../shared/backend.ts';
 import type { EngineName } from '../../shared/types.ts';
+import { UnsupportedByBackendError } from '../../client/forevervm-client.ts';
 import { withBackend, type CliContext } from '../context.ts';
 import { printChunk, printResult } from '../result-printer.ts';
 
@@ -94,7 +95,13 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
 }
 
 async function completeness(backend: Backend, machine: string, code: string): Promise<'complete' | 'incomplete' | 'invalid'> {
-  if (backend.isComplete) return backend.isComplete(machine, code);
+  if (backend.isComplete) {
+    try {
+      return await backend.isComplete(machine, code);
+    } catch (error) {
+      if (!(error instanceof UnsupportedByBackendError)) throw error;
+    }
+  }
   // Without the kernel's judgement: a block opener or an open bracket asks for more, and a block
   // ends at an empty line, as in Python's prompt.
   const lines = code.split('\n');
