@@ -1,11 +1,12 @@
 /**
- * `npm run bench [-- python|sandbox]`: prints every benchmark's figures (or the named ones).
+ * `npm run bench [-- python|sandbox|server]`: prints every benchmark's figures (or the named ones).
  * Figures go in bench/RESULTS.md.
  */
 import { benchPythonEngine } from './python-engine.ts';
 import { benchSandboxEngine } from './sandbox-engine.ts';
+import { benchServer } from './server.ts';
 
-const suites: Record<string, () => Promise<void>> = { python: benchPythonEngine, sandbox: benchSandboxEngine };
+const suites: Record<string, () => Promise<void>> = { python: benchPythonEngine, sandbox: benchSandboxEngine, server: benchServer };
 const chosen = process.argv.slice(2).filter((a) => a in suites);
 
 console.log(`Perennial benchmarks — node ${process.version}, ${new Date().toISOString()}`);
