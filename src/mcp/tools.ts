@@ -2,11 +2,13 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodRawShape } from 'zod';
 import type { ForeverVMClient } from '../client/forevervm-client.ts';
+import { ExtendedClient } from '../client/extended-client.ts';
 import type { ExecResult, OutputChunk } from '../shared/types.ts';
 
 /** What a tool's handler gets besides its arguments. */
 interface ToolContext {
-  client: ForeverVMClient;
+  /** The backend, with Perennial's extensions emulated where the backend lacks them. */
+  client: ExtendedClient;
   /** Aborted when the MCP client cancels the call. */
   signal: AbortSignal;
   /** Sends a progress notification when the caller asked for progress; a no-op otherwise. */
@@ -72,7 +74,7 @@ export const TOOLS = [
     outputSchema: { replId: z.string() },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handler({ engine, tags, memoryMb }, { client }) {
-      const name = await client.createMachine({ engine, tags, memory_mb: memoryMb });
+      const name = await client.client.createMachine({ engine, tags, memory_mb: memoryMb });
       return { content: [{ type: 'text', text: name }], structuredContent: { replId: name } };
     },
   }),
@@ -97,15 +99,19 @@ export const TOOLS = [
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     async handler({ pythonCode, replId: name, timeoutSeconds }, { client, signal, progress }) {
-      const { instruction_seq: seq } = await client.exec(name, pythonCode, { timeoutSeconds });
       const stop = () => void client.interrupt(name).catch(() => {});
       signal.addEventListener('abort', stop, { once: true });
       try {
         const chunks: OutputChunk[] = [];
-        const result = await client.streamResult(name, seq, (chunk) => {
-          chunks.push(chunk);
-          void progress(chunk.data);
-        });
+        const { seq, result } = await client.run(
+          name,
+          pythonCode,
+          (chunk) => {
+            chunks.push(chunk);
+            void progress(chunk.data);
+          },
+          timeoutSeconds,
+        );
         return execResult(seq, chunks, result);
       } finally {
         signal.removeEventListener('abort', stop);
@@ -119,7 +125,7 @@ export const TOOLS = [
     inputSchema: { tags: z.record(z.string(), z.string()).optional() },
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ tags }, { client }) {
-      return json({ repls: await client.listMachines(tags) });
+      return json({ repls: await client.client.listMachines(tags) });
     },
   }),
   tool({
@@ -129,7 +135,7 @@ export const TOOLS = [
     inputSchema: { replId },
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name }, { client }) {
-      await client.deleteMachine(name);
+      await client.client.deleteMachine(name);
       return text(`Deleted ${name}`);
     },
   }),
@@ -170,7 +176,7 @@ export const TOOLS = [
     inputSchema: { replId, packages: z.array(z.string()).min(1).max(64) },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     async handler({ replId: name, packages }, { client }) {
-      return text(`Installed: ${await client.installPackages(name, packages)}`);
+      return text(`Installed: ${await client.client.installPackages(name, packages)}`);
     },
   }),
   tool({
@@ -222,8 +228,9 @@ export const TOOLS = [
   }),
 ];
 
-/** Registers every tool on `server`, each calling `client`. */
-export function registerTools(server: McpServer, client: ForeverVMClient): void {
+/** Registers every tool on `server`, each calling `backend`. */
+export function registerTools(server: McpServer, backend: ForeverVMClient): void {
+  const client = new ExtendedClient(backend);
   for (const definition of TOOLS as Array<ToolDefinition<ZodRawShape>>) {
     server.registerTool(
       definition.name,

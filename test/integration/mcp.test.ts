@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -160,6 +161,69 @@ describe('MCP server', { timeout: 240_000 }, () => {
       });
     });
   }
+
+  describe('over stdio against a backend with only the ForeverVM protocol (as hosted ForeverVM)', () => {
+    let server: LocalServer;
+    let bare: Server;
+    let client: Client;
+    let cleanup: () => Promise<void>;
+    const FOREVERVM_ROUTES = /^\/v1\/(whoami|machine\/new|machine\/list|machine\/[^/]+\/exec(\/\d+\/(result|stream-result))?)$/;
+
+    before(async () => {
+      const data = await tempDataDir();
+      cleanup = data.cleanup;
+      process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+      server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+      // Forwards the ForeverVM routes only; everything of Perennial's is "not found".
+      const target = new URL(server.url);
+      bare = createServer((req, res) => {
+        if (!FOREVERVM_ROUTES.test(new URL(req.url ?? '/', target).pathname)) {
+          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NotFound', id: null }));
+          return;
+        }
+        const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: { ...req.headers, host: target.host } }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
+        req.pipe(upstream);
+      });
+      await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+      client = new Client({ name: 'perennial-tests', version: '1.0.0' });
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [CLI, 'mcp', '--backend', 'forevervm'],
+          env: { ...process.env, FOREVERVM_BASE_URL: `http://127.0.0.1:${(bare.address() as { port: number }).port}`, FOREVERVM_TOKEN: server.token } as Record<string, string>,
+          stderr: 'pipe',
+        }),
+      );
+    });
+    after(async () => {
+      await client.close();
+      bare.close();
+      await server.close();
+      delete process.env.PERENNIAL_PYTHON;
+      await cleanup();
+    });
+
+    it('emulates variables, files and history with instructions and its own record, and says what it cannot do', async () => {
+      const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+      assert.equal((await call(client, 'run-python-in-repl', { replId, pythonCode: 'count = 3\nwords = ["a", "b"]\ncount' })).structuredContent!.value, '3');
+      const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string; type: string }> };
+      assert.deepEqual(variables.variables.map((v) => [v.name, v.type]), [['count', 'int'], ['words', 'list']]);
+      assert.equal((JSON.parse(textOf(await call(client, 'get-repl-variable', { replId, name: 'words' }))) as { repr: string }).repr, "['a', 'b']");
+      await call(client, 'write-repl-file', { replId, path: 'out/note.txt', content: 'emulated' });
+      assert.equal((JSON.parse(textOf(await call(client, 'read-repl-file', { replId, path: 'out/note.txt' }))) as { content: string }).content, 'emulated');
+      const listing = JSON.parse(textOf(await call(client, 'list-repl-files', { replId, path: 'out' }))) as { entries: Array<{ name: string }> };
+      assert.deepEqual(listing.entries.map((e) => e.name), ['note.txt']);
+      const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ code: string }> };
+      assert.deepEqual(history.history.map((h) => h.code), ['count = 3\nwords = ["a", "b"]\ncount'], 'only what the user ran, not the emulations');
+      assert.equal((await call(client, 'interrupt-python-repl', { replId })).isError, undefined);
+      const removed = await call(client, 'delete-python-repl', { replId });
+      assert.equal(removed.isError, true);
+      assert.match(textOf(removed), /This backend cannot delete machines/);
+    });
+  });
 
   it('refuses MCP requests without the token', async () => {
     const { dir, cleanup } = await tempDataDir();
