@@ -1,6 +1,7 @@
 import type { Backend, NewMachineOptions, RunOptions } from '../shared/backend.ts';
 import type { ForeverVMMachine, MachineInfo } from '../shared/types.ts';
 import { UnsupportedByBackendError, type ForeverVMClient } from './forevervm-client.ts';
+import { ReplConnection } from './repl-connection.ts';
 
 /**
  * The CLI's backend: machines behind a server — the local one, or hosted ForeverVM — reached
@@ -8,6 +9,8 @@ import { UnsupportedByBackendError, type ForeverVMClient } from './forevervm-cli
  * what the protocol has.
  */
 export class ClientBackend implements Backend {
+  readonly #repls = new Map<string, Promise<ReplConnection>>();
+
   constructor(private readonly client: ForeverVMClient) {}
 
   async create(options: NewMachineOptions): Promise<MachineInfo> {
@@ -28,10 +31,19 @@ export class ClientBackend implements Backend {
     return Promise.all(machines.map((m) => this.#details(m)));
   }
 
+  /** Over the machine's WebSocket REPL (the fastest path); HTTP when it must interrupt first. */
   async run(name: string, code: string, options: RunOptions = {}) {
-    const { instruction_seq: seq } = await this.client.exec(name, code, { timeoutSeconds: options.timeoutSeconds, interrupt: options.interrupt });
-    const result = await this.client.streamResult(name, seq, options.onOutput ?? (() => {}));
-    return { seq, result };
+    if (options.interrupt) {
+      const { instruction_seq: seq } = await this.client.exec(name, code, { timeoutSeconds: options.timeoutSeconds, interrupt: true });
+      return { seq, result: await this.client.streamResult(name, seq, options.onOutput ?? (() => {})) };
+    }
+    let connection = this.#repls.get(name);
+    if (!connection) {
+      connection = ReplConnection.open(this.client, name);
+      this.#repls.set(name, connection);
+      connection.catch(() => this.#repls.delete(name));
+    }
+    return (await connection).exec(code, options.onOutput, options.timeoutSeconds);
   }
 
   async interrupt(name: string): Promise<void> {
@@ -57,7 +69,8 @@ export class ClientBackend implements Backend {
   }
 
   async close(): Promise<void> {
-    // Nothing to release: the server keeps the machines.
+    for (const connection of this.#repls.values()) void connection.then((c) => c.close(), () => {});
+    this.#repls.clear();
   }
 
   async #details(machine: ForeverVMMachine): Promise<MachineInfo> {

@@ -69,6 +69,11 @@ export class ForeverVMClient {
     this.#token = options.token;
   }
 
+  /** The bearer token, for the WebSocket REPL. */
+  get token(): string {
+    return this.#token;
+  }
+
   whoami(): Promise<{ account: string }> {
     return this.#json('GET', '/v1/whoami');
   }

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ForeverVMClient, ForeverVMError, UnsupportedByBackendError } from '../../src/client/forevervm-client.ts';
 import { connectToLocalServer, runningServer } from '../../src/client/local-server-connection.ts';
+import { ReplConnection } from '../../src/client/repl-connection.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
 import type { OutputChunk } from '../../src/shared/types.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
@@ -54,6 +56,37 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     });
     const wrongToken = new ForeverVMClient({ baseUrl: client.baseUrl, token: 'wrong' });
     await assert.rejects(wrongToken.whoami(), (error: unknown) => error instanceof ForeverVMError && error.status === 401);
+  });
+
+  it('the WebSocket REPL runs instructions in turn and reconnects after a server restart, state intact', async () => {
+    const { dir, cleanup: remove } = await tempDataDir();
+    let server = await LocalServer.start({ dataDir: dir, defaultEngine: 'python' });
+    const port = Number(new URL(server.url).port);
+    const client = new ForeverVMClient({ baseUrl: server.url, token: server.token });
+    try {
+      const name = await client.createMachine();
+      const repl = await ReplConnection.open(client, name);
+      const chunks: OutputChunk[] = [];
+      const first = await repl.exec('x = 41\nprint("hi")\nx + 1', (c) => chunks.push(c));
+      assert.deepEqual(first, { seq: 0, result: first.result });
+      assert.equal('value' in first.result && first.result.value, '42');
+      assert.deepEqual(chunks.map((c) => c.data), ['hi']);
+      const [bump, read] = await Promise.all([repl.exec('x += 1'), repl.exec('x')]);
+      assert.deepEqual([bump.seq, read.seq], [1, 2]);
+      assert.equal('value' in read.result && read.result.value, '42');
+
+      await server.close();
+      server = await LocalServer.start({ dataDir: dir, defaultEngine: 'python', port });
+      const after = await repl.exec('x + 100');
+      assert.equal('value' in after.result && after.result.value, '142');
+      assert.equal(after.seq, 3);
+      repl.close();
+      await assert.rejects(repl.exec('1'), /closed/);
+      await assert.rejects(ReplConnection.open(client, 'no-such-machine'), (error: unknown) => error instanceof ForeverVMError && error.code === 'MachineNotFound');
+    } finally {
+      await server.close();
+      await remove();
+    }
   });
 
   describe('against a backend without Perennial\'s extensions (as hosted ForeverVM)', () => {
