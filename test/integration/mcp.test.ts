@@ -148,6 +148,10 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.equal(image?.mimeType, 'image/png');
         assert.deepEqual([...Buffer.from(image!.data, 'base64').subarray(1, 4)], [...Buffer.from('PNG')]);
         assert.match(textOf(plotted), /Out: 3/, 'the text is kept beside the image');
+        // State survives a swap to disk between calls.
+        await server.manager.swap(replId);
+        assert.equal(server.manager.get(replId).state, 'swapped');
+        assert.equal((await call(client, 'run-python-in-repl', { replId, pythonCode: 'sum(data)' })).structuredContent!.value, '14');
         const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string }> };
         assert.deepEqual(variables.variables.map((v) => v.name), ['data']);
         await call(client, 'write-repl-file', { replId, path: 'hello.txt', content: 'hi there' });
@@ -155,7 +159,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
         const repls = JSON.parse(textOf(await call(client, 'list-python-repls', { tags: { via: 'http' } }))) as { repls: Array<{ name: string }> };
         assert.deepEqual(repls.repls.map((r) => r.name), [replId]);
         const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId, last: 1 }))) as { history: Array<{ code: string }> };
-        assert.equal(history.history[0]!.code, 'plt.plot(data)\nlen(data)');
+        assert.equal(history.history[0]!.code, 'sum(data)');
         await call(client, 'delete-python-repl', { replId });
         assert.equal((await call(client, 'run-python-in-repl', { replId, pythonCode: '1' })).isError, true);
       });
