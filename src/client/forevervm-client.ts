@@ -12,6 +12,9 @@ import type {
   VariableDetail,
   VariableSummary,
 } from '../shared/types.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+
+export { ForeverVMError };
 
 /** Instructions wait in line behind others; results are long-polled for up to this long. */
 export const RESULT_TIMEOUT_MS = 1_200_000;
@@ -20,20 +23,6 @@ export interface ForeverVMClientOptions {
   /** e.g. `https://api.forevervm.com` or the local server's URL from server.json. */
   baseUrl: string;
   token: string;
-}
-
-/** A non-2xx answer, with ForeverVM's error code. */
-export class ForeverVMError extends Error {
-  static readonly errorCode = 'ForeverVMError';
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly id: string | null = null,
-  ) {
-    super(message);
-    this.name = 'ForeverVMError';
-  }
 }
 
 /** The backend has no endpoint for a Perennial extension (hosted ForeverVM). */

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../machines/atomic-file.ts';
-import { HttpError } from './http-io.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 
 const TOKEN_FILE = 'server-token';
 
@@ -36,14 +36,14 @@ export class AccessPolicy {
     this.#hosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${named.toLowerCase()}:${port}`]);
   }
 
-  /** Throws the HttpError that answers a request that may not pass. */
+  /** Throws the ForeverVMError that answers a request that may not pass. */
   check(req: IncomingMessage): void {
     const host = (req.headers.host ?? '').toLowerCase();
-    if (!this.#hosts.has(host)) throw new HttpError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
+    if (!this.#hosts.has(host)) throw new ForeverVMError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
     const origin = req.headers.origin;
-    if (origin && !this.#hosts.has(originHost(origin))) throw new HttpError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
+    if (origin && !this.#hosts.has(originHost(origin))) throw new ForeverVMError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
     const presented = bearer(req) ?? new URL(req.url ?? '/', 'http://x').searchParams.get('_forevervm_jwt');
-    if (!presented || !this.#matches(presented)) throw new HttpError(401, 'Unauthorized', 'A valid bearer token is required');
+    if (!presented || !this.#matches(presented)) throw new ForeverVMError(401, 'Unauthorized', 'A valid bearer token is required');
   }
 
   #matches(presented: string): boolean {

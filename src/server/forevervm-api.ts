@@ -3,7 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { InstructionNotFoundError, InvalidRequestError, MachineGoneError, type MachineManager } from '../machines/machine-manager.ts';
 import type { ExecResponse, ForeverVMMachine, MachineInfo, ResultResponse, StreamResultLine } from '../shared/types.ts';
-import { HttpError, readJson, sendJson } from './http-io.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { readJson, sendJson } from './http-io.ts';
 
 const Tags = z.record(z.string(), z.string());
 
@@ -41,26 +42,26 @@ const STATUS_BY_CODE: Record<string, number> = {
 /** Parses `value` with `schema`, or answers 400 saying what is wrong. */
 export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new HttpError(400, 'BadRequest', `Invalid request: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
+  if (!parsed.success) throw new ForeverVMError(400, 'BadRequest', `Invalid request: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
   return parsed.data;
 }
 
 /** A machine name from a path, or 404 (it cannot name a machine). */
 export function machineName(raw: string): string {
   const name = decodeURIComponent(raw);
-  if (!MACHINE_NAME.test(name)) throw new HttpError(404, 'MachineNotFound', `No machine named ${JSON.stringify(name)}`, name);
+  if (!MACHINE_NAME.test(name)) throw new ForeverVMError(404, 'MachineNotFound', `No machine named ${JSON.stringify(name)}`, name);
   return name;
 }
 
 /** The error a request gets for anything that went wrong, in ForeverVM's shape. */
-export function toHttpError(error: unknown): HttpError {
-  if (error instanceof HttpError) return error;
-  if (error instanceof MachineGoneError) return new HttpError(404, 'MachineNotFound', error.message, error.machine);
-  if (error instanceof InstructionNotFoundError) return new HttpError(404, 'InstructionNotFound', error.message);
-  if (error instanceof InvalidRequestError) return new HttpError(400, 'BadRequest', error.message);
+export function toForeverVMError(error: unknown): ForeverVMError {
+  if (error instanceof ForeverVMError) return error;
+  if (error instanceof MachineGoneError) return new ForeverVMError(404, 'MachineNotFound', error.message, error.machine);
+  if (error instanceof InstructionNotFoundError) return new ForeverVMError(404, 'InstructionNotFound', error.message);
+  if (error instanceof InvalidRequestError) return new ForeverVMError(400, 'BadRequest', error.message);
   const code = (error as { constructor?: { errorCode?: string } })?.constructor?.errorCode;
-  if (code) return new HttpError(STATUS_BY_CODE[code] ?? 500, code, (error as Error).message);
-  return new HttpError(500, 'InternalError', `Internal error: ${(error as Error)?.message ?? String(error)}`);
+  if (code) return new ForeverVMError(STATUS_BY_CODE[code] ?? 500, code, (error as Error).message);
+  return new ForeverVMError(500, 'InternalError', `Internal error: ${(error as Error)?.message ?? String(error)}`);
 }
 
 export function toForeverVMMachine(info: MachineInfo): ForeverVMMachine {

@@ -1,35 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ForeverVMError } from '../shared/types.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 
 /** Largest request body accepted (code, files); beyond it the answer is 413. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
-/** An error answer in ForeverVM's shape: `{"code": ..., "id": ...}` with an HTTP status. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly id: string | null = null,
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
-
-  toResponseObject(): ForeverVMError & { message: string } {
-    return { code: this.code, id: this.id, message: this.message };
-  }
-}
-
 /** The request body as JSON; an empty body is `{}`. */
 export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limit) throw new HttpError(413, 'PayloadTooLarge', `The body is larger than ${limit} bytes`);
+  if (declared > limit) throw new ForeverVMError(413, 'PayloadTooLarge', `The body is larger than ${limit} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > limit) throw new HttpError(413, 'PayloadTooLarge', `The body is larger than ${limit} bytes`);
+    if (size > limit) throw new ForeverVMError(413, 'PayloadTooLarge', `The body is larger than ${limit} bytes`);
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -37,7 +20,7 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new HttpError(400, 'BadRequest', `The body is not valid JSON: ${(error as Error).message}`);
+    throw new ForeverVMError(400, 'BadRequest', `The body is not valid JSON: ${(error as Error).message}`);
   }
 }
 
@@ -47,7 +30,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-export function sendError(res: ServerResponse, error: HttpError): void {
+export function sendError(res: ServerResponse, error: ForeverVMError): void {
   if (res.headersSent) {
     res.destroy();
     return;

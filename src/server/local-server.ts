@@ -8,8 +8,9 @@ import { MachineManager, type MachineManagerOptions } from '../machines/machine-
 import type { ServerInfo } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
 import { AccessPolicy, loadOrCreateToken } from './access.ts';
-import { foreverVMRoutes, machineName, toHttpError, type Handler } from './forevervm-api.ts';
-import { HttpError, MAX_BODY_BYTES, readJson, sendError, sendJson } from './http-io.ts';
+import { foreverVMRoutes, machineName, toForeverVMError, type Handler } from './forevervm-api.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { MAX_BODY_BYTES, readJson, sendError, sendJson } from './http-io.ts';
 import { ForeverVMClient } from '../client/forevervm-client.ts';
 import { McpHttpEndpoints } from '../mcp/http-endpoints.ts';
 import { perennialRoutes } from './perennial-api.ts';
@@ -133,9 +134,9 @@ export class LocalServer {
         await handler(req, res, match.slice(1));
         return;
       }
-      throw pathMatched ? new HttpError(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`) : new HttpError(404, 'NotFound', `No such endpoint: ${path}`);
+      throw pathMatched ? new ForeverVMError(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`) : new ForeverVMError(404, 'NotFound', `No such endpoint: ${path}`);
     } catch (error) {
-      sendError(res, toHttpError(error));
+      sendError(res, toForeverVMError(error));
     }
   }
 
@@ -144,14 +145,14 @@ export class LocalServer {
     try {
       this.access.check(req);
       const match = REPL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
-      if (!match) throw new HttpError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
+      if (!match) throw new ForeverVMError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
       const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
       this.#sockets.handleUpgrade(req, socket, head, (ws) => {
         this.#track(ws);
         void serveRepl(ws, this.manager, name);
       });
     } catch (error) {
-      const failure = toHttpError(error);
+      const failure = toForeverVMError(error);
       const body = JSON.stringify(failure.toResponseObject());
       socket.end(`HTTP/1.1 ${failure.status} ${failure.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
     }

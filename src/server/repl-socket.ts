@@ -2,7 +2,7 @@ import type { WebSocket } from 'ws';
 import { z } from 'zod';
 import type { MachineManager } from '../machines/machine-manager.ts';
 import type { ReplServerMessage } from '../shared/types.ts';
-import { InstructionSchema, toHttpError } from './forevervm-api.ts';
+import { InstructionSchema, toForeverVMError } from './forevervm-api.ts';
 
 const ExecMessage = z.object({ type: z.literal('exec'), instruction: InstructionSchema, request_id: z.number().int().nonnegative() });
 
@@ -20,7 +20,7 @@ export async function serveRepl(socket: WebSocket, manager: MachineManager, requ
     if (requested === 'new') name = (await manager.create()).name;
     else manager.get(name);
   } catch (error) {
-    const failure = toHttpError(error);
+    const failure = toForeverVMError(error);
     send({ type: 'error', code: failure.code, id: failure.id });
     socket.close(1008, failure.message.slice(0, 120));
     return;
@@ -49,7 +49,7 @@ export async function serveRepl(socket: WebSocket, manager: MachineManager, requ
       const result = await manager.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));
       send({ type: 'result', instruction_id: seq, result });
     } catch (error) {
-      const failure = toHttpError(error);
+      const failure = toForeverVMError(error);
       send({ type: 'error', code: failure.code, id: failure.id });
     }
   }
