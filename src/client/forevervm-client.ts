@@ -23,6 +23,11 @@ export interface ForeverVMClientOptions {
   /** e.g. `https://api.forevervm.com` or the local server's URL from server.json. */
   baseUrl: string;
   token: string;
+  /**
+   * Finds the server again when it cannot be reached (the local server may have stopped when
+   * idle, and come back on another port). Requests retry once after it. Default: none.
+   */
+  refresh?: () => Promise<{ baseUrl: string; token: string }>;
 }
 
 /** The backend has no endpoint for a Perennial extension (hosted ForeverVM). */
@@ -50,17 +55,32 @@ export interface NewMachine {
  * extensions throw UnsupportedByBackendError where the backend lacks them.
  */
 export class ForeverVMClient {
-  readonly baseUrl: string;
-  readonly #token: string;
+  #baseUrl: string;
+  #token: string;
+  readonly #refresh?: ForeverVMClientOptions['refresh'];
 
   constructor(options: ForeverVMClientOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#token = options.token;
+    this.#refresh = options.refresh;
+  }
+
+  get baseUrl(): string {
+    return this.#baseUrl;
   }
 
   /** The bearer token, for the WebSocket REPL. */
   get token(): string {
     return this.#token;
+  }
+
+  /** Finds the server again (see `refresh` in the options); false when there is no way to. */
+  async refresh(): Promise<boolean> {
+    if (!this.#refresh) return false;
+    const found = await this.#refresh();
+    this.#baseUrl = found.baseUrl.replace(/\/+$/, '');
+    this.#token = found.token;
+    return true;
   }
 
   whoami(): Promise<{ account: string }> {
@@ -177,10 +197,10 @@ export class ForeverVMClient {
     return (await (await this.#request(method, path, body, timeoutMs)).json()) as T;
   }
 
-  async #request(method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<Response> {
+  async #request(method: string, path: string, body?: unknown, timeoutMs = 60_000, retried = false): Promise<Response> {
     let response: Response;
     try {
-      response = await fetch(this.baseUrl + path, {
+      response = await fetch(this.#baseUrl + path, {
         method,
         headers: {
           authorization: `Bearer ${this.#token}`,
@@ -191,7 +211,10 @@ export class ForeverVMClient {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.baseUrl}: ${(error as Error).message}`);
+      if (!retried && (error as Error).name !== 'TimeoutError' && (await this.refresh().catch(() => false))) {
+        return this.#request(method, path, body, timeoutMs, true);
+      }
+      throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.#baseUrl}: ${(error as Error).message}`);
     }
     if (response.ok) return response;
     const text = await response.text().catch(() => 'Unknown error');

@@ -31,11 +31,22 @@ export class LocalServerUnavailableError extends Error {
  * one at once are fine: the data dir's lock lets one server win, and both find it.
  */
 export async function connectToLocalServer(dataDir: string, options: LocalConnectionOptions = {}): Promise<ForeverVMClient> {
-  const running = await runningServer(dataDir);
-  if (running) return new ForeverVMClient({ baseUrl: running.url, token: running.token });
-  if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
-  const started = await startServer(dataDir);
-  return new ForeverVMClient({ baseUrl: started.url, token: started.token });
+  const find = async () => {
+    const running = await runningServer(dataDir);
+    if (running) return running;
+    if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
+    return startServer(dataDir);
+  };
+  const server = await find();
+  // A long-lived client (perennial mcp) outlives a server that stopped when idle: find it again.
+  return new ForeverVMClient({
+    baseUrl: server.url,
+    token: server.token,
+    refresh: async () => {
+      const again = await find();
+      return { baseUrl: again.url, token: again.token };
+    },
+  });
 }
 
 /** The server described by server.json, if it is alive and answers. */
@@ -57,24 +68,30 @@ export async function runningServer(dataDir: string): Promise<ServerInfo | null>
 
 async function startServer(dataDir: string): Promise<ServerInfo> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let child = spawnServer(dataDir);
+  while (Date.now() < deadline) {
+    const info = await runningServer(dataDir);
+    if (info) return info;
+    // It exited: the data dir was still owned (another client's server is starting, or a
+    // stopping one has not let go yet). Give that a moment, then try again.
+    if (child.exitedAt !== undefined && Date.now() - child.exitedAt > 1000) child = spawnServer(dataDir);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new LocalServerUnavailableError(`The Perennial server did not start on ${dataDir} within ${START_TIMEOUT_MS / 1000} s; see ${join(dataDir, 'server.log')}`);
+}
+
+function spawnServer(dataDir: string): { exitedAt?: number } {
   const log = openSync(join(dataDir, 'server.log'), 'a', 0o600);
   const child = spawn(process.execPath, [cliPath(), '--data-dir', dataDir, 'serve', '--exit-when-idle', String(AUTO_SERVER_IDLE_SECONDS)], {
     detached: true,
     stdio: ['ignore', log, log],
   });
   closeSync(log);
-  let exitedAt: number | undefined;
-  child.once('exit', () => (exitedAt = Date.now()));
+  const state: { exitedAt?: number } = {};
+  child.once('exit', () => (state.exitedAt = Date.now()));
   child.unref();
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    const info = await runningServer(dataDir);
-    if (info) return info;
-    // It exited: another client's server may own the data dir and appear shortly; else it failed.
-    if (exitedAt !== undefined && Date.now() - exitedAt > 5000) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new LocalServerUnavailableError(`The Perennial server did not start on ${dataDir} within ${START_TIMEOUT_MS / 1000} s; see ${join(dataDir, 'server.log')}`);
+  return state;
 }
 
 /** The built CLI: beside this code in the bundle, or the last build from sources. */

@@ -113,6 +113,8 @@ export class ReplConnection {
         return;
       } catch {
         delay = Math.min(delay * 2, BACKOFF.longestMs);
+        // The server may be back elsewhere (another port after a restart).
+        await this.client.refresh().catch(() => false);
       }
     }
     this.close();

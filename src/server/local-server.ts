@@ -91,8 +91,9 @@ export class LocalServer {
     for (const client of this.#sockets.clients) client.terminate();
     this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
-    await this.#removeInfo();
     await this.manager.close();
+    // Last: once server.json is gone, the data dir is free for the next server.
+    await this.#removeInfo();
   }
 
   /**

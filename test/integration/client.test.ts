@@ -37,6 +37,18 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     assert.match((await clients[0]!.whoami()).account, /Perennial local server/);
   });
 
+  it('finds the server again after it stopped (as an idle server does), starting a new one', async () => {
+    const client = await connectToLocalServer(dataDir);
+    const name = await client.createMachine({ engine: 'python' });
+    await client.result(name, (await client.exec(name, 'kept = "across servers"')).instruction_seq);
+    const before = (await runningServer(dataDir))!;
+    process.kill(before.pid, 'SIGTERM');
+    await eventually(() => !existsSync(join(dataDir, 'server.json')), 20_000, 'the server to stop');
+    const { instruction_seq: seq } = await client.exec(name, 'kept');
+    assert.equal(((await client.result(name, seq)) as { value: string }).value, "'across servers'");
+    assert.notEqual((await runningServer(dataDir))!.pid, before.pid, 'a new server');
+  });
+
   it('runs code, streams its output and reports errors with their codes', async () => {
     const client = await connectToLocalServer(dataDir);
     const name = await client.createMachine({ engine: 'python', tags: { by: 'client' } });
