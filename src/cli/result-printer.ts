@@ -1,6 +1,6 @@
 import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isErrorResult, type ExecResult, type OutputChunk } from '../shared/types.ts';
+import { isErrorResult, resultImages, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
 export interface Terminal {
   out: NodeJS.WritableStream;
@@ -25,7 +25,7 @@ export async function printResult(term: Terminal, result: ExecResult, seq: numbe
   if (!data) return;
   for (const notice of data.notices ?? []) term.err.write(`perennial: ${notice}\n`);
   for (const lost of data.lost ?? []) term.err.write(`perennial: not kept across the swap: ${lost.name} (${lost.reason})\n`);
-  const images = data.images ?? (data.png ? [{ mimeType: 'image/png' as const, data: data.png }] : []);
+  const images = resultImages(result);
   if (!images.length) return;
   if (!imagesDir) {
     term.err.write(`perennial: ${images.length} figure${images.length > 1 ? 's' : ''} (save with --images DIR)\n`);

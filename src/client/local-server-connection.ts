@@ -3,6 +3,7 @@ import { existsSync, openSync, closeSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isProcessAlive } from '../machines/data-dir-lock.ts';
 import type { ServerInfo } from '../shared/types.ts';
 import { ForeverVMClient } from './forevervm-client.ts';
 
@@ -57,7 +58,7 @@ export async function runningServer(dataDir: string): Promise<ServerInfo | null>
   } catch {
     return null;
   }
-  if (!isAlive(info.pid)) return null;
+  if (!isProcessAlive(info.pid)) return null;
   try {
     const response = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(5000) });
     return response.ok ? info : null;
@@ -100,13 +101,4 @@ function cliPath(): string {
   const found = candidates.find((path) => existsSync(path));
   if (!found) throw new LocalServerUnavailableError('The perennial CLI is not built (run npm run build)');
   return found;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -103,13 +103,19 @@ async function isFresh(path: string): Promise<boolean> {
   return info !== null && Date.now() - info.mtimeMs < 2000;
 }
 
+/** Whether a process with this pid exists (it may belong to another user). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
 function isAlive(owner: LockRecord): boolean {
   if (owner.hostname !== hostname()) return true; // cannot judge a process on another host
-  try {
-    process.kill(owner.pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
-  }
+  if (!isProcessAlive(owner.pid)) return false;
   const startTime = processStartTime(owner.pid);
   return !(owner.startTime && startTime && owner.startTime !== startTime);
 }

@@ -14,6 +14,7 @@ import type {
   OutputChunk,
   ResultData,
 } from '../shared/types.ts';
+import { streamText } from '../shared/types.ts';
 import type { HistoryLog } from './history-log.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
 import { OutputLines } from './output-lines.ts';
@@ -471,12 +472,7 @@ export class Machine {
   #finish(instruction: LiveInstruction, result: ExecResult): void {
     instruction.status = 'done';
     instruction.result = result;
-    const text = (stream: string) =>
-      instruction.chunks
-        .filter((c) => c.stream === stream)
-        .map((c) => c.data)
-        .join('\n');
-    this.#history.finished(instruction.seq, result, text('stdout'), text('stderr'));
+    this.#history.finished(instruction.seq, result, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr'));
     instruction.resolve(result);
     this.onChange(this, { type: 'instruction', seq: instruction.seq, result });
   }

@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodRawShape } from 'zod';
 import type { ForeverVMClient } from '../client/forevervm-client.ts';
 import { ExtendedClient } from '../client/extended-client.ts';
-import type { ExecResult, OutputChunk } from '../shared/types.ts';
+import { resultImages, streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
 /** What a tool's handler gets besides its arguments. */
 interface ToolContext {
@@ -37,9 +37,8 @@ const json = (value: unknown): CallToolResult => ({ content: [{ type: 'text', te
 
 /** The result of an instruction as an MCP tool result: output, value or traceback, figures. */
 function execResult(seq: number, chunks: OutputChunk[], result: ExecResult): CallToolResult {
-  const lines = (stream: string) => chunks.filter((c) => c.stream === stream).map((c) => c.data).join('\n');
   const isError = 'error' in result;
-  const images = result.data?.images ?? (result.data?.png ? [{ mimeType: 'image/png' as const, data: result.data.png }] : []);
+  const images = resultImages(result);
   const parts = [chunks.map((c) => (c.stream === 'stderr' ? `[stderr] ${c.data}` : c.data)).join('\n')];
   if (isError) parts.push(result.error);
   else if (result.value !== null) parts.push(`Out: ${result.value}`);
@@ -49,8 +48,8 @@ function execResult(seq: number, chunks: OutputChunk[], result: ExecResult): Cal
   return {
     content: [{ type: 'text', text: body }, ...images.map((i) => ({ type: 'image' as const, data: i.data, mimeType: i.mimeType }))],
     structuredContent: {
-      stdout: lines('stdout'),
-      stderr: lines('stderr'),
+      stdout: streamText(chunks, 'stdout'),
+      stderr: streamText(chunks, 'stderr'),
       value: isError ? null : result.value,
       error: isError ? result.error : null,
       images: images.length,

@@ -134,6 +134,20 @@ export function isErrorResult(result: ExecResult): result is Extract<ExecResult,
   return 'error' in result;
 }
 
+/** Every image of a result: `data.images`, or ForeverVM's single `data.png`. */
+export function resultImages(result: ExecResult): ImageData[] {
+  const data = result.data;
+  return data?.images ?? (data?.png ? [{ mimeType: 'image/png', data: data.png }] : []);
+}
+
+/** The text one stream wrote, its chunks joined line by line. */
+export function streamText(chunks: OutputChunk[], stream: StreamName): string {
+  return chunks
+    .filter((c) => c.stream === stream)
+    .map((c) => c.data)
+    .join('\n');
+}
+
 // ---- ForeverVM HTTP and WebSocket messages ----------------------------------------------------
 
 export interface ForeverVMError {

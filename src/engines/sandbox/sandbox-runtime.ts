@@ -91,7 +91,7 @@ export class SandboxRuntime {
     }
     try {
       if (image) {
-        sandbox ??= this.spawn(placement);
+        sandbox ??= this.#spawn(placement);
         await sandbox.load(config, { image });
       } else {
         sandbox ??= await this.#freshProcess(placement, config);
@@ -152,7 +152,7 @@ export class SandboxRuntime {
   /** A new process holding a fresh machine; the pool's are made with the default config. */
   async #freshProcess(placement: SandboxPlacement, config = POOL_CONFIG): Promise<SandboxProcess> {
     const base = await this.base();
-    const sandbox = this.spawn(placement);
+    const sandbox = this.#spawn(placement);
     try {
       await sandbox.load(config, { image: copyImage(base.image) });
     } catch (error) {
@@ -169,7 +169,7 @@ export class SandboxRuntime {
   }
 
   /** A new sandbox process with no machine loaded yet. */
-  spawn(placement: SandboxPlacement): SandboxProcess {
+  #spawn(placement: SandboxPlacement): SandboxProcess {
     // The package cache is mounted into every sandbox, so it must exist first.
     mkdirSync(this.packages.dir, { recursive: true, mode: 0o755 });
     const launch: SandboxLaunch = { childDir: this.#childDir, pyodideDir: this.#pyodideDir, packageDir: this.packages.dir, ...placement };
@@ -197,7 +197,7 @@ export class SandboxRuntime {
       }
     }
     // Boot a machine cold (a few seconds, once per version) and keep its image.
-    const sandbox = this.spawn({ network: false });
+    const sandbox = this.#spawn({ network: false });
     try {
       await sandbox.load(POOL_CONFIG, { kernelSource });
       const { image } = await sandbox.snapshot();
