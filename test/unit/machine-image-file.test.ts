@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decodeImage, encodeImage, ImageVersionError, readImageHeader } from '../../src/engines/sandbox/machine-image-file.ts';
+import { decodeImage, encodeImage, ImageVersionError, readImage, readImageHeader } from '../../src/engines/sandbox/machine-image-file.ts';
+import { applyMemoryPatch, makeMemoryPatch } from '../../src/engines/sandbox/memory-patch.ts';
 import type { MachineImage } from '../../src/engines/sandbox/protocol.ts';
 
 /** A Pyodide-shaped snapshot: a header whose second word is the heap's offset, then the heap. */
@@ -62,5 +63,28 @@ describe('machine image files', () => {
     await assert.rejects(decodeImage(new TextEncoder().encode('hello'), '0.29.0', () => Promise.resolve(base)), /not a Perennial sandbox snapshot/);
     const bytes = await encodeImage({ snapshot: new Uint8Array(base), files: new Uint8Array(0), meta }, null);
     await assert.rejects(decodeImage(bytes.subarray(0, bytes.length - 40), '0.29.0', () => Promise.resolve(base)));
+  });
+
+  it('restores a snapshot from a patch on its base: changed runs, a longer header, a grown heap', async () => {
+    const heap = heapOf((1 << 20) + 65536 + 3, 3); // grown, and not a multiple of 4
+    heap[0]! ^= 1;
+    heap[1000] = 42;
+    heap[1010] = 43; // close to the last change: one run
+    heap.set(new Uint8Array(5000).fill(7), 200_000);
+    heap[heap.length - 1] = 9;
+    const original = snapshot(96, heap);
+    const bytes = await encodeImage({ snapshot: new Uint8Array(original), files: new Uint8Array(0), meta }, { id: 'base-1', snapshot: base });
+    const patch = makeMemoryPatch((await readImage(bytes, '0.29.0')).memory);
+    assert.ok(patch.length < 65536 + 5000 + 1000, `${patch.length} bytes`);
+    const baseCopy = new Uint8Array(base);
+    assert.deepEqual(applyMemoryPatch(patch, base), original);
+    assert.deepEqual(base, baseCopy, 'the base is left as it was');
+  });
+
+  it('a machine equal to its base is a patch of its header alone', async () => {
+    const bytes = await encodeImage({ snapshot: new Uint8Array(base), files: new Uint8Array(0), meta }, { id: 'base-1', snapshot: base });
+    const patch = makeMemoryPatch((await readImage(bytes, '0.29.0')).memory);
+    assert.equal(patch.length, 8 + 64);
+    assert.deepEqual(applyMemoryPatch(patch, base), base);
   });
 });

@@ -17,6 +17,8 @@ export interface SandboxLaunch {
   pyodideDir: string;
   /** Read-only wheel cache. */
   packageDir?: string;
+  /** Read-only base images' memory. */
+  memoryDir?: string;
   workspace?: { hostPath: string; writable: boolean };
   /** Let the machine reach the network (bubblewrap only; off by default). */
   network: boolean;
@@ -55,7 +57,7 @@ function permissionFlag(version = process.versions.node): string {
 /** The command line of a sandbox process: bubblewrap (when it works) around Node's permission model. */
 export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { command: string; args: string[] } {
   const node = realpathSync(process.execPath);
-  const readable = [launch.childDir, launch.pyodideDir, ...(launch.packageDir ? [launch.packageDir] : [])];
+  const readable = [launch.childDir, launch.pyodideDir, ...[launch.packageDir, launch.memoryDir].filter((dir) => dir !== undefined)];
   const nodeArgs = [
     permissionFlag(),
     ...readable.map((dir) => `--allow-fs-read=${dir.replace(/\/$/, '')}/*`),
@@ -66,6 +68,9 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     // One machine per process: a single V8 background thread is enough, and each thread costs
     // memory (its stack and its malloc arena).
     '--v8-pool-size=1',
+    // V8 keeps its young generation committed; a machine allocates little on the JS side, and a
+    // 1 MiB semi-space saves ~20 MiB per machine (measured) at no cost to Python's speed.
+    '--max-semi-space-size=1',
     '--expose-gc',
     '--no-warnings',
     `${launch.childDir.replace(/\/$/, '')}/controller.js`,

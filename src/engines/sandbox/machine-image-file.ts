@@ -1,11 +1,12 @@
 import { init, compress, decompress } from '@bokuweb/zstd-wasm';
 import type { LostItem } from '../../shared/types.ts';
+import { heapOffset } from './memory-patch.ts';
 import type { ImageMeta, MachineImage } from './protocol.ts';
 
 const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-1\n';
 const ZSTD_LEVEL = 1;
 
-interface Header {
+export interface ImageHeader {
   pyodideVersion: string;
   /** The base image the memory is an XOR delta against; null when it is stored whole. */
   base: string | null;
@@ -30,11 +31,6 @@ let zstdReady: Promise<void> | undefined;
 export function ensureZstd(): Promise<void> {
   zstdReady ??= init();
   return zstdReady;
-}
-
-/** Where the heap starts in a Pyodide snapshot (after its header and hiwire table). */
-function heapOffset(snapshot: Uint8Array): number {
-  return new DataView(snapshot.buffer, snapshot.byteOffset, 8).getUint32(4, true);
 }
 
 /** `target ^= source` over their common length. Wasm memory never moves, so a heap XOR its base is mostly zeros. */
@@ -66,7 +62,7 @@ export async function encodeImage(image: MachineImage, base: { id: string; snaps
   if (base) xorWithBase(image.snapshot, base.snapshot);
   const memory = compress(image.snapshot, ZSTD_LEVEL);
   const files = compress(image.files, ZSTD_LEVEL);
-  const header: Header = {
+  const header: ImageHeader = {
     pyodideVersion: image.meta.pyodideVersion,
     base: base?.id ?? null,
     meta: image.meta,
@@ -89,25 +85,41 @@ export async function encodeImage(image: MachineImage, base: { id: string; snaps
 }
 
 /** The header alone: which base an image needs, and its version. */
-export function readImageHeader(bytes: Uint8Array): Header {
+export function readImageHeader(bytes: Uint8Array): ImageHeader {
   const magic = new TextEncoder().encode(MAGIC);
   if (bytes.length < magic.length + 4 || new TextDecoder().decode(bytes.subarray(0, magic.length)) !== MAGIC) {
     throw new Error('not a Perennial sandbox snapshot (bad magic)');
   }
   const headerLength = new DataView(bytes.buffer, bytes.byteOffset + magic.length, 4).getUint32(0, true);
-  return JSON.parse(new TextDecoder().decode(bytes.subarray(magic.length + 4, magic.length + 4 + headerLength))) as Header;
+  return JSON.parse(new TextDecoder().decode(bytes.subarray(magic.length + 4, magic.length + 4 + headerLength))) as ImageHeader;
 }
 
-export async function decodeImage(bytes: Uint8Array, expectedVersion: string, baseSnapshot: (id: string) => Promise<Uint8Array>): Promise<MachineImage> {
+/** An image file as read: its header, its memory as stored (an XOR delta when `header.base` is set), its files. */
+export interface StoredImage {
+  header: ImageHeader;
+  memory: Uint8Array;
+  files: Uint8Array;
+}
+
+export async function readImage(bytes: Uint8Array, expectedVersion: string): Promise<StoredImage> {
   await ensureZstd();
   const header = readImageHeader(bytes);
   if (header.pyodideVersion !== expectedVersion) throw new ImageVersionError(header.pyodideVersion, expectedVersion);
   const start = MAGIC.length + 4 + new TextEncoder().encode(JSON.stringify(header)).length;
   const memoryEnd = start + header.memoryBytes;
   // A fresh, aligned copy: Pyodide reads the snapshot header as 32-bit words.
-  const snapshot = new Uint8Array(decompress(bytes.subarray(start, memoryEnd)));
-  if (snapshot.length !== header.snapshotLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
-  if (header.base) xorWithBase(snapshot, await baseSnapshot(header.base));
+  const memory = new Uint8Array(decompress(bytes.subarray(start, memoryEnd)));
+  if (memory.length !== header.snapshotLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
   const files = new Uint8Array(decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes)));
-  return { snapshot, files, meta: header.meta };
+  return { header, memory, files };
+}
+
+/** The whole image: the stored memory XORed back with its base (in place). */
+export async function wholeImage(stored: StoredImage, baseSnapshot: (id: string) => Promise<Uint8Array>): Promise<MachineImage> {
+  if (stored.header.base) xorWithBase(stored.memory, await baseSnapshot(stored.header.base));
+  return { snapshot: stored.memory, files: stored.files, meta: stored.header.meta };
+}
+
+export async function decodeImage(bytes: Uint8Array, expectedVersion: string, baseSnapshot: (id: string) => Promise<Uint8Array>): Promise<MachineImage> {
+  return wholeImage(await readImage(bytes, expectedVersion), baseSnapshot);
 }

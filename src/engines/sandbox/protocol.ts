@@ -31,6 +31,9 @@ export interface MachineImage {
   meta: ImageMeta;
 }
 
+/** A machine's image as a load sends it: memory whole, or as a patch on the base snapshot at `basePath`. */
+export type LoadImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array } | { patch: Uint8Array; basePath: string });
+
 export interface MachineConfig {
   memoryMb: number;
   outputLimit: number;
@@ -40,7 +43,7 @@ export interface MachineConfig {
 
 export type HostMessage =
   /** Boot a machine: fresh from `kernelSource`, or from an image. */
-  | { type: 'load'; id: number; config: MachineConfig; image?: MachineImage; kernelSource?: string }
+  | { type: 'load'; id: number; config: MachineConfig; image?: LoadImage; kernelSource?: string }
   /** Limits of the machine now loaded (a pooled machine was booted with defaults). */
   | { type: 'configure'; id: number; memoryMb: number; outputLimit: number; importNames: string[] }
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }

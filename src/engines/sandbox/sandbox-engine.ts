@@ -38,8 +38,7 @@ export class SandboxEngine implements Engine {
   }
 
   async restore(snapshotPath: string): Promise<LostItem[]> {
-    const image = await this.runtime.decode(new Uint8Array(await readFile(snapshotPath)));
-    this.#attach(this.runtime.acquire(this.#placement, this.#config, image));
+    this.#attach(this.runtime.restore(this.#placement, this.#config, new Uint8Array(await readFile(snapshotPath))));
     await this.#process;
     // What the snapshot could not carry is reported by the kernel with the next result.
     return [];
@@ -135,7 +134,7 @@ export class SandboxEngine implements Engine {
   }
 
   #loaded(): Promise<SandboxProcess> {
-    if (!this.#process) this.#attach(this.runtime.acquire(this.#placement, this.#config));
+    if (!this.#process) this.#attach(this.runtime.fresh(this.#placement, this.#config));
     return this.#process!;
   }
 

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
-import type { ChildMessage, HostMessage, MachineConfig, MachineImage } from './protocol.ts';
+import type { ChildMessage, HostMessage, LoadImage, MachineConfig, MachineImage } from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
@@ -85,7 +85,7 @@ export class SandboxProcess {
   }
 
   /** Boots a machine in a new worker: fresh from the kernel source, or from an image. */
-  async load(config: MachineConfig, source: { image: MachineImage } | { kernelSource: string }): Promise<number> {
+  async load(config: MachineConfig, source: { image: LoadImage } | { kernelSource: string }): Promise<number> {
     await this.#waiting;
     const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
     if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);

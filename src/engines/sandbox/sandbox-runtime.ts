@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
 import { writeFileAtomic } from '../../machines/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
-import { decodeImage, encodeImage, readImageHeader } from './machine-image-file.ts';
-import type { MachineConfig, MachineImage } from './protocol.ts';
+import { decodeImage, encodeImage, readImage, readImageHeader, wholeImage } from './machine-image-file.ts';
+import { heapOffset, makeMemoryPatch } from './memory-patch.ts';
+import type { LoadImage, MachineConfig, MachineImage } from './protocol.ts';
 import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
@@ -17,7 +18,10 @@ const POOL_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
 export interface SandboxRuntimeOptions {
   /** Where base images and the package cache are kept (`<data dir>/engines/sandbox`). */
   cacheDir: string;
-  /** Sandbox processes kept ready with a fresh machine. Default 1. */
+  /**
+   * Sandbox processes kept ready of each kind: holding a fresh machine (for new machines), and
+   * with Pyodide booted ahead (for restores). Default 1.
+   */
   poolSize?: number;
   /** Where packages come from; default the lock file Pyodide ships and its public CDN. */
   packageSource?: PackageSource;
@@ -45,13 +49,19 @@ export interface SandboxPlacement {
 interface BaseImage {
   id: string;
   image: MachineImage;
+  /** Its memory snapshot as a plain file, which sandboxes read themselves rather than get over IPC. */
+  snapshotPath: string;
+  /** A fresh machine's memory as a patch on the base: its header alone. */
+  freshPatch: Uint8Array;
 }
 
 /**
  * What all sandbox machines of one manager share: the isolation found on this host, the base
  * image (a fresh machine, booted once per Pyodide and kernel version, which every machine starts
- * from and every snapshot is a delta against), and a pool of processes that already hold a fresh
- * machine, so that creating or swapping in a machine does not wait for a process to start.
+ * from and every snapshot is a delta against), and two pools, so that creating or swapping in a
+ * machine does not wait for a process to start: processes that already hold a fresh machine, and
+ * processes whose Pyodide is booted ahead and waits for a snapshot. Each process only ever runs
+ * one interpreter, which keeps a warm machine's memory to its own.
  */
 export class SandboxRuntime {
   readonly isolation: Isolation = detectIsolation();
@@ -60,14 +70,20 @@ export class SandboxRuntime {
   readonly #poolSize: number;
   readonly #childDir = sandboxChildDir();
   readonly #pyodideDir = pyodideDir();
+  /** Base images' memory as plain files, mounted read-only into every sandbox. */
+  readonly #memoryDir: string;
   readonly packages: PackageCache;
   #base?: Promise<BaseImage>;
-  #pool: Array<Promise<SandboxProcess>> = [];
+  /** Processes holding a fresh machine. */
+  #fresh: Array<Promise<SandboxProcess>> = [];
+  /** Processes with Pyodide booted ahead and no machine yet. */
+  #ready: SandboxProcess[] = [];
   #closed = false;
   #imports?: Promise<Record<string, string>>;
 
   constructor(options: SandboxRuntimeOptions) {
     this.#cacheDir = options.cacheDir;
+    this.#memoryDir = join(options.cacheDir, 'memory');
     this.#poolSize = options.poolSize ?? 1;
     this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource ?? defaultPackageSource());
   }
@@ -77,34 +93,46 @@ export class SandboxRuntime {
     this.#refill();
   }
 
-  /**
-   * A process holding a machine with `config`'s limits: fresh, or restored from `image`. Pooled
-   * processes (which hold a fresh machine) serve both; a restore replaces the fresh machine.
-   */
-  async acquire(placement: SandboxPlacement, config: MachineConfig, image?: MachineImage): Promise<SandboxProcess> {
-    let sandbox: SandboxProcess | undefined;
-    if (isDefaultPlacement(placement)) {
-      while (this.#pool.length && !sandbox) {
-        const candidate = await this.#pool.shift()!.catch(() => undefined);
-        if (candidate?.alive) sandbox = candidate;
-      }
-    }
-    try {
-      if (image) {
-        sandbox ??= this.#spawn(placement);
+  /** A process holding a fresh machine with `config`'s limits. */
+  fresh(placement: SandboxPlacement, config: MachineConfig): Promise<SandboxProcess> {
+    return this.#acquire(placement, config, async (pooled) => (pooled ? await this.#takeFresh() : undefined) ?? this.#freshProcess(placement, config));
+  }
+
+  /** A process holding the machine of the image file `bytes`, with `config`'s limits. */
+  async restore(placement: SandboxPlacement, config: MachineConfig, bytes: Uint8Array): Promise<SandboxProcess> {
+    const stored = await readImage(bytes, this.pyodideVersion);
+    return this.#acquire(placement, config, async (pooled) => {
+      const base = await this.base();
+      const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
+      try {
+        // Against the current base, only what differs from it crosses into the sandbox.
+        const image: LoadImage =
+          stored.header.base === base.id
+            ? { patch: makeMemoryPatch(stored.memory), basePath: base.snapshotPath, files: stored.files, meta: stored.header.meta }
+            : await wholeImage(stored, (id) => this.baseSnapshot(id));
         await sandbox.load(config, { image });
-      } else {
-        sandbox ??= await this.#freshProcess(placement, config);
+      } catch (error) {
+        await sandbox.kill();
+        throw error;
       }
+      return sandbox;
+    });
+  }
+
+  async #acquire(placement: SandboxPlacement, config: MachineConfig, get: (pooled: boolean) => Promise<SandboxProcess>): Promise<SandboxProcess> {
+    const pooled = isDefaultPlacement(placement);
+    let sandbox: SandboxProcess | undefined;
+    try {
+      sandbox = await get(pooled);
       await sandbox.configure(config.memoryMb, config.outputLimit, Object.keys(await this.#importNames()));
+      return sandbox;
     } catch (error) {
       await sandbox?.kill();
       throw error;
     } finally {
       // Refill once this machine is up: on a small host a refill would compete with it for CPU.
-      if (isDefaultPlacement(placement)) this.#refill();
+      if (pooled) this.#refill();
     }
-    return sandbox;
   }
 
   /** The memory snapshot of base image `id`, for decoding deltas. */
@@ -117,11 +145,6 @@ export class SandboxRuntime {
       throw new Error(`the base image ${id} that this machine's snapshot needs is missing (${path})`);
     });
     return (await decodeImage(new Uint8Array(bytes), this.pyodideVersion, () => Promise.reject(new Error('nested base')))).snapshot;
-  }
-
-  /** Decodes a machine's snapshot file. */
-  decode(bytes: Uint8Array): Promise<MachineImage> {
-    return decodeImage(bytes, this.pyodideVersion, (id) => this.baseSnapshot(id));
   }
 
   async encode(image: MachineImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
@@ -137,16 +160,33 @@ export class SandboxRuntime {
 
   async close(): Promise<void> {
     this.#closed = true;
-    const pool = this.#pool.splice(0);
-    await Promise.all(pool.map((p) => p.then((sandbox) => sandbox.kill()).catch(() => {})));
+    const pooled = [...this.#fresh.splice(0), ...this.#ready.splice(0).map((sandbox) => Promise.resolve(sandbox))];
+    await Promise.all(pooled.map((p) => p.then((sandbox) => sandbox.kill()).catch(() => {})));
   }
 
   #refill(): void {
-    while (!this.#closed && this.#pool.length < this.#poolSize) {
+    while (!this.#closed && this.#fresh.length < this.#poolSize) {
       const next = this.#freshProcess({ network: false });
       next.catch(() => {});
-      this.#pool.push(next);
+      this.#fresh.push(next);
     }
+    while (!this.#closed && this.#ready.length < this.#poolSize) this.#ready.push(this.#spawn({ network: false }));
+  }
+
+  async #takeFresh(): Promise<SandboxProcess | undefined> {
+    while (this.#fresh.length) {
+      const candidate = await this.#fresh.shift()!.catch(() => undefined);
+      if (candidate?.alive) return candidate;
+    }
+    return undefined;
+  }
+
+  #takeReady(): SandboxProcess | undefined {
+    while (this.#ready.length) {
+      const candidate = this.#ready.shift()!;
+      if (candidate.alive) return candidate;
+    }
+    return undefined;
   }
 
   /** A new process holding a fresh machine; the pool's are made with the default config. */
@@ -154,7 +194,8 @@ export class SandboxRuntime {
     const base = await this.base();
     const sandbox = this.#spawn(placement);
     try {
-      await sandbox.load(config, { image: copyImage(base.image) });
+      const { files, meta } = base.image;
+      await sandbox.load(config, { image: { patch: base.freshPatch, basePath: base.snapshotPath, files, meta } });
     } catch (error) {
       await sandbox.kill();
       throw error;
@@ -170,9 +211,10 @@ export class SandboxRuntime {
 
   /** A new sandbox process with no machine loaded yet. */
   #spawn(placement: SandboxPlacement): SandboxProcess {
-    // The package cache is mounted into every sandbox, so it must exist first.
+    // The package cache and base memory are mounted into every sandbox, so they must exist first.
     mkdirSync(this.packages.dir, { recursive: true, mode: 0o755 });
-    const launch: SandboxLaunch = { childDir: this.#childDir, pyodideDir: this.#pyodideDir, packageDir: this.packages.dir, ...placement };
+    mkdirSync(this.#memoryDir, { recursive: true, mode: 0o700 });
+    const launch: SandboxLaunch = { childDir: this.#childDir, pyodideDir: this.#pyodideDir, packageDir: this.packages.dir, memoryDir: this.#memoryDir, ...placement };
     return new SandboxProcess(launch, this.isolation);
   }
 
@@ -190,7 +232,7 @@ export class SandboxRuntime {
       try {
         const bytes = new Uint8Array(stored);
         if (readImageHeader(bytes).base === null) {
-          return { id, image: await decodeImage(bytes, this.pyodideVersion, () => Promise.reject(new Error('nested base'))) };
+          return await this.#withMemoryFile(id, await decodeImage(bytes, this.pyodideVersion, () => Promise.reject(new Error('nested base'))));
         }
       } catch {
         // Damaged: make it again below.
@@ -201,13 +243,23 @@ export class SandboxRuntime {
     try {
       await sandbox.load(POOL_CONFIG, { kernelSource });
       const { image } = await sandbox.snapshot();
-      const keep = copyImage(image);
+      const keep = { ...image, snapshot: new Uint8Array(image.snapshot) };
       await mkdir(this.#cacheDir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(path, await encodeImage(image, null));
-      return { id, image: keep };
+      return await this.#withMemoryFile(id, keep);
     } finally {
       await sandbox.kill();
     }
+  }
+
+  /** The base with its memory as a plain file (written once per base), for sandboxes to read. */
+  async #withMemoryFile(id: string, image: MachineImage): Promise<BaseImage> {
+    const snapshotPath = join(this.#memoryDir, `${id}.snapshot`);
+    const size = await stat(snapshotPath).then((s) => s.size, () => -1);
+    if (size !== image.snapshot.length) await writeFileAtomic(snapshotPath, image.snapshot);
+    const fresh = new Uint8Array(image.snapshot.length);
+    fresh.set(image.snapshot.subarray(0, heapOffset(image.snapshot)));
+    return { id, image, snapshotPath, freshPatch: makeMemoryPatch(fresh) };
   }
 
   #basePath(id: string): string {
@@ -219,7 +271,3 @@ function isDefaultPlacement(placement: SandboxPlacement): boolean {
   return !placement.network && !placement.workspace;
 }
 
-/** Images travel by structured clone; the runtime's own copy must stay intact. */
-function copyImage(image: MachineImage): MachineImage {
-  return { snapshot: new Uint8Array(image.snapshot), files: new Uint8Array(image.files), meta: image.meta };
-}

@@ -2,7 +2,8 @@
  * The sandbox process's main thread. It relays messages between the host (IPC) and the Pyodide
  * worker, and answers `interrupt` itself by writing the worker's interrupt buffer — which works
  * even while the worker is busy running Python. Every `load` gets a new worker: a Pyodide
- * instance cannot be reloaded in place.
+ * instance cannot be reloaded in place. The first worker starts with the process, so that it has
+ * Pyodide booted ahead by the time the machine to load arrives.
  */
 import './harden.ts';
 import { Worker } from 'node:worker_threads';
@@ -17,12 +18,8 @@ const send = (message: ChildMessage) => process.send!(message);
 const interruptBuffer = new Int32Array(new SharedArrayBuffer(4));
 /** The worker of the machine loaded now. */
 let worker: Worker | undefined;
-/**
- * A worker started ahead, with Pyodide's scripts loaded and its wasm compiled, so that a restore
- * only has to boot. It is dropped once the host configures the machine it took: a warm machine
- * does not carry a second interpreter.
- */
-let standby: Worker | undefined;
+/** The worker started with the process, until a `load` takes it. */
+let ahead: Worker | undefined;
 
 function startWorker(): Worker {
   const next = new Worker(new URL('./worker.js', import.meta.url), {
@@ -55,32 +52,26 @@ process.on('message', (message: HostMessage) => {
   }
   if (message.type === 'load') {
     const old = worker;
-    worker = standby ?? startWorker();
-    standby = undefined;
+    worker = ahead ?? startWorker();
+    ahead = undefined;
     void old?.terminate();
-  } else if (message.type === 'configure' && standby) {
-    void standby.terminate();
-    standby = undefined;
   }
   if (!worker) {
     send({ type: 'reply', id: (message as { id: number }).id, ok: false, error: 'no machine is loaded in this sandbox' });
     return;
   }
   // After IPC both images may share one buffer: transfer each buffer once.
-  const transfer = message.type === 'load' && message.image ? [...new Set([message.image.snapshot.buffer, message.image.files.buffer])] : [];
+  const image = message.type === 'load' ? message.image : undefined;
+  const transfer = image ? [...new Set([('patch' in image ? image.patch : image.snapshot).buffer, image.files.buffer])] : [];
   try {
     worker.postMessage(message, transfer as ArrayBuffer[]);
-    if (message.type === 'load') {
-      // The image arrived here over IPC and is now the worker's: free this thread's share of it,
-      // and get the next worker ready in case this process is used for a restore.
-      setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 100);
-      standby = startWorker();
-    }
+    // The image arrived here over IPC and is now the worker's: free this thread's share of it.
+    if (message.type === 'load') setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 100);
   } catch (error) {
     send({ type: 'reply', id: (message as { id: number }).id, ok: false, error: `could not pass the message to the machine: ${(error as Error).message}` });
   }
 });
 // The host is gone: nothing may outlive it.
 process.on('disconnect', () => process.exit(0));
-standby = startWorker();
+ahead = startWorker();
 send({ type: 'waiting' });

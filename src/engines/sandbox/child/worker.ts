@@ -3,12 +3,13 @@
  * commands, and takes memory snapshots. One worker serves one `load`.
  */
 import './harden.ts';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ChildMessage, HostMessage, MachineConfig, MachineImage } from '../protocol.ts';
+import { applyMemoryPatch, heapOffset } from '../memory-patch.ts';
+import type { ChildMessage, HostMessage, LoadImage, MachineConfig } from '../protocol.ts';
 import { recordDynlibs, withDynlibReplay, type EmscriptenModule } from './dynlibs.ts';
 import { archiveFiles, restoreFiles, type EmscriptenFS } from './fs-archive.ts';
 
@@ -28,6 +29,13 @@ interface Pyodide {
   _api: { config: Record<string, unknown>; sitepackages: string; dsodir: string };
 }
 type LoadPyodide = (options: Record<string, unknown>) => Promise<Pyodide>;
+/** What `loadPyodide` gets from Emscripten's module factory, before it copies a snapshot in. */
+interface CreatedModule {
+  HEAPU8: Uint8Array;
+  growMemory(bytes: number): number | undefined;
+  API: { restoreSnapshot(snapshot: Uint8Array): unknown };
+}
+type CreateModule = (settings: unknown) => Promise<CreatedModule>;
 /** A Python coroutine as JavaScript sees it: awaitable, and to be destroyed after. */
 type PyAwaitable = PromiseLike<string> & { destroy(): void };
 type DriverCall = ((op: string, args: string) => string | PyAwaitable) & { destroy(): void };
@@ -36,6 +44,7 @@ const { pyodideDir, interruptBuffer } = workerData as { pyodideDir: string; inte
 const port = parentPort!;
 const KERNEL_DIR = '/opt/perennial';
 const HOME = '/home/pyodide';
+const BOOT_OPTIONS = { indexURL: pyodideDir + '/', env: { HOME, MPLBACKEND: 'Agg' }, _makeSnapshot: true };
 /** Slot 6 of Pyodide's hiwire table is `loadedPackages`; a snapshot insists that it equals {}. */
 const LOADED_PACKAGES_SLOT = 6;
 
@@ -62,6 +71,54 @@ function aligned(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset % 8 === 0 ? bytes : new Uint8Array(bytes);
 }
 
+/** The initial memory (bytes) the wasm binary's `env.memory` import asks for. */
+function importedMemoryMinimum(wasm: Uint8Array): number {
+  let at = 8;
+  const leb = (): number => {
+    let value = 0;
+    for (let shift = 0; ; shift += 7) {
+      const byte = wasm[at++]!;
+      value += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) return value;
+    }
+  };
+  const name = (): string => {
+    const length = leb();
+    at += length;
+    return new TextDecoder().decode(wasm.subarray(at - length, at));
+  };
+  while (at < wasm.length) {
+    const section = wasm[at++]!;
+    const size = leb();
+    if (section !== 2) {
+      at += size;
+      continue;
+    }
+    for (let count = leb(); count > 0; count--) {
+      const module = name();
+      const field = name();
+      const kind = wasm[at++]!;
+      if (kind === 0) leb(); // function: type index
+      else if (kind === 1) {
+        at++; // table: element type, then limits
+        if (leb() & 1) leb();
+        leb();
+      } else if (kind === 2) {
+        const flags = leb();
+        const minimum = leb();
+        if (module === 'env' && field === 'memory') return minimum * 65536;
+        if (flags & 1) leb();
+      } else if (kind === 3) at += 2; // global: type, mutability
+      else if (kind === 4) {
+        at++; // tag: attribute, then type index
+        leb();
+      } else throw new Error(`unknown import kind ${kind}`);
+    }
+    break;
+  }
+  throw new Error('pyodide.asm.wasm imports no env.memory');
+}
+
 /**
  * What does not depend on the machine, done as the worker starts (before its `load` arrives):
  * - pyodide.asm.js is loaded as a plain script. `loadPyodide` would `import()` it, and Node's ESM
@@ -69,39 +126,78 @@ function aligned(bytes: Uint8Array): Uint8Array {
  *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
  * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
  */
+interface BootAhead {
+  instance: Promise<Pyodide>;
+  supply(snapshot: Uint8Array | null): void;
+}
+/** Taken by the worker's one load: once supplied, it holds the snapshot until dropped. */
+let ahead: BootAhead | undefined;
+
 const prepared = (async () => {
   createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
-  const compiled = await WebAssembly.compile(readFileSync(join(pyodideDir, 'pyodide.asm.wasm')));
+  const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
+  const compiled = await WebAssembly.compile(wasm);
   const instantiate = WebAssembly.instantiate;
-  const wasmBytes = statSync(join(pyodideDir, 'pyodide.asm.wasm')).size;
   WebAssembly.instantiate = function (source: unknown, imports?: Record<string, Record<string, unknown>>) {
-    const isMain = (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) && source.byteLength === wasmBytes;
+    const isMain = (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) && source.byteLength === wasm.length;
     if (isMain) return instantiate.call(WebAssembly, compiled, imports).then((instance: unknown) => ({ instance, module: compiled }));
     return (instantiate as (...args: unknown[]) => unknown).apply(WebAssembly, [source, imports]);
   } as typeof WebAssembly.instantiate;
-  return (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: LoadPyodide };
+  const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: LoadPyodide };
+  ahead = bootAhead(loadPyodide, importedMemoryMinimum(wasm));
+  return loadPyodide;
 })();
 prepared.catch(() => {});
+
+/**
+ * A Pyodide instance booted before the snapshot it will hold is known. Instantiating and linking
+ * Emscripten's module is most of a restore (~130 of ~170 ms); it is done here on a placeholder
+ * snapshot of the smallest memory the module accepts. `supply` then grows the memory to the real
+ * snapshot's size and has Pyodide copy it in. `supply(null)` gives the instance up: a cold boot
+ * and a restore that replays side modules take the normal path.
+ */
+function bootAhead(loadPyodide: LoadPyodide, minimumBytes: number): BootAhead {
+  let supply!: (snapshot: Uint8Array | null) => void;
+  const supplied = new Promise<Uint8Array | null>((resolve) => (supply = resolve));
+  const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
+  const create = scope._createPyodideModule;
+  scope._createPyodideModule = async (settings) => {
+    scope._createPyodideModule = create;
+    const module = await create(settings);
+    const snapshot = await supplied;
+    if (!snapshot) throw new Error('the instance booted ahead was not needed');
+    const heapBytes = snapshot.length - heapOffset(snapshot);
+    if (heapBytes > module.HEAPU8.length && !module.growMemory(heapBytes)) throw new Error(`could not grow the memory to the snapshot's ${heapBytes} bytes`);
+    // Called once, right after this; the machine must not keep the snapshot alive after.
+    const restoreSnapshot = module.API.restoreSnapshot;
+    module.API.restoreSnapshot = () => {
+      module.API.restoreSnapshot = restoreSnapshot;
+      return restoreSnapshot(snapshot);
+    };
+    return module;
+  };
+  const instance = loadPyodide({ ...BOOT_OPTIONS, _loadSnapshot: new Uint8Array(minimumBytes) });
+  instance.catch(() => {});
+  return { instance, supply };
+}
 
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const started = performance.now();
   const { config, image } = message;
-  memoryLimit = config.memoryMb * 1024 * 1024;
-  const { loadPyodide } = await prepared;
-  const options: Record<string, unknown> = {
-    indexURL: pyodideDir + '/',
-    env: { HOME, MPLBACKEND: 'Agg' },
-    _makeSnapshot: true,
-  };
-  if (image) py = await restore(loadPyodide, options, image);
-  else {
-    py = await loadPyodide(options);
-    py.FS.mkdirTree(KERNEL_DIR);
-    py.FS.writeFile(`${KERNEL_DIR}/perennial_kernel.py`, new TextEncoder().encode(message.kernelSource ?? ''));
-    py.runPython(
-      `import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport perennial_kernel\nsys.path.remove(${JSON.stringify(KERNEL_DIR)})\nperennial_kernel.start_emscripten(${config.outputLimit})`,
-    );
+  const loadPyodide = await prepared;
+  const boot = ahead!;
+  ahead = undefined;
+  const snapshot = image && memoryOf(image);
+  if (image && snapshot && !image.meta.dynlibs.length) {
+    boot.supply(snapshot);
+    py = restored(await boot.instance, image);
+  } else {
+    boot.supply(null);
+    await boot.instance.catch(() => {});
+    py = image && snapshot ? await restoreWithDynlibs(loadPyodide, image, snapshot) : await bootCold(loadPyodide, message.kernelSource ?? '', config.outputLimit);
   }
+  // The cap applies from here: a machine restored with a lower cap than its heap still loads.
+  memoryLimit = config.memoryMb * 1024 * 1024;
   connect(py, config);
   // Pyodide keeps the snapshot it booted from alive, and the load message holds the image: tens
   // of MiB. Collect them once this message is handled, rather than carry them in the machine.
@@ -110,24 +206,38 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   post({ type: 'loaded', id: message.id, ms: performance.now() - started });
 }
 
-async function restore(loadPyodide: LoadPyodide, options: Record<string, unknown>, image: MachineImage): Promise<Pyodide> {
-  const snapshot = aligned(image.snapshot);
-  const { dynlibs, loadedPackages, tableLength } = image.meta;
-  let instance: Pyodide;
-  if (dynlibs.length) {
-    const heapOffset = new DataView(snapshot.buffer, snapshot.byteOffset, 8).getUint32(4, true);
-    instance = await withDynlibReplay(
-      dynlibs,
-      snapshot.subarray(heapOffset),
-      tableLength,
-      (module) => restoreFiles((module as unknown as { FS: EmscriptenFS }).FS, image.files),
-      () => loadPyodide({ ...options, _loadSnapshot: snapshot }),
-    );
-  } else {
-    instance = await loadPyodide({ ...options, _loadSnapshot: snapshot });
-    restoreFiles(instance.FS, image.files);
-  }
-  Object.assign(instance.loadedPackages, loadedPackages);
+/** A new machine from nothing: a few seconds, done once per version to make the base image. */
+async function bootCold(loadPyodide: LoadPyodide, kernelSource: string, outputLimit: number): Promise<Pyodide> {
+  const instance = await loadPyodide(BOOT_OPTIONS);
+  instance.FS.mkdirTree(KERNEL_DIR);
+  instance.FS.writeFile(`${KERNEL_DIR}/perennial_kernel.py`, new TextEncoder().encode(kernelSource));
+  instance.runPython(
+    `import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport perennial_kernel\nsys.path.remove(${JSON.stringify(KERNEL_DIR)})\nperennial_kernel.start_emscripten(${outputLimit})`,
+  );
+  return instance;
+}
+
+/** The whole snapshot of an image as loaded: sent whole, or a patch on a base snapshot file. */
+function memoryOf(image: LoadImage): Uint8Array {
+  return 'snapshot' in image ? aligned(image.snapshot) : applyMemoryPatch(image.patch, readFileSync(image.basePath));
+}
+
+/** A machine with side modules: they are loaded again at their places before the heap is copied in. */
+async function restoreWithDynlibs(loadPyodide: LoadPyodide, image: LoadImage, snapshot: Uint8Array): Promise<Pyodide> {
+  const instance = await withDynlibReplay(
+    image.meta.dynlibs,
+    snapshot.subarray(heapOffset(snapshot)),
+    image.meta.tableLength,
+    (module) => restoreFiles((module as unknown as { FS: EmscriptenFS }).FS, image.files),
+    () => loadPyodide({ ...BOOT_OPTIONS, _loadSnapshot: snapshot }),
+  );
+  return restored(instance, image, false);
+}
+
+/** What a restore does once the heap is in: files, the packages Pyodide knows of, the kernel. */
+function restored(instance: Pyodide, image: LoadImage, withFiles = true): Pyodide {
+  if (withFiles) restoreFiles(instance.FS, image.files);
+  Object.assign(instance.loadedPackages, image.meta.loadedPackages);
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
   instance.runPython('import perennial_kernel\nperennial_kernel._DRIVER.after_restore()');
   return instance;

@@ -1,0 +1,78 @@
+/**
+ * A machine's memory snapshot as a patch on its base image: the snapshot's own header, then the
+ * runs of words where its heap differs from the base heap, as XOR. A trivial machine's 20 MiB heap
+ * differs from the base in ~100 KB, so a restore sends this into a sandbox that already holds the
+ * base, instead of the whole snapshot. Layout, all u32 little-endian and 4-byte aligned:
+ * snapshot length, header length, header (padded), then per run: heap offset, length, bytes.
+ */
+
+/** Runs closer than this many bytes are sent as one, as a run costs 8 bytes of its own. */
+const JOIN_GAP = 16;
+
+function padded(length: number): number {
+  return (length + 3) & ~3;
+}
+
+/** Where the heap starts in a Pyodide snapshot (after its header and hiwire table). */
+export function heapOffset(snapshot: Uint8Array): number {
+  return new DataView(snapshot.buffer, snapshot.byteOffset, 8).getUint32(4, true);
+}
+
+/**
+ * The patch for `delta`: a snapshot whose heap is already XORed with the base heap (as the image
+ * file stores it). It must start at a 4-byte boundary.
+ */
+export function makeMemoryPatch(delta: Uint8Array): Uint8Array {
+  const start = heapOffset(delta);
+  const heap = delta.subarray(start);
+  const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >>> 2);
+  const runs: Array<[number, number]> = [];
+  for (let i = 0; i < words.length; i++) {
+    if (words[i] === 0) continue;
+    let end = i + 1;
+    while (end < words.length && words[end] !== 0) end++;
+    const last = runs.at(-1);
+    if (last && i * 4 - last[1] <= JOIN_GAP) last[1] = end * 4;
+    else runs.push([i * 4, end * 4]);
+    i = end;
+  }
+  // A heap whose length is not a multiple of 4 keeps its last bytes as a run of their own.
+  const tail = heap.length & 3;
+  if (tail && heap.subarray(heap.length - tail).some((b) => b !== 0)) runs.push([heap.length - tail, heap.length]);
+
+  const size = 8 + padded(start) + runs.reduce((sum, [from, to]) => sum + 8 + padded(to - from), 0);
+  const patch = new Uint8Array(size);
+  const view = new DataView(patch.buffer);
+  view.setUint32(0, delta.length, true);
+  view.setUint32(4, start, true);
+  patch.set(delta.subarray(0, start), 8);
+  let at = 8 + padded(start);
+  for (const [from, to] of runs) {
+    view.setUint32(at, from, true);
+    view.setUint32(at + 4, to - from, true);
+    patch.set(heap.subarray(from, to), at + 8);
+    at += 8 + padded(to - from);
+  }
+  return patch;
+}
+
+/** The whole snapshot from a patch and the base snapshot it was made against (left untouched). */
+export function applyMemoryPatch(patch: Uint8Array, base: Uint8Array): Uint8Array {
+  const view = new DataView(patch.buffer, patch.byteOffset, patch.length);
+  const length = view.getUint32(0, true);
+  const start = view.getUint32(4, true);
+  const snapshot = new Uint8Array(length);
+  snapshot.set(patch.subarray(8, 8 + start));
+  const heap = snapshot.subarray(start);
+  const baseHeap = base.subarray(heapOffset(base));
+  heap.set(baseHeap.subarray(0, Math.min(baseHeap.length, heap.length)));
+  for (let at = 8 + padded(start); at < patch.length; ) {
+    const from = view.getUint32(at, true);
+    const count = view.getUint32(at + 4, true);
+    if (from + count > heap.length) throw new Error('the memory patch does not fit its snapshot');
+    const bytes = patch.subarray(at + 8, at + 8 + count);
+    for (let i = 0; i < count; i++) heap[from + i]! ^= bytes[i]!;
+    at += 8 + padded(count);
+  }
+  return snapshot;
+}
