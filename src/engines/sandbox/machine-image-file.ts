@@ -1,17 +1,20 @@
 import { init, compress, decompress } from '@bokuweb/zstd-wasm';
 import type { LostItem } from '../../shared/types.ts';
-import { heapOffset } from './memory-patch.ts';
+import { applyMemoryPatch } from './memory-patch.ts';
 import type { ImageMeta, MachineImage } from './protocol.ts';
 
-const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-1\n';
+const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-2\n';
+/** Images of pre-release builds stored the memory as a whole XOR delta. */
+const OLD_MAGIC = 'PERENNIAL-SANDBOX-IMAGE-1\n';
 const ZSTD_LEVEL = 1;
 
 export interface ImageHeader {
   pyodideVersion: string;
-  /** The base image the memory is an XOR delta against; null when it is stored whole. */
+  /** The base image whose memory the stored memory is a patch on; null when it is stored whole. */
   base: string | null;
   meta: ImageMeta;
-  snapshotLength: number;
+  /** Length of the memory section once decompressed: a check against damage. */
+  memoryLength: number;
   memoryBytes: number;
   filesBytes: number;
   lost: LostItem[];
@@ -33,40 +36,24 @@ export function ensureZstd(): Promise<void> {
   return zstdReady;
 }
 
-/** `target ^= source` over their common length. Wasm memory never moves, so a heap XOR its base is mostly zeros. */
-function xorInto(target: Uint8Array, source: Uint8Array): void {
-  const length = Math.min(target.length, source.length);
-  const words = length >>> 2;
-  if (target.byteOffset % 4 === 0 && source.byteOffset % 4 === 0) {
-    const a = new Uint32Array(target.buffer, target.byteOffset, words);
-    const b = new Uint32Array(source.buffer, source.byteOffset, words);
-    for (let i = 0; i < words; i++) a[i]! ^= b[i]!;
-    for (let i = words * 4; i < length; i++) target[i]! ^= source[i]!;
-  } else {
-    for (let i = 0; i < length; i++) target[i]! ^= source[i]!;
-  }
+/** An image as stored: a base image's memory whole, a machine's as a patch on its base (see memory-patch.ts). */
+export interface StoredImage {
+  base: string | null;
+  memory: Uint8Array;
+  files: Uint8Array;
+  meta: ImageMeta;
 }
 
-function xorWithBase(snapshot: Uint8Array, base: Uint8Array): void {
-  xorInto(snapshot.subarray(heapOffset(snapshot)), base.subarray(heapOffset(base)));
-}
-
-/**
- * A machine image on disk: magic, a JSON header, the memory snapshot (an XOR delta against a base
- * image, compressed with zstd) and the archive of its files (zstd). Encoding modifies
- * `image.snapshot` in place.
- */
-export async function encodeImage(image: MachineImage, base: { id: string; snapshot: Uint8Array } | null, lost: LostItem[] = []): Promise<Uint8Array> {
+/** A machine image on disk: magic, a JSON header, the memory and the archive of its files (both zstd). */
+export async function encodeImage(image: StoredImage, lost: LostItem[] = []): Promise<Uint8Array> {
   await ensureZstd();
-  const snapshotLength = image.snapshot.length;
-  if (base) xorWithBase(image.snapshot, base.snapshot);
-  const memory = compress(image.snapshot, ZSTD_LEVEL);
+  const memory = compress(image.memory, ZSTD_LEVEL);
   const files = compress(image.files, ZSTD_LEVEL);
   const header: ImageHeader = {
     pyodideVersion: image.meta.pyodideVersion,
-    base: base?.id ?? null,
+    base: image.base,
     meta: image.meta,
-    snapshotLength,
+    memoryLength: image.memory.length,
     memoryBytes: memory.length,
     filesBytes: files.length,
     lost,
@@ -86,22 +73,15 @@ export async function encodeImage(image: MachineImage, base: { id: string; snaps
 
 /** The header alone: which base an image needs, and its version. */
 export function readImageHeader(bytes: Uint8Array): ImageHeader {
-  const magic = new TextEncoder().encode(MAGIC);
-  if (bytes.length < magic.length + 4 || new TextDecoder().decode(bytes.subarray(0, magic.length)) !== MAGIC) {
-    throw new Error('not a Perennial sandbox snapshot (bad magic)');
-  }
-  const headerLength = new DataView(bytes.buffer, bytes.byteOffset + magic.length, 4).getUint32(0, true);
-  return JSON.parse(new TextDecoder().decode(bytes.subarray(magic.length + 4, magic.length + 4 + headerLength))) as ImageHeader;
+  const text = (length: number) => new TextDecoder().decode(bytes.subarray(0, length));
+  if (text(OLD_MAGIC.length) === OLD_MAGIC) throw new Error('this snapshot was made by a pre-release build of Perennial, whose format this version cannot read');
+  if (bytes.length < MAGIC.length + 4 || text(MAGIC.length) !== MAGIC) throw new Error('not a Perennial sandbox snapshot (bad magic)');
+  const headerLength = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 4).getUint32(0, true);
+  return JSON.parse(new TextDecoder().decode(bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + headerLength))) as ImageHeader;
 }
 
-/** An image file as read: its header, its memory as stored (an XOR delta when `header.base` is set), its files. */
-export interface StoredImage {
-  header: ImageHeader;
-  memory: Uint8Array;
-  files: Uint8Array;
-}
-
-export async function readImage(bytes: Uint8Array, expectedVersion: string): Promise<StoredImage> {
+/** An image file read back; `lost` is what its machine could not carry when it was saved. */
+export async function readImage(bytes: Uint8Array, expectedVersion: string): Promise<StoredImage & { lost: LostItem[] }> {
   await ensureZstd();
   const header = readImageHeader(bytes);
   if (header.pyodideVersion !== expectedVersion) throw new ImageVersionError(header.pyodideVersion, expectedVersion);
@@ -109,17 +89,13 @@ export async function readImage(bytes: Uint8Array, expectedVersion: string): Pro
   const memoryEnd = start + header.memoryBytes;
   // A fresh, aligned copy: Pyodide reads the snapshot header as 32-bit words.
   const memory = new Uint8Array(decompress(bytes.subarray(start, memoryEnd)));
-  if (memory.length !== header.snapshotLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
+  if (memory.length !== header.memoryLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
   const files = new Uint8Array(decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes)));
-  return { header, memory, files };
+  return { base: header.base, memory, files, meta: header.meta, lost: header.lost };
 }
 
-/** The whole image: the stored memory XORed back with its base (in place). */
+/** The whole image: a patch applied to the memory of its base. */
 export async function wholeImage(stored: StoredImage, baseSnapshot: (id: string) => Promise<Uint8Array>): Promise<MachineImage> {
-  if (stored.header.base) xorWithBase(stored.memory, await baseSnapshot(stored.header.base));
-  return { snapshot: stored.memory, files: stored.files, meta: stored.header.meta };
-}
-
-export async function decodeImage(bytes: Uint8Array, expectedVersion: string, baseSnapshot: (id: string) => Promise<Uint8Array>): Promise<MachineImage> {
-  return wholeImage(await readImage(bytes, expectedVersion), baseSnapshot);
+  const snapshot = stored.base ? applyMemoryPatch(stored.memory, await baseSnapshot(stored.base)) : stored.memory;
+  return { snapshot, files: stored.files, meta: stored.meta };
 }

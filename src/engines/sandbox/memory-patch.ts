@@ -1,8 +1,8 @@
 /**
  * A machine's memory snapshot as a patch on its base image: the snapshot's own header, then the
  * runs of words where its heap differs from the base heap, as XOR. A trivial machine's 20 MiB heap
- * differs from the base in ~100 KB, so a restore sends this into a sandbox that already holds the
- * base, instead of the whole snapshot. Layout, all u32 little-endian and 4-byte aligned:
+ * differs from the base in ~100 KB, so this is what crosses between a sandbox and the host (both
+ * can read the base) and what is stored on disk. Layout, all u32 little-endian and 4-byte aligned:
  * snapshot length, header length, header (padded), then per run: heap offset, length, bytes.
  */
 
@@ -18,13 +18,28 @@ export function heapOffset(snapshot: Uint8Array): number {
   return new DataView(snapshot.buffer, snapshot.byteOffset, 8).getUint32(4, true);
 }
 
+/** `target ^= source` over their common length. */
+function xorInto(target: Uint8Array, source: Uint8Array): void {
+  const length = Math.min(target.length, source.length);
+  const words = length >>> 2;
+  if (target.byteOffset % 4 === 0 && source.byteOffset % 4 === 0) {
+    const a = new Uint32Array(target.buffer, target.byteOffset, words);
+    const b = new Uint32Array(source.buffer, source.byteOffset, words);
+    for (let i = 0; i < words; i++) a[i]! ^= b[i]!;
+    for (let i = words * 4; i < length; i++) target[i]! ^= source[i]!;
+  } else {
+    for (let i = 0; i < length; i++) target[i]! ^= source[i]!;
+  }
+}
+
 /**
- * The patch for `delta`: a snapshot whose heap is already XORed with the base heap (as the image
- * file stores it). It must start at a 4-byte boundary.
+ * The patch that turns `base` into `snapshot`. It XORs `snapshot`'s heap in place (the snapshot is
+ * consumed), which must start at a 4-byte boundary. Wasm memory never moves, so heaps line up.
  */
-export function makeMemoryPatch(delta: Uint8Array): Uint8Array {
-  const start = heapOffset(delta);
-  const heap = delta.subarray(start);
+export function makeMemoryPatch(snapshot: Uint8Array, base: Uint8Array): Uint8Array {
+  const start = heapOffset(snapshot);
+  xorInto(snapshot.subarray(start), base.subarray(heapOffset(base)));
+  const heap = snapshot.subarray(start);
   const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >>> 2);
   const runs: Array<[number, number]> = [];
   for (let i = 0; i < words.length; i++) {
@@ -43,9 +58,9 @@ export function makeMemoryPatch(delta: Uint8Array): Uint8Array {
   const size = 8 + padded(start) + runs.reduce((sum, [from, to]) => sum + 8 + padded(to - from), 0);
   const patch = new Uint8Array(size);
   const view = new DataView(patch.buffer);
-  view.setUint32(0, delta.length, true);
+  view.setUint32(0, snapshot.length, true);
   view.setUint32(4, start, true);
-  patch.set(delta.subarray(0, start), 8);
+  patch.set(snapshot.subarray(0, start), 8);
   let at = 8 + padded(start);
   for (const [from, to] of runs) {
     view.setUint32(at, from, true);

@@ -31,8 +31,17 @@ export interface MachineImage {
   meta: ImageMeta;
 }
 
-/** A machine's image as a load sends it: memory whole, or as a patch on the base snapshot at `basePath`. */
-export type LoadImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array } | { patch: Uint8Array; basePath: string });
+/** A base image's memory snapshot as a file, which sandboxes read themselves. */
+export interface BaseFile {
+  id: string;
+  path: string;
+}
+
+/** A machine's image as a load sends it: memory whole, or as a patch on a base (see memory-patch.ts). */
+export type LoadImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array } | { patch: Uint8Array; base: BaseFile });
+
+/** A machine's image as a snapshot returns it: a patch on the base it was loaded from, if any. */
+export type TakenImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array } | { patch: Uint8Array; base: string });
 
 export interface MachineConfig {
   memoryMb: number;
@@ -56,7 +65,7 @@ export type ChildMessage =
   | { type: 'loaded'; id: number; ms: number }
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string }
-  | { type: 'image'; id: number; image: MachineImage; lost: Array<{ name: string; reason: string }> }
+  | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }> }
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
   /** The worker died or Pyodide suffered a fatal error; the machine must be restored. */
   | { type: 'fatal'; error: string };

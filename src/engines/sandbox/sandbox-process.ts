@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
-import type { ChildMessage, HostMessage, LoadImage, MachineConfig, MachineImage } from './protocol.ts';
+import type { ChildMessage, HostMessage, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
@@ -101,7 +101,7 @@ export class SandboxProcess {
     return this.#result(reply);
   }
 
-  async snapshot(): Promise<{ image: MachineImage; lost: Lost }> {
+  async snapshot(): Promise<{ image: TakenImage; lost: Lost }> {
     const reply = await this.#request({ type: 'snapshot' });
     if (reply.type === 'reply' && !reply.ok) throw new KernelCommandError(`the machine cannot be swapped out: ${reply.error}`);
     if (reply.type !== 'image') throw new KernelCommandError(`the sandbox answered ${reply.type} to snapshot`);

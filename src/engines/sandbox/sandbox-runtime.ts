@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
 import { writeFileAtomic } from '../../machines/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
-import { decodeImage, encodeImage, readImage, readImageHeader, wholeImage } from './machine-image-file.ts';
-import { heapOffset, makeMemoryPatch } from './memory-patch.ts';
-import type { LoadImage, MachineConfig, MachineImage } from './protocol.ts';
+import { encodeImage, readImage, wholeImage } from './machine-image-file.ts';
+import { makeMemoryPatch } from './memory-patch.ts';
+import type { BaseFile, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
@@ -50,7 +50,7 @@ interface BaseImage {
   id: string;
   image: MachineImage;
   /** Its memory snapshot as a plain file, which sandboxes read themselves rather than get over IPC. */
-  snapshotPath: string;
+  file: BaseFile;
   /** A fresh machine's memory as a patch on the base: its header alone. */
   freshPatch: Uint8Array;
 }
@@ -107,8 +107,8 @@ export class SandboxRuntime {
       try {
         // Against the current base, only what differs from it crosses into the sandbox.
         const image: LoadImage =
-          stored.header.base === base.id
-            ? { patch: makeMemoryPatch(stored.memory), basePath: base.snapshotPath, files: stored.files, meta: stored.header.meta }
+          stored.base === base.id
+            ? { patch: stored.memory, base: base.file, files: stored.files, meta: stored.meta }
             : await wholeImage(stored, (id) => this.baseSnapshot(id));
         await sandbox.load(config, { image });
       } catch (error) {
@@ -144,12 +144,15 @@ export class SandboxRuntime {
     const bytes = await readFile(path).catch(() => {
       throw new Error(`the base image ${id} that this machine's snapshot needs is missing (${path})`);
     });
-    return (await decodeImage(new Uint8Array(bytes), this.pyodideVersion, () => Promise.reject(new Error('nested base')))).snapshot;
+    return (await readImage(new Uint8Array(bytes), this.pyodideVersion)).memory;
   }
 
-  async encode(image: MachineImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
+  /** A machine's image file; its memory is stored as a patch on the base. */
+  async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
+    const { files, meta } = image;
+    if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost);
     const base = await this.base();
-    return encodeImage(image, { id: base.id, snapshot: base.image.snapshot }, lost);
+    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, base.image.snapshot), files, meta }, lost);
   }
 
   base(): Promise<BaseImage> {
@@ -195,7 +198,7 @@ export class SandboxRuntime {
     const sandbox = this.#spawn(placement);
     try {
       const { files, meta } = base.image;
-      await sandbox.load(config, { image: { patch: base.freshPatch, basePath: base.snapshotPath, files, meta } });
+      await sandbox.load(config, { image: { patch: base.freshPatch, base: base.file, files, meta } });
     } catch (error) {
       await sandbox.kill();
       throw error;
@@ -231,9 +234,8 @@ export class SandboxRuntime {
     if (stored) {
       try {
         const bytes = new Uint8Array(stored);
-        if (readImageHeader(bytes).base === null) {
-          return await this.#withMemoryFile(id, await decodeImage(bytes, this.pyodideVersion, () => Promise.reject(new Error('nested base'))));
-        }
+        const { base, memory, files, meta } = await readImage(bytes, this.pyodideVersion);
+        if (base === null) return await this.#withMemoryFile(id, { snapshot: memory, files, meta });
       } catch {
         // Damaged: make it again below.
       }
@@ -243,10 +245,11 @@ export class SandboxRuntime {
     try {
       await sandbox.load(POOL_CONFIG, { kernelSource });
       const { image } = await sandbox.snapshot();
-      const keep = { ...image, snapshot: new Uint8Array(image.snapshot) };
+      if (!('snapshot' in image)) throw new Error('a cold boot returned a patch');
+      const { snapshot, files, meta } = image;
       await mkdir(this.#cacheDir, { recursive: true, mode: 0o700 });
-      await writeFileAtomic(path, await encodeImage(image, null));
-      return await this.#withMemoryFile(id, keep);
+      await writeFileAtomic(path, await encodeImage({ base: null, memory: snapshot, files, meta }));
+      return await this.#withMemoryFile(id, { snapshot, files, meta });
     } finally {
       await sandbox.kill();
     }
@@ -257,9 +260,7 @@ export class SandboxRuntime {
     const snapshotPath = join(this.#memoryDir, `${id}.snapshot`);
     const size = await stat(snapshotPath).then((s) => s.size, () => -1);
     if (size !== image.snapshot.length) await writeFileAtomic(snapshotPath, image.snapshot);
-    const fresh = new Uint8Array(image.snapshot.length);
-    fresh.set(image.snapshot.subarray(0, heapOffset(image.snapshot)));
-    return { id, image, snapshotPath, freshPatch: makeMemoryPatch(fresh) };
+    return { id, image, file: { id, path: snapshotPath }, freshPatch: makeMemoryPatch(new Uint8Array(image.snapshot), image.snapshot) };
   }
 
   #basePath(id: string): string {

@@ -8,8 +8,8 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
-import { applyMemoryPatch, heapOffset } from '../memory-patch.ts';
-import type { ChildMessage, HostMessage, LoadImage, MachineConfig } from '../protocol.ts';
+import { applyMemoryPatch, heapOffset, makeMemoryPatch } from '../memory-patch.ts';
+import type { BaseFile, ChildMessage, HostMessage, LoadImage, MachineConfig, TakenImage } from '../protocol.ts';
 import { recordDynlibs, withDynlibReplay, type EmscriptenModule } from './dynlibs.ts';
 import { archiveFiles, restoreFiles, type EmscriptenFS } from './fs-archive.ts';
 
@@ -217,9 +217,14 @@ async function bootCold(loadPyodide: LoadPyodide, kernelSource: string, outputLi
   return instance;
 }
 
+/** The base this machine was loaded from: its snapshots are patches on it. */
+let loadedBase: BaseFile | undefined;
+
 /** The whole snapshot of an image as loaded: sent whole, or a patch on a base snapshot file. */
 function memoryOf(image: LoadImage): Uint8Array {
-  return 'snapshot' in image ? aligned(image.snapshot) : applyMemoryPatch(image.patch, readFileSync(image.basePath));
+  if ('snapshot' in image) return aligned(image.snapshot);
+  loadedBase = image.base;
+  return applyMemoryPatch(image.patch, readFileSync(image.base.path));
 }
 
 /** A machine with side modules: they are loaded again at their places before the heap is copied in. */
@@ -313,7 +318,10 @@ function snapshot(id: number): void {
     loadedPackages,
     tableLength: instance._module.wasmTable.length,
   };
-  post({ type: 'image', id, image: { snapshot: memory, files, meta }, lost }, [memory.buffer as ArrayBuffer, files.buffer as ArrayBuffer]);
+  // Only what differs from the base crosses to the host.
+  const patch = loadedBase && makeMemoryPatch(memory, readFileSync(loadedBase.path));
+  const image: TakenImage = patch && loadedBase ? { patch, base: loadedBase.id, files, meta } : { snapshot: memory, files, meta };
+  post({ type: 'image', id, image, lost }, [(patch ?? memory).buffer as ArrayBuffer, files.buffer as ArrayBuffer]);
 }
 
 /** A machine that has been quiet for a second gives its garbage back (its memory is what counts). */
