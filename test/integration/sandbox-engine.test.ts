@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
-import { errorOf, managerFixture, run, valueOf } from '../helpers/machines.ts';
+import { errorOf, managerFixture, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 
 /**
  * A real Emscripten side module, assembled by hand: a `dylink.0` section asking for 16 bytes of
@@ -123,6 +123,36 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
     assert.deepEqual(await readFile(path), forged, 'the snapshot is kept as it was');
     await writeFile(path, original);
     assert.equal(valueOf((await run(manager, name, 'kept')).result), '1');
+  });
+
+  it('writes the base memory file again when it is damaged or missing, and machines still restore', async () => {
+    const data = await tempDataDir();
+    try {
+      let other = await openManager({ dataDir: data.dir });
+      const name = (await other.create({ engine: 'sandbox' })).name;
+      await run(other, name, 'kept = 41');
+      await other.swap(name);
+      await other.close();
+      const memoryDir = join(data.dir, 'engines', 'sandbox', 'memory');
+      const [file] = await readdir(memoryDir);
+      const path = join(memoryDir, file!);
+      const good = await readFile(path);
+      const damaged = Buffer.from(good);
+      damaged[damaged.length >> 1]! ^= 0xff;
+      await writeFile(path, damaged);
+      other = await openManager({ dataDir: data.dir });
+      assert.equal(valueOf((await run(other, name, 'kept + 1')).result), '42');
+      assert.ok((await readFile(path)).equals(good), 'the damaged file was written again');
+      await other.swap(name);
+      await other.close();
+      await rm(path);
+      other = await openManager({ dataDir: data.dir });
+      assert.equal(valueOf((await run(other, name, 'kept + 2')).result), '43');
+      assert.ok((await readFile(path)).equals(good), 'the missing file was written again');
+      await other.close();
+    } finally {
+      await data.cleanup();
+    }
   });
 
   describe('workspace and network', () => {

@@ -119,6 +119,9 @@ export class SandboxProcess {
   async kill(): Promise<EngineExit> {
     if (this.alive) {
       this.#stopRequested = true;
+      // A kill that lands while bubblewrap is still setting up leaves its inner process behind
+      // (it has not tied itself to its parent yet), holding our pipes: let the start finish first.
+      await this.#waiting.catch(() => {});
       this.#child.kill('SIGKILL');
     }
     return this.exited;

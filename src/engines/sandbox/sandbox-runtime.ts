@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
 import { writeFileAtomic } from '../../machines/atomic-file.ts';
@@ -258,8 +258,12 @@ export class SandboxRuntime {
   /** The base with its memory as a plain file (written once per base), for sandboxes to read. */
   async #withMemoryFile(id: string, image: MachineImage): Promise<BaseImage> {
     const snapshotPath = join(this.#memoryDir, `${id}.snapshot`);
-    const size = await stat(snapshotPath).then((s) => s.size, () => -1);
-    if (size !== image.snapshot.length) await writeFileAtomic(snapshotPath, image.snapshot);
+    // Restores trust this file as the base: written again when missing or not exactly the base.
+    const onDisk = await readFile(snapshotPath).catch(() => null);
+    if (!onDisk || Buffer.compare(onDisk, image.snapshot) !== 0) {
+      await mkdir(this.#memoryDir, { recursive: true, mode: 0o700 });
+      await writeFileAtomic(snapshotPath, image.snapshot);
+    }
     return { id, image, file: { id, path: snapshotPath }, freshPatch: makeMemoryPatch(new Uint8Array(image.snapshot), image.snapshot) };
   }
 
