@@ -1,4 +1,5 @@
-// Bundles the CLI with esbuild and ships the Python kernel beside it.
+// Bundles the CLI, the sandbox process and the VS Code extension with esbuild, and ships the
+// Python kernel beside them.
 import { build } from 'esbuild';
 import { copyFile, mkdir, chmod } from 'node:fs/promises';
 
@@ -19,6 +20,16 @@ await build({
 await build({
   ...common,
   entryPoints: { 'sandbox/controller': 'src/engines/sandbox/child/controller.ts', 'sandbox/worker': 'src/engines/sandbox/child/worker.ts' },
+});
+// The VS Code extension: CommonJS, as the extension host loads it; `vscode` is the host's own.
+await build({
+  ...common,
+  format: 'cjs',
+  entryPoints: { extension: 'src/extension/extension.ts' },
+  outExtension: { '.js': '.cjs' },
+  external: ['vscode'],
+  define: { 'import.meta.url': '__importMetaUrl' },
+  banner: { js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 await copyFile(new URL('../src/kernel/perennial_kernel.py', import.meta.url), new URL('perennial_kernel.py', outdir));
 await chmod(new URL('cli.js', outdir), 0o755);

@@ -32,12 +32,7 @@ export class LocalServerUnavailableError extends Error {
  * one at once are fine: the data dir's lock lets one server win, and both find it.
  */
 export async function connectToLocalServer(dataDir: string, options: LocalConnectionOptions = {}): Promise<ForeverVMClient> {
-  const find = async () => {
-    const running = await runningServer(dataDir);
-    if (running) return running;
-    if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
-    return startServer(dataDir);
-  };
+  const find = () => localServer(dataDir, options);
   const server = await find();
   // A long-lived client (perennial mcp) outlives a server that stopped when idle: find it again.
   return new ForeverVMClient({
@@ -48,6 +43,14 @@ export async function connectToLocalServer(dataDir: string, options: LocalConnec
       return { baseUrl: again.url, token: again.token };
     },
   });
+}
+
+/** The local server of `dataDir`: the running one, or one started now (unless `autoStart` is false). */
+export async function localServer(dataDir: string, options: LocalConnectionOptions = {}): Promise<ServerInfo> {
+  const running = await runningServer(dataDir);
+  if (running) return running;
+  if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
+  return startServer(dataDir);
 }
 
 /** The server described by server.json, if it is alive and answers. */
@@ -87,6 +90,8 @@ function spawnServer(dataDir: string): { exitedAt?: number } {
   const child = spawn(process.execPath, [cliPath(), '--data-dir', dataDir, 'serve', '--exit-when-idle', String(AUTO_SERVER_IDLE_SECONDS)], {
     detached: true,
     stdio: ['ignore', log, log],
+    // In VS Code's extension host the executable is Electron: run it as plain Node.
+    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
   });
   closeSync(log);
   const state: { exitedAt?: number } = {};

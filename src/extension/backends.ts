@@ -1,0 +1,64 @@
+import * as vscode from 'vscode';
+import { FOREVERVM_BASE_URL } from '../client/forevervm-config.ts';
+import { localServer } from '../client/local-server-connection.ts';
+import { defaultDataDir } from '../machines/data-dir.ts';
+import type { ServerInfo } from '../shared/types.ts';
+
+export type BackendName = 'local' | 'forevervm';
+
+const TOKEN_KEY = 'perennial.forevervm.token';
+
+/**
+ * Where machines live, as the user's settings say: the local server (started on demand, on the
+ * default data dir) or hosted ForeverVM with the token kept in SecretStorage. Fires `onDidChange`
+ * when either the settings or the token change.
+ */
+export class Backends implements vscode.Disposable {
+  readonly #changed = new vscode.EventEmitter<void>();
+  readonly onDidChange = this.#changed.event;
+  readonly #subscriptions: vscode.Disposable[];
+
+  constructor(
+    private readonly secrets: vscode.SecretStorage,
+    readonly log: vscode.LogOutputChannel,
+  ) {
+    this.#subscriptions = [
+      this.#changed,
+      vscode.workspace.onDidChangeConfiguration((event) => {
+        if (event.affectsConfiguration('perennial.backend') || event.affectsConfiguration('perennial.forevervm.baseUrl')) this.#changed.fire();
+      }),
+      secrets.onDidChange((event) => {
+        if (event.key === TOKEN_KEY) this.#changed.fire();
+      }),
+    ];
+  }
+
+  get active(): BackendName {
+    return vscode.workspace.getConfiguration('perennial').get<BackendName>('backend') === 'forevervm' ? 'forevervm' : 'local';
+  }
+
+  get forevervmBaseUrl(): string {
+    return vscode.workspace.getConfiguration('perennial').get<string>('forevervm.baseUrl') || FOREVERVM_BASE_URL;
+  }
+
+  readonly dataDir = defaultDataDir();
+
+  token(): Thenable<string | undefined> {
+    return this.secrets.get(TOKEN_KEY);
+  }
+
+  setToken(token: string): Thenable<void> {
+    return this.secrets.store(TOKEN_KEY, token);
+  }
+
+  /** The local server, started if it does not run. */
+  async localServer(): Promise<ServerInfo> {
+    const server = await localServer(this.dataDir);
+    this.log.info(`local server ${server.url} (pid ${server.pid}) on ${this.dataDir}`);
+    return server;
+  }
+
+  dispose(): void {
+    for (const subscription of this.#subscriptions) subscription.dispose();
+  }
+}

@@ -1,0 +1,15 @@
+import * as vscode from 'vscode';
+import { Backends } from './backends.ts';
+import { registerTokenCommand } from './forevervm-token.ts';
+import { registerMcpProvider } from './mcp-provider.ts';
+
+/** The extension's entry: each feature is wired from its own module in this folder. */
+export function activate(context: vscode.ExtensionContext): void {
+  const log = vscode.window.createOutputChannel('Perennial', { log: true });
+  const backends = new Backends(context.secrets, log);
+  const cliPath = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
+  context.subscriptions.push(log, backends, registerMcpProvider(backends, cliPath), registerTokenCommand(backends));
+  log.info(`Perennial activated; backend ${backends.active}`);
+}
+
+export function deactivate(): void {}

@@ -1,0 +1,18 @@
+import * as vscode from 'vscode';
+import type { Backends } from './backends.ts';
+
+/** "Perennial: Set ForeverVM Token": asks for the token and keeps it in SecretStorage, never in settings. */
+export function registerTokenCommand(backends: Backends): vscode.Disposable {
+  return vscode.commands.registerCommand('perennial.setForeverVMToken', async () => {
+    const token = await vscode.window.showInputBox({
+      title: 'ForeverVM token',
+      prompt: 'The token of your ForeverVM account (kept in VS Code\'s secret storage)',
+      password: true,
+      ignoreFocusOut: true,
+      validateInput: (value) => (/^\S+$/.test(value.trim()) ? undefined : 'A token is one word, without spaces'),
+    });
+    if (token === undefined) return;
+    await backends.setToken(token.trim());
+    void vscode.window.showInformationMessage('Perennial: ForeverVM token saved.');
+  });
+}

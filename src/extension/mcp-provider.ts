@@ -1,0 +1,45 @@
+import * as vscode from 'vscode';
+import { runningServer } from '../client/local-server-connection.ts';
+import { VERSION } from '../shared/version.ts';
+import type { Backends } from './backends.ts';
+
+/** The provider's id in package.json `contributes.mcpServerDefinitionProviders`. */
+const PROVIDER_ID = 'perennial.mcp';
+export const MCP_SERVER_LABEL = 'Perennial Python REPLs';
+
+/**
+ * Perennial's MCP server for Copilot agent mode and any other MCP client in VS Code: the local
+ * server's `/mcp` endpoint over HTTP, or `perennial mcp --backend forevervm` over stdio for the
+ * hosted service. Resolving it starts the local server when it does not run.
+ */
+export function registerMcpProvider(backends: Backends, cliPath: string): vscode.Disposable {
+  return vscode.lm.registerMcpServerDefinitionProvider(PROVIDER_ID, {
+    onDidChangeMcpServerDefinitions: backends.onDidChange,
+    provideMcpServerDefinitions: async () => [await definition(backends, cliPath, false)],
+    resolveMcpServerDefinition: async () => {
+      try {
+        backends.log.info(`starting the MCP server (${backends.active} backend)`);
+        return await definition(backends, cliPath, true);
+      } catch (error) {
+        backends.log.error(`the MCP server cannot start: ${(error as Error).message}`);
+        void vscode.window.showErrorMessage(`Perennial: ${(error as Error).message}`, 'Show Log').then((choice) => {
+          if (choice) backends.log.show();
+        });
+        return undefined;
+      }
+    },
+  });
+}
+
+async function definition(backends: Backends, cliPath: string, resolving: boolean): Promise<vscode.McpServerDefinition> {
+  if (backends.active === 'forevervm') {
+    const token = await backends.token();
+    if (!token && resolving) throw new Error('no ForeverVM token is set; run "Perennial: Set ForeverVM Token"');
+    const env = { ELECTRON_RUN_AS_NODE: '1', FOREVERVM_BASE_URL: backends.forevervmBaseUrl, ...(token ? { FOREVERVM_TOKEN: token } : {}) };
+    return new vscode.McpStdioServerDefinition(MCP_SERVER_LABEL, process.execPath, [cliPath, 'mcp', '--backend', 'forevervm'], env, VERSION);
+  }
+  // Listing must not start a server; resolving (just before VS Code connects) does.
+  const server = resolving ? await backends.localServer() : await runningServer(backends.dataDir);
+  const url = vscode.Uri.parse(`${server?.url ?? 'http://127.0.0.1'}/mcp`);
+  return new vscode.McpHttpServerDefinition(MCP_SERVER_LABEL, url, server ? { Authorization: `Bearer ${server.token}` } : {}, VERSION);
+}
