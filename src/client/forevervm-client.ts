@@ -5,6 +5,7 @@ import type {
   FileListing,
   ForeverVMMachine,
   HistoryEntry,
+  MachineEvent,
   MachineInfo,
   OutputChunk,
   ResultResponse,
@@ -181,6 +182,34 @@ export class ForeverVMClient {
     return this.#extension('report status', 'GET', '/v1/status');
   }
 
+  /** Calls `onEvent` for every change to the machines until the stream ends or `signal` aborts. */
+  async events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {
+    let response: Response;
+    try {
+      response = await this.#request('GET', '/v1/events', undefined, 0, false, signal);
+    } catch (error) {
+      if (error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405)) throw new UnsupportedByBackendError('stream machine events');
+      throw error;
+    }
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const piece of response.body as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(piece, { stream: true });
+      let end: number;
+      // Server-sent events are separated by a blank line; only `data:` lines matter here.
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const data = buffered
+          .slice(0, end)
+          .split('\n')
+          .filter((line) => line.startsWith('data:'))
+          .map((line) => line.slice(5).trim())
+          .join('\n');
+        buffered = buffered.slice(end + 2);
+        if (data) onEvent(JSON.parse(data) as MachineEvent);
+      }
+    }
+  }
+
   // ---- internals ------------------------------------------------------------------------------
 
   async #extension<T>(what: string, method: string, path: string, body?: unknown): Promise<T> {
@@ -197,7 +226,8 @@ export class ForeverVMClient {
     return (await (await this.#request(method, path, body, timeoutMs)).json()) as T;
   }
 
-  async #request(method: string, path: string, body?: unknown, timeoutMs = 60_000, retried = false): Promise<Response> {
+  /** `timeoutMs` 0 means none: `signal` alone ends the request (a stream). */
+  async #request(method: string, path: string, body?: unknown, timeoutMs = 60_000, retried = false, signal?: AbortSignal): Promise<Response> {
     let response: Response;
     try {
       response = await fetch(this.#baseUrl + path, {
@@ -208,11 +238,12 @@ export class ForeverVMClient {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : signal,
       });
     } catch (error) {
-      if (!retried && (error as Error).name !== 'TimeoutError' && (await this.refresh().catch(() => false))) {
-        return this.#request(method, path, body, timeoutMs, true);
+      const name = (error as Error).name;
+      if (!retried && name !== 'TimeoutError' && name !== 'AbortError' && (await this.refresh().catch(() => false))) {
+        return this.#request(method, path, body, timeoutMs, true, signal);
       }
       throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.#baseUrl}: ${(error as Error).message}`);
     }

@@ -1,14 +1,28 @@
 import * as vscode from 'vscode';
 import { Backends } from './backends.ts';
 import { registerTokenCommand } from './forevervm-token.ts';
+import { LocalMachines } from './local-machines.ts';
+import { registerMachineCommands } from './machine-commands.ts';
+import { MachinesTree } from './machines-tree.ts';
 import { registerMcpProvider } from './mcp-provider.ts';
 
 /** The extension's entry: each feature is wired from its own module in this folder. */
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Perennial', { log: true });
   const backends = new Backends(context.secrets, log);
+  const local = new LocalMachines(backends.dataDir, log);
+  const tree = new MachinesTree(local);
   const cliPath = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
-  context.subscriptions.push(log, backends, registerMcpProvider(backends, cliPath), registerTokenCommand(backends));
+  context.subscriptions.push(
+    log,
+    backends,
+    local,
+    tree,
+    vscode.window.registerTreeDataProvider('perennial.machines', tree),
+    registerMcpProvider(backends, cliPath),
+    registerTokenCommand(backends),
+    registerMachineCommands(local, log),
+  );
   log.info(`Perennial activated; backend ${backends.active}`);
 }
 

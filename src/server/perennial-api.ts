@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
+import type { MachineEvent } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
 import { machineName, parse, type Handler } from './forevervm-api.ts';
 import { readJson, sendJson } from './http-io.ts';
@@ -113,7 +114,7 @@ function streamEvents(manager: MachineManager, res: ServerResponse): Promise<voi
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
   res.write(': perennial events\n\n');
   const listener = (event: ManagerEvent) => {
-    const data = event.type === 'instruction' ? { type: event.type, name: event.name, seq: event.seq, error: 'error' in event.result } : event;
+    const data: MachineEvent = event.type === 'instruction' ? { type: event.type, name: event.name, seq: event.seq, error: 'error' in event.result } : event;
     res.write(`event: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`);
   };
   manager.on('event', listener);

@@ -76,6 +76,16 @@ export interface MachineInfo {
   warnings: string[];
 }
 
+/** What `/v1/events` streams: every change to the machines, as it happens. */
+export type MachineEvent =
+  | { type: 'created'; machine: MachineInfo }
+  | { type: 'deleted'; name: string }
+  | { type: 'state'; name: string; state: MachineState }
+  /** An instruction finished; its result is one request away. */
+  | { type: 'instruction'; name: string; seq: number; error: boolean }
+  | { type: 'checkpoint'; name: string; bytes: number }
+  | { type: 'error'; name: string; message: string };
+
 export interface SnapshotInfo {
   /** When the snapshot was taken (RFC 3339). */
   at: string;

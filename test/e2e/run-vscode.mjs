@@ -7,7 +7,7 @@
 // .cache/e2e/screenshots); CHROMIUM (default /usr/bin/chromium); E2E_TIMEOUT_MS (default 600000);
 // KEEP_STATE=1 keeps the temporary VS Code state even when the suite passes.
 // A test asks for a screenshot with console.log('@@screenshot:<name>'); the file appears as
-// $SHOT_DIR/<name>.png.
+// $SHOT_DIR/<name>.png. It acts on the page with console.log('@@ui:<id>:<json>'); see uiAction.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
@@ -58,6 +58,8 @@ writeFileSync(
   }),
 );
 const results = join(state, 'results.json');
+const uiDir = join(state, 'ui');
+mkdirSync(uiDir);
 const dataHome = join(state, 'xdg-data');
 const env = {
   ...process.env,
@@ -69,6 +71,7 @@ const env = {
   PERENNIAL_E2E_RESULTS: results,
   PERENNIAL_E2E_SHOTS: shotDir,
   PERENNIAL_E2E_WORKSPACE: workspace,
+  PERENNIAL_E2E_UI: uiDir,
 };
 
 const port = await new Promise((done) => {
@@ -126,6 +129,19 @@ async function webviewsReady(page) {
   return false;
 }
 
+/**
+ * What a test asks of the workbench's page (the extension host cannot see it): click an element,
+ * read the text of elements. The answer goes to $PERENNIAL_E2E_UI/<id>.json, which the test polls.
+ */
+async function uiAction(page, { click, text }) {
+  try {
+    if (click) await page.locator(click).first().click({ timeout: 10_000 });
+    return { ok: true, text: text ? await page.locator(text).allInnerTexts() : [] };
+  } catch (error) {
+    return { ok: false, error: error.message };
+  }
+}
+
 const authority = `127.0.0.1:${port}`;
 const payload = [
   ['extensionDevelopmentPath', `vscode-remote://${authority}${root}`],
@@ -148,6 +164,11 @@ try {
   const finished = new Promise((done) => (finish = done));
   await page.exposeFunction('codeAutomationLog', async (_type, args) => {
     const text = format(...(args ?? []));
+    const ui = /^@@ui:([\w.-]+):(.*)$/s.exec(text);
+    if (ui) {
+      writeFileSync(join(uiDir, `${ui[1]}.json`), JSON.stringify(await uiAction(page, JSON.parse(ui[2]))));
+      return;
+    }
     const shot = /@@screenshot:([\w.-]+)/.exec(text);
     if (shot) {
       if (!(await webviewsReady(page))) say('webview content was not ready after 10 s');

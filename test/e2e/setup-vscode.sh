@@ -12,6 +12,9 @@ code_server_version=${CODE_SERVER_VERSION:-4.139.1}
 node_version=${NODE_VERSION:-24.21.0}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
+# Run from `npm test`, the environment carries the outer npm's settings (its user agent names
+# Node 20, which code-server's postinstall refuses): the installs below must not inherit them.
+for variable in $(compgen -e | grep -i '^npm_'); do unset "$variable"; done
 
 # Chromium drives the workbench; code-server's kerberos module needs the gssapi headers to build.
 missing=()

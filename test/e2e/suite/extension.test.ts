@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 
 const EXTENSION_ID = 'perennial.perennial';
@@ -25,7 +27,31 @@ async function invoke(name: string, input: object): Promise<string> {
   return result.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : '')).join('');
 }
 
+let actions = 0;
+
+/** Acts on the workbench page through the runner (see run-vscode.mjs): clicks, reads text. */
+async function ui(action: { click?: string; text?: string }): Promise<string[]> {
+  const id = `action-${++actions}`;
+  console.log(`@@ui:${id}:${JSON.stringify(action)}`);
+  const file = join(process.env.PERENNIAL_E2E_UI!, `${id}.json`);
+  const answer = await eventually(() => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; text: string[]; error?: string }) : undefined), `the page to answer ${id}`);
+  if (!answer.ok) throw new Error(`the page could not ${JSON.stringify(action)}: ${answer.error}`);
+  return answer.text;
+}
+
+async function screenshot(name: string): Promise<void> {
+  const file = join(process.env.PERENNIAL_E2E_SHOTS!, `${name}.png`);
+  rmSync(file, { force: true });
+  console.log(`@@screenshot:${name}`);
+  await eventually(() => existsSync(file) || undefined, `the screenshot ${name}`);
+}
+
+/** The rows of the Machines view, as shown. */
+const TREE_ROWS = '.part.sidebar .monaco-list-row';
+
 suite('Perennial in VS Code', () => {
+  let replId = '';
+
   test('activates', async () => {
     const extension = vscode.extensions.getExtension(EXTENSION_ID);
     assert.ok(extension, 'the extension is installed');
@@ -45,11 +71,28 @@ suite('Perennial in VS Code', () => {
 
   test('Copilot-style tool calls: create a REPL, then run in it twice, and state persists', async () => {
     // VS Code hands a tool's structured content to the model, as JSON text.
-    const { replId } = JSON.parse(await invoke('create-python-repl', {})) as { replId: string };
+    replId = (JSON.parse(await invoke('create-python-repl', {})) as { replId: string }).replId;
     assert.match(replId, /^[\w-]{16}$/);
     const first = JSON.parse(await invoke('run-python-in-repl', { replId, pythonCode: 'x = 20 + 1' })) as { value: string | null; error: string | null };
     assert.deepEqual([first.value, first.error], [null, null]);
     const second = JSON.parse(await invoke('run-python-in-repl', { replId, pythonCode: 'x * 2' })) as { value: string | null };
     assert.equal(second.value, '42');
+  });
+
+  test('the Machines view shows that machine, and its variables when expanded', async () => {
+    await vscode.commands.executeCommand('workbench.view.extension.perennial');
+    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId)) ? true : undefined), `${replId} in the Machines view`);
+    await ui({ click: `${TREE_ROWS}:has-text("${replId}")` });
+    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes('x: int = 21')) ? true : undefined), 'the variable x in the Machines view');
+    await screenshot('machines-tree');
+  });
+
+  test('Delete removes the machine, from the server and from the view', async () => {
+    // The smoke-test driver leaves modal dialogs unanswered: turn the confirmation off.
+    await vscode.workspace.getConfiguration('perennial').update('confirmDelete', false, vscode.ConfigurationTarget.Global);
+    await vscode.commands.executeCommand('perennial.deleteMachine', { kind: 'machine', machine: { name: replId } });
+    const listed = JSON.parse(await invoke('list-python-repls', {})) as { repls: Array<{ replId: string }> } | Array<{ replId: string }>;
+    assert.ok(!JSON.stringify(listed).includes(replId), `${replId} is gone from ${JSON.stringify(listed)}`);
+    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId)) ? undefined : true), `${replId} to leave the Machines view`);
   });
 });
