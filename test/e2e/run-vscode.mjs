@@ -72,6 +72,8 @@ const env = {
   PERENNIAL_E2E_SHOTS: shotDir,
   PERENNIAL_E2E_WORKSPACE: workspace,
   PERENNIAL_E2E_UI: uiDir,
+  // python-engine machines use Debian's Python, which has matplotlib (scripts/test-deps.sh).
+  PERENNIAL_PYTHON: '/usr/bin/python3',
 };
 
 const port = await new Promise((done) => {
@@ -136,7 +138,9 @@ async function webviewsReady(page) {
 async function uiAction(page, { click, text }) {
   try {
     if (click) await page.locator(click).first().click({ timeout: 10_000 });
-    return { ok: true, text: text ? await page.locator(text).allInnerTexts() : [] };
+    // Text is read in every frame: webviews live in nested iframes.
+    const texts = text ? await Promise.all(page.frames().map((frame) => frame.locator(text).allInnerTexts().catch(() => []))) : [];
+    return { ok: true, text: texts.flat() };
   } catch (error) {
     return { ok: false, error: error.message };
   }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 
@@ -52,6 +52,11 @@ const TREE_ROWS = '.part.sidebar .monaco-list-row';
 suite('Perennial in VS Code', () => {
   let replId = '';
 
+  suiteSetup(async () => {
+    // The smoke-test driver leaves modal dialogs unanswered: no confirmation before a delete.
+    await vscode.workspace.getConfiguration('perennial').update('confirmDelete', false, vscode.ConfigurationTarget.Global);
+  });
+
   test('activates', async () => {
     const extension = vscode.extensions.getExtension(EXTENSION_ID);
     assert.ok(extension, 'the extension is installed');
@@ -87,9 +92,37 @@ suite('Perennial in VS Code', () => {
     await screenshot('machines-tree');
   });
 
+  test('Run Selection or Line sends code to the active machine; the output panel shows the value', async () => {
+    await vscode.commands.executeCommand('perennial.selectMachine', replId);
+    const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'demo.py');
+    writeFileSync(file, 'y = x * 2\nprint("doubled", y)\ny + 0.5\n');
+    const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+    editor.selection = new vscode.Selection(0, 0, 1, 99);
+    await vscode.commands.executeCommand('perennial.runSelection');
+    editor.selection = new vscode.Selection(2, 0, 2, 0);
+    await vscode.commands.executeCommand('perennial.runSelection');
+    const shown = await eventually(async () => {
+      const text = (await ui({ text: 'main#entries' })).join('\n');
+      return text.includes('42.5') ? text : undefined;
+    }, 'the value 42.5 in the output panel');
+    assert.match(shown, /doubled 42/);
+    assert.equal(editor.selection.active.line, 3, 'after running a line, the cursor moves to the next');
+  });
+
+  test('a figure from a python-engine machine shows inline in the output panel', async () => {
+    const { replId: plotting } = JSON.parse(await invoke('create-python-repl', { engine: 'python' })) as { replId: string };
+    await vscode.commands.executeCommand('perennial.selectMachine', plotting);
+    const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'plot.py');
+    writeFileSync(file, ['# %%', 'import matplotlib.pyplot as plt', 'xs = list(range(50))', 'plt.plot(xs, [x * x for x in xs])', "plt.title('squares')", 'plt.show()', ''].join('\n'));
+    const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+    editor.selection = new vscode.Selection(2, 0, 2, 0);
+    await vscode.commands.executeCommand('perennial.runCell');
+    await eventually(async () => ((await ui({ text: 'main#entries img' })).length ? true : undefined), 'a figure in the output panel', 120_000);
+    await screenshot('output-panel-plot');
+    await vscode.commands.executeCommand('perennial.deleteMachine', { kind: 'machine', machine: { name: plotting } });
+  });
+
   test('Delete removes the machine, from the server and from the view', async () => {
-    // The smoke-test driver leaves modal dialogs unanswered: turn the confirmation off.
-    await vscode.workspace.getConfiguration('perennial').update('confirmDelete', false, vscode.ConfigurationTarget.Global);
     await vscode.commands.executeCommand('perennial.deleteMachine', { kind: 'machine', machine: { name: replId } });
     const listed = JSON.parse(await invoke('list-python-repls', {})) as { repls: Array<{ replId: string }> } | Array<{ replId: string }>;
     assert.ok(!JSON.stringify(listed).includes(replId), `${replId} is gone from ${JSON.stringify(listed)}`);
