@@ -1,0 +1,26 @@
+// Builds the .vsix: the production bundle, with the two packages the local server reads from disk
+// at run time (Pyodide's runtime and the zstd wasm) placed beside it in dist/node_modules.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+
+const root = new URL('../', import.meta.url);
+const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: 'inherit' });
+run(process.execPath, ['scripts/build.mjs']);
+
+const modules = new URL('dist/node_modules/', root);
+rmSync(modules, { recursive: true, force: true });
+const pyodide = new URL('pyodide/', modules);
+mkdirSync(pyodide, { recursive: true });
+for (const file of ['package.json', 'pyodide.mjs', 'pyodide.asm.js', 'pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide-lock.json']) {
+  cpSync(new URL(`node_modules/pyodide/${file}`, root), new URL(file, pyodide));
+}
+const zstd = new URL('@bokuweb/zstd-wasm/', modules);
+mkdirSync(zstd, { recursive: true });
+cpSync(new URL('node_modules/@bokuweb/zstd-wasm/package.json', root), new URL('package.json', zstd));
+cpSync(new URL('node_modules/@bokuweb/zstd-wasm/dist/common/', root), new URL('dist/common/', zstd), { recursive: true, filter: (path) => !path.endsWith('.map') });
+
+const { version } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
+const out = `perennial-${version}.vsix`;
+// Dependencies are bundled (or copied above); the README's images stay relative.
+run(new URL('node_modules/.bin/vsce', root).pathname, ['package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out]);
+console.log(`${out}: ${(statSync(new URL(out, root)).size / 1024 / 1024).toFixed(1)} MiB`);

@@ -1,0 +1,69 @@
+// The package as a user gets it: installs the .vsix into a clean code-server with
+// `--install-extension`, opens the workbench, checks that the extension activates, and creates a
+// sandbox machine from the Machines view's welcome (which starts the local server from the files
+// the package carries).
+// Usage: node test/e2e/check-vsix.mjs <perennial-x.y.z.vsix>   (env: CS_NODE, CS_ENTRY)
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { codeServerPaths, freshState, installExtension, launchChromium, removeState, startCodeServer, stopPerennialServer } from './vscode-session.mjs';
+
+const vsix = process.argv[2];
+if (!vsix || !existsSync(vsix)) {
+  console.error('usage: check-vsix.mjs <path to perennial-*.vsix>');
+  process.exit(2);
+}
+codeServerPaths();
+const state = freshState();
+installExtension(state, resolve(vsix));
+const server = await startCodeServer(state);
+const browser = await launchChromium(state);
+
+/** The extension's own log ("Perennial" output channel), once the extension host wrote it. */
+function extensionLog() {
+  const logs = join(state.dir, 'data', 'logs');
+  for (const session of existsSync(logs) ? readdirSync(logs) : []) {
+    for (const host of readdirSync(join(logs, session)).filter((name) => name.startsWith('exthost'))) {
+      const file = join(logs, session, host, 'perennial.perennial', 'Perennial.log');
+      if (existsSync(file)) return readFileSync(file, 'utf8');
+    }
+  }
+  return '';
+}
+
+async function until(check, what, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+let failure;
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 850 } });
+  await page.goto(`http://${server.authority}/?folder=${encodeURIComponent(state.workspace)}`);
+  await until(() => extensionLog().includes('Perennial activated'), 'the installed extension to activate');
+  await page.locator('.activitybar [aria-label^="Perennial"]').first().click();
+  const welcome = page.getByRole('button', { name: 'New Machine' }).first();
+  await welcome.waitFor({ timeout: 30_000 });
+  await welcome.click();
+  // Engine (sandbox is offered first), then no tags; each prompt is waited for before answering.
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'sandbox' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget', { hasText: 'Tags (optional)' }).waitFor();
+  await page.keyboard.press('Enter');
+  await until(async () => (await page.locator('.part.sidebar .monaco-list-row').allInnerTexts()).some((row) => /warm|busy|swapped/.test(row)), 'the new machine in the Machines view', 120_000);
+  console.log('check-vsix: installed, activated, and created a sandbox machine from the package');
+} catch (error) {
+  failure = error;
+} finally {
+  await browser.close();
+  server.kill();
+  await stopPerennialServer(state);
+}
+if (failure) {
+  console.error(`check-vsix failed: ${failure.message}\n  kept ${state.dir}; the extension's log:\n${extensionLog()}`);
+  process.exit(1);
+}
+removeState(state);
