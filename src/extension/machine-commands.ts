@@ -3,12 +3,13 @@ import type { NewMachine } from '../client/forevervm-client.ts';
 import type { LocalMachines } from './local-machines.ts';
 import type { MachineNode } from './machines-tree.ts';
 
-/** The machine commands of the view and the palette: new, delete, copy name, refresh. */
+/** The machine commands of the view and the palette: new, interrupt, delete, copy name, refresh. */
 export function registerMachineCommands(local: LocalMachines, log: vscode.LogOutputChannel): vscode.Disposable {
   return vscode.Disposable.from(
     vscode.commands.registerCommand('perennial.refresh', () => reporting(log, 'refresh the machines', () => local.refresh())),
     vscode.commands.registerCommand('perennial.newMachine', () => reporting(log, 'create a machine', () => newMachine(local))),
     vscode.commands.registerCommand('perennial.deleteMachine', (node?: MachineNode) => reporting(log, 'delete the machine', () => deleteMachine(local, node))),
+    vscode.commands.registerCommand('perennial.interrupt', (node?: MachineNode) => reporting(log, 'interrupt the machine', () => interrupt(local, node))),
     vscode.commands.registerCommand('perennial.copyMachineName', async (node?: MachineNode) => {
       const name = node?.machine.name ?? (await pickMachine(local, 'Machine whose name to copy'));
       if (name) await vscode.env.clipboard.writeText(name);
@@ -63,6 +64,15 @@ export async function newMachine(local: LocalMachines): Promise<string | undefin
   const name = await (await local.client()).createMachine(options);
   await local.refresh();
   return name;
+}
+
+/** Stops what the machine runs (KeyboardInterrupt) and cancels what waits for it. */
+async function interrupt(local: LocalMachines, node?: MachineNode): Promise<void> {
+  const name = node?.machine.name ?? (await pickMachine(local, 'Machine to interrupt'));
+  if (!name) return;
+  const { cancelled, interrupted } = await (await local.client()).interrupt(name);
+  const what = interrupted ? `interrupted${cancelled ? `, ${cancelled} waiting instruction(s) cancelled` : ''}` : 'was not running anything';
+  void vscode.window.setStatusBarMessage(`Perennial: ${name} ${what}`, 4000);
 }
 
 async function deleteMachine(local: LocalMachines, node?: MachineNode): Promise<void> {

@@ -109,6 +109,18 @@ suite('Perennial in VS Code', () => {
     assert.equal(editor.selection.active.line, 3, 'after running a line, the cursor moves to the next');
   });
 
+  test('Interrupt stops what the machine runs', async () => {
+    const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'slow.py');
+    writeFileSync(file, 'import time\ntime.sleep(60)\n');
+    const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+    editor.selection = new vscode.Selection(0, 0, 1, 99);
+    const running = vscode.commands.executeCommand('perennial.runSelection');
+    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId) && row.includes('busy')) ? true : undefined), `${replId} to be busy`);
+    await vscode.commands.executeCommand('perennial.interrupt', { kind: 'machine', machine: { name: replId } });
+    await running;
+    await eventually(async () => ((await ui({ text: 'main#entries' })).join('\n').includes('KeyboardInterrupt') ? true : undefined), 'KeyboardInterrupt in the output panel');
+  });
+
   test('a figure from a python-engine machine shows inline in the output panel', async () => {
     const { replId: plotting } = JSON.parse(await invoke('create-python-repl', { engine: 'python' })) as { replId: string };
     await vscode.commands.executeCommand('perennial.selectMachine', plotting);
