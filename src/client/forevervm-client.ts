@@ -110,19 +110,11 @@ export class ForeverVMClient {
   /** Streams an instruction's output line by line, then answers its result. */
   async streamResult(machine: string, seq: number, onOutput: (chunk: OutputChunk) => void): Promise<ExecResult> {
     const response = await this.#request('GET', `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/stream-result`, undefined, RESULT_TIMEOUT_MS);
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for await (const piece of response.body as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(piece, { stream: true });
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline).trim();
-        buffered = buffered.slice(newline + 1);
-        if (!line) continue;
-        const message = JSON.parse(line) as StreamResultLine;
-        if (message.type === 'output') onOutput(message.chunk);
-        else return message.result;
-      }
+    for await (const line of pieces(response, '\n')) {
+      if (!line.trim()) continue;
+      const message = JSON.parse(line) as StreamResultLine;
+      if (message.type === 'output') onOutput(message.chunk);
+      else return message.result;
     }
     throw new ForeverVMError(502, 'StreamEnded', 'The result stream ended before the result');
   }
@@ -191,22 +183,14 @@ export class ForeverVMClient {
       if (error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405)) throw new UnsupportedByBackendError('stream machine events');
       throw error;
     }
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for await (const piece of response.body as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(piece, { stream: true });
-      let end: number;
-      // Server-sent events are separated by a blank line; only `data:` lines matter here.
-      while ((end = buffered.indexOf('\n\n')) >= 0) {
-        const data = buffered
-          .slice(0, end)
-          .split('\n')
-          .filter((line) => line.startsWith('data:'))
-          .map((line) => line.slice(5).trim())
-          .join('\n');
-        buffered = buffered.slice(end + 2);
-        if (data) onEvent(JSON.parse(data) as MachineEvent);
-      }
+    // Server-sent events are separated by a blank line; only `data:` lines matter here.
+    for await (const block of pieces(response, '\n\n')) {
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trim())
+        .join('\n');
+      if (data) onEvent(JSON.parse(data) as MachineEvent);
     }
   }
 
@@ -256,5 +240,19 @@ export class ForeverVMClient {
       // not JSON: keep the text
     }
     throw new ForeverVMError(response.status, parsed.code ?? `HTTP${response.status}`, parsed.message ?? `${response.status} ${text.slice(0, 300)}`, parsed.id ?? null);
+  }
+}
+
+/** A streamed response body as text, split at `separator`, each piece as soon as it is whole. */
+async function* pieces(response: Response, separator: string): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffered.indexOf(separator)) >= 0) {
+      yield buffered.slice(0, end);
+      buffered = buffered.slice(end + separator.length);
+    }
   }
 }

@@ -9,8 +9,8 @@ import type {
   FileContent,
   FileListing,
   HistoryEntry,
+  MachineEvent,
   MachineInfo,
-  MachineState,
   ObjectInfo,
   OutputChunk,
   VariableDetail,
@@ -69,13 +69,8 @@ export interface ExecOptions {
   interrupt?: boolean;
 }
 
-export type ManagerEvent =
-  | { type: 'created'; machine: MachineInfo }
-  | { type: 'deleted'; name: string }
-  | { type: 'state'; name: string; state: MachineState }
-  | { type: 'instruction'; name: string; seq: number; result: ExecResult }
-  | { type: 'checkpoint'; name: string; bytes: number }
-  | { type: 'error'; name: string; message: string };
+/** The events of `/v1/events`, with a finished instruction's whole result. */
+export type ManagerEvent = Exclude<MachineEvent, { type: 'instruction' }> | { type: 'instruction'; name: string; seq: number; result: ExecResult };
 
 /** A bad request: the caller can fix it (unknown engine, bad tag...). */
 export class InvalidRequestError extends Error {
