@@ -66,6 +66,7 @@ function buildProgram(): Command {
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port (default: any free port, written to server.json)', positiveInteger)
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
+    .option('--idle-seconds <seconds>', 'swap a machine out after this long without instructions (default 300)', positiveNumber)
     .action((options) => serveCommand(context(), options));
 
   program

@@ -15,6 +15,8 @@ export const AUTO_SERVER_IDLE_SECONDS = 900;
 export interface LocalConnectionOptions {
   /** Start the server when none runs. Default true. */
   autoStart?: boolean;
+  /** For a server started here: swap machines out after this many idle seconds. */
+  idleSeconds?: number;
 }
 
 /** No local server runs on the data dir, and none could be started. */
@@ -50,7 +52,7 @@ export async function localServer(dataDir: string, options: LocalConnectionOptio
   const running = await runningServer(dataDir);
   if (running) return running;
   if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
-  return startServer(dataDir);
+  return startServer(dataDir, options.idleSeconds);
 }
 
 /** The server described by server.json, if it is alive and answers. */
@@ -70,24 +72,25 @@ export async function runningServer(dataDir: string): Promise<ServerInfo | null>
   }
 }
 
-async function startServer(dataDir: string): Promise<ServerInfo> {
+async function startServer(dataDir: string, idleSeconds?: number): Promise<ServerInfo> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const deadline = Date.now() + START_TIMEOUT_MS;
-  let child = spawnServer(dataDir);
+  const spawnServer = () => spawnDetachedServer(dataDir, idleSeconds ? ['--idle-seconds', String(idleSeconds)] : []);
+  let child = spawnServer();
   while (Date.now() < deadline) {
     const info = await runningServer(dataDir);
     if (info) return info;
     // It exited: the data dir was still owned (another client's server is starting, or a
     // stopping one has not let go yet). Give that a moment, then try again.
-    if (child.exitedAt !== undefined && Date.now() - child.exitedAt > 1000) child = spawnServer(dataDir);
+    if (child.exitedAt !== undefined && Date.now() - child.exitedAt > 1000) child = spawnServer();
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new LocalServerUnavailableError(`The Perennial server did not start on ${dataDir} within ${START_TIMEOUT_MS / 1000} s; see ${join(dataDir, 'server.log')}`);
 }
 
-function spawnServer(dataDir: string): { exitedAt?: number } {
+function spawnDetachedServer(dataDir: string, extraArgs: string[]): { exitedAt?: number } {
   const log = openSync(join(dataDir, 'server.log'), 'a', 0o600);
-  const child = spawn(process.execPath, [cliPath(), '--data-dir', dataDir, 'serve', '--exit-when-idle', String(AUTO_SERVER_IDLE_SECONDS)], {
+  const child = spawn(process.execPath, [cliPath(), '--data-dir', dataDir, 'serve', '--exit-when-idle', String(AUTO_SERVER_IDLE_SECONDS), ...extraArgs], {
     detached: true,
     stdio: ['ignore', log, log],
     // In VS Code's extension host the executable is Electron: run it as plain Node.

@@ -51,9 +51,14 @@ export class Backends implements vscode.Disposable {
     return this.secrets.store(TOKEN_KEY, token);
   }
 
+  /** For a local server that VS Code starts: when it swaps idle machines out. */
+  get idleSeconds(): number | undefined {
+    return vscode.workspace.getConfiguration('perennial').get<number>('idleSeconds') || undefined;
+  }
+
   /** The local server, started if it does not run. */
   async localServer(): Promise<ServerInfo> {
-    const server = await localServer(this.dataDir);
+    const server = await localServer(this.dataDir, { idleSeconds: this.idleSeconds });
     this.log.info(`local server ${server.url} (pid ${server.pid}) on ${this.dataDir}`);
     return server;
   }

@@ -13,7 +13,7 @@ import { registerRunCommands } from './run-code.ts';
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Perennial', { log: true });
   const backends = new Backends(context.secrets, log);
-  const local = new LocalMachines(backends.dataDir, log);
+  const local = new LocalMachines(backends, log);
   const tree = new MachinesTree(local);
   const active = new ActiveMachine(context.workspaceState, local);
   const panel = new OutputPanel(vscode.Uri.joinPath(context.extensionUri, 'media', 'perennial.svg'));

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { ForeverVMClient } from '../client/forevervm-client.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
 import type { MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
+import type { Backends } from './backends.ts';
 
 const MAX_RETRY_MS = 30_000;
 
@@ -20,13 +21,13 @@ export class LocalMachines implements vscode.Disposable {
   readonly #stop = new AbortController();
 
   constructor(
-    private readonly dataDir: string,
+    private readonly backends: Backends,
     private readonly log: vscode.LogOutputChannel,
   ) {}
 
   /** A client of the local server, which is started if it does not run. */
   client(): Promise<ForeverVMClient> {
-    this.#client ??= connectToLocalServer(this.dataDir);
+    this.#client ??= connectToLocalServer(this.backends.dataDir, { idleSeconds: this.backends.idleSeconds });
     this.#client.catch(() => (this.#client = undefined));
     return this.#client;
   }

@@ -119,10 +119,10 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.match(badTimeout.stderr, /expected a positive number/);
   });
 
-  it('serve: runs the local server until Ctrl-C, then saves its machines and removes server.json', async () => {
+  it('serve: runs the local server until Ctrl-C (swapping idle machines after --idle-seconds), then saves its machines and removes server.json', async () => {
     const { dir, cleanup } = await tempDataDir();
     try {
-      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--idle-seconds', '1'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON }, stdio: ['ignore', 'pipe', 'pipe'] });
       const done = finished(child);
       const infoPath = join(dir, 'server.json');
       await eventually(() => existsSync(infoPath), 20_000, 'server.json');
@@ -132,6 +132,8 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: JSON.stringify({ engine: 'python' }) })).json()) as { machine_name: string }).machine_name;
       await fetch(`${info.url}/v1/machine/${name}/exec`, { method: 'POST', headers, body: JSON.stringify({ instruction: { code: 'kept = "served"' } }) });
       await fetch(`${info.url}/v1/machine/${name}/exec/0/result`, { headers });
+      const state = async () => ((await (await fetch(`${info.url}/v1/machine/${name}`, { headers })).json()) as { state: string }).state;
+      await eventually(async () => (await state()) === 'swapped', 15_000, 'the idle machine to be swapped out after 1 s');
       child.kill('SIGINT');
       const r = await done;
       assert.equal(r.code, 0, r.stderr);

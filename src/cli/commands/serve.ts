@@ -6,11 +6,13 @@ export interface ServeCommandOptions {
   port?: number;
   /** Stop after this many seconds with nothing going on (for servers that clients start). */
   exitWhenIdle?: number;
+  /** Swap a machine out after this many seconds without instructions. */
+  idleSeconds?: number;
 }
 
 /** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
-  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port });
+  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port, idleSeconds: options.idleSeconds });
   ctx.term.err.write(`Perennial server listening on ${server.url} (data dir ${ctx.dataDir}). Ctrl-C stops it.\n`);
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
