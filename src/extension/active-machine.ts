@@ -22,7 +22,8 @@ export class ActiveMachine implements vscode.Disposable {
       this.#item,
       // With a machine name (from a keybinding or another extension), no question is asked.
       vscode.commands.registerCommand('perennial.selectMachine', (name?: string) => (typeof name === 'string' ? this.set(name) : this.choose())),
-      local.onDidChange(() => this.#render()),
+      // A machine deleted anywhere (the view, Copilot, the CLI) stops being the active one.
+      local.onDidChange(() => (this.name && local.isGone(this.name) ? void this.set(undefined) : this.#render())),
     ];
     this.#render();
   }

@@ -46,6 +46,11 @@ export class LocalMachines implements vscode.Disposable {
     return this.#machines.get(name);
   }
 
+  /** Whether the machine is known to be gone (the list has been loaded and lacks it). */
+  isGone(name: string): boolean {
+    return this.#loaded !== undefined && !this.#machines.has(name);
+  }
+
   /** A machine's variables; cached until its next instruction. */
   variables(name: string): Promise<VariableSummary[]> {
     let variables = this.#variables.get(name);

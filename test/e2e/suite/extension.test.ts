@@ -134,10 +134,14 @@ suite('Perennial in VS Code', () => {
     await vscode.commands.executeCommand('perennial.deleteMachine', { kind: 'machine', machine: { name: plotting } });
   });
 
-  test('Delete removes the machine, from the server and from the view', async () => {
+  test('Delete removes the machine, from the server and from the view (and it stops being the active one)', async () => {
+    await vscode.commands.executeCommand('perennial.selectMachine', replId);
+    await eventually(async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? true : undefined), `${replId} in the status bar`);
     await vscode.commands.executeCommand('perennial.deleteMachine', { kind: 'machine', machine: { name: replId } });
     const listed = JSON.parse(await invoke('list-python-repls', {})) as { repls: Array<{ replId: string }> } | Array<{ replId: string }>;
     assert.ok(!JSON.stringify(listed).includes(replId), `${replId} is gone from ${JSON.stringify(listed)}`);
     await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId)) ? undefined : true), `${replId} to leave the Machines view`);
+    const statusBar = await ui({ text: '.statusbar-item' });
+    assert.ok(!statusBar.some((item) => item.includes(replId)), 'the deleted machine is no longer the active one');
   });
 });
