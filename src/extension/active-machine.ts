@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { LocalMachines } from './local-machines.ts';
-import { newMachine } from './machine-commands.ts';
+import { machinePick, newMachine } from './machine-commands.ts';
 
 const STATE_KEY = 'perennial.activeMachine';
 
@@ -46,10 +46,7 @@ export class ActiveMachine implements vscode.Disposable {
   async choose(): Promise<string | undefined> {
     const machines = await this.local.list();
     const create = { label: '$(add) New Machine…', name: undefined };
-    const picked = await vscode.window.showQuickPick(
-      [...machines.map((m) => ({ label: m.name, description: [...Object.entries(m.tags).map(([k, v]) => `${k}=${v}`), m.engine, m.state].join(' · '), name: m.name })), create],
-      { title: 'Perennial: Select Active Machine', placeHolder: 'Machine to run code in' },
-    );
+    const picked = await vscode.window.showQuickPick([...machines.map(machinePick), create], { title: 'Perennial: Select Active Machine', placeHolder: 'Machine to run code in' });
     if (!picked) return undefined;
     const name = picked.name ?? (await newMachine(this.local));
     if (name) await this.set(name);

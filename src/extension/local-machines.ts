@@ -18,6 +18,7 @@ export class LocalMachines implements vscode.Disposable {
   readonly #variables = new Map<string, Promise<VariableSummary[]>>();
   #client?: Promise<ForeverVMClient>;
   #loaded?: Promise<void>;
+  #following = false;
   readonly #stop = new AbortController();
 
   constructor(
@@ -35,8 +36,8 @@ export class LocalMachines implements vscode.Disposable {
   /** The machines, newest first. The first call loads them and starts following the server. */
   async list(): Promise<MachineInfo[]> {
     if (!this.#loaded) {
-      this.#loaded = this.#reload();
-      this.#loaded.then(() => void this.#follow(), () => (this.#loaded = undefined));
+      this.#loaded = this.#load();
+      this.#loaded.catch(() => (this.#loaded = undefined));
     }
     await this.#loaded;
     return [...this.#machines.values()].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
@@ -63,7 +64,7 @@ export class LocalMachines implements vscode.Disposable {
   }
 
   async refresh(): Promise<void> {
-    this.#loaded = this.#reload();
+    this.#loaded = this.#load();
     await this.#loaded;
     this.#changed.fire();
   }
@@ -71,6 +72,15 @@ export class LocalMachines implements vscode.Disposable {
   dispose(): void {
     this.#stop.abort();
     this.#changed.dispose();
+  }
+
+  /** Lists the machines; the first list that succeeds starts following the server. */
+  async #load(): Promise<void> {
+    await this.#reload();
+    if (!this.#following) {
+      this.#following = true;
+      void this.#follow();
+    }
   }
 
   async #reload(): Promise<void> {

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { NewMachine } from '../client/forevervm-client.ts';
+import type { MachineInfo } from '../shared/types.ts';
 import type { LocalMachines } from './local-machines.ts';
 import type { MachineNode } from './machines-tree.ts';
 
@@ -35,11 +36,13 @@ export async function pickMachine(local: LocalMachines, placeHolder: string): Pr
     void vscode.window.showInformationMessage('There are no machines yet.', 'New Machine').then((choice) => choice && vscode.commands.executeCommand('perennial.newMachine'));
     return undefined;
   }
-  const picked = await vscode.window.showQuickPick(
-    machines.map((machine) => ({ label: machine.name, description: [...Object.entries(machine.tags).map(([k, v]) => `${k}=${v}`), machine.engine, machine.state].join(' · ') })),
-    { placeHolder },
-  );
-  return picked?.label;
+  const picked = await vscode.window.showQuickPick(machines.map(machinePick), { placeHolder });
+  return picked?.name;
+}
+
+/** A machine as a quick-pick item: its name, then tags, engine and state. */
+export function machinePick(machine: MachineInfo): vscode.QuickPickItem & { name: string } {
+  return { label: machine.name, description: [...Object.entries(machine.tags).map(([k, v]) => `${k}=${v}`), machine.engine, machine.state].join(' · '), name: machine.name };
 }
 
 /** Asks for the engine (and tags), creates the machine, and returns its name. */
