@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import type { LocalMachines } from './local-machines.ts';
-import { machinePick, newMachine } from './machine-commands.ts';
+import { machinePicks, newMachine } from './machine-commands.ts';
+import { allSources, type MachineRef, type Sources } from './machine-source.ts';
 
 const STATE_KEY = 'perennial.activeMachine';
 
@@ -14,43 +14,51 @@ export class ActiveMachine implements vscode.Disposable {
 
   constructor(
     private readonly state: vscode.Memento,
-    private readonly local: LocalMachines,
+    private readonly sources: Sources,
   ) {
     this.#item.name = 'Perennial machine';
     this.#item.command = 'perennial.selectMachine';
     this.#subscriptions = [
       this.#item,
-      // With a machine name (from a keybinding or another extension), no question is asked.
-      vscode.commands.registerCommand('perennial.selectMachine', (name?: string) => (typeof name === 'string' ? this.set(name) : this.choose())),
+      // With a machine (from a keybinding or another extension), no question is asked: a name
+      // is a local machine's, or { source, name }.
+      vscode.commands.registerCommand('perennial.selectMachine', (machine?: string | MachineRef) =>
+        machine ? this.set(typeof machine === 'string' ? { source: 'local', name: machine } : machine) : this.choose(),
+      ),
       // A machine deleted anywhere (the view, Copilot, the CLI) stops being the active one.
-      local.onDidChange(() => (this.name && local.isGone(this.name) ? void this.set(undefined) : this.#render())),
+      ...allSources(sources).map((source) =>
+        source.onDidChange(() => {
+          const machine = this.machine;
+          if (machine && machine.source === source.id && source.isGone(machine.name)) void this.set(undefined);
+          else this.#render();
+        }),
+      ),
     ];
     this.#render();
   }
 
-  get name(): string | undefined {
-    return this.state.get<string>(STATE_KEY);
+  get machine(): MachineRef | undefined {
+    return this.state.get<MachineRef>(STATE_KEY);
   }
 
-  async set(name: string | undefined): Promise<void> {
-    await this.state.update(STATE_KEY, name);
+  async set(machine: MachineRef | undefined): Promise<void> {
+    await this.state.update(STATE_KEY, machine);
     this.#render();
   }
 
   /** The active machine; when there is none, the user picks or creates one. */
-  async ensure(): Promise<string | undefined> {
-    return this.name ?? this.choose();
+  async ensure(): Promise<MachineRef | undefined> {
+    return this.machine ?? this.choose();
   }
 
   /** Asks which machine to use (or to create one), and makes it active. */
-  async choose(): Promise<string | undefined> {
-    const machines = await this.local.list();
-    const create = { label: '$(add) New Machine…', name: undefined };
-    const picked = await vscode.window.showQuickPick([...machines.map(machinePick), create], { title: 'Perennial: Select Active Machine', placeHolder: 'Machine to run code in' });
+  async choose(): Promise<MachineRef | undefined> {
+    const create = { label: '$(add) New Machine…', ref: undefined };
+    const picked = await vscode.window.showQuickPick([...(await machinePicks(this.sources)), create], { title: 'Perennial: Select Active Machine', placeHolder: 'Machine to run code in' });
     if (!picked) return undefined;
-    const name = picked.name ?? (await newMachine(this.local));
-    if (name) await this.set(name);
-    return name;
+    const machine = picked.ref ?? (await newMachine(this.sources));
+    if (machine) await this.set(machine);
+    return machine;
   }
 
   dispose(): void {
@@ -58,10 +66,12 @@ export class ActiveMachine implements vscode.Disposable {
   }
 
   #render(): void {
-    const name = this.name;
-    const machine = name ? this.local.get(name) : undefined;
-    this.#item.text = name ? `$(vm) ${name}${machine ? ` (${machine.state})` : ''}` : '$(vm) Perennial: no machine';
-    this.#item.tooltip = name ? `Code runs in Perennial machine ${name}. Click to choose another.` : 'Choose the Perennial machine to run code in';
+    const active = this.machine;
+    const source = active && this.sources[active.source];
+    const state = active && source?.get(active.name)?.state;
+    const where = active?.source === 'forevervm' ? ' on ForeverVM' : '';
+    this.#item.text = active ? `$(vm) ${active.name}${where}${state ? ` (${state})` : ''}` : '$(vm) Perennial: no machine';
+    this.#item.tooltip = active ? `Code runs in Perennial machine ${active.name}${where}. Click to choose another.` : 'Choose the Perennial machine to run code in';
     this.#item.show();
   }
 }

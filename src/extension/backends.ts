@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
+import { ForeverVMClient } from '../client/forevervm-client.ts';
 import { FOREVERVM_BASE_URL } from '../client/forevervm-config.ts';
-import { localServer } from '../client/local-server-connection.ts';
+import { connectToLocalServer, localServer } from '../client/local-server-connection.ts';
 import { defaultDataDir } from '../machines/data-dir.ts';
 import type { ServerInfo } from '../shared/types.ts';
 
@@ -54,6 +55,18 @@ export class Backends implements vscode.Disposable {
   /** For a local server that VS Code starts: when it swaps idle machines out. */
   get idleSeconds(): number | undefined {
     return vscode.workspace.getConfiguration('perennial').get<number>('idleSeconds') || undefined;
+  }
+
+  /** A client of the local server, which is started if it does not run. */
+  localClient(): Promise<ForeverVMClient> {
+    return connectToLocalServer(this.dataDir, { idleSeconds: this.idleSeconds });
+  }
+
+  /** A client of hosted ForeverVM with the stored token. */
+  async hostedClient(): Promise<ForeverVMClient> {
+    const token = await this.token();
+    if (!token) throw new Error('no ForeverVM token is set; run "Perennial: Set ForeverVM Token"');
+    return new ForeverVMClient({ baseUrl: this.forevervmBaseUrl, token });
   }
 
   /** The local server, started if it does not run. */

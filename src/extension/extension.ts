@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { ActiveMachine } from './active-machine.ts';
 import { Backends } from './backends.ts';
 import { registerTokenCommand } from './forevervm-token.ts';
-import { LocalMachines } from './local-machines.ts';
+import { allSources, MachineSource, type Sources } from './machine-source.ts';
 import { registerMachineCommands } from './machine-commands.ts';
 import { MachinesTree } from './machines-tree.ts';
 import { registerMcpProvider } from './mcp-provider.ts';
@@ -13,23 +13,29 @@ import { registerRunCommands } from './run-code.ts';
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Perennial', { log: true });
   const backends = new Backends(context.secrets, log);
-  const local = new LocalMachines(backends, log);
-  const tree = new MachinesTree(local);
-  const active = new ActiveMachine(context.workspaceState, local);
+  const sources: Sources = {
+    local: new MachineSource('local', 'This computer', () => backends.localClient(), log),
+    forevervm: new MachineSource('forevervm', 'ForeverVM', () => backends.hostedClient(), log),
+  };
+  const tree = new MachinesTree(allSources(sources), async (source) => source.id === 'forevervm' && (await backends.token()) !== undefined);
+  const active = new ActiveMachine(context.workspaceState, sources);
   const panel = new OutputPanel(vscode.Uri.joinPath(context.extensionUri, 'media', 'perennial.svg'));
   const cliPath = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
   context.subscriptions.push(
     log,
     backends,
-    local,
+    sources.local,
+    sources.forevervm,
+    // A new token or address: the hosted list starts over.
+    backends.onDidChange(() => sources.forevervm.reset()),
     tree,
     vscode.window.registerTreeDataProvider('perennial.machines', tree),
     registerMcpProvider(backends, cliPath),
     registerTokenCommand(backends),
     active,
     panel,
-    registerMachineCommands(local, log),
-    registerRunCommands(local, active, panel, log),
+    registerMachineCommands(sources, log),
+    registerRunCommands(sources, active, panel, log),
   );
   log.info(`Perennial activated; backend ${backends.active}`);
 }

@@ -3,8 +3,9 @@ import type { Backends } from './backends.ts';
 
 /** "Perennial: Set ForeverVM Token": asks for the token and keeps it in SecretStorage, never in settings. */
 export function registerTokenCommand(backends: Backends): vscode.Disposable {
-  return vscode.commands.registerCommand('perennial.setForeverVMToken', async () => {
-    const token = await vscode.window.showInputBox({
+  // A token passed as an argument (from another extension or a script) is stored without asking.
+  return vscode.commands.registerCommand('perennial.setForeverVMToken', async (given?: string) => {
+    const token = typeof given === 'string' && given.trim() ? given : await vscode.window.showInputBox({
       title: 'ForeverVM token',
       prompt: 'The token of your ForeverVM account (kept in VS Code\'s secret storage)',
       password: true,

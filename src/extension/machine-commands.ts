@@ -1,19 +1,36 @@
 import * as vscode from 'vscode';
 import type { NewMachine } from '../client/forevervm-client.ts';
 import type { MachineInfo } from '../shared/types.ts';
-import type { LocalMachines } from './local-machines.ts';
+import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
 import type { MachineNode } from './machines-tree.ts';
 
 /** The machine commands of the view and the palette: new, interrupt, delete, copy name, refresh. */
-export function registerMachineCommands(local: LocalMachines, log: vscode.LogOutputChannel): vscode.Disposable {
+export function registerMachineCommands(sources: Sources, log: vscode.LogOutputChannel): vscode.Disposable {
+  /** The machine a command is for: the view's item, or one given by a script, else one the user picks. */
+  const target = async (given: MachineNode | MachineRef | undefined, placeHolder: string): Promise<MachineRef | undefined> => {
+    if (!given) return pickMachine(sources, placeHolder);
+    return 'kind' in given ? { source: given.source.id, name: given.machine.name } : given;
+  };
   return vscode.Disposable.from(
-    vscode.commands.registerCommand('perennial.refresh', () => reporting(log, 'refresh the machines', () => local.refresh())),
-    vscode.commands.registerCommand('perennial.newMachine', () => reporting(log, 'create a machine', () => newMachine(local))),
-    vscode.commands.registerCommand('perennial.deleteMachine', (node?: MachineNode) => reporting(log, 'delete the machine', () => deleteMachine(local, node))),
-    vscode.commands.registerCommand('perennial.interrupt', (node?: MachineNode) => reporting(log, 'interrupt the machine', () => interrupt(local, node))),
-    vscode.commands.registerCommand('perennial.copyMachineName', async (node?: MachineNode) => {
-      const name = node?.machine.name ?? (await pickMachine(local, 'Machine whose name to copy'));
-      if (name) await vscode.env.clipboard.writeText(name);
+    vscode.commands.registerCommand('perennial.refresh', () => reporting(log, 'refresh the machines', () => Promise.all(allSources(sources).map((source) => source.refresh())))),
+    vscode.commands.registerCommand('perennial.newMachine', () => reporting(log, 'create a machine', () => newMachine(sources))),
+    vscode.commands.registerCommand('perennial.deleteMachine', (node?: MachineNode | MachineRef) =>
+      reporting(log, 'delete the machine', async () => {
+        const machine = await target(node, 'Machine to delete');
+        if (machine) await deleteMachine(sources[machine.source], machine.name);
+      }),
+    ),
+    vscode.commands.registerCommand('perennial.interrupt', (node?: MachineNode | MachineRef) =>
+      reporting(log, 'interrupt the machine', async () => {
+        const machine = await target(node, 'Machine to interrupt');
+        if (!machine) return;
+        await (await sources[machine.source].extended()).interrupt(machine.name);
+        void vscode.window.setStatusBarMessage(`Perennial: interrupted ${machine.name}`, 4000);
+      }),
+    ),
+    vscode.commands.registerCommand('perennial.copyMachineName', async (node?: MachineNode | MachineRef) => {
+      const machine = await target(node, 'Machine whose name to copy');
+      if (machine) await vscode.env.clipboard.writeText(machine.name);
     }),
   );
 }
@@ -30,63 +47,65 @@ export async function reporting<T>(log: vscode.LogOutputChannel, what: string, w
   }
 }
 
-export async function pickMachine(local: LocalMachines, placeHolder: string): Promise<string | undefined> {
-  const machines = await local.list();
-  if (!machines.length) {
+async function pickMachine(sources: Sources, placeHolder: string): Promise<MachineRef | undefined> {
+  const picks = await machinePicks(sources);
+  if (!picks.length) {
     void vscode.window.showInformationMessage('There are no machines yet.', 'New Machine').then((choice) => choice && vscode.commands.executeCommand('perennial.newMachine'));
     return undefined;
   }
-  const picked = await vscode.window.showQuickPick(machines.map(machinePick), { placeHolder });
-  return picked?.name;
+  return (await vscode.window.showQuickPick(picks, { placeHolder }))?.ref;
 }
 
-/** A machine as a quick-pick item: its name, then tags, engine and state. */
-export function machinePick(machine: MachineInfo): vscode.QuickPickItem & { name: string } {
-  return { label: machine.name, description: [...Object.entries(machine.tags).map(([k, v]) => `${k}=${v}`), machine.engine, machine.state].join(' · '), name: machine.name };
+/** Every backend's machines as quick-pick items; a backend that cannot be reached lists none. */
+export async function machinePicks(sources: Sources): Promise<Array<vscode.QuickPickItem & { ref: MachineRef }>> {
+  const lists = await Promise.all(allSources(sources).map(async (source) => (await source.list().catch((): MachineInfo[] => [])).map((machine) => machinePick(source, machine))));
+  return lists.flat();
 }
 
-/** Asks for the engine (and tags), creates the machine, and returns its name. */
-export async function newMachine(local: LocalMachines): Promise<string | undefined> {
+function machinePick(source: MachineSource, machine: MachineInfo): vscode.QuickPickItem & { ref: MachineRef } {
+  const details = [...Object.entries(machine.tags).map(([k, v]) => `${k}=${v}`), machine.engine, machine.state];
+  return { label: machine.name, description: details.join(' · '), ref: { source: source.id, name: machine.name } };
+}
+
+/**
+ * Creates a machine on the backend `perennial.backend` names: asks for the engine (local only)
+ * and tags, and returns the new machine.
+ */
+export async function newMachine(sources: Sources): Promise<MachineRef | undefined> {
   const settings = vscode.workspace.getConfiguration('perennial');
-  const preferred = settings.get<string>('defaultEngine') === 'python' ? 'python' : 'sandbox';
-  const engines = [
-    { label: 'sandbox', detail: 'Pyodide in a locked-down process: isolated, swapped with exact memory snapshots' },
-    { label: 'python', detail: 'Your own Python interpreter: your packages, native speed, not isolated' },
-  ].sort((a) => (a.label === preferred ? -1 : 1));
-  const engine = await vscode.window.showQuickPick(engines, { title: 'New Perennial machine', placeHolder: 'Engine' });
-  if (!engine) return undefined;
+  const source = settings.get<string>('backend') === 'forevervm' ? sources.forevervm : sources.local;
+  const options: NewMachine = {};
+  if (source.id === 'local') {
+    const preferred = settings.get<string>('defaultEngine') === 'python' ? 'python' : 'sandbox';
+    const engines = [
+      { label: 'sandbox', detail: 'Pyodide in a locked-down process: isolated, swapped with exact memory snapshots' },
+      { label: 'python', detail: 'Your own Python interpreter: your packages, native speed, not isolated' },
+    ].sort((a) => (a.label === preferred ? -1 : 1));
+    const engine = await vscode.window.showQuickPick(engines, { title: 'New Perennial machine', placeHolder: 'Engine' });
+    if (!engine) return undefined;
+    options.engine = engine.label;
+    if (engine.label === 'python') options.python = await pythonPath();
+    else Object.assign(options, sandboxOptions());
+  }
   const tagText = await vscode.window.showInputBox({
-    title: 'New Perennial machine',
+    title: `New Perennial machine (${source.label})`,
     prompt: 'Tags (optional), e.g. project=demo, owner=me',
     validateInput: (text) => (parseTags(text) ? undefined : 'Write tags as key=value, separated by commas'),
   });
   if (tagText === undefined) return undefined;
-  const options: NewMachine = { engine: engine.label, tags: parseTags(tagText)! };
-  if (engine.label === 'python') options.python = await pythonPath();
-  else Object.assign(options, sandboxOptions());
-  const name = await (await local.client()).createMachine(options);
-  await local.refresh();
-  return name;
+  options.tags = parseTags(tagText)!;
+  const name = await (await source.client()).createMachine(options);
+  await source.refresh();
+  return { source: source.id, name };
 }
 
-/** Stops what the machine runs (KeyboardInterrupt) and cancels what waits for it. */
-async function interrupt(local: LocalMachines, node?: MachineNode): Promise<void> {
-  const name = node?.machine.name ?? (await pickMachine(local, 'Machine to interrupt'));
-  if (!name) return;
-  const { cancelled, interrupted } = await (await local.client()).interrupt(name);
-  const what = interrupted ? `interrupted${cancelled ? `, ${cancelled} waiting instruction(s) cancelled` : ''}` : 'was not running anything';
-  void vscode.window.setStatusBarMessage(`Perennial: ${name} ${what}`, 4000);
-}
-
-async function deleteMachine(local: LocalMachines, node?: MachineNode): Promise<void> {
-  const name = node?.machine.name ?? (await pickMachine(local, 'Machine to delete'));
-  if (!name) return;
+async function deleteMachine(source: MachineSource, name: string): Promise<void> {
   if (vscode.workspace.getConfiguration('perennial').get<boolean>('confirmDelete', true)) {
     const answer = await vscode.window.showWarningMessage(`Delete machine ${name}? Its variables, files and history are deleted with it.`, { modal: true }, 'Delete');
     if (answer !== 'Delete') return;
   }
-  await (await local.client()).deleteMachine(name);
-  await local.refresh();
+  await (await source.client()).deleteMachine(name);
+  await source.refresh();
 }
 
 /** `k=v, k2=v2` as tags; null when malformed. */

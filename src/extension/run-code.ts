@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { ForeverVMError } from '../client/forevervm-client.ts';
 import type { ActiveMachine } from './active-machine.ts';
-import type { LocalMachines } from './local-machines.ts';
+import type { MachineRef, Sources } from './machine-source.ts';
 import type { OutputPanel } from './output-panel.ts';
 
 const CELL_MARKER = /^#\s*%%/;
@@ -10,14 +10,14 @@ const CELL_MARKER = /^#\s*%%/;
  * Running code from the editor in the active machine: the selection (or the current line), and
  * `# %%` cells, each with a "Run Cell" CodeLens. Output streams into the output panel.
  */
-export function registerRunCommands(local: LocalMachines, active: ActiveMachine, panel: OutputPanel, log: vscode.LogOutputChannel): vscode.Disposable {
+export function registerRunCommands(sources: Sources, active: ActiveMachine, panel: OutputPanel, log: vscode.LogOutputChannel): vscode.Disposable {
   // Code is sent in the order it was run, even when a run is started before the last one is sent.
   let sent: Promise<void> = Promise.resolve();
   const run = (code: string) => {
     const previous = sent;
     let markSent!: () => void;
     sent = new Promise((resolve) => (markSent = resolve));
-    return runInMachine(code, { local, active, panel, log }, previous, markSent);
+    return runInMachine(code, { sources, active, panel, log }, previous, markSent);
   };
   // Plain commands rather than text-editor commands: their promise reaches executeCommand's caller.
   return vscode.Disposable.from(
@@ -48,35 +48,38 @@ export function registerRunCommands(local: LocalMachines, active: ActiveMachine,
 type RunEntry = ReturnType<OutputPanel['start']>;
 
 interface RunContext {
-  local: LocalMachines;
+  sources: Sources;
   active: ActiveMachine;
   panel: OutputPanel;
   log: vscode.LogOutputChannel;
 }
 
-async function runInMachine(code: string, { local, active, panel, log }: RunContext, previous: Promise<void>, markSent: () => void): Promise<void> {
-  let name: string | undefined;
+async function runInMachine(code: string, { sources, active, panel, log }: RunContext, previous: Promise<void>, markSent: () => void): Promise<void> {
+  let machine: MachineRef | undefined;
   let entry: RunEntry | undefined;
   let seq: number;
   try {
     await previous;
-    name = await active.ensure();
-    if (!name) return;
-    entry = panel.start(name, code);
-    const client = await local.client();
+    machine = await active.ensure();
+    if (!machine) return;
+    entry = panel.start(machine.name, code);
+    const client = await sources[machine.source].client();
     const timeout = vscode.workspace.getConfiguration('perennial').get<number>('instructionTimeoutSeconds');
-    seq = (await client.exec(name, code, timeout ? { timeoutSeconds: timeout } : {})).instruction_seq;
+    seq = (await client.exec(machine.name, code, timeout ? { timeoutSeconds: timeout } : {})).instruction_seq;
   } catch (error) {
-    return reportFailure(error as Error, name, entry, active, log);
+    return reportFailure(error as Error, machine?.name, entry, active, log);
   } finally {
     markSent();
   }
+  const source = sources[machine.source];
   try {
-    const client = await local.client();
-    entry.finish(await client.streamResult(name, seq, (chunk) => entry.output(chunk.stream, chunk.data)));
+    const client = await source.client();
+    entry.finish(await client.streamResult(machine.name, seq, (chunk) => entry.output(chunk.stream, chunk.data)));
   } catch (error) {
-    return reportFailure(error as Error, name, entry, active, log);
+    return reportFailure(error as Error, machine.name, entry, active, log);
   }
+  // A backend without an event stream is listed again, for the machine's state and variables.
+  if (source.id === 'forevervm') void source.refresh().catch(() => {});
 }
 
 /** A failed run: in the panel, and as a notification with the next step (not waited for). */

@@ -345,6 +345,8 @@ class Kernel:
         sys.stdout, sys.stderr = self.stdout, self.stderr
         builtins.input = _no_input
         self.running = False
+        # Interrupts raised so far: lets a sliced sleep notice one that Python swallowed.
+        self.interrupts = 0
         self.future_flags = 0
         self.cells = {}
         self.images = []
@@ -984,6 +986,7 @@ def _install_interrupt_handler(kernel, channel=None):
         if channel is not None and channel.critical:
             channel.interrupt_pending = True
             return
+        kernel.interrupts += 1
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
@@ -1054,7 +1057,7 @@ class EmscriptenDriver:
         self.installable = frozenset()
         self.snapshot_lost = []
         _install_interrupt_handler(self.kernel)
-        time.sleep = _sliced_sleep(time.sleep, self.kernel.sink)
+        time.sleep = _sliced_sleep(time.sleep, self.kernel)
 
     @staticmethod
     def _send(stream, text):
@@ -1150,9 +1153,10 @@ def _descriptor_bound(value):
     return None
 
 
-def _sliced_sleep(original, sink):
+def _sliced_sleep(original, kernel):
     """``time.sleep`` in 20 ms slices: Pyodide's sleep cannot be interrupted, and pending
-    output should reach the host while the cell waits."""
+    output should reach the host while the cell waits. An interrupt that lands in code which
+    swallows exceptions (a weakref callback run by the garbage collector) is raised again here."""
 
     def sleep(seconds):
         if seconds < 0:
@@ -1162,8 +1166,11 @@ def _sliced_sleep(original, sink):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
+            seen = kernel.interrupts
             original(min(left, 0.02))
-            sink.flush()
+            kernel.sink.flush()
+            if kernel.interrupts != seen:
+                raise KeyboardInterrupt
 
     sleep.__doc__ = original.__doc__
     return sleep

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { runningServer } from '../../src/client/local-server-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
+import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
@@ -168,36 +168,22 @@ describe('MCP server', { timeout: 240_000 }, () => {
 
   describe('over stdio against a backend with only the ForeverVM protocol (as hosted ForeverVM)', () => {
     let server: LocalServer;
-    let bare: Server;
+    let bare: { url: string; close(): void };
     let client: Client;
     let cleanup: () => Promise<void>;
-    const FOREVERVM_ROUTES = /^\/v1\/(whoami|machine\/new|machine\/list|machine\/[^/]+\/exec(\/\d+\/(result|stream-result))?)$/;
 
     before(async () => {
       const data = await tempDataDir();
       cleanup = data.cleanup;
       process.env.PERENNIAL_PYTHON = TEST_PYTHON;
       server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
-      // Forwards the ForeverVM routes only; everything of Perennial's is "not found".
-      const target = new URL(server.url);
-      bare = createServer((req, res) => {
-        if (!FOREVERVM_ROUTES.test(new URL(req.url ?? '/', target).pathname)) {
-          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NotFound', id: null }));
-          return;
-        }
-        const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: { ...req.headers, host: target.host } }, (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        });
-        req.pipe(upstream);
-      });
-      await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+      bare = await foreverVMOnlyProxy(server.url);
       client = new Client({ name: 'perennial-tests', version: '1.0.0' });
       await client.connect(
         new StdioClientTransport({
           command: process.execPath,
           args: [CLI, 'mcp', '--backend', 'forevervm'],
-          env: { ...process.env, FOREVERVM_BASE_URL: `http://127.0.0.1:${(bare.address() as { port: number }).port}`, FOREVERVM_TOKEN: server.token } as Record<string, string>,
+          env: { ...process.env, FOREVERVM_BASE_URL: bare.url, FOREVERVM_TOKEN: server.token } as Record<string, string>,
           stderr: 'pipe',
         }),
       );

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import { foreverVMOnlyProxy } from '../../helpers/forevervm-only-proxy.ts';
 
 const EXTENSION_ID = 'perennial.perennial';
 const MCP_SERVER_ID = `${EXTENSION_ID}/Perennial Python REPLs`;
@@ -116,9 +119,13 @@ suite('Perennial in VS Code', () => {
     editor.selection = new vscode.Selection(0, 0, 1, 99);
     const running = vscode.commands.executeCommand('perennial.runSelection');
     await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId) && row.includes('busy')) ? true : undefined), `${replId} to be busy`);
-    await vscode.commands.executeCommand('perennial.interrupt', { kind: 'machine', machine: { name: replId } });
+    await vscode.commands.executeCommand('perennial.interrupt', { source: 'local', name: replId });
     await running;
-    await eventually(async () => ((await ui({ text: 'main#entries' })).join('\n').includes('KeyboardInterrupt') ? true : undefined), 'KeyboardInterrupt in the output panel');
+    const shown = await eventually(async () => {
+      const text = (await ui({ text: 'main#entries' })).join('\n');
+      return text.includes('KeyboardInterrupt') ? text : undefined;
+    }, 'KeyboardInterrupt in the output panel');
+    assert.doesNotMatch(shown, /did not stop within/, 'the code stopped at the interrupt, without a hard stop');
   });
 
   test('a figure from a python-engine machine shows inline in the output panel', async () => {
@@ -131,17 +138,57 @@ suite('Perennial in VS Code', () => {
     await vscode.commands.executeCommand('perennial.runCell');
     await eventually(async () => ((await ui({ text: 'main#entries img' })).length ? true : undefined), 'a figure in the output panel', 120_000);
     await screenshot('output-panel-plot');
-    await vscode.commands.executeCommand('perennial.deleteMachine', { kind: 'machine', machine: { name: plotting } });
+    await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: plotting });
   });
 
   test('Delete removes the machine, from the server and from the view (and it stops being the active one)', async () => {
     await vscode.commands.executeCommand('perennial.selectMachine', replId);
     await eventually(async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? true : undefined), `${replId} in the status bar`);
-    await vscode.commands.executeCommand('perennial.deleteMachine', { kind: 'machine', machine: { name: replId } });
+    await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: replId });
     const listed = JSON.parse(await invoke('list-python-repls', {})) as { repls: Array<{ replId: string }> } | Array<{ replId: string }>;
     assert.ok(!JSON.stringify(listed).includes(replId), `${replId} is gone from ${JSON.stringify(listed)}`);
     await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId)) ? undefined : true), `${replId} to leave the Machines view`);
-    const statusBar = await ui({ text: '.statusbar-item' });
-    assert.ok(!statusBar.some((item) => item.includes(replId)), 'the deleted machine is no longer the active one');
+    await eventually(async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? undefined : true), 'the deleted machine to stop being the active one');
+  });
+
+  test('with a ForeverVM token, the view gets a ForeverVM root, and code runs in hosted machines', async () => {
+    // Hosted ForeverVM, played by a Perennial server behind a proxy that only speaks the protocol.
+    const dataDir = mkdtempSync(join(tmpdir(), 'perennial-hosted-'));
+    const cli = join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+    const hosted = spawn(process.execPath, [cli, '--data-dir', dataDir, 'serve'], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, stdio: 'ignore' });
+    try {
+      const info = await eventually(() => (existsSync(join(dataDir, 'server.json')) ? (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string; token: string }) : undefined), 'the stand-in server');
+      const proxy = await foreverVMOnlyProxy(info.url);
+      try {
+        await vscode.workspace.getConfiguration('perennial').update('forevervm.baseUrl', proxy.url, vscode.ConfigurationTarget.Global);
+        await vscode.commands.executeCommand('perennial.setForeverVMToken', info.token);
+        const created = await fetch(`${proxy.url}/v1/machine/new`, { method: 'POST', headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ engine: 'python', tags: { where: 'hosted' } }) });
+        const { machine_name: name } = (await created.json()) as { machine_name: string };
+        await vscode.commands.executeCommand('perennial.refresh');
+        await eventually(async () => {
+          const rows = await ui({ text: TREE_ROWS });
+          return rows.some((row) => row.includes('ForeverVM')) && rows.some((row) => row.includes(name) && row.includes('where=hosted')) ? true : undefined;
+        }, `the ForeverVM root with ${name}`);
+
+        await vscode.commands.executeCommand('perennial.selectMachine', { source: 'forevervm', name });
+        const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'hosted.py');
+        writeFileSync(file, 'w = 6 * 7\nw\n');
+        const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+        editor.selection = new vscode.Selection(0, 0, 1, 99);
+        await vscode.commands.executeCommand('perennial.runSelection');
+        // The panel's last entry is this run: the machine's name, then the value alone on its line.
+        await eventually(async () => (/\n42$/.test((await ui({ text: 'main#entries section:last-child' })).join('\n').trim()) ? true : undefined), 'the hosted value in the output panel');
+        // Variables of a hosted machine come from an instruction that lists them.
+        await ui({ click: `${TREE_ROWS}:has-text("${name}")` });
+        await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes('w: int = 42')) ? true : undefined), 'the hosted variable w');
+      } finally {
+        await vscode.workspace.getConfiguration('perennial').update('forevervm.baseUrl', undefined, vscode.ConfigurationTarget.Global);
+        proxy.close();
+      }
+    } finally {
+      hosted.kill('SIGTERM');
+      await eventually(() => (existsSync(join(dataDir, 'server.json')) ? undefined : true), 'the stand-in server to stop', 20_000);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,36 +1,73 @@
 import * as vscode from 'vscode';
-import type { ForeverVMClient } from '../client/forevervm-client.ts';
-import { connectToLocalServer } from '../client/local-server-connection.ts';
-import type { MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
-import type { Backends } from './backends.ts';
+import { ExtendedClient } from '../client/extended-client.ts';
+import { UnsupportedByBackendError, type ForeverVMClient } from '../client/forevervm-client.ts';
+import type { ForeverVMMachine, MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
+
+export type SourceId = 'local' | 'forevervm';
+
+/** The machines of each backend: the local server's, and hosted ForeverVM's (with a token). */
+export interface Sources {
+  local: MachineSource;
+  forevervm: MachineSource;
+}
+
+export function allSources(sources: Sources): MachineSource[] {
+  return [sources.local, sources.forevervm];
+}
+
+/** A machine of one of the backends. */
+export interface MachineRef {
+  source: SourceId;
+  name: string;
+}
 
 const MAX_RETRY_MS = 30_000;
 
 /**
- * The local server's machines as the editor shows them: listed once, then kept current from the
- * server's event stream, which includes what Copilot runs over MCP. When the stream ends (the
- * server stopped or restarted), it finds or starts the server again, with backoff.
+ * The machines of one backend as the editor shows them: listed, then kept current from the
+ * server's event stream where it has one (the local server does; it includes what Copilot runs
+ * over MCP). When the stream ends (the server stopped or restarted), the server is found or
+ * started again, with backoff. Hosted ForeverVM has no stream: it is listed again on refresh.
  */
-export class LocalMachines implements vscode.Disposable {
+export class MachineSource implements vscode.Disposable {
   readonly #changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.#changed.event;
   #machines = new Map<string, MachineInfo>();
   readonly #variables = new Map<string, Promise<VariableSummary[]>>();
   #client?: Promise<ForeverVMClient>;
+  #extended?: { for: ForeverVMClient; client: ExtendedClient };
   #loaded?: Promise<void>;
   #following = false;
   readonly #stop = new AbortController();
 
   constructor(
-    private readonly backends: Backends,
+    readonly id: SourceId,
+    readonly label: string,
+    private readonly connect: () => Promise<ForeverVMClient>,
     private readonly log: vscode.LogOutputChannel,
   ) {}
 
-  /** A client of the local server, which is started if it does not run. */
+  /** A client of the backend (the local server is started if it does not run). */
   client(): Promise<ForeverVMClient> {
-    this.#client ??= connectToLocalServer(this.backends.dataDir, { idleSeconds: this.backends.idleSeconds });
+    this.#client ??= this.connect();
     this.#client.catch(() => (this.#client = undefined));
     return this.#client;
+  }
+
+  /** The client with Perennial's extensions, emulated where the backend lacks them. */
+  async extended(): Promise<ExtendedClient> {
+    const client = await this.client();
+    if (this.#extended?.for !== client) this.#extended = { for: client, client: new ExtendedClient(client) };
+    return this.#extended.client;
+  }
+
+  /** Forgets the client and the list (the backend's settings or token changed). */
+  reset(): void {
+    this.#client = undefined;
+    this.#loaded = undefined;
+    this.#machines.clear();
+    this.#variables.clear();
+    this.#changed.fire();
   }
 
   /** The machines, newest first. The first call loads them and starts following the server. */
@@ -56,7 +93,7 @@ export class LocalMachines implements vscode.Disposable {
   variables(name: string): Promise<VariableSummary[]> {
     let variables = this.#variables.get(name);
     if (!variables) {
-      variables = this.client().then((client) => client.variables(name));
+      variables = this.extended().then((client) => client.variables(name));
       variables.catch(() => this.#variables.delete(name));
       this.#variables.set(name, variables);
     }
@@ -86,7 +123,8 @@ export class LocalMachines implements vscode.Disposable {
   async #reload(): Promise<void> {
     const client = await this.client();
     const listed = await client.listMachines();
-    const details = await Promise.all(listed.map((machine) => client.machine(machine.name).catch(() => undefined)));
+    // Details come from Perennial's extension; the protocol's own listing says less.
+    const details = await Promise.all(listed.map((machine) => client.machine(machine.name).catch((error: Error) => (error instanceof UnsupportedByBackendError ? fromProtocol(machine) : undefined))));
     this.#machines = new Map(details.filter((info) => info !== undefined).map((info) => [info.name, info]));
     this.#variables.clear();
   }
@@ -98,15 +136,15 @@ export class LocalMachines implements vscode.Disposable {
       try {
         await (await this.client()).events((event) => this.#apply(event), this.#stop.signal);
       } catch (error) {
-        if (this.#stop.signal.aborted) return;
-        this.log.warn(`the local server's event stream failed: ${(error as Error).message}`);
+        if (this.#stop.signal.aborted || error instanceof UnsupportedByBackendError) return;
+        this.log.warn(`${this.label}: the event stream failed: ${(error as Error).message}`);
       }
       if (this.#stop.signal.aborted) return;
       // A stream that lived a while ended normally (the server stopped): retry quickly.
       delay = Date.now() - started > 10_000 ? 500 : Math.min(delay * 2, MAX_RETRY_MS);
       await new Promise((resolve) => setTimeout(resolve, delay));
       this.#client = undefined;
-      await this.refresh().catch((error: Error) => this.log.warn(`cannot reach the local server: ${error.message}`));
+      await this.refresh().catch((error: Error) => this.log.warn(`${this.label}: cannot reach the server: ${error.message}`));
     }
   }
 
@@ -135,4 +173,21 @@ export class LocalMachines implements vscode.Disposable {
     }
     this.#changed.fire();
   }
+}
+
+/** A machine as the ForeverVM protocol lists it, in the shape Perennial's details have. */
+function fromProtocol(machine: ForeverVMMachine): MachineInfo {
+  return {
+    name: machine.name,
+    createdAt: machine.created_at,
+    tags: machine.tags,
+    engine: 'forevervm',
+    memoryMb: 0,
+    state: machine.has_pending_instruction ? 'busy' : machine.running ? 'warm' : 'swapped',
+    nextSeq: 0,
+    pendingInstructions: machine.has_pending_instruction ? 1 : 0,
+    lastUsedAt: machine.created_at,
+    snapshot: null,
+    warnings: [],
+  };
 }
