@@ -1,5 +1,5 @@
 import type { Backend, NewMachineOptions, RunOptions } from '../shared/backend.ts';
-import type { ForeverVMMachine, MachineInfo } from '../shared/types.ts';
+import type { MachineInfo } from '../shared/types.ts';
 import { UnsupportedByBackendError, type ForeverVMClient } from './forevervm-client.ts';
 import { ReplConnection } from './repl-connection.ts';
 
@@ -23,12 +23,12 @@ export class ClientBackend implements Backend {
       workspace_writable: options.workspaceWritable,
       network: options.network,
     });
-    return this.#details({ name, created_at: new Date().toISOString(), running: true, has_pending_instruction: false, expires_at: null, tags: options.tags ?? {} });
+    return this.client.details({ name, created_at: new Date().toISOString(), running: true, has_pending_instruction: false, expires_at: null, tags: options.tags ?? {} });
   }
 
   async list(tags?: Record<string, string>): Promise<MachineInfo[]> {
     const machines = await this.client.listMachines(tags);
-    return Promise.all(machines.map((m) => this.#details(m)));
+    return Promise.all(machines.map((m) => this.client.details(m)));
   }
 
   /** Over the machine's WebSocket REPL (the fastest path); HTTP when it must interrupt first. */
@@ -73,24 +73,5 @@ export class ClientBackend implements Backend {
     this.#repls.clear();
   }
 
-  async #details(machine: ForeverVMMachine): Promise<MachineInfo> {
-    try {
-      return await this.client.machine(machine.name);
-    } catch (error) {
-      if (!(error instanceof UnsupportedByBackendError)) throw error;
-      return {
-        name: machine.name,
-        createdAt: machine.created_at,
-        tags: machine.tags,
-        engine: 'forevervm',
-        memoryMb: 0,
-        state: machine.running ? (machine.has_pending_instruction ? 'busy' : 'warm') : 'swapped',
-        nextSeq: 0,
-        pendingInstructions: machine.has_pending_instruction ? 1 : 0,
-        lastUsedAt: machine.created_at,
-        snapshot: null,
-        warnings: [],
-      };
-    }
-  }
+
 }

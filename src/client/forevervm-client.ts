@@ -125,6 +125,28 @@ export class ForeverVMClient {
     return this.#extension('read machine details', 'GET', `/v1/machine/${encodeURIComponent(name)}`);
   }
 
+  /** A listed machine's details: Perennial's own, or on hosted ForeverVM what its listing says. */
+  async details(machine: ForeverVMMachine): Promise<MachineInfo> {
+    try {
+      return await this.machine(machine.name);
+    } catch (error) {
+      if (!(error instanceof UnsupportedByBackendError)) throw error;
+      return {
+        name: machine.name,
+        createdAt: machine.created_at,
+        tags: machine.tags,
+        engine: 'forevervm',
+        memoryMb: 0,
+        state: machine.running ? (machine.has_pending_instruction ? 'busy' : 'warm') : 'swapped',
+        nextSeq: 0,
+        pendingInstructions: machine.has_pending_instruction ? 1 : 0,
+        lastUsedAt: machine.created_at,
+        snapshot: null,
+        warnings: [],
+      };
+    }
+  }
+
   async deleteMachine(name: string): Promise<void> {
     await this.#extension('delete machines', 'DELETE', `/v1/machine/${encodeURIComponent(name)}`);
   }

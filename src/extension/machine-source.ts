@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { ExtendedClient } from '../client/extended-client.ts';
 import { UnsupportedByBackendError, type ForeverVMClient } from '../client/forevervm-client.ts';
-import type { ForeverVMMachine, MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
+import type { MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
 
 export type SourceId = 'local' | 'forevervm';
 
@@ -123,8 +123,8 @@ export class MachineSource implements vscode.Disposable {
   async #reload(): Promise<void> {
     const client = await this.client();
     const listed = await client.listMachines();
-    // Details come from Perennial's extension; the protocol's own listing says less.
-    const details = await Promise.all(listed.map((machine) => client.machine(machine.name).catch((error: Error) => (error instanceof UnsupportedByBackendError ? fromProtocol(machine) : undefined))));
+    // A machine deleted between the listing and its details is left out.
+    const details = await Promise.all(listed.map((machine) => client.details(machine).catch(() => undefined)));
     this.#machines = new Map(details.filter((info) => info !== undefined).map((info) => [info.name, info]));
     this.#variables.clear();
   }
@@ -173,21 +173,4 @@ export class MachineSource implements vscode.Disposable {
     }
     this.#changed.fire();
   }
-}
-
-/** A machine as the ForeverVM protocol lists it, in the shape Perennial's details have. */
-function fromProtocol(machine: ForeverVMMachine): MachineInfo {
-  return {
-    name: machine.name,
-    createdAt: machine.created_at,
-    tags: machine.tags,
-    engine: 'forevervm',
-    memoryMb: 0,
-    state: machine.has_pending_instruction ? 'busy' : machine.running ? 'warm' : 'swapped',
-    nextSeq: 0,
-    pendingInstructions: machine.has_pending_instruction ? 1 : 0,
-    lastUsedAt: machine.created_at,
-    snapshot: null,
-    warnings: [],
-  };
 }
