@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { ForeverVMError } from '../client/forevervm-client.ts';
 import { runningServer } from '../client/local-server-connection.ts';
 import { VERSION } from '../shared/version.ts';
 import type { Backends } from './backends.ts';
@@ -34,7 +35,14 @@ export function registerMcpProvider(backends: Backends, cliPath: string): vscode
 async function definition(backends: Backends, cliPath: string, resolving: boolean): Promise<vscode.McpServerDefinition> {
   if (backends.active === 'forevervm') {
     const token = await backends.token();
-    if (!token && resolving) throw new Error('no ForeverVM token is set; run "Perennial: Set ForeverVM Token"');
+    if (resolving) {
+      // Checked here, where a bad token becomes a notification rather than a failing server.
+      const account = await (await backends.hostedClient()).whoami().catch((error: Error) => {
+        if (error instanceof ForeverVMError && error.status === 401) throw new Error('ForeverVM refused the token; run "Perennial: Set ForeverVM Token"');
+        throw new Error(`cannot reach ForeverVM at ${backends.forevervmBaseUrl} (${error.message}); check perennial.forevervm.baseUrl and the network`);
+      });
+      backends.log.info(`ForeverVM account ${account.account}`);
+    }
     const env = { ELECTRON_RUN_AS_NODE: '1', FOREVERVM_BASE_URL: backends.forevervmBaseUrl, ...(token ? { FOREVERVM_TOKEN: token } : {}) };
     return new vscode.McpStdioServerDefinition(MCP_SERVER_LABEL, process.execPath, [cliPath, 'mcp', '--backend', 'forevervm'], env, VERSION);
   }

@@ -91,6 +91,10 @@ async function reportFailure(error: Error, name: string | undefined, entry: RunE
     void vscode.window.showErrorMessage(`Perennial: machine ${name} no longer exists (it was deleted elsewhere).`, 'Select Machine').then((choice) => choice && active.choose());
     return;
   }
+  if (error instanceof ForeverVMError && error.status === 401) {
+    void vscode.window.showErrorMessage('Perennial: the server refused the token. For ForeverVM, set a valid token.', 'Set ForeverVM Token').then((choice) => choice && vscode.commands.executeCommand('perennial.setForeverVMToken'));
+    return;
+  }
   const next = error instanceof ForeverVMError && error.code === 'Unreachable' ? ' Is the Perennial server running? It is started on demand; see the log.' : '';
   void vscode.window.showErrorMessage(`Perennial could not run the code: ${error.message}.${next}`, 'Show Log').then((choice) => choice && log.show());
 }

@@ -181,7 +181,32 @@ suite('Perennial in VS Code', () => {
         // Variables of a hosted machine come from an instruction that lists them.
         await ui({ click: `${TREE_ROWS}:has-text("${name}")` });
         await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes('w: int = 42')) ? true : undefined), 'the hosted variable w');
+
+        // With the forevervm backend, the MCP server is `perennial mcp --backend forevervm` over stdio.
+        await vscode.workspace.getConfiguration('perennial').update('backend', 'forevervm', vscode.ConfigurationTarget.Global);
+        // VS Code replaces the running server when the definition changes; calls meanwhile are cancelled.
+        const hostedTools = await eventually(async () => {
+          try {
+            await vscode.commands.executeCommand('workbench.mcp.startServer', MCP_SERVER_ID, { waitForLiveTools: true, autoTrustChanges: true });
+            const listed = JSON.parse(await invoke('list-python-repls', {})) as { repls: Array<{ name: string }> };
+            return listed.repls.some((repl) => repl.name === name) ? listed : undefined;
+          } catch (error) {
+            if ((error as Error).name === 'Canceled') return undefined;
+            throw error;
+          }
+        }, 'the MCP tools to list the hosted machines');
+        assert.ok(hostedTools.repls.length >= 1);
+        const run = await eventually(async () => {
+          try {
+            return JSON.parse(await invoke('run-python-in-repl', { replId: name, pythonCode: 'w + 1' })) as { value: string };
+          } catch (error) {
+            if ((error as Error).name === 'Canceled') return undefined;
+            throw error;
+          }
+        }, 'a run through the hosted MCP server');
+        assert.equal(run.value, '43');
       } finally {
+        await vscode.workspace.getConfiguration('perennial').update('backend', undefined, vscode.ConfigurationTarget.Global);
         await vscode.workspace.getConfiguration('perennial').update('forevervm.baseUrl', undefined, vscode.ConfigurationTarget.Global);
         proxy.close();
       }
