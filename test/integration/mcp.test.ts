@@ -14,6 +14,19 @@ import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+/** A local server on a fresh data dir, whose python-engine machines use the test interpreter. */
+async function startPythonServer(): Promise<{ server: LocalServer; stop(): Promise<void> }> {
+  const data = await tempDataDir();
+  process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+  const server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+  const stop = async () => {
+    await server.close();
+    delete process.env.PERENNIAL_PYTHON;
+    await data.cleanup();
+  };
+  return { server, stop };
+}
 const TOOL_NAMES = [
   'create-python-repl',
   'delete-python-repl',
@@ -114,14 +127,11 @@ describe('MCP server', { timeout: 240_000 }, () => {
   for (const transport of ['streamable HTTP', 'legacy SSE'] as const) {
     describe(`over ${transport} on the local server`, () => {
       let server: LocalServer;
+      let stopServer: () => Promise<void>;
       let client: Client;
-      let cleanup: () => Promise<void>;
 
       before(async () => {
-        const data = await tempDataDir();
-        cleanup = data.cleanup;
-        process.env.PERENNIAL_PYTHON = TEST_PYTHON;
-        server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+        ({ server, stop: stopServer } = await startPythonServer());
         const headers = { Authorization: `Bearer ${server.token}` };
         client = new Client({ name: 'perennial-tests', version: '1.0.0' });
         await client.connect(
@@ -135,9 +145,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
       });
       after(async () => {
         await client.close();
-        await server.close();
-        delete process.env.PERENNIAL_PYTHON;
-        await cleanup();
+        await stopServer();
       });
 
       it('runs code with state across calls, returns figures as image blocks, and serves the other tools', async () => {
@@ -168,15 +176,12 @@ describe('MCP server', { timeout: 240_000 }, () => {
 
   describe('over stdio against a backend with only the ForeverVM protocol (as hosted ForeverVM)', () => {
     let server: LocalServer;
+    let stopServer: () => Promise<void>;
     let bare: { url: string; close(): void };
     let client: Client;
-    let cleanup: () => Promise<void>;
 
     before(async () => {
-      const data = await tempDataDir();
-      cleanup = data.cleanup;
-      process.env.PERENNIAL_PYTHON = TEST_PYTHON;
-      server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+      ({ server, stop: stopServer } = await startPythonServer());
       bare = await foreverVMOnlyProxy(server.url);
       client = new Client({ name: 'perennial-tests', version: '1.0.0' });
       await client.connect(
@@ -191,9 +196,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
     after(async () => {
       await client.close();
       bare.close();
-      await server.close();
-      delete process.env.PERENNIAL_PYTHON;
-      await cleanup();
+      await stopServer();
     });
 
     it('emulates variables, files and history with instructions and its own record, and says what it cannot do', async () => {

@@ -119,13 +119,6 @@ function importedMemoryMinimum(wasm: Uint8Array): number {
   throw new Error('pyodide.asm.wasm imports no env.memory');
 }
 
-/**
- * What does not depend on the machine, done as the worker starts (before its `load` arrives):
- * - pyodide.asm.js is loaded as a plain script. `loadPyodide` would `import()` it, and Node's ESM
- *   loader spends ~150 ms detecting the format of this 1 MB file and scanning it for exports;
- *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
- * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
- */
 interface BootAhead {
   instance: Promise<Pyodide>;
   supply(snapshot: Uint8Array | null): void;
@@ -133,6 +126,14 @@ interface BootAhead {
 /** Taken by the worker's one load: once supplied, it holds the snapshot until dropped. */
 let ahead: BootAhead | undefined;
 
+/**
+ * What does not depend on the machine, done as the worker starts (before its `load` arrives):
+ * - pyodide.asm.js is loaded as a plain script. `loadPyodide` would `import()` it, and Node's ESM
+ *   loader spends ~150 ms detecting the format of this 1 MB file and scanning it for exports;
+ *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
+ * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
+ * - Pyodide is booted ahead on that module, to wait for the snapshot (`bootAhead`).
+ */
 const prepared = (async () => {
   createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
   const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
