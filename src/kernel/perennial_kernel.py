@@ -1055,6 +1055,7 @@ class EmscriptenDriver:
         self.handlers = _command_handlers(self.kernel)
         self.handlers["configure"] = self._configure
         self.installable = frozenset()
+        self.installable_id = None
         self.snapshot_lost = []
         _install_interrupt_handler(self.kernel)
         time.sleep = _sliced_sleep(time.sleep, self.kernel)
@@ -1067,8 +1068,13 @@ class EmscriptenDriver:
             data = data[os.write(fd, data) :]
 
     def _configure(self, message):
+        """The output limit, and the import names the host may install, which are sent only when
+        the machine lacks the set named by ``importNamesId``."""
         self.kernel.sink.limit = int(message["outputLimit"])
-        self.installable = frozenset(message.get("importNames", ()))
+        if "importNames" in message:
+            self.installable = frozenset(message["importNames"])
+            self.installable_id = message["importNamesId"]
+        return {"importNamesKnown": self.installable_id == message["importNamesId"]}
 
     def call(self, op, args_json):
         """One command from the worker, as JSON in and JSON out. ``run`` answers a coroutine
@@ -1134,6 +1140,9 @@ class EmscriptenDriver:
         self.snapshot_lost = []
 
     def after_restore(self):
+        # Pyodide puts "" in front of sys.path at every load, a snapshot's too: one more per swap.
+        if sys.path[:1] == [""]:
+            del sys.path[0]
         for item in self.snapshot_lost:
             self.kernel.ns.pop(item["name"], None)
         import asyncio

@@ -83,6 +83,30 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
     assert.ok(bytes > manager.get(trivial).snapshot!.bytes);
   });
 
+  it('leaves nothing behind at a swap: no object kept alive by the process before, sys.path as it was', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    await run(manager, name, 'import gc, sys');
+    const measure = async () => {
+      const [objects, path] = JSON.parse(valueOf((await run(manager, name, 'import json\ngc.collect()\njson.dumps([len(gc.get_objects()), sys.path])')).result)!.slice(1, -1)) as [number, string[]];
+      return { objects, path };
+    };
+    // Each cell is kept for tracebacks, so the count grows by the same amount per cell.
+    const first = await measure();
+    const second = await measure();
+    const perCell = second.objects - first.objects;
+    const after: Array<{ objects: number; path: string[] }> = [];
+    for (let cycle = 0; cycle < 4; cycle++) {
+      await manager.swap(name);
+      after.push(await measure());
+    }
+    // The first restore may fill caches (isinstance caches of ABCs); from then on, a swap adds nothing.
+    assert.deepEqual(
+      after.slice(1).map((m, i) => m.objects - after[i]!.objects),
+      [perCell, perCell, perCell],
+    );
+    for (const m of after) assert.deepEqual(m.path, first.path);
+  });
+
   it('stays warm, and says why, while Python holds a JavaScript object; swaps once it is dropped', async () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     await run(manager, name, 'import js\nholder = js.Object.new()\nkept = 42');

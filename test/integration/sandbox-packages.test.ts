@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
-import { errorOf, managerFixture, run, valueOf } from '../helpers/machines.ts';
+import { errorOf, managerFixture, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 
 const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
 
@@ -108,5 +108,30 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
   it('refuses a wheel whose checksum does not match the lock file', async () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     assert.match(errorOf((await run(manager, name, 'import badpkg')).result), /badpkg.*does not match the lock file's sha256/);
+  });
+
+  it('knows what it may install after a swap, and learns a new package index when the source changes', async () => {
+    const data = await tempDataDir();
+    const other = await mkdtemp(join(tmpdir(), 'perennial-wheels-'));
+    try {
+      let own = await openManager({ dataDir: data.dir });
+      const name = (await own.create({ engine: 'sandbox' })).name;
+      await run(own, name, 'x = 1');
+      await own.swap(name);
+      const r = await run(own, name, 'import tinydep\ntinydep.greet("later")', 60);
+      assert.equal(valueOf(r.result), "'hello later'");
+      assert.match(r.stderr, /perennial: installing tinydep 0\.2\.0/);
+      await own.close();
+
+      await makeSource(other, [{ name: 'newpkg', version: '3.0.0', files: { 'newpkg/__init__.py': 'ANSWER = 42\n' } }]);
+      process.env.PERENNIAL_PYODIDE_PACKAGES = other;
+      own = await openManager({ dataDir: data.dir });
+      assert.equal(valueOf((await run(own, name, 'import newpkg\nnewpkg.ANSWER, tinydep.greet("still")', 60)).result), "(42, 'hello still')");
+      await own.close();
+    } finally {
+      process.env.PERENNIAL_PYODIDE_PACKAGES = source;
+      await rm(other, { recursive: true, force: true });
+      await data.cleanup();
+    }
   });
 });

@@ -22,6 +22,8 @@ export interface ImageMeta {
   dynlibs: DynlibRecord[];
   loadedPackages: Record<string, string>;
   tableLength: number;
+  /** Objects that proxies held at the snapshot, released at a restore (absent in images of older builds). */
+  proxiedObjects?: number[];
 }
 
 /** A machine's state: the Pyodide memory snapshot, an archive of its files, and their metadata. */
@@ -43,6 +45,12 @@ export type LoadImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array
 /** A machine's image as a snapshot returns it: a patch on the base it was loaded from, if any. */
 export type TakenImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array } | { patch: Uint8Array; base: string });
 
+/** The import names machines may auto-install, with an id for the set, so a kernel that already has it is not sent it again. */
+export interface ImportNames {
+  id: string;
+  names: string[];
+}
+
 export interface MachineConfig {
   memoryMb: number;
   outputLimit: number;
@@ -54,7 +62,7 @@ export type HostMessage =
   /** Boot a machine: fresh from `kernelSource`, or from an image. */
   | { type: 'load'; id: number; config: MachineConfig; image?: LoadImage; kernelSource?: string }
   /** Limits of the machine now loaded (a pooled machine was booted with defaults). */
-  | { type: 'configure'; id: number; memoryMb: number; outputLimit: number; importNames: string[] }
+  | { type: 'configure'; id: number; memoryMb: number; outputLimit: number; importNames: ImportNames }
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }
   | { type: 'snapshot'; id: number }
   | { type: 'loadPackages'; id: number; paths: string[] }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
-import type { ChildMessage, HostMessage, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
+import type { ChildMessage, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
@@ -92,7 +92,7 @@ export class SandboxProcess {
     return reply.ms;
   }
 
-  async configure(memoryMb: number, outputLimit: number, importNames: string[]): Promise<void> {
+  async configure(memoryMb: number, outputLimit: number, importNames: ImportNames): Promise<void> {
     this.#result(await this.#request({ type: 'configure', memoryMb, outputLimit, importNames }));
   }
 

@@ -7,7 +7,7 @@ import { writeFileAtomic } from '../../machines/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { encodeImage, readImage, wholeImage } from './machine-image-file.ts';
 import { makeMemoryPatch } from './memory-patch.ts';
-import type { BaseFile, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
+import type { BaseFile, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
@@ -79,7 +79,7 @@ export class SandboxRuntime {
   /** Processes with Pyodide booted ahead and no machine yet. */
   #ready: SandboxProcess[] = [];
   #closed = false;
-  #imports?: Promise<Record<string, string>>;
+  #imports?: Promise<ImportNames>;
 
   constructor(options: SandboxRuntimeOptions) {
     this.#cacheDir = options.cacheDir;
@@ -124,7 +124,7 @@ export class SandboxRuntime {
     let sandbox: SandboxProcess | undefined;
     try {
       sandbox = await get(pooled);
-      await sandbox.configure(config.memoryMb, config.outputLimit, Object.keys(await this.#importNames()));
+      await sandbox.configure(config.memoryMb, config.outputLimit, await this.#importNames());
       return sandbox;
     } catch (error) {
       await sandbox?.kill();
@@ -207,8 +207,14 @@ export class SandboxRuntime {
   }
 
   /** Import names machines may auto-install; none when the package index cannot be read. */
-  #importNames(): Promise<Record<string, string>> {
-    this.#imports ??= this.packages.importNames().catch(() => ({}));
+  #importNames(): Promise<ImportNames> {
+    this.#imports ??= this.packages
+      .importNames()
+      .catch(() => ({}))
+      .then((byImport) => {
+        const names = Object.keys(byImport).sort();
+        return { id: createHash('sha256').update(names.join('\n')).digest('hex').slice(0, 16), names };
+      });
     return this.#imports;
   }
 

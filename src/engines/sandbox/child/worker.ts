@@ -10,6 +10,8 @@ import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 import { applyMemoryPatch, heapOffset, makeMemoryPatch } from '../memory-patch.ts';
 import type { BaseFile, ChildMessage, HostMessage, LoadImage, MachineConfig, TakenImage } from '../protocol.ts';
+import { blankDeadMemory, memoryLayout, type MemoryAccess, type MemoryLayout } from './dead-memory.ts';
+import { proxiedObjects, releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
 import { recordDynlibs, withDynlibReplay, type EmscriptenModule } from './dynlibs.ts';
 import { archiveFiles, restoreFiles, type EmscriptenFS } from './fs-archive.ts';
 
@@ -25,7 +27,7 @@ interface Pyodide {
   makeMemorySnapshot(options?: { serializer?: (object: unknown) => unknown }): Uint8Array;
   mountNodeFS(emscriptenPath: string, hostPath: string): void;
   loadPackage(names: string[], options?: { messageCallback?: (m: string) => void; errorCallback?: (m: string) => void }): Promise<unknown>;
-  _module: EmscriptenModule & { __hiwire_set(index: number, value: unknown): void };
+  _module: EmscriptenModule & MemoryAccess & ProxyAccess & { __hiwire_set(index: number, value: unknown): void };
   _api: { config: Record<string, unknown>; sitepackages: string; dsodir: string };
 }
 type LoadPyodide = (options: Record<string, unknown>) => Promise<Pyodide>;
@@ -44,7 +46,19 @@ const { pyodideDir, interruptBuffer } = workerData as { pyodideDir: string; inte
 const port = parentPort!;
 const KERNEL_DIR = '/opt/perennial';
 const HOME = '/home/pyodide';
-const BOOT_OPTIONS = { indexURL: pyodideDir + '/', env: { HOME, MPLBACKEND: 'Agg' }, _makeSnapshot: true };
+
+/**
+ * Pyodide's lock file with only its unvendored standard library modules. Packages are found and
+ * fetched by the host and loaded by path, so Pyodide needs no index of them; and it turns the
+ * index it gets into a Python dict at every restore, which would leave new garbage on the heap,
+ * and so in the next snapshot, at every swap.
+ */
+function stdlibLock(): string {
+  const lock = JSON.parse(readFileSync(join(pyodideDir, 'pyodide-lock.json'), 'utf8')) as { packages: Record<string, { package_type?: string }> };
+  lock.packages = Object.fromEntries(Object.entries(lock.packages).filter(([, entry]) => entry.package_type === 'cpython_module'));
+  return JSON.stringify(lock);
+}
+const BOOT_OPTIONS = { indexURL: pyodideDir + '/', lockFileContents: stdlibLock(), env: { HOME, MPLBACKEND: 'Agg' }, _makeSnapshot: true };
 /** Slot 6 of Pyodide's hiwire table is `loadedPackages`; a snapshot insists that it equals {}. */
 const LOADED_PACKAGES_SLOT = 6;
 
@@ -132,10 +146,18 @@ let ahead: BootAhead | undefined;
  *   loader spends ~150 ms detecting the format of this 1 MB file and scanning it for exports;
  *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
  * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
+ * - Every module it makes has its proxies followed from the start (see proxy-references.ts).
  * - Pyodide is booted ahead on that module, to wait for the snapshot (`bootAhead`).
  */
 const prepared = (async () => {
   createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
+  const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
+  const create = scope._createPyodideModule;
+  scope._createPyodideModule = async (settings) => {
+    const module = await create(settings);
+    trackProxies(module as unknown as ProxyAccess);
+    return module;
+  };
   const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
   const compiled = await WebAssembly.compile(wasm);
   const instantiate = WebAssembly.instantiate;
@@ -245,6 +267,7 @@ function restored(instance: Pyodide, image: LoadImage, withFiles = true): Pyodid
   if (withFiles) restoreFiles(instance.FS, image.files);
   Object.assign(instance.loadedPackages, image.meta.loadedPackages);
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
+  releaseProxied(instance._module, image.meta.proxiedObjects ?? []);
   instance.runPython('import perennial_kernel\nperennial_kernel._DRIVER.after_restore()');
   return instance;
 }
@@ -272,7 +295,14 @@ function connect(instance: Pyodide, config: MachineConfig): void {
   call = instance.runPython('import perennial_kernel\nperennial_kernel._DRIVER.call') as DriverCall;
 }
 
+type Reply = { ok: true; result: unknown } | { ok: false; error: string };
+
 async function runCommand(id: number, op: string, args: Record<string, unknown>): Promise<void> {
+  post({ type: 'reply', id, ...(await command(op, args)) });
+}
+
+/** A kernel command's reply. */
+async function command(op: string, args: Record<string, unknown>): Promise<Reply> {
   try {
     const answer = call!(op, JSON.stringify(args));
     let text: string;
@@ -284,12 +314,24 @@ async function runCommand(id: number, op: string, args: Record<string, unknown>)
         answer.destroy();
       }
     }
-    const reply = JSON.parse(text) as { ok: true; result: unknown } | { ok: false; error: string };
-    post({ type: 'reply', id, ...reply });
+    return JSON.parse(text) as Reply;
   } finally {
     // An interrupt that arrived as the command ended must not hit the next one.
     Atomics.store(interruptBuffer, 0, 0);
   }
+}
+
+/**
+ * A machine's limits and the names it may auto-install. The kernel keeps the names across swaps,
+ * so they cross into Python only when its set is not this one: parsing them at every restore
+ * would leave a few hundred new strings on the heap, and in the next snapshot, at every swap.
+ */
+async function configure(id: number, message: Extract<HostMessage, { type: 'configure' }>): Promise<void> {
+  memoryLimit = message.memoryMb * 1024 * 1024;
+  const args = { outputLimit: message.outputLimit, importNamesId: message.importNames.id };
+  const reply = await command('configure', args);
+  const missing = reply.ok && !(reply.result as { importNamesKnown: boolean }).importNamesKnown;
+  post({ type: 'reply', id, ...(missing ? await command('configure', { ...args, importNames: message.importNames.names }) : reply) });
 }
 
 /** Python holds a JavaScript object that only lives in this process: say which one. */
@@ -299,15 +341,22 @@ function refuseJsObject(object: unknown): never {
   throw new Error(`Python holds a JavaScript ${kind}${detail}, which a snapshot cannot carry; drop the reference (del the variable) to allow swapping`);
 }
 
-function snapshot(id: number): void {
+async function snapshot(id: number): Promise<void> {
   const instance = py!;
+  // Proxies that are garbage give their references back when the collector's finalizers run.
+  (globalThis as { gc?: () => void }).gc?.();
+  await new Promise((resolve) => setImmediate(resolve));
   const driver = 'import perennial_kernel\nperennial_kernel._DRIVER';
   const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot()`) as string) as Array<{ name: string; reason: string }>;
   const loadedPackages = { ...instance.loadedPackages };
   let memory: Uint8Array;
+  let layout: MemoryLayout;
+  let proxied: number[];
   try {
     for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
     memory = instance.makeMemorySnapshot({ serializer: refuseJsObject });
+    layout = memoryLayout(instance._module);
+    proxied = proxiedObjects(instance._module);
   } finally {
     Object.assign(instance.loadedPackages, loadedPackages);
     instance.runPython(`${driver}.after_snapshot()`);
@@ -318,9 +367,12 @@ function snapshot(id: number): void {
     dynlibs: recordDynlibs(instance._module),
     loadedPackages,
     tableLength: instance._module.wasmTable.length,
+    proxiedObjects: proxied,
   };
   // Only what differs from the base crosses to the host.
-  const patch = loadedBase && makeMemoryPatch(memory, readFileSync(loadedBase.path));
+  const base = loadedBase && readFileSync(loadedBase.path);
+  if (base) blankDeadMemory(memory, base, layout);
+  const patch = base && makeMemoryPatch(memory, base);
   const image: TakenImage = patch && loadedBase ? { patch, base: loadedBase.id, files, meta } : { snapshot: memory, files, meta };
   post({ type: 'image', id, image, lost }, [(patch ?? memory).buffer as ArrayBuffer, files.buffer as ArrayBuffer]);
 }
@@ -341,11 +393,8 @@ port.on('message', (message: HostMessage) => {
       if (message.type === 'load') await load(message);
       else if (!py) throw new Error('no machine is loaded');
       else if (message.type === 'call') await runCommand(id, message.op, message.args);
-      else if (message.type === 'configure') {
-        memoryLimit = message.memoryMb * 1024 * 1024;
-        await runCommand(id, 'configure', { outputLimit: message.outputLimit, importNames: message.importNames });
-      }
-      else if (message.type === 'snapshot') snapshot(id);
+      else if (message.type === 'configure') await configure(id, message);
+      else if (message.type === 'snapshot') await snapshot(id);
       else if (message.type === 'loadPackages') {
         const errors: string[] = [];
         await py.loadPackage(message.paths, { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
