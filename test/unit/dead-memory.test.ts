@@ -72,6 +72,15 @@ describe('dead memory of a machine', () => {
     }
   });
 
+  it('is zero in a snapshot without a base (a base image itself)', () => {
+    const { memory, layout } = heap();
+    const snapshot = snapshotOf(memory);
+    blankDeadMemory(snapshot, undefined, layout);
+    const ranges = deadRanges(memory, layout)!;
+    for (const [from, to] of ranges) assert.ok(snapshot.subarray(HEADER + from, HEADER + to).every((b) => b === 0));
+    assert.deepEqual(snapshot.subarray(HEADER, HEADER + 64), memory.subarray(0, 64));
+  });
+
   const damaged: Array<[string, (memory: DataView, layout: MemoryLayout, chunks: Record<string, number>) => void]> = [
     ['malloc counts another number of free chunks', (_, layout) => layout.freeChunks++],
     ['malloc counts other free bytes', (_, layout) => (layout.freeBytes -= 8)],

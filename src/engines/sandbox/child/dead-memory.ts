@@ -117,19 +117,22 @@ export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[num
 }
 
 /**
- * Copies the base's bytes over the dead memory of `snapshot` (both Pyodide snapshots). Answers how
- * many bytes were blanked: 0 when the walk did not check out, and the snapshot is left as it was.
+ * Copies the base's bytes over the dead memory of `snapshot` (both Pyodide snapshots), or zeros
+ * without a base: a base image's dead memory is zero, which a restore need not write at all.
+ * Answers how many bytes were blanked: 0 when the walk did not check out, and the snapshot is
+ * left as it was.
  */
-export function blankDeadMemory(snapshot: Uint8Array, base: Uint8Array, layout: MemoryLayout): number {
+export function blankDeadMemory(snapshot: Uint8Array, base: Uint8Array | undefined, layout: MemoryLayout): number {
   const heap = snapshot.subarray(heapOffset(snapshot));
-  const baseHeap = base.subarray(heapOffset(base));
+  const baseHeap = base?.subarray(heapOffset(base));
   const ranges = deadRanges(heap, layout);
   if (!ranges) return 0;
   let blanked = 0;
   for (const [from, to] of ranges) {
-    const until = Math.min(to, baseHeap.length);
+    const until = Math.min(to, baseHeap?.length ?? heap.length);
     if (from >= until) continue;
-    heap.set(baseHeap.subarray(from, until), from);
+    if (baseHeap) heap.set(baseHeap.subarray(from, until), from);
+    else heap.fill(0, from, until);
     blanked += until - from;
   }
   return blanked;

@@ -172,6 +172,31 @@ const prepared = (async () => {
 })();
 prepared.catch(() => {});
 
+const PAGE = 4096;
+
+/**
+ * Copies `source` into the memory from its second page on, leaving out pages that are zero in
+ * both. A page of wasm memory takes room in the process only once written, and a third of a
+ * machine's memory is zero (most of the 5 MiB C stack, the unused heap).
+ */
+function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
+  const words = new Uint32Array(source.buffer, source.byteOffset, source.length >>> 2);
+  const target = new Uint32Array(memory.buffer, 0, memory.length >>> 2);
+  const zero = (array: Uint32Array, from: number, to: number) => {
+    for (let i = from; i < to; i++) if (array[i]) return false;
+    return true;
+  };
+  const perPage = PAGE >>> 2;
+  for (let from = perPage; from < words.length; from += perPage) {
+    const to = Math.min(from + perPage, words.length);
+    if (!zero(words, from, to)) target.set(words.subarray(from, to), from);
+    else if (!zero(target, from, to)) target.fill(0, from, to);
+  }
+  // A length that is not a multiple of 4 leaves its last bytes.
+  const tail = source.length & 3;
+  if (tail) memory.set(source.subarray(source.length - tail), source.length - tail);
+}
+
 /**
  * A Pyodide instance booted before the snapshot it will hold is known. Instantiating and linking
  * Emscripten's module is most of a restore (~130 of ~170 ms); it is done here on a placeholder
@@ -195,7 +220,11 @@ function bootAhead(loadPyodide: LoadPyodide, minimumBytes: number): BootAhead {
     const restoreSnapshot = module.API.restoreSnapshot;
     module.API.restoreSnapshot = () => {
       module.API.restoreSnapshot = restoreSnapshot;
-      return restoreSnapshot(snapshot);
+      // Pyodide reads the header and copies the first page; the rest is copied here.
+      const heapStart = heapOffset(snapshot);
+      const state = restoreSnapshot(snapshot.subarray(0, heapStart + PAGE));
+      copyTouchingLess(module.HEAPU8, snapshot.subarray(heapStart));
+      return state;
     };
     return module;
   };
@@ -371,7 +400,7 @@ async function snapshot(id: number): Promise<void> {
   };
   // Only what differs from the base crosses to the host.
   const base = loadedBase && readFileSync(loadedBase.path);
-  if (base) blankDeadMemory(memory, base, layout);
+  blankDeadMemory(memory, base, layout);
   const patch = base && makeMemoryPatch(memory, base);
   const image: TakenImage = patch && loadedBase ? { patch, base: loadedBase.id, files, meta } : { snapshot: memory, files, meta };
   post({ type: 'image', id, image, lost }, [(patch ?? memory).buffer as ArrayBuffer, files.buffer as ArrayBuffer]);
