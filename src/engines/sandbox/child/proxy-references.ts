@@ -3,65 +3,61 @@
  * object; a snapshot keeps that reference on the heap but not the proxy, so after a restore
  * nothing would ever release it. Pyodide's own start makes a few dozen proxies and caches more
  * on them, so every swap leaked those objects, and each one kept its place on the heap in every
- * later snapshot. The worker follows every proxy Pyodide makes (weakly), the image records the
- * objects of the ones alive at the snapshot, and a restore releases one reference to each.
+ * later snapshot. The worker follows the references Pyodide hands to its finalization registry
+ * (every proxy's, until it is destroyed or collected), the image records the objects of those
+ * still held at the snapshot, and a restore releases one reference to each.
  */
 
-interface ProxyShared {
-  /** The object's address; 0 once the proxy is destroyed. */
-  ptr: number;
-}
-
-/** What is used of a Pyodide module to follow its proxies. */
+/** What is used of a Pyodide module to follow its proxies' references. */
 export interface ProxyAccess {
-  pyproxy_alloc_map: Map<object, unknown>;
-  enable_pyproxy_allocation_tracing(): void;
-  PyProxy_getAttrsQuiet(proxy: object): { shared: ProxyShared };
+  finalizationRegistry: FinalizationRegistry<unknown>;
   _Py_DecRef(pointer: number): void;
 }
 
-/** Proxies that are alive or not yet collected. */
-const proxies = new Set<WeakRef<object>>();
-const refOf = new WeakMap<object, WeakRef<object>>();
-const collected = new FinalizationRegistry<WeakRef<object>>((ref) => proxies.delete(ref));
-
-/**
- * Follows the proxies of `module` from now on, before Pyodide makes its first. Pyodide's
- * allocation tracing reports each new proxy to `pyproxy_alloc_map` and each destroyed one; its
- * map would keep them all alive, so its `set` and `delete` are given weak ones instead.
- */
-export function trackProxies(module: ProxyAccess): void {
-  const traced = module.pyproxy_alloc_map;
-  traced.set = (proxy: object) => {
-    const ref = new WeakRef(proxy);
-    proxies.add(ref);
-    refOf.set(proxy, ref);
-    collected.register(proxy, ref, ref);
-    return traced;
-  };
-  traced.delete = (proxy: object) => {
-    const ref = refOf.get(proxy);
-    if (!ref) return false;
-    proxies.delete(ref);
-    collected.unregister(ref);
-    return true;
-  };
-  module.enable_pyproxy_allocation_tracing();
+interface Held {
+  /** What the reference's release is tied to: a proxy's shared state, or a callable wrapper. */
+  target: WeakRef<WeakKey>;
+  pointer: number;
 }
 
-/** The addresses of the objects that live proxies hold, one per reference. */
-export function proxiedObjects(module: ProxyAccess): number[] {
-  const seen = new Set<ProxyShared>();
-  const pointers: number[] = [];
-  for (const ref of proxies) {
-    const proxy = ref.deref();
-    // Copies of a proxy share its reference, and a destroyed one holds none.
-    const shared = proxy && module.PyProxy_getAttrsQuiet(proxy).shared;
-    if (!shared?.ptr || seen.has(shared)) continue;
-    seen.add(shared);
-    pointers.push(shared.ptr);
-  }
-  return pointers;
+/** References held now; each is forgotten when released or when its target is collected. */
+const held = new Set<Held>();
+const byToken = new WeakMap<WeakKey, Held[]>();
+const collected = new FinalizationRegistry<Held>((entry) => held.delete(entry));
+
+/**
+ * Follows the references of `module`'s proxies from now on, before Pyodide makes its first.
+ * Pyodide registers each one with the object's address (as `{ ptr }` for proxies, `[ptr, ...]`
+ * for its one-shot callables and iterators) and unregisters it when it releases the reference.
+ */
+export function trackProxies(module: ProxyAccess): void {
+  const registry = module.finalizationRegistry;
+  const register = registry.register.bind(registry);
+  const unregister = registry.unregister.bind(registry);
+  registry.register = (target: WeakKey, value: unknown, token?: WeakKey) => {
+    const pointer = Array.isArray(value) ? value[0] : (value as { ptr?: unknown } | null)?.ptr;
+    if (typeof pointer === 'number' && pointer) {
+      const entry = { target: new WeakRef(target), pointer };
+      held.add(entry);
+      collected.register(target, entry);
+      if (token) byToken.set(token, [...(byToken.get(token) ?? []), entry]);
+    }
+    register(target, value, token);
+  };
+  registry.unregister = (token: WeakKey) => {
+    for (const entry of byToken.get(token) ?? []) held.delete(entry);
+    byToken.delete(token);
+    return unregister(token);
+  };
+}
+
+/**
+ * The addresses of the objects whose references are held now, one per reference. A reference
+ * whose target is already collected but whose release may not have run yet is left out: leaving
+ * one in the heap is harmless, releasing one twice would not be.
+ */
+export function proxiedObjects(): number[] {
+  return [...held].filter((entry) => entry.target.deref() !== undefined).map((entry) => entry.pointer);
 }
 
 /** Once a snapshot is restored: the references its process's proxies held are nobody's now. */

@@ -385,7 +385,7 @@ async function snapshot(id: number): Promise<void> {
     for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
     memory = instance.makeMemorySnapshot({ serializer: refuseJsObject });
     layout = memoryLayout(instance._module);
-    proxied = proxiedObjects(instance._module);
+    proxied = proxiedObjects();
   } finally {
     Object.assign(instance.loadedPackages, loadedPackages);
     instance.runPython(`${driver}.after_snapshot()`);
