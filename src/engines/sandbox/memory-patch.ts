@@ -71,16 +71,28 @@ export function makeMemoryPatch(snapshot: Uint8Array, base: Uint8Array): Uint8Ar
   return patch;
 }
 
+/** The snapshot a patch makes: its length, and its header (the snapshot up to its heap, a copy). */
+export function patchedSnapshot(patch: Uint8Array): { length: number; header: Uint8Array } {
+  const view = new DataView(patch.buffer, patch.byteOffset, 8);
+  return { length: view.getUint32(0, true), header: patch.slice(8, 8 + view.getUint32(4, true)) };
+}
+
 /** The whole snapshot from a patch and the base snapshot it was made against (left untouched). */
 export function applyMemoryPatch(patch: Uint8Array, base: Uint8Array): Uint8Array {
-  const view = new DataView(patch.buffer, patch.byteOffset, patch.length);
-  const length = view.getUint32(0, true);
-  const start = view.getUint32(4, true);
+  const { length, header } = patchedSnapshot(patch);
   const snapshot = new Uint8Array(length);
-  snapshot.set(patch.subarray(8, 8 + start));
-  const heap = snapshot.subarray(start);
+  snapshot.set(header);
+  const heap = snapshot.subarray(header.length);
   const baseHeap = base.subarray(heapOffset(base));
   heap.set(baseHeap.subarray(0, Math.min(baseHeap.length, heap.length)));
+  applyPatchRuns(patch, heap);
+  return snapshot;
+}
+
+/** XORs a patch's runs into `heap`, which holds the base's heap, and zeros past its end. */
+export function applyPatchRuns(patch: Uint8Array, heap: Uint8Array): void {
+  const view = new DataView(patch.buffer, patch.byteOffset, patch.length);
+  const start = view.getUint32(4, true);
   for (let at = 8 + padded(start); at < patch.length; ) {
     const from = view.getUint32(at, true);
     const count = view.getUint32(at + 4, true);
@@ -89,5 +101,4 @@ export function applyMemoryPatch(patch: Uint8Array, base: Uint8Array): Uint8Arra
     for (let i = 0; i < count; i++) heap[from + i]! ^= bytes[i]!;
     at += 8 + padded(count);
   }
-  return snapshot;
 }

@@ -66,7 +66,9 @@ export type HostMessage =
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }
   | { type: 'snapshot'; id: number }
   | { type: 'loadPackages'; id: number; paths: string[] }
-  | { type: 'interrupt' };
+  | { type: 'interrupt' }
+  /** Read this base's memory now, while waiting for a machine: a restore from it need not. */
+  | { type: 'prefetch'; base: BaseFile };
 
 export type ChildMessage =
   | { type: 'waiting' }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
-import type { ChildMessage, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
+import type { BaseFile, ChildMessage, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
@@ -110,6 +110,12 @@ export class SandboxProcess {
 
   async loadPackages(paths: string[]): Promise<void> {
     this.#result(await this.#request({ type: 'loadPackages', paths }, LOAD_TIMEOUT_MS));
+  }
+
+  /** Has a waiting sandbox read the base memory that the machine it will load is a patch on. */
+  async prefetch(base: BaseFile): Promise<void> {
+    await this.#waiting;
+    if (this.alive && this.#child.connected) this.#child.send({ type: 'prefetch', base } satisfies HostMessage);
   }
 
   interrupt(): void {

@@ -173,7 +173,13 @@ export class SandboxRuntime {
       next.catch(() => {});
       this.#fresh.push(next);
     }
-    while (!this.#closed && this.#ready.length < this.#poolSize) this.#ready.push(this.#spawn({ network: false }));
+    while (!this.#closed && this.#ready.length < this.#poolSize) {
+      const sandbox = this.#spawn({ network: false });
+      this.#ready.push(sandbox);
+      this.base()
+        .then((base) => sandbox.prefetch(base.file))
+        .catch(() => {});
+    }
   }
 
   async #takeFresh(): Promise<SandboxProcess | undefined> {

@@ -50,6 +50,10 @@ process.on('message', (message: HostMessage) => {
     Atomics.store(interruptBuffer, 0, 2); // SIGINT
     return;
   }
+  if (message.type === 'prefetch') {
+    ahead?.postMessage(message);
+    return;
+  }
   if (message.type === 'load') {
     const old = worker;
     worker = ahead ?? startWorker();

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
-import { applyMemoryPatch, heapOffset, makeMemoryPatch } from '../memory-patch.ts';
+import { applyMemoryPatch, applyPatchRuns, heapOffset, makeMemoryPatch, patchedSnapshot } from '../memory-patch.ts';
 import type { BaseFile, ChildMessage, HostMessage, LoadImage, MachineConfig, TakenImage } from '../protocol.ts';
 import { blankDeadMemory, memoryLayout, type MemoryAccess, type MemoryLayout } from './dead-memory.ts';
 import { proxiedObjects, releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
@@ -135,7 +135,7 @@ function importedMemoryMinimum(wasm: Uint8Array): number {
 
 interface BootAhead {
   instance: Promise<Pyodide>;
-  supply(snapshot: Uint8Array | null): void;
+  supply(memory: MachineMemory | null): void;
 }
 /** Taken by the worker's one load: once supplied, it holds the snapshot until dropped. */
 let ahead: BootAhead | undefined;
@@ -175,9 +175,9 @@ prepared.catch(() => {});
 const PAGE = 4096;
 
 /**
- * Copies `source` into the memory from its second page on, leaving out pages that are zero in
- * both. A page of wasm memory takes room in the process only once written, and a third of a
- * machine's memory is zero (most of the 5 MiB C stack, the unused heap).
+ * Copies `source` into the start of the memory, leaving out pages that are zero in both. A page
+ * of wasm memory takes room in the process only once written, and a third of a machine's memory
+ * is zero (most of the 5 MiB C stack, the unused heap).
  */
 function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
   const words = new Uint32Array(source.buffer, source.byteOffset, source.length >>> 2);
@@ -187,7 +187,7 @@ function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
     return true;
   };
   const perPage = PAGE >>> 2;
-  for (let from = perPage; from < words.length; from += perPage) {
+  for (let from = 0; from < words.length; from += perPage) {
     const to = Math.min(from + perPage, words.length);
     if (!zero(words, from, to)) target.set(words.subarray(from, to), from);
     else if (!zero(target, from, to)) target.fill(0, from, to);
@@ -205,25 +205,24 @@ function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
  * and a restore that replays side modules take the normal path.
  */
 function bootAhead(loadPyodide: LoadPyodide, minimumBytes: number): BootAhead {
-  let supply!: (snapshot: Uint8Array | null) => void;
-  const supplied = new Promise<Uint8Array | null>((resolve) => (supply = resolve));
+  let supply!: (memory: MachineMemory | null) => void;
+  const supplied = new Promise<MachineMemory | null>((resolve) => (supply = resolve));
   const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
   const create = scope._createPyodideModule;
   scope._createPyodideModule = async (settings) => {
     scope._createPyodideModule = create;
     const module = await create(settings);
-    const snapshot = await supplied;
-    if (!snapshot) throw new Error('the instance booted ahead was not needed');
-    const heapBytes = snapshot.length - heapOffset(snapshot);
-    if (heapBytes > module.HEAPU8.length && !module.growMemory(heapBytes)) throw new Error(`could not grow the memory to the snapshot's ${heapBytes} bytes`);
+    const machine = await supplied;
+    if (!machine) throw new Error('the instance booted ahead was not needed');
+    const { heapLength } = machine;
+    if (heapLength > module.HEAPU8.length && !module.growMemory(heapLength)) throw new Error(`could not grow the memory to the snapshot's ${heapLength} bytes`);
     // Called once, right after this; the machine must not keep the snapshot alive after.
     const restoreSnapshot = module.API.restoreSnapshot;
     module.API.restoreSnapshot = () => {
       module.API.restoreSnapshot = restoreSnapshot;
-      // Pyodide reads the header and copies the first page; the rest is copied here.
-      const heapStart = heapOffset(snapshot);
-      const state = restoreSnapshot(snapshot.subarray(0, heapStart + PAGE));
-      copyTouchingLess(module.HEAPU8, snapshot.subarray(heapStart));
+      // Pyodide takes its state from the header; the heap is written here.
+      const state = restoreSnapshot(machine.header);
+      machine.writeHeap(module.HEAPU8);
       return state;
     };
     return module;
@@ -239,14 +238,15 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   const loadPyodide = await prepared;
   const boot = ahead!;
   ahead = undefined;
-  const snapshot = image && memoryOf(image);
-  if (image && snapshot && !image.meta.dynlibs.length) {
-    boot.supply(snapshot);
+  const memory = image && memoryOf(image);
+  prefetched = undefined;
+  if (image && memory && !image.meta.dynlibs.length) {
+    boot.supply(memory);
     py = restored(await boot.instance, image);
   } else {
     boot.supply(null);
     await boot.instance.catch(() => {});
-    py = image && snapshot ? await restoreWithDynlibs(loadPyodide, image, snapshot) : await bootCold(loadPyodide, message.kernelSource ?? '', config.outputLimit);
+    py = image && memory ? await restoreWithDynlibs(loadPyodide, image, memory.whole()) : await bootCold(loadPyodide, message.kernelSource ?? '', config.outputLimit);
   }
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;
@@ -272,11 +272,51 @@ async function bootCold(loadPyodide: LoadPyodide, kernelSource: string, outputLi
 /** The base this machine was loaded from: its snapshots are patches on it. */
 let loadedBase: BaseFile | undefined;
 
-/** The whole snapshot of an image as loaded: sent whole, or a patch on a base snapshot file. */
-function memoryOf(image: LoadImage): Uint8Array {
-  if ('snapshot' in image) return aligned(image.snapshot);
-  loadedBase = image.base;
-  return applyMemoryPatch(image.patch, readFileSync(image.base.path));
+/** A base's memory read ahead, while the worker waited for its machine. */
+let prefetched: { path: string; bytes: Uint8Array } | undefined;
+
+function prefetch(base: BaseFile): void {
+  try {
+    prefetched = { path: base.path, bytes: readFileSync(base.path) };
+  } catch {
+    // The load reads it again, and says what is wrong.
+  }
+}
+
+/**
+ * A machine's memory as it arrives: its snapshot's header, the length of its heap, how to write
+ * the heap into an instance's memory, and the whole snapshot for the paths that need one.
+ */
+interface MachineMemory {
+  header: Uint8Array;
+  heapLength: number;
+  writeHeap(memory: Uint8Array): void;
+  whole(): Uint8Array;
+}
+
+/** The memory of an image as loaded: sent whole, or a patch on a base snapshot file. */
+function memoryOf(image: LoadImage): MachineMemory {
+  if ('snapshot' in image) {
+    const snapshot = aligned(image.snapshot);
+    const start = heapOffset(snapshot);
+    return { header: snapshot.slice(0, start), heapLength: snapshot.length - start, writeHeap: (memory) => copyTouchingLess(memory, snapshot.subarray(start)), whole: () => snapshot };
+  }
+  const { patch, base: file } = image;
+  loadedBase = file;
+  const base = prefetched?.path === file.path ? prefetched.bytes : readFileSync(file.path);
+  const { length, header } = patchedSnapshot(patch);
+  const heapLength = length - header.length;
+  return {
+    header,
+    heapLength,
+    writeHeap(memory) {
+      // Past the base's heap, a grown memory is zero, as the patch expects.
+      const baseHeap = base.subarray(heapOffset(base));
+      copyTouchingLess(memory, baseHeap.subarray(0, Math.min(baseHeap.length, heapLength)));
+      applyPatchRuns(patch, memory.subarray(0, heapLength));
+    },
+    whole: () => applyMemoryPatch(patch, base),
+  };
 }
 
 /** A machine with side modules: they are loaded again at their places before the heap is copied in. */
@@ -420,6 +460,7 @@ port.on('message', (message: HostMessage) => {
     const id = 'id' in message ? message.id : -1;
     try {
       if (message.type === 'load') await load(message);
+      else if (message.type === 'prefetch') prefetch(message.base);
       else if (!py) throw new Error('no machine is loaded');
       else if (message.type === 'call') await runCommand(id, message.op, message.args);
       else if (message.type === 'configure') await configure(id, message);
