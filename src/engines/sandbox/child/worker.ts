@@ -410,11 +410,8 @@ function refuseJsObject(object: unknown): never {
   throw new Error(`Python holds a JavaScript ${kind}${detail}, which a snapshot cannot carry; drop the reference (del the variable) to allow swapping`);
 }
 
-async function snapshot(id: number): Promise<void> {
+function snapshot(id: number): void {
   const instance = py!;
-  // Proxies that are garbage give their references back when the collector's finalizers run.
-  (globalThis as { gc?: () => void }).gc?.();
-  await new Promise((resolve) => setImmediate(resolve));
   const driver = 'import perennial_kernel\nperennial_kernel._DRIVER';
   const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot()`) as string) as Array<{ name: string; reason: string }>;
   const loadedPackages = { ...instance.loadedPackages };
@@ -464,7 +461,7 @@ port.on('message', (message: HostMessage) => {
       else if (!py) throw new Error('no machine is loaded');
       else if (message.type === 'call') await runCommand(id, message.op, message.args);
       else if (message.type === 'configure') await configure(id, message);
-      else if (message.type === 'snapshot') await snapshot(id);
+      else if (message.type === 'snapshot') snapshot(id);
       else if (message.type === 'loadPackages') {
         const errors: string[] = [];
         await py.loadPackage(message.paths, { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
