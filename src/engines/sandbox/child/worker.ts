@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
-import { applyMemoryPatch, applyPatchRuns, heapOffset, makeMemoryPatch, patchedSnapshot } from '../memory-patch.ts';
+import { applyMemoryPatch, heapOffset, makeMemoryPatch, patchedSnapshot, writePatchedHeap } from '../memory-patch.ts';
 import type { BaseFile, ChildMessage, HostMessage, LoadImage, MachineConfig, TakenImage } from '../protocol.ts';
 import { blankDeadMemory, memoryLayout, type MemoryAccess, type MemoryLayout } from './dead-memory.ts';
 import { proxiedObjects, releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
@@ -181,7 +181,7 @@ const PAGE = 4096;
  */
 function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
   const words = new Uint32Array(source.buffer, source.byteOffset, source.length >>> 2);
-  const target = new Uint32Array(memory.buffer, 0, memory.length >>> 2);
+  const target = new Uint32Array(memory.buffer, memory.byteOffset, memory.length >>> 2);
   const zero = (array: Uint32Array, from: number, to: number) => {
     for (let i = from; i < to; i++) if (array[i]) return false;
     return true;
@@ -309,12 +309,8 @@ function memoryOf(image: LoadImage): MachineMemory {
   return {
     header,
     heapLength,
-    writeHeap(memory) {
-      // Past the base's heap, a grown memory is zero, as the patch expects.
-      const baseHeap = base.subarray(heapOffset(base));
-      copyTouchingLess(memory, baseHeap.subarray(0, Math.min(baseHeap.length, heapLength)));
-      applyPatchRuns(patch, memory.subarray(0, heapLength));
-    },
+    // Past the base's heap, a grown memory is zero, as the patch expects.
+    writeHeap: (memory) => writePatchedHeap(patch, base, memory.subarray(0, heapLength), copyTouchingLess),
     whole: () => applyMemoryPatch(patch, base),
   };
 }
