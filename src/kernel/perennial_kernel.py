@@ -11,6 +11,7 @@ import ast
 import base64
 import builtins
 import dataclasses
+import enum
 import importlib
 import io
 import json
@@ -18,6 +19,7 @@ import linecache
 import marshal
 import os
 import pickle
+import pickletools
 import pprint
 import reprlib
 import rlcompleter
@@ -226,6 +228,44 @@ def _set_class_state(cls, attrs):
     return cls
 
 
+# What EnumType builds from the members; the rest of an enum's class dict is set like any class's.
+_ENUM_INTERNALS = frozenset(
+    {"__new__", "_member_names_", "_member_map_", "_member_type_", "_value2member_map_", "_unhashable_values_",
+     "_new_member_", "_use_args_", "_value_repr_", "_boundary_", "_flag_mask_", "_singles_mask_", "_all_bits_",
+     "_inverted_", "__new_member__"}
+)
+
+
+def _reduce_enum(cls):
+    """An enum class is rebuilt with its members' values (aliases included), then its methods and
+    the members' own attributes are set, as set on any class once it exists."""
+    members = {name: member._value_ for name, member in cls.__members__.items()}
+    attrs = {k: v for k, v in cls.__dict__.items() if k not in _CLASS_SKIP and k not in _ENUM_INTERNALS and k not in members}
+    member_attrs = {
+        name: {k: v for k, v in vars(member).items() if not (k.startswith("_") and k.endswith("_"))}
+        for name, member in cls.__members__.items()
+        if member.__dict__
+    }
+    args = (type(cls), cls.__name__, cls.__bases__, members, cls.__qualname__)
+    return _make_enum, args, (attrs, member_attrs), None, None, _set_enum_state
+
+
+def _make_enum(metaclass, name, bases, members, qualname):
+    namespace = metaclass.__prepare__(name, bases)
+    for key, value in members.items():
+        namespace[key] = value
+    namespace["__qualname__"] = qualname
+    namespace["__module__"] = "__main__"
+    return metaclass(name, bases, namespace)
+
+
+def _set_enum_state(cls, state):
+    attrs, member_attrs = state
+    for name, values in member_attrs.items():
+        vars(cls.__members__[name]).update(values)
+    return _set_class_state(cls, attrs)
+
+
 def _make_mappingproxy(mapping):
     return types.MappingProxyType(mapping)
 
@@ -241,11 +281,68 @@ def _code_global_names(code):
 _CLASS_SKIP = frozenset({"__dict__", "__weakref__", "_abc_impl", "__slots__", "__qualname__"})
 
 
+_LOCK_TYPE = type(threading.Lock())
+_RLOCK_TYPE = type(threading.RLock())
+_SUSPENDED_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+# Streams that are not the operating system's: in-memory buffers and the kernel's stdout/stderr.
+_NOT_DESCRIPTORS = (io.BytesIO, io.StringIO, StreamWriter)
+
+
+class _Unsaveable(TypeError):
+    """Something bound to the running process, which no pickler may pretend to save."""
+
+
+def _make_lock(locked):
+    lock = threading.Lock()
+    if locked:
+        lock.acquire()
+    return lock
+
+
+def _make_closed_file(name, mode, raw):
+    """A closed file like the one saved (type, name, mode): a closed file holds nothing else, and
+    opening the real file again could truncate it."""
+    f = open(os.devnull, mode.replace("x", "w"), buffering=0 if raw else -1)
+    inner = getattr(getattr(f, "buffer", f), "raw", f)
+    inner.name = name
+    f.close()
+    return f
+
+
+def _reduce_process_bound(obj):
+    """Saves what belongs to the process when it can be rebuilt as it was (a lock, the kernel's
+    streams), and refuses, saying why, what cannot: dill would bring back a running thread as a
+    Thread that claims to run, and reopen a file by name."""
+    if isinstance(obj, _LOCK_TYPE):
+        return _make_lock, (obj.locked(),)
+    if isinstance(obj, _RLOCK_TYPE):
+        if repr(obj).startswith("<unlocked"):
+            return threading.RLock, ()
+        raise _Unsaveable("an RLock held at the swap cannot be held again after it")
+    if isinstance(obj, threading.Thread) and obj.is_alive():
+        raise _Unsaveable("a running thread stops at a swap")
+    if isinstance(obj, _SUSPENDED_TYPES):
+        raise _Unsaveable(f"CPython cannot save a paused {type(obj).__name__} (sandbox machines keep them)")
+    if _KERNEL is not None and (obj is _KERNEL.stdout or obj is _KERNEL.stderr):
+        return getattr, (sys, "stdout" if obj is _KERNEL.stdout else "stderr")
+    if isinstance(obj, (io.FileIO, io.BufferedIOBase, io.TextIOWrapper)) and not isinstance(obj, _NOT_DESCRIPTORS) and obj.closed:
+        return _make_closed_file, (obj.name, obj.mode, isinstance(obj, io.FileIO))
+    reason = _descriptor_bound(obj)
+    if reason:
+        raise _Unsaveable(reason)
+    return NotImplemented
+
+
 class NamespacePickler(pickle.Pickler):
     """The C pickler, taught to save what the REPL defines: functions and classes of the
     namespace by value, modules by name, and the dataclasses sentinels by reference."""
 
     def reducer_override(self, obj):
+        bound = _reduce_process_bound(obj)
+        if bound is not NotImplemented:
+            return bound
         if isinstance(obj, types.ModuleType):
             return importlib.import_module, (obj.__name__,)
         if isinstance(obj, types.FunctionType) and obj.__module__ == "__main__":
@@ -292,6 +389,8 @@ class NamespacePickler(pickle.Pickler):
 
     @staticmethod
     def _reduce_class(cls):
+        if isinstance(cls, enum.EnumMeta):
+            return _reduce_enum(cls)
         slots = cls.__dict__.get("__slots__")
         if isinstance(slots, str):
             slots = (slots,)
@@ -313,16 +412,161 @@ _DATACLASS_SENTINELS = {
 
 
 def _fallback_picklers():
-    """Picklers tried, one variable at a time, for what the namespace pickler cannot save."""
+    """Picklers tried, one variable at a time, for what the namespace pickler cannot save; each
+    is held to the same rules for what belongs to the process."""
     if os.environ.get("PERENNIAL_SERIALIZER") == "pickle":
         return []
     found = []
     for name in ("dill", "cloudpickle"):
         try:
-            found.append((name, importlib.import_module(name)))
+            found.append((name, _guarded(importlib.import_module(name).Pickler)))
         except Exception:
             pass
     return found
+
+
+def _guarded(pickler_class):
+    class Guarded(pickler_class):
+        def reducer_override(self, obj):
+            bound = _reduce_process_bound(obj)
+            if bound is not NotImplemented:
+                return bound
+            parent = getattr(super(), "reducer_override", None)
+            return parent(obj) if parent else NotImplemented
+
+    return Guarded
+
+
+def _save_order(ns, names):
+    """REPL classes, then REPL functions, then the rest: what others refer to is saved first, so an
+    instance that fails to save or load never takes its class with it."""
+
+    def rank(name):
+        value = ns[name]
+        main = getattr(value, "__module__", None) == "__main__"
+        if isinstance(value, type) and main:
+            return 0
+        return 1 if isinstance(value, types.FunctionType) and main else 2
+
+    return sorted(names, key=rank)
+
+
+def _write_segments(f, items):
+    """Writes each (name, value) as a pickle segment. All share one memo, so an object in two
+    variables is saved once and comes back shared. A value that fails restarts the stream without
+    it (the memo would name objects whose bytes were thrown away); what the namespace pickler
+    cannot save is then tried alone with dill or cloudpickle. Returns (segments, {name: reason})."""
+    failed = {}
+    for name, value in items:
+        try:
+            _reduce_process_bound(value)
+        except _Unsaveable as exc:
+            failed[name] = exc
+    start_of_stream = f.tell()
+    culprit = True
+    while culprit:
+        f.seek(start_of_stream)
+        f.truncate()
+        pickler = NamespacePickler(f, protocol=pickle.HIGHEST_PROTOCOL)
+        segments, culprit = [], None
+        for name, value in items:
+            if name in failed:
+                continue
+            start = f.tell()
+            try:
+                pickler.dump(value)
+            except Exception as exc:
+                failed[name], culprit = exc, name
+                break
+            segments.append([name, start, f.tell(), "pickle"])
+    values = dict(items)
+    for name, error in list(failed.items()):
+        if not isinstance(error, _Unsaveable) and _write_with_fallback(f, name, values[name], segments):
+            del failed[name]
+    return segments, {name: str(e) if isinstance(e, _Unsaveable) else _short_error(e) for name, e in failed.items()}
+
+
+def _write_with_fallback(f, name, value, segments):
+    start = f.tell()
+    for label, pickler_class in _fallback_picklers():
+        try:
+            pickler_class(f, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+        except Exception as exc:
+            f.seek(start)
+            f.truncate()
+            if isinstance(exc, _Unsaveable):
+                return False
+            continue
+        segments.append([name, start, f.tell(), label])
+        return True
+    return False
+
+
+def _load_segments(blob, segments, lost):
+    """Returns [(name, value)] for the segments that load and adds the others to ``lost``. One C
+    unpickler reads the segments of the shared memo in turn. After a failure it cannot go on: it
+    keeps stale read-ahead, and its memo lacks what the failed segment would have made, which
+    shifts every later index. So then the whole snapshot is read again by the mended path."""
+    stream = io.BytesIO(blob)
+    unpickler = pickle.Unpickler(stream)
+    loaded, lost_alone = [], []
+    for name, start, stop, label in segments:
+        if label != "pickle":
+            _load_alone(blob[start:stop], name, label, loaded, lost_alone)
+            continue
+        try:
+            stream.seek(start)
+            loaded.append((name, unpickler.load()))
+        except BaseException:
+            return _load_segments_mended(blob, segments, lost)
+    lost.extend(lost_alone)
+    return loaded
+
+
+def _load_alone(data, name, label, loaded, lost):
+    try:
+        loaded.append((name, importlib.import_module(label).loads(data)))
+    except BaseException as exc:
+        lost.append({"name": _display_name(name), "reason": _short_error(exc)})
+
+
+class _LostEntry:
+    """Marks a memo index that a failed segment would have filled."""
+
+    def __init__(self, owner):
+        self.owner = owner
+
+
+class _MendedMemo(dict):
+    def __getitem__(self, index):
+        value = dict.__getitem__(self, index)
+        if isinstance(value, _LostEntry):
+            raise pickle.UnpicklingError(f"it shares objects with {value.owner}, which could not be restored")
+        return value
+
+
+def _load_segments_mended(blob, segments, lost):
+    """Reads each segment with a fresh pure-Python unpickler over one memo dict, mended after a
+    failure: every index the failed segment would have made (its MEMOIZE opcodes) is marked, so a
+    later segment that refers to one fails and says why, and the others get the right objects."""
+    memo = _MendedMemo()
+    loaded = []
+    for name, start, stop, label in segments:
+        data = blob[start:stop]
+        if label != "pickle":
+            _load_alone(data, name, label, loaded, lost)
+            continue
+        made_before = len(memo)
+        try:
+            unpickler = pickle._Unpickler(io.BytesIO(data))
+            unpickler.memo = memo
+            loaded.append((name, unpickler.load()))
+        except BaseException as exc:
+            lost.append({"name": _display_name(name), "reason": _short_error(exc)})
+            made = sum(1 for op, _, _ in pickletools.genops(data) if op.name == "MEMOIZE")
+            for index in range(made_before, made_before + made):
+                memo[index] = _LostEntry(_display_name(name))
+    return loaded
 
 
 def _short_error(exc):
@@ -640,18 +884,10 @@ class Kernel:
         """Saves the namespace to ``path``; returns what it could not keep."""
         names = [n for n in self.ns if not (n.startswith("__") and n.endswith("__"))]
         modules = {n: self.ns[n].__name__ for n in names if isinstance(self.ns[n], types.ModuleType)}
-        values = [n for n in names if n not in modules]
-        failed = {}
+        values = _save_order(self.ns, [n for n in names if n not in modules])
         with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             f.write(SNAPSHOT_MAGIC)
-            while True:
-                segments, culprit = self._dump_segments(f, values, failed)
-                if culprit is None:
-                    break
-            for name in list(failed):
-                segment = self._dump_with_fallback(f, name, failed)
-                if segment:
-                    segments.append(segment)
+            segments, failed = _write_segments(f, [(n, self.ns[n]) for n in values] + [("\0rng", _rng_state())])
             lost = [{"name": _display_name(n), "reason": r} for n, r in failed.items()]
             footer = json.dumps(
                 {
@@ -673,42 +909,6 @@ class Kernel:
             os.fsync(f.fileno())
             size = f.tell()
         return {"bytes": size, "lost": lost, "saved": len(names) - len(lost)}
-
-    def _dump_segments(self, f, names, failed):
-        """Dumps every name into one pickle stream with a shared memo, so objects shared between
-        variables stay shared. A failure restarts the stream without the culprit, because the
-        memo would otherwise refer to bytes that were thrown away."""
-        start_of_stream = f.tell()
-        pickler = NamespacePickler(f, protocol=pickle.HIGHEST_PROTOCOL)
-        segments = []
-        for name in names + ["\0rng"]:
-            if name in failed:
-                continue
-            start = f.tell()
-            value = _rng_state() if name == "\0rng" else self.ns[name]
-            try:
-                pickler.dump(value)
-            except Exception as exc:
-                failed[name] = _short_error(exc)
-                f.seek(start_of_stream)
-                f.truncate()
-                return [], name
-            segments.append([name, start, f.tell(), "pickle"])
-        return segments, None
-
-    def _dump_with_fallback(self, f, name, failed):
-        if name not in self.ns:
-            return None
-        for label, module in _fallback_picklers():
-            try:
-                data = module.dumps(self.ns[name], protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                continue
-            start = f.tell()
-            f.write(data)
-            del failed[name]
-            return [name, start, f.tell(), label]
-        return None
 
     def restore(self, path):
         """Loads a snapshot written by ``snapshot``; returns what could not be brought back."""
@@ -744,18 +944,7 @@ class Kernel:
                 self.ns[name] = importlib.import_module(module_name)
             except BaseException as exc:
                 lost.append({"name": name, "reason": f"import {module_name} failed: {_short_error(exc)}"})
-        stream = io.BytesIO(blob)
-        unpickler = pickle.Unpickler(stream)
-        for name, start, stop, label in meta.get("segments", []):
-            try:
-                if label == "pickle":
-                    stream.seek(start)
-                    value = unpickler.load()
-                else:
-                    value = importlib.import_module(label).loads(blob[start:stop])
-            except BaseException as exc:
-                lost.append({"name": _display_name(name), "reason": _short_error(exc)})
-                continue
+        for name, value in _load_segments(blob, meta.get("segments", []), lost):
             if name == "\0rng":
                 _set_rng_state(value)
             else:
@@ -1154,7 +1343,13 @@ class EmscriptenDriver:
 
 
 def _descriptor_bound(value):
-    if isinstance(value, io.IOBase) and not value.closed:
+    """Why an open file or socket cannot cross a swap, or None. An open file is flushed first, so
+    that what the code wrote to it is on disk (and, in a sandbox, in the archive of its files)."""
+    if isinstance(value, io.IOBase) and not isinstance(value, _NOT_DESCRIPTORS) and not value.closed:
+        try:
+            value.flush()
+        except Exception:
+            pass
         return f"open file {getattr(value, 'name', '')!r}: its descriptor does not survive a swap"
     socket = sys.modules.get("socket")
     if socket is not None and isinstance(value, socket.socket) and value.fileno() != -1:
