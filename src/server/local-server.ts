@@ -150,7 +150,7 @@ export class LocalServer {
       const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
       this.#sockets.handleUpgrade(req, socket, head, (ws) => {
         this.#track(ws);
-        void serveRepl(ws, this.manager, name);
+        serveRepl(ws, this.manager, name);
       });
     } catch (error) {
       const failure = toForeverVMError(error);

@@ -1,4 +1,4 @@
-import type { WebSocket } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { z } from 'zod';
 import type { MachineManager } from '../machines/machine-manager.ts';
 import type { ReplServerMessage } from '../shared/types.ts';
@@ -11,23 +11,31 @@ const ExecMessage = z.object({ type: z.literal('exec'), instruction: Instruction
  * then for each `exec` an `exec_received`, the output chunks and the result. Instructions keep
  * running when the socket closes; a client that reconnects finds the machine as it left it.
  */
-export async function serveRepl(socket: WebSocket, manager: MachineManager, requested: string): Promise<void> {
+export function serveRepl(socket: WebSocket, manager: MachineManager, requested: string): void {
   const send = (message: ReplServerMessage) => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(message));
   };
-  let name = requested;
-  try {
-    if (requested === 'new') name = (await manager.create()).name;
-    else manager.get(name);
-  } catch (error) {
-    const failure = toForeverVMError(error);
-    send({ type: 'error', code: failure.code, id: failure.id });
-    socket.close(1008, failure.message.slice(0, 120));
-    return;
-  }
-  send({ type: 'connected', machine_name: name });
-
+  // The official SDK sends its first exec as soon as the socket opens, before `connected`: frames
+  // wait for the machine (created or found), and are then taken in the order they came.
+  const machine = open();
   socket.on('message', (data, isBinary) => {
+    void machine.then((name) => name !== undefined && accept(name, data, isBinary));
+  });
+
+  async function open(): Promise<string | undefined> {
+    try {
+      const name = requested === 'new' ? (await manager.create()).name : manager.get(requested).name;
+      send({ type: 'connected', machine_name: name });
+      return name;
+    } catch (error) {
+      const failure = toForeverVMError(error);
+      send({ type: 'error', code: failure.code, id: failure.id });
+      socket.close(1008, failure.message.slice(0, 120));
+      return undefined;
+    }
+  }
+
+  function accept(name: string, data: RawData, isBinary: boolean): void {
     let message: z.infer<typeof ExecMessage>;
     try {
       if (isBinary) throw new Error('binary frames are not part of the protocol');
@@ -39,10 +47,10 @@ export async function serveRepl(socket: WebSocket, manager: MachineManager, requ
       send({ type: 'error', code: 'BadRequest', id: null });
       return;
     }
-    void run(message);
-  });
+    void run(name, message);
+  }
 
-  async function run(message: z.infer<typeof ExecMessage>): Promise<void> {
+  async function run(name: string, message: z.infer<typeof ExecMessage>): Promise<void> {
     try {
       const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds });
       send({ type: 'exec_received', seq, request_id: message.request_id });

@@ -167,6 +167,43 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     again.socket.close();
   });
 
+  it('takes exec messages sent before connected, as the official SDK does, in order; for new and swapped machines', async () => {
+    const wsUrl = server.url.replace('http', 'ws');
+    /** Sends `codes` the moment the socket opens and resolves once each has its result. */
+    const execOnOpen = (path: string, codes: string[]) =>
+      new Promise<ReplServerMessage[]>((resolve, reject) => {
+        const socket = new WebSocket(wsUrl + path, { headers: auth });
+        const messages: ReplServerMessage[] = [];
+        socket.on('open', () => codes.forEach((code, i) => socket.send(JSON.stringify({ type: 'exec', instruction: { code }, request_id: i }))));
+        socket.on('message', (data) => {
+          messages.push(JSON.parse(data.toString()) as ReplServerMessage);
+          if (messages.filter((m) => m.type === 'result').length === codes.length) {
+            socket.close();
+            resolve(messages);
+          }
+        });
+        socket.on('error', reject);
+        socket.on('close', () => reject(new Error(`closed after ${JSON.stringify(messages)}`)));
+      });
+    const results = (messages: ReplServerMessage[]) => messages.flatMap((m) => (m.type === 'result' ? [m.result] : []));
+
+    const created = await execOnOpen('/v1/machine/new/repl', ['x = 21', 'x * 2']);
+    assert.equal(created[0]!.type, 'connected');
+    const name = (created[0] as { machine_name: string }).machine_name;
+    const received = created.filter((m) => m.type === 'exec_received');
+    assert.deepEqual(received, [
+      { type: 'exec_received', seq: 0, request_id: 0 },
+      { type: 'exec_received', seq: 1, request_id: 1 },
+    ]);
+    assert.deepEqual(results(created).map((r) => ('value' in r ? r.value : r.error)), [null, '42']);
+
+    // Closed between two instructions, swapped out, then reconnected by name with an exec on open.
+    assert.equal((await api('POST', `/v1/machine/${name}/swap`)).status, 200);
+    const resumed = await execOnOpen(`/v1/machine/${name}/repl`, ['x + 1']);
+    assert.equal(resumed[0]!.type, 'connected');
+    assert.deepEqual(results(resumed).map((r) => ('value' in r ? r.value : r.error)), ['22']);
+  });
+
   it('refuses WebSocket upgrades without the token or from a foreign Origin', async () => {
     const wsUrl = server.url.replace('http', 'ws');
     const status = (headers: Record<string, string>) =>
