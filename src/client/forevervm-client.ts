@@ -13,12 +13,13 @@ import type {
   VariableDetail,
   VariableSummary,
 } from '../shared/types.ts';
+import { KEEPALIVE_HEADER } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 
 export { ForeverVMError };
 
-/** Instructions wait in line behind others; results are long-polled for up to this long. */
-export const RESULT_TIMEOUT_MS = 1_200_000;
+/** Result streams that break before the result are opened again this many times in a row. */
+const STREAM_REOPENS = 5;
 
 export interface ForeverVMClientOptions {
   /** e.g. `https://api.forevervm.com` or the local server's URL from server.json. */
@@ -48,6 +49,17 @@ export interface NewMachine {
   workspace?: string;
   workspace_writable?: boolean;
   network?: boolean;
+}
+
+/** The code of a long wait that fetch cut short; the waiting method asks again. */
+const WAIT_CUT = 'WaitCut';
+
+interface RequestOptions {
+  body?: unknown;
+  /** Default 60 s; 0 means none, and `signal` alone ends the request (long waits, streams). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
 }
 
 /**
@@ -89,34 +101,68 @@ export class ForeverVMClient {
   }
 
   async createMachine(options: NewMachine = {}): Promise<string> {
-    return (await this.#json<{ machine_name: string }>('POST', '/v1/machine/new', options)).machine_name;
+    return (await this.#json<{ machine_name: string }>('POST', '/v1/machine/new', { body: options })).machine_name;
   }
 
   async listMachines(tags?: Record<string, string>): Promise<ForeverVMMachine[]> {
-    return (await this.#json<{ machines: ForeverVMMachine[] }>('POST', '/v1/machine/list', tags ? { tags } : {})).machines;
+    return (await this.#json<{ machines: ForeverVMMachine[] }>('POST', '/v1/machine/list', { body: tags ? { tags } : {} })).machines;
   }
 
   exec(machine: string, code: string, options: { timeoutSeconds?: number; interrupt?: boolean } = {}): Promise<ExecResponse> {
     return this.#json('POST', `/v1/machine/${encodeURIComponent(machine)}/exec`, {
-      instruction: { code, ...(options.timeoutSeconds ? { timeout_seconds: options.timeoutSeconds } : {}) },
-      interrupt: options.interrupt ?? false,
+      body: {
+        instruction: { code, ...(options.timeoutSeconds ? { timeout_seconds: options.timeoutSeconds } : {}) },
+        interrupt: options.interrupt ?? false,
+      },
     });
   }
 
+  /**
+   * Long-polls an instruction's result. There is no deadline of our own (an instruction may run
+   * for hours); a wait that fetch gives up on (it waits 5 minutes for headers) is asked again.
+   */
   async result(machine: string, seq: number): Promise<ExecResult> {
-    return (await this.#json<ResultResponse>('GET', `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/result`, undefined, RESULT_TIMEOUT_MS)).result;
+    for (;;) {
+      try {
+        return (await this.#json<ResultResponse>('GET', `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/result`, { timeoutMs: 0 })).result;
+      } catch (error) {
+        if (!(error instanceof ForeverVMError && error.code === WAIT_CUT)) throw error;
+      }
+    }
   }
 
-  /** Streams an instruction's output line by line, then answers its result. */
+  /**
+   * Streams an instruction's output line by line, then answers its result, for as long as it
+   * runs. A stream that breaks first (a proxy's idle timeout, a backend that sends nothing while
+   * the code is silent) is opened again; chunks are told apart by their seq, so none repeats.
+   */
   async streamResult(machine: string, seq: number, onOutput: (chunk: OutputChunk) => void): Promise<ExecResult> {
-    const response = await this.#request('GET', `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/stream-result`, undefined, RESULT_TIMEOUT_MS);
-    for await (const line of pieces(response, '\n')) {
-      if (!line.trim()) continue;
-      const message = JSON.parse(line) as StreamResultLine;
-      if (message.type === 'output') onOutput(message.chunk);
-      else return message.result;
+    const path = `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/stream-result`;
+    let nextChunk = 0;
+    let breaks = 0;
+    for (;;) {
+      let cause: unknown = 'it ended before the result';
+      try {
+        const response = await this.#request('GET', path, { timeoutMs: 0, headers: { [KEEPALIVE_HEADER]: '1' } });
+        for await (const line of pieces(response, '\n')) {
+          breaks = 0;
+          if (!line.trim()) continue;
+          const message = JSON.parse(line) as StreamResultLine;
+          if (message.type === 'result') return message.result;
+          if (message.chunk.seq < nextChunk) continue;
+          nextChunk = message.chunk.seq + 1;
+          onOutput(message.chunk);
+        }
+      } catch (error) {
+        // What the server answered stands; what broke on the way (status 0) is tried again.
+        if (error instanceof ForeverVMError && error.status !== 0) throw error;
+        cause = error;
+      }
+      if (++breaks > STREAM_REOPENS) {
+        if (cause instanceof ForeverVMError) throw cause;
+        throw new ForeverVMError(502, 'StreamEnded', `The result stream of instruction ${seq} kept breaking: ${cause instanceof Error ? cause.message : String(cause)}`);
+      }
     }
-    throw new ForeverVMError(502, 'StreamEnded', 'The result stream ended before the result');
   }
 
   // ---- Perennial extensions -------------------------------------------------------------------
@@ -200,7 +246,7 @@ export class ForeverVMClient {
   async events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {
     let response: Response;
     try {
-      response = await this.#request('GET', '/v1/events', undefined, 0, false, signal);
+      response = await this.#request('GET', '/v1/events', { timeoutMs: 0, signal });
     } catch (error) {
       if (error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405)) throw new UnsupportedByBackendError('stream machine events');
       throw error;
@@ -220,7 +266,7 @@ export class ForeverVMClient {
 
   async #extension<T>(what: string, method: string, path: string, body?: unknown): Promise<T> {
     try {
-      return await this.#json<T>(method, path, body);
+      return await this.#json<T>(method, path, { body });
     } catch (error) {
       // A route the backend does not know (as opposed to a machine it does not know).
       if (error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405)) throw new UnsupportedByBackendError(what);
@@ -228,12 +274,12 @@ export class ForeverVMClient {
     }
   }
 
-  async #json<T>(method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<T> {
-    return (await (await this.#request(method, path, body, timeoutMs)).json()) as T;
+  async #json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return (await (await this.#request(method, path, options)).json()) as T;
   }
 
-  /** `timeoutMs` 0 means none: `signal` alone ends the request (a stream). */
-  async #request(method: string, path: string, body?: unknown, timeoutMs = 60_000, retried = false, signal?: AbortSignal): Promise<Response> {
+  async #request(method: string, path: string, options: RequestOptions = {}, retried = false): Promise<Response> {
+    const { body, timeoutMs = 60_000, signal, headers } = options;
     let response: Response;
     try {
       response = await fetch(this.#baseUrl + path, {
@@ -242,14 +288,18 @@ export class ForeverVMClient {
           authorization: `Bearer ${this.#token}`,
           'x-forevervm-sdk': 'javascript',
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : signal,
       });
     } catch (error) {
       const name = (error as Error).name;
+      if ((error as { cause?: { code?: string } }).cause?.code === 'UND_ERR_HEADERS_TIMEOUT') {
+        throw new ForeverVMError(0, WAIT_CUT, `${this.#baseUrl} did not answer within fetch's wait for headers`);
+      }
       if (!retried && name !== 'TimeoutError' && name !== 'AbortError' && (await this.refresh().catch(() => false))) {
-        return this.#request(method, path, body, timeoutMs, true, signal);
+        return this.#request(method, path, options, true);
       }
       throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.#baseUrl}: ${(error as Error).message}`);
     }

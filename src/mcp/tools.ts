@@ -227,6 +227,9 @@ export const TOOLS = [
   }),
 ];
 
+/** Longest silence in the progress of a call that asked for progress. */
+const PROGRESS_HEARTBEAT_MS = 10_000;
+
 /** Registers every tool on `server`, each calling `backend`. */
 export function registerTools(server: McpServer, backend: ForeverVMClient): void {
   const client = new ExtendedClient(backend);
@@ -242,13 +245,26 @@ export function registerTools(server: McpServer, backend: ForeverVMClient): void
       },
       async (args: Record<string, unknown>, extra) => {
         const token = extra._meta?.progressToken;
+        const started = Date.now();
         let step = 0;
+        let heartbeat: NodeJS.Timeout | undefined;
+        // Clients drop calls that show no progress for a while: silence is broken with the elapsed time.
+        const beat = () => {
+          clearTimeout(heartbeat);
+          heartbeat = setTimeout(() => void progress(`Still running (${Math.round((Date.now() - started) / 1000)} s)`), PROGRESS_HEARTBEAT_MS);
+        };
         const progress = async (message: string) => {
           if (token === undefined) return;
+          beat();
           step += 1;
           await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, message } }).catch(() => {});
         };
-        return definition.handler(args as never, { client, signal: extra.signal, progress });
+        if (token !== undefined) beat();
+        try {
+          return await definition.handler(args as never, { client, signal: extra.signal, progress });
+        } finally {
+          clearTimeout(heartbeat);
+        }
       },
     );
   }

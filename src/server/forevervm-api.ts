@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { InstructionNotFoundError, InvalidRequestError, MachineGoneError, type MachineManager } from '../machines/machine-manager.ts';
-import type { ExecResponse, ForeverVMMachine, MachineInfo, ResultResponse, StreamResultLine } from '../shared/types.ts';
+import { KEEPALIVE_HEADER, type ExecResponse, type ForeverVMMachine, type MachineInfo, type ResultResponse, type StreamResultLine } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { readJson, sendJson } from './http-io.ts';
 
@@ -29,6 +29,8 @@ export const InstructionSchema = z.object({
 const ExecBody = z.object({ instruction: InstructionSchema, interrupt: z.boolean().optional() });
 
 const MACHINE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** Silence after which a result stream that asked for it gets a blank line. */
+const KEEPALIVE_MS = 10_000;
 
 /** HTTP statuses for the errors the machines layer names with an `errorCode`. */
 const STATUS_BY_CODE: Record<string, number> = {
@@ -133,16 +135,27 @@ export function foreverVMRoutes(manager: MachineManager): Array<[string, RegExp,
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/exec\/(\d{1,15})\/stream-result$/,
-      async (_req, res, [raw, seqText]) => {
+      async (req, res, [raw, seqText]) => {
         const name = machineName(raw!);
         const seq = Number(seqText);
         if (!manager.instruction(name, seq)) await manager.result(name, seq); // 404 before streaming
         res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
-        const line = (message: StreamResultLine) => {
-          if (!res.destroyed) res.write(JSON.stringify(message) + '\n');
+        let lastWrite = Date.now();
+        const write = (text: string) => {
+          lastWrite = Date.now();
+          if (!res.destroyed) res.write(text);
         };
-        const result = await manager.follow(name, seq, (chunk) => line({ type: 'output', chunk, instruction_id: seq }));
-        line({ type: 'result', instruction_id: seq, result });
+        // Blank lines only for clients that asked: other NDJSON readers may not skip them.
+        const keepAlive = req.headers[KEEPALIVE_HEADER]
+          ? setInterval(() => Date.now() - lastWrite >= KEEPALIVE_MS && write('\n'), KEEPALIVE_MS / 4)
+          : undefined;
+        const line = (message: StreamResultLine) => write(JSON.stringify(message) + '\n');
+        try {
+          const result = await manager.follow(name, seq, (chunk) => line({ type: 'output', chunk, instruction_id: seq }));
+          line({ type: 'result', instruction_id: seq, result });
+        } finally {
+          clearInterval(keepAlive);
+        }
         res.end();
       },
     ],

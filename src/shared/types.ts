@@ -182,6 +182,13 @@ export interface ResultResponse {
   result: ExecResult;
 }
 
+/**
+ * Perennial's request header on `stream-result`: the server then writes a blank line after 10 s of
+ * silence, so that an instruction that prints nothing for long keeps its stream open (fetch
+ * gives up on a body silent for 5 minutes). Without it the stream is plain NDJSON.
+ */
+export const KEEPALIVE_HEADER = 'perennial-keepalive';
+
 /** A line of `stream-result` NDJSON. */
 export type StreamResultLine =
   | { type: 'output'; chunk: OutputChunk; instruction_id: number }

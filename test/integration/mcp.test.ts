@@ -122,6 +122,21 @@ describe('MCP server', { timeout: 240_000 }, () => {
       }, 20_000, 'the machine to be free again');
       assert.ok(Date.now() - started < 20_000, 'the loop was interrupted, not left to its 120 s timeout');
     });
+
+    it('keeps a silent call alive with progress (elapsed time), past a client timeout that progress resets', async () => {
+      const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+      const progress: Array<{ progress: number; message?: string }> = [];
+      // The SDK client drops a call after 12 s without progress, as clients do after a few minutes.
+      const result = (await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(21)\n"slept"', timeoutSeconds: 60 } }, undefined, {
+        onprogress: (p) => progress.push(p),
+        timeout: 12_000,
+        resetTimeoutOnProgress: true,
+      })) as CallToolResult;
+      assert.equal((result.structuredContent as { value: string }).value, "'slept'");
+      const seconds = progress.map((p) => Number(/^Still running \((\d+) s\)$/.exec(p.message ?? '')?.[1]));
+      assert.ok(progress.length >= 2 && seconds.every((n) => n >= 9), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
+      assert.ok(seconds.every((n, i) => i === 0 || n > seconds[i - 1]!), 'the elapsed time grows');
+    });
   });
 
   for (const transport of ['streamable HTTP', 'legacy SSE'] as const) {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
+import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
-import type { ReplServerMessage, ServerInfo } from '../../src/shared/types.ts';
+import { KEEPALIVE_HEADER, type ReplServerMessage, type ServerInfo } from '../../src/shared/types.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 /** Raw HTTP, so that any header (Host, Origin) can be sent as it is. */
@@ -202,6 +203,53 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     const resumed = await execOnOpen(`/v1/machine/${name}/repl`, ['x + 1']);
     assert.equal(resumed[0]!.type, 'connected');
     assert.deepEqual(results(resumed).map((r) => ('value' in r ? r.value : r.error)), ['22']);
+  });
+
+  it('keeps a silent result stream open with blank lines, only for a client that asks', async () => {
+    const { json } = await api('POST', '/v1/machine/new', {});
+    const name = json.machine_name as string;
+    const { json: exec } = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'import time\ntime.sleep(11)\n"done"', timeout_seconds: 30 } });
+    const stream = async (headers: Record<string, string>) => {
+      const response = await fetch(`${server.url}/v1/machine/${name}/exec/${exec.instruction_seq as number}/stream-result`, { headers: { ...auth, ...headers } });
+      return (await response.text()).split('\n');
+    };
+    const [asked, plain] = await Promise.all([stream({ [KEEPALIVE_HEADER]: '1' }), stream({})]);
+    assert.ok(asked.slice(0, -2).some((line) => line === ''), 'a blank line while the code was silent');
+    assert.equal(JSON.parse(asked.at(-2)!).result.value, "'done'");
+    assert.deepEqual(plain.slice(0, -1).filter((line) => line === ''), [], 'plain NDJSON for others');
+  });
+
+  it('gives a client every output line once when its result stream breaks and is opened again', async () => {
+    const target = new URL(server.url);
+    let cut = false;
+    // Cuts the first result stream after its first line, as a proxy with an idle timeout would.
+    const proxy = createServer((req, res) => {
+      const upstream = request(new URL(req.url!, target), { method: req.method, headers: { ...req.headers, host: target.host } }, (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        if (cut || !req.url!.endsWith('/stream-result')) return void answer.pipe(res);
+        cut = true;
+        answer.once('data', (first: Buffer) => {
+          res.write(first.subarray(0, first.indexOf('\n') + 1), () => {
+            res.destroy();
+            answer.destroy();
+          });
+        });
+      });
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new ForeverVMClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, token: server.token });
+      const name = await client.createMachine();
+      const { instruction_seq: seq } = await client.exec(name, 'import time\nfor i in range(3):\n    print(f"line {i}", flush=True)\n    time.sleep(0.3)\n"end"');
+      const lines: string[] = [];
+      const result = await client.streamResult(name, seq, (chunk) => lines.push(chunk.data));
+      assert.ok(cut, 'the stream was cut');
+      assert.deepEqual(lines, ['line 0', 'line 1', 'line 2']);
+      assert.equal((result as { value: string }).value, "'end'");
+    } finally {
+      proxy.close();
+    }
   });
 
   it('refuses WebSocket upgrades without the token or from a foreign Origin', async () => {
