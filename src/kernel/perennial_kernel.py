@@ -589,8 +589,6 @@ class Kernel:
         sys.stdout, sys.stderr = self.stdout, self.stderr
         builtins.input = _no_input
         self.running = False
-        # Interrupts raised so far: lets a sliced sleep notice one that Python swallowed.
-        self.interrupts = 0
         self.future_flags = 0
         self.cells = {}
         self.images = []
@@ -1165,6 +1163,25 @@ def _command_handlers(kernel):
     }
 
 
+def _raise_interrupt_at_next_line(frame):
+    """Raises KeyboardInterrupt at the next line that ``frame`` or a frame below it runs (or a
+    function any of them calls), through a trace function that then gives tracing back."""
+    previous = sys.gettrace()
+    frames = []
+
+    def tracer(traced, event, arg):
+        sys.settrace(previous)
+        for each in frames:
+            each.f_trace = None
+        raise KeyboardInterrupt
+
+    while frame is not None:
+        frame.f_trace = tracer
+        frames.append(frame)
+        frame = frame.f_back
+    sys.settrace(tracer)
+
+
 def _install_interrupt_handler(kernel, channel=None):
     """KeyboardInterrupt only while user code runs; an interrupt that arrives while the kernel
     writes a message is held until the message is whole."""
@@ -1175,10 +1192,18 @@ def _install_interrupt_handler(kernel, channel=None):
         if channel is not None and channel.critical:
             channel.interrupt_pending = True
             return
-        kernel.interrupts += 1
         raise KeyboardInterrupt
 
+    def on_unraisable(unraisable):
+        # An interrupt that landed where Python cannot raise (a weakref callback the garbage
+        # collector runs) would be printed as "Exception ignored" and lost.
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            sys.__unraisablehook__(unraisable)
+        elif kernel.running:
+            _raise_interrupt_at_next_line(sys._getframe(1))
+
     signal.signal(signal.SIGINT, on_sigint)
+    sys.unraisablehook = on_unraisable
 
 
 def main():
@@ -1359,8 +1384,7 @@ def _descriptor_bound(value):
 
 def _sliced_sleep(original, kernel):
     """``time.sleep`` in 20 ms slices: Pyodide's sleep cannot be interrupted, and pending
-    output should reach the host while the cell waits. An interrupt that lands in code which
-    swallows exceptions (a weakref callback run by the garbage collector) is raised again here."""
+    output should reach the host while the cell waits."""
 
     def sleep(seconds):
         if seconds < 0:
@@ -1370,11 +1394,8 @@ def _sliced_sleep(original, kernel):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            seen = kernel.interrupts
             original(min(left, 0.02))
             kernel.sink.flush()
-            if kernel.interrupts != seen:
-                raise KeyboardInterrupt
 
     sleep.__doc__ = original.__doc__
     return sleep

@@ -54,6 +54,37 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(valueOf((await run(manager, name, 'kept, i < 299')).result), "('state', True)");
     });
 
+    it('stops code whose interrupt lands in a garbage-collector callback, and prints nothing of it', async () => {
+      // The callback is slow, so the interrupt nearly always lands in it, where Python cannot raise.
+      const code = `import gc, time, weakref
+class Cyclic:
+    pass
+def slow_callback(ref):
+    started = time.perf_counter()
+    while time.perf_counter() - started < 0.2:
+        pass
+refs = []
+while True:
+    garbage = Cyclic()
+    garbage.me = garbage
+    refs.append(weakref.ref(garbage, slow_callback))
+    del garbage
+    gc.collect()`;
+      const { done } = manager.exec(name, code);
+      const chunks: string[] = [];
+      const seq = manager.get(name).nextSeq - 1;
+      void manager.follow(name, seq, (c) => chunks.push(c.data));
+      await eventually(() => manager.get(name).state === 'busy', 5000, 'busy');
+      await new Promise((r) => setTimeout(r, 300));
+      manager.interrupt(name);
+      const error = errorOf(await done);
+      assert.match(error, /KeyboardInterrupt$/);
+      assert.doesNotMatch(error, /did not stop/, 'stopped by the interrupt, not the hard stop');
+      assert.doesNotMatch(error, /perennial_kernel/);
+      assert.deepEqual(chunks.filter((c) => /Exception ignored|perennial_kernel/.test(c)), [], 'nothing of the swallowed interrupt on stderr');
+      assert.equal(valueOf((await run(manager, name, 'kept')).result), "'state'");
+    });
+
     it('exec with interrupt stops what runs and cancels what waits', async () => {
       const long = manager.exec(name, 'import time\ntime.sleep(30)');
       const queued = manager.exec(name, 'never = True');
