@@ -1,6 +1,7 @@
 import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isErrorResult, resultImages, type ExecResult, type OutputChunk } from '../shared/types.ts';
+import { viewResult } from '../shared/result-format.ts';
+import type { ExecResult, OutputChunk } from '../shared/types.ts';
 
 export interface Terminal {
   out: NodeJS.WritableStream;
@@ -19,13 +20,10 @@ export function printChunk(term: Terminal, chunk: OutputChunk): void {
  * figures, lost variables and restores (stderr). Figures are saved when `imagesDir` is set.
  */
 export async function printResult(term: Terminal, result: ExecResult, seq: number, imagesDir?: string): Promise<void> {
-  if (isErrorResult(result)) term.err.write(result.error + '\n');
-  else if (result.value !== null) term.out.write(result.value + '\n');
-  const data = result.data;
-  if (!data) return;
-  for (const notice of data.notices ?? []) term.err.write(`perennial: ${notice}\n`);
-  for (const lost of data.lost ?? []) term.err.write(`perennial: not kept across the swap: ${lost.name} (${lost.reason})\n`);
-  const images = resultImages(result);
+  const { value, error, notes, images } = viewResult(result);
+  if (error !== null) term.err.write(error + '\n');
+  else if (value !== null) term.out.write(value + '\n');
+  for (const note of notes) term.err.write(`perennial: ${note.text}\n`);
   if (!images.length) return;
   if (!imagesDir) {
     term.err.write(`perennial: ${images.length} figure${images.length > 1 ? 's' : ''} (save with --images DIR)\n`);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
+import { viewResult, type ResultNote } from '../shared/result-format.ts';
 import type { ExecResult } from '../shared/types.ts';
-import { resultImages } from '../shared/types.ts';
 
 /** One instruction as the panel shows it. */
 interface Entry {
@@ -11,6 +11,8 @@ interface Entry {
   output: Array<{ stream: 'stdout' | 'stderr'; text: string }>;
   value?: string | null;
   error?: string;
+  /** Perennial's notices and losses: a restore, a variable a swap did not keep. */
+  notes: ResultNote[];
   images: Array<{ mimeType: string; data: string }>;
   runtimeMs?: number;
   done: boolean;
@@ -23,8 +25,8 @@ const KEPT_ENTRIES = 100;
 
 /**
  * "Perennial Output": a webview showing, per instruction, the code, its output as it streams, the
- * value, a readable traceback and images inline, with Copy value and Clear. It follows the theme,
- * and its Content Security Policy allows nothing remote.
+ * value, a readable traceback, Perennial's notices and losses, and images inline, with Copy value
+ * and Clear. It follows the theme, and its Content Security Policy allows nothing remote.
  */
 export class OutputPanel implements vscode.Disposable {
   #panel?: vscode.WebviewPanel;
@@ -62,7 +64,7 @@ export class OutputPanel implements vscode.Disposable {
   /** A new instruction; the returned functions stream its output and end it with its result. */
   start(machine: string, code: string): { output(stream: 'stdout' | 'stderr', text: string): void; finish(result: ExecResult): void; fail(message: string): void } {
     this.show();
-    const entry: Entry = { id: this.#nextId++, machine, code, output: [], images: [], done: false };
+    const entry: Entry = { id: this.#nextId++, machine, code, output: [], notes: [], images: [], done: false };
     this.#entries.push(entry);
     this.#entries = this.#entries.slice(-KEPT_ENTRIES);
     const update = () => void this.#panel?.webview.postMessage({ type: 'entry', entry } satisfies PanelMessage);
@@ -75,9 +77,11 @@ export class OutputPanel implements vscode.Disposable {
         update();
       },
       finish: (result) => {
-        if ('error' in result) entry.error = result.error;
-        else entry.value = result.value;
-        entry.images = resultImages(result);
+        const view = viewResult(result);
+        if (view.error !== null) entry.error = view.error;
+        else entry.value = view.value;
+        entry.notes = view.notes;
+        entry.images = view.images;
         entry.runtimeMs = result.runtime_ms;
         entry.done = true;
         update();
@@ -112,6 +116,8 @@ pre { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-edi
 .stderr { color: var(--vscode-terminal-ansiYellow); }
 .value::before { content: 'Out: '; color: var(--vscode-descriptionForeground); }
 .error { color: var(--vscode-errorForeground); }
+.note { border-left: 3px solid var(--vscode-editorWarning-foreground); padding: 2px 8px; margin: 4px 0; }
+.note.lost { color: var(--vscode-editorWarning-foreground); }
 img { max-width: 100%; background: white; display: block; margin: 4px 0; }
 .empty { color: var(--vscode-descriptionForeground); padding: 12px 0; }
 </style></head>
@@ -136,6 +142,7 @@ function render(entry) {
   for (const image of entry.images) { const img = el('img'); img.src = 'data:' + image.mimeType + ';base64,' + image.data; img.alt = 'figure'; box.append(img); }
   if (entry.error) box.append(el('pre', 'error', entry.error));
   else if (entry.value != null) box.append(el('pre', 'value', entry.value));
+  for (const note of entry.notes) box.append(el('div', 'note ' + note.kind, note.text));
   return box;
 }
 function place(entry) {

@@ -3,7 +3,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodRawShape } from 'zod';
 import type { ForeverVMClient } from '../client/forevervm-client.ts';
 import { ExtendedClient } from '../client/extended-client.ts';
-import { resultImages, streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
+import { resultText, viewResult } from '../shared/result-format.ts';
+import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
 /** What a tool's handler gets besides its arguments. */
 interface ToolContext {
@@ -35,28 +36,27 @@ const replId = z.string().min(1).max(64).describe('The machine name returned by 
 const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] });
 const json = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value as Record<string, unknown> });
 
-/** The result of an instruction as an MCP tool result: output, value or traceback, figures. */
+/**
+ * The result of an instruction as an MCP tool result: output, value or traceback, Perennial's
+ * notices and losses, figures. The structured content carries all of it but the figures, since
+ * some clients (VS Code) give the model that instead of the text.
+ */
 function execResult(seq: number, chunks: OutputChunk[], result: ExecResult): CallToolResult {
-  const isError = 'error' in result;
-  const images = resultImages(result);
-  const parts = [chunks.map((c) => (c.stream === 'stderr' ? `[stderr] ${c.data}` : c.data)).join('\n')];
-  if (isError) parts.push(result.error);
-  else if (result.value !== null) parts.push(`Out: ${result.value}`);
-  for (const notice of result.data?.notices ?? []) parts.push(`[perennial] ${notice}`);
-  for (const lost of result.data?.lost ?? []) parts.push(`[perennial] not kept across a swap: ${lost.name} (${lost.reason})`);
-  const body = parts.filter(Boolean).join('\n') || '(no output, no value)';
+  const view = viewResult(result);
   return {
-    content: [{ type: 'text', text: body }, ...images.map((i) => ({ type: 'image' as const, data: i.data, mimeType: i.mimeType }))],
+    content: [{ type: 'text', text: resultText(chunks, result) }, ...view.images.map((i) => ({ type: 'image' as const, data: i.data, mimeType: i.mimeType }))],
     structuredContent: {
       stdout: streamText(chunks, 'stdout'),
       stderr: streamText(chunks, 'stderr'),
-      value: isError ? null : result.value,
-      error: isError ? result.error : null,
-      images: images.length,
+      value: view.value,
+      error: view.error,
+      notes: view.notes.map((note) => note.text),
+      lost: result.data?.lost ?? [],
+      images: view.images.length,
       runtimeMs: result.runtime_ms,
       seq,
     },
-    ...(isError ? { isError: true } : {}),
+    ...(view.error !== null ? { isError: true } : {}),
   };
 }
 
@@ -92,6 +92,8 @@ export const TOOLS = [
       stderr: z.string(),
       value: z.string().nullable(),
       error: z.string().nullable(),
+      notes: z.array(z.string()).describe("Perennial's notices and losses (what a swap or a restart did not keep)"),
+      lost: z.array(z.object({ name: z.string(), reason: z.string() })).describe('Variables that did not survive a swap, and why'),
       images: z.number().int(),
       runtimeMs: z.number(),
       seq: z.number().int(),

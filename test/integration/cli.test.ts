@@ -90,7 +90,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.equal(created.code, 0, created.stderr);
     const name = created.stdout.trim();
     assert.match(name, /^[A-Za-z0-9_-]{16}$/);
-    await cli(['exec', '-m', name, 'y = 2']);
+    await cli(['exec', '-m', name, 'y = 2\nf = open("open.txt", "w")']);
     const swapped = await cli(['machine', 'swap', name]);
     assert.equal(swapped.code, 0, swapped.stderr);
     const json = JSON.parse((await cli(['machine', 'list', '--tag', 'team=cli', '--json'])).stdout) as Array<Record<string, unknown>>;
@@ -103,6 +103,9 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.match(table, /^NAME\s+ENGINE\s+STATE\s+INSTRUCTIONS\s+CREATED\s+TAGS$/m);
     assert.match(table, new RegExp(`^${name}\\s+sandbox\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'), 'the sandbox is the default engine');
     assert.equal((await cli(['machine', 'list', '--tag', 'team=none'])).stdout, '');
+    const resumed = await cli(['exec', '-m', name, 'y']);
+    assert.equal(resumed.stdout, '2\n');
+    assert.match(resumed.stderr, /^perennial: Not kept across the swap: f \(open file 'open.txt'/m, 'a loss is said on stderr');
     assert.equal((await cli(['machine', 'rm', name])).code, 0);
     const gone = await cli(['exec', '-m', name, 'y']);
     assert.equal(gone.code, 1);

@@ -171,10 +171,16 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.equal(image?.mimeType, 'image/png');
         assert.deepEqual([...Buffer.from(image!.data, 'base64').subarray(1, 4)], [...Buffer.from('PNG')]);
         assert.match(textOf(plotted), /Out: 3/, 'the text is kept beside the image');
-        // State survives a swap to disk between calls.
+        // State survives a swap to disk between calls; what cannot is said in the text and the structured content.
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'gen = (d for d in data)' });
         await server.manager.swap(replId);
         assert.equal(server.manager.get(replId).state, 'swapped');
-        assert.equal((await call(client, 'run-python-in-repl', { replId, pythonCode: 'sum(data)' })).structuredContent!.value, '14');
+        const resumed = await call(client, 'run-python-in-repl', { replId, pythonCode: 'sum(data)' });
+        const structured = resumed.structuredContent as { value: string; notes: string[]; lost: Array<{ name: string }> };
+        assert.equal(structured.value, '14');
+        assert.deepEqual(structured.lost.map((l) => l.name), ['gen']);
+        assert.match(structured.notes[0]!, /^Not kept across the swap: gen \(CPython cannot save a paused generator/);
+        assert.match(textOf(resumed), /Out: 14\n\[perennial\] Not kept across the swap: gen/);
         const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string }> };
         assert.deepEqual(variables.variables.map((v) => v.name), ['data']);
         await call(client, 'write-repl-file', { replId, path: 'hello.txt', content: 'hi there' });

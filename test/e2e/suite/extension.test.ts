@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,6 +110,25 @@ suite('Perennial in VS Code', () => {
     }, 'the value 42.5 in the output panel');
     assert.match(shown, /doubled 42/);
     assert.equal(editor.selection.active.line, 3, 'after running a line, the cursor moves to the next');
+  });
+
+  test('the output panel shows what a swap did not keep', async () => {
+    const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'lost.py');
+    writeFileSync(file, 'handle = open("notes.txt", "w")\ny * 10\n');
+    const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+    editor.selection = new vscode.Selection(0, 0, 0, 0);
+    await vscode.commands.executeCommand('perennial.runSelection');
+    // Swapped out with the CLI the extension ships, as an idle machine would be.
+    const cli = join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+    execFileSync(process.execPath, [cli, 'machine', 'swap', replId], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+    await vscode.commands.executeCommand('perennial.runSelection');
+    const shown = await eventually(async () => {
+      const text = (await ui({ text: 'main#entries section:last-child' })).join('\n');
+      return text.includes('Not kept across the swap') ? text : undefined;
+    }, 'the loss in the output panel');
+    assert.match(shown, /420/, 'the value of the run');
+    assert.match(shown, /Not kept across the swap: handle \(open file 'notes.txt'/);
+    await screenshot('output-panel-lost');
   });
 
   test('Interrupt stops what the machine runs', async () => {

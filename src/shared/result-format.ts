@@ -1,0 +1,48 @@
+import { isErrorResult, resultImages, type ExecResult, type ImageData, type LostItem, type OutputChunk } from './types.ts';
+
+/** Something Perennial says about an instruction besides its result: a notice or a loss. */
+export interface ResultNote {
+  kind: 'notice' | 'lost';
+  text: string;
+}
+
+/**
+ * An instruction's result as every surface shows it (MCP, the CLI, the VS Code panel): the value
+ * or the traceback, then Perennial's notes in one wording, then the figures.
+ */
+export interface ResultView {
+  value: string | null;
+  error: string | null;
+  notes: ResultNote[];
+  images: ImageData[];
+}
+
+export function viewResult(result: ExecResult): ResultView {
+  const failed = isErrorResult(result);
+  return {
+    value: failed ? null : result.value,
+    error: failed ? result.error : null,
+    notes: [
+      ...(result.data?.notices ?? []).map((text): ResultNote => ({ kind: 'notice', text })),
+      ...(result.data?.lost ?? []).map((item): ResultNote => ({ kind: 'lost', text: lostText(item) })),
+    ],
+    images: resultImages(result),
+  };
+}
+
+function lostText(item: LostItem): string {
+  return `Not kept across the swap: ${item.name === '*' ? 'the whole state' : item.name} (${item.reason})`;
+}
+
+/**
+ * The whole instruction as plain text: its output (stderr lines marked), the traceback or
+ * `Out: value`, then the notes, each marked as Perennial's.
+ */
+export function resultText(chunks: OutputChunk[], result: ExecResult): string {
+  const view = viewResult(result);
+  const parts = [chunks.map((c) => (c.stream === 'stderr' ? `[stderr] ${c.data}` : c.data)).join('\n')];
+  if (view.error !== null) parts.push(view.error);
+  else if (view.value !== null) parts.push(`Out: ${view.value}`);
+  for (const note of view.notes) parts.push(`[perennial] ${note.text}`);
+  return parts.filter(Boolean).join('\n') || '(no output, no value)';
+}

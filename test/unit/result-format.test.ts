@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { resultText, viewResult } from '../../src/shared/result-format.ts';
+import type { ExecResult } from '../../src/shared/types.ts';
+
+const png = { mimeType: 'image/png' as const, data: 'iVBORw0KGgo=' };
+
+describe('result format', () => {
+  it('gives the value, notices before losses, and the figures', () => {
+    const result: ExecResult = {
+      value: '42',
+      data: {
+        notices: ['The server stopped unexpectedly.'],
+        lost: [
+          { name: 'g', reason: 'a generator' },
+          { name: '*', reason: 'the snapshot could not be read' },
+        ],
+        images: [png],
+      },
+      runtime_ms: 3,
+    };
+    assert.deepEqual(viewResult(result), {
+      value: '42',
+      error: null,
+      notes: [
+        { kind: 'notice', text: 'The server stopped unexpectedly.' },
+        { kind: 'lost', text: 'Not kept across the swap: g (a generator)' },
+        { kind: 'lost', text: 'Not kept across the swap: the whole state (the snapshot could not be read)' },
+      ],
+      images: [png],
+    });
+  });
+
+  it('writes the whole instruction as text: output, traceback or value, then the notes', () => {
+    const chunks = [
+      { stream: 'stdout' as const, data: 'hello', seq: 0 },
+      { stream: 'stderr' as const, data: 'careful', seq: 1 },
+    ];
+    assert.equal(resultText(chunks, { value: "'x'", data: null, runtime_ms: 1 }), "hello\n[stderr] careful\nOut: 'x'");
+    const failed: ExecResult = { error: 'Traceback ...\nZeroDivisionError', data: { lost: [{ name: 'f', reason: 'open file' }] }, runtime_ms: 1 };
+    assert.equal(resultText([], failed), 'Traceback ...\nZeroDivisionError\n[perennial] Not kept across the swap: f (open file)');
+    assert.equal(resultText([], { value: null, data: null, runtime_ms: 0 }), '(no output, no value)');
+  });
+});
