@@ -19,6 +19,7 @@ import type {
 import { DataDirLock } from './data-dir-lock.ts';
 import { Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
+import { rebuildManifest } from './manifest-rebuild.ts';
 
 export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
@@ -347,12 +348,15 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   // ---- internals ------------------------------------------------------------------------------
 
   async #load(): Promise<void> {
-    const manifests = await this.#store.list((name, error) =>
-      this.#emit({ type: 'error', name, message: `unreadable machine manifest, left as it is: ${(error as Error).message}` }),
-    );
+    const { manifests, damaged } = await this.#store.list();
     for (const manifest of manifests) {
       manifest.nextSeq = Math.max(manifest.nextSeq, (await this.#store.history(manifest.name).lastSeq()) + 1);
       this.#adopt(manifest).noteUncleanStop();
+    }
+    for (const entry of damaged) {
+      const manifest = await rebuildManifest(this.#store, entry, { engine: this.#options.defaultEngine, memoryMb: DEFAULT_MEMORY_MB });
+      this.#adopt(manifest).noteRebuilt();
+      this.#emit({ type: 'error', name: manifest.name, message: manifest.rebuilt! });
     }
   }
 

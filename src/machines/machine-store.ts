@@ -1,26 +1,39 @@
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { EngineName, SnapshotInfo } from '../shared/types.ts';
+import { z } from 'zod';
 import { commitFile, tempPathFor, writeFileAtomic } from './atomic-file.ts';
 import { HistoryLog } from './history-log.ts';
 
-/** What is kept on disk about a machine, besides its history and snapshot. */
-export interface MachineManifest {
-  version: 1;
-  name: string;
-  createdAt: string;
-  tags: Record<string, string>;
-  engine: EngineName;
-  memoryMb: number;
+/** What is kept on disk about a machine, besides its history and snapshot (`machine.json`). */
+export const ManifestSchema = z.object({
+  version: z.literal(1),
+  name: z.string(),
+  createdAt: z.string(),
+  tags: z.record(z.string(), z.string()),
+  engine: z.enum(['sandbox', 'python']),
+  memoryMb: z.number().int().positive(),
   /** python engine: the interpreter chosen at creation; empty means the default at each start. */
-  python?: string;
+  python: z.string().optional(),
   /** sandbox engine: the host folder mounted at /workspace. */
-  workspace?: { hostPath: string; writable: boolean };
+  workspace: z.object({ hostPath: z.string(), writable: z.boolean() }).optional(),
   /** sandbox engine: network allowed. */
-  network?: boolean;
-  nextSeq: number;
-  lastUsedAt: string;
-  snapshot: SnapshotInfo | null;
+  network: z.boolean().optional(),
+  nextSeq: z.number().int().nonnegative(),
+  lastUsedAt: z.string(),
+  snapshot: z.object({ at: z.string(), seq: z.number().int().nonnegative(), bytes: z.number().nonnegative() }).nullable(),
+  /** Set when the manifest was rebuilt because it could not be read: what happened, in words. */
+  rebuilt: z.string().optional(),
+});
+
+export type MachineManifest = z.infer<typeof ManifestSchema>;
+
+/** A machine folder whose manifest could not be read: its machine is rebuilt, never dropped. */
+export interface DamagedManifest {
+  name: string;
+  /** Why it could not be read. */
+  reason: string;
+  /** The manifest's JSON when it parsed, for the fields that are still good. */
+  parsed?: unknown;
 }
 
 const MANIFEST = 'machine.json';
@@ -78,24 +91,55 @@ export class MachineStore {
   }
 
   save(manifest: MachineManifest): Promise<void> {
-    return writeFileAtomic(join(this.dir(manifest.name), MANIFEST), JSON.stringify(manifest, null, 1));
+    return writeFileAtomic(this.manifestPath(manifest.name), JSON.stringify(manifest, null, 1));
   }
 
-  /** Every readable manifest; unreadable ones are reported, never deleted. */
-  async list(onUnreadable: (name: string, error: unknown) => void): Promise<MachineManifest[]> {
+  /**
+   * Every machine folder: the readable manifests, and the folders whose manifest is damaged, or
+   * missing while a snapshot or history is there. A folder with nothing of a machine (a creation
+   * cut short) is left out.
+   */
+  async list(): Promise<{ manifests: MachineManifest[]; damaged: DamagedManifest[] }> {
     const names = await readdir(this.root).catch(() => [] as string[]);
     const manifests: MachineManifest[] = [];
+    const damaged: DamagedManifest[] = [];
     for (const name of names) {
       if (name.startsWith('.')) continue;
-      try {
-        const manifest = JSON.parse(await readFile(join(this.root, name, MANIFEST), 'utf8')) as MachineManifest;
-        if (manifest.name !== name) throw new Error(`manifest names ${manifest.name}`);
-        manifests.push(manifest);
-      } catch (error) {
-        onUnreadable(name, error);
+      const text = await readFile(this.manifestPath(name), 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : error));
+      if (text === null) {
+        if ((await this.hasSnapshot(name)) || (await this.history(name).lastSeq()) >= 0) damaged.push({ name, reason: 'machine.json is missing' });
+        continue;
       }
+      if (text instanceof Error) {
+        damaged.push({ name, reason: text.message });
+        continue;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (error) {
+        damaged.push({ name, reason: `machine.json is not JSON (${(error as Error).message})` });
+        continue;
+      }
+      const manifest = ManifestSchema.safeParse(parsed);
+      if (!manifest.success) damaged.push({ name, reason: `machine.json is not a manifest (${z.prettifyError(manifest.error).replace(/\n/g, '; ')})`, parsed });
+      else if (manifest.data.name !== name) damaged.push({ name, reason: `machine.json names another machine (${manifest.data.name})`, parsed });
+      else manifests.push(manifest.data);
     }
-    return manifests;
+    return { manifests, damaged };
+  }
+
+  manifestPath(name: string): string {
+    return join(this.dir(name), MANIFEST);
+  }
+
+  /** Renames a damaged file of a machine out of the way, keeping it; answers its new name. */
+  async setAside(path: string): Promise<string | null> {
+    const kept = `${path}.unreadable-${Date.now()}`;
+    return rename(path, kept).then(
+      () => kept,
+      () => null,
+    );
   }
 
   async remove(name: string): Promise<void> {

@@ -132,7 +132,10 @@ export class Machine {
       pendingInstructions: this.#pending.length + (this.#current ? 1 : 0),
       lastUsedAt: m.lastUsedAt,
       snapshot: m.snapshot,
-      warnings: this.#swapError ? [`It cannot be swapped out, so it stays in memory: ${this.#swapError}`] : [],
+      warnings: [
+        ...(m.rebuilt ? [m.rebuilt] : []),
+        ...(this.#swapError ? [`It cannot be swapped out, so it stays in memory: ${this.#swapError}`] : []),
+      ],
     };
   }
 
@@ -219,6 +222,11 @@ export class Machine {
     if (this.#completedSeq >= from) {
       this.#notices.push(`The server stopped unexpectedly. ${this.#restoreNotice()}`);
     }
+  }
+
+  /** Called when the manifest was just rebuilt: the first result says so, and what was reset. */
+  noteRebuilt(): void {
+    if (this.manifest.rebuilt) this.#notices.push(this.manifest.rebuilt);
   }
 
   /**

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { access } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -283,6 +284,57 @@ describe('python engine without dill or cloudpickle', { timeout: 60_000 }, () =>
       assert.deepEqual(r.result.data?.lost?.map((l) => l.name), ['fh']);
     } finally {
       delete process.env.PERENNIAL_SERIALIZER;
+      await manager.close();
+      await cleanup();
+    }
+  });
+});
+
+describe('a damaged or missing machine.json', { timeout: 120_000 }, () => {
+  it('is rebuilt from the snapshot and history; the machine is listed, says so, and keeps its state', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    let manager = await openManager({ dataDir: dir });
+    const manifest = (name: string) => join(dir, 'machines', name, 'machine.json');
+    try {
+      const garbage = (await manager.create(machineOptions('python', { tags: { team: 'a' } }))).name;
+      const halfValid = (await manager.create(machineOptions('sandbox', { tags: { team: 'b' }, memoryMb: 256 }))).name;
+      const missing = (await manager.create(machineOptions('python'))).name;
+      for (const name of [garbage, halfValid, missing]) {
+        await run(manager, name, 'kept = "state"');
+        await run(manager, name, 'kept * 2');
+        await manager.swap(name);
+      }
+      await manager.close();
+
+      await writeFile(manifest(garbage), '{"version": 1, "name": "trunc');
+      const half = JSON.parse(await readFile(manifest(halfValid), 'utf8')) as Record<string, unknown>;
+      await writeFile(manifest(halfValid), JSON.stringify({ ...half, engine: 42, nextSeq: 'many' }));
+      await rm(manifest(missing));
+      await mkdir(join(dir, 'machines', 'emptyfolder'));
+      manager = await openManager({ dataDir: dir });
+
+      assert.deepEqual(manager.list().map((m) => m.name).sort(), [garbage, halfValid, missing].sort(), 'all listed; a folder with nothing of a machine is not');
+      const [g, h, m] = [garbage, halfValid, missing].map((name) => manager.get(name));
+      assert.deepEqual([g!.engine, h!.engine, m!.engine], ['python', 'sandbox', 'python'], 'the engine read from the snapshot');
+      assert.deepEqual([g!.nextSeq, h!.tags, h!.memoryMb], [2, { team: 'b' }, 256], 'seqs from the history, good fields kept');
+      assert.match(g!.warnings.join('\n'), /manifest could not be read \(machine.json is not JSON .*kept as machine.json.unreadable-\d+\. Reset to defaults: tags, memory cap/);
+      assert.match(h!.warnings.join('\n'), /machine.json is not a manifest/);
+      assert.match(m!.warnings.join('\n'), /machine.json is missing/);
+      const kept = (await readdir(join(dir, 'machines', garbage))).filter((f) => f.startsWith('machine.json.unreadable-'));
+      assert.equal(kept.length, 1, 'the damaged file is set aside, not deleted');
+      assert.equal(await readFile(join(dir, 'machines', garbage, kept[0]!), 'utf8'), '{"version": 1, "name": "trunc');
+
+      for (const name of [garbage, halfValid, missing]) {
+        const r = await run(manager, name, 'kept');
+        assert.equal(valueOf(r.result), "'state'");
+        assert.equal(r.seq, 2);
+        assert.match(r.result.data?.notices?.join('\n') ?? '', /manifest could not be read/, 'the first result says so');
+      }
+      await manager.close();
+      manager = await openManager({ dataDir: dir });
+      assert.deepEqual(manager.get(garbage).tags, {}, 'the rebuilt manifest was saved');
+      assert.match(manager.get(garbage).warnings.join('\n'), /manifest could not be read/, 'and keeps saying what happened');
+    } finally {
       await manager.close();
       await cleanup();
     }

@@ -38,6 +38,10 @@ export async function machineListCommand(ctx: CliContext, options: { tag?: Recor
     return;
   }
   ctx.term.out.write(formatTable(machines) + '\n');
+  // Each warning once, with the machines it concerns (an engine's warning holds for all of them).
+  const concerned = new Map<string, string[]>();
+  for (const machine of machines) for (const warning of machine.warnings) concerned.set(warning, [...(concerned.get(warning) ?? []), machine.name]);
+  for (const [warning, names] of concerned) ctx.term.err.write(`perennial: ${names.join(', ')}: ${warning}\n`);
 }
 
 export async function machineRemoveCommand(ctx: CliContext, names: string[]): Promise<void> {
