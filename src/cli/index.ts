@@ -14,7 +14,7 @@ import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { ClientBackend } from '../client/client-backend.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
-import { collectTag, positiveInteger, positiveNumber } from './options.ts';
+import { collectTag, portNumber, positiveInteger, positiveNumber } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 
@@ -64,7 +64,12 @@ function buildProgram(): Command {
     .command('serve')
     .description('run the local server (ForeverVM API and WebSocket REPL) on this data dir')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
-    .option('--port <port>', 'port (default: any free port, written to server.json)', positiveInteger)
+    .option('--port <port>', 'port; 0 or none: any free port (written to server.json)', portNumber)
+    .addOption(
+      new Option('--engine <engine>', 'engine of machines created without one, as ForeverVM clients create them (default: sandbox where available)')
+        .choices(['python', 'sandbox'])
+        .env('PERENNIAL_ENGINE'),
+    )
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .option('--idle-seconds <seconds>', 'swap a machine out after this long without instructions (default 300)', positiveNumber)
     .action((options) => serveCommand(context(), options));

@@ -18,3 +18,10 @@ export function positiveInteger(value: string): number {
   if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected a whole number, got "${value}"`);
   return n;
 }
+
+/** A TCP port; 0 means any free one. */
+export function portNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 (any free port) to 65535, got "${value}"`);
+  return n;
+}

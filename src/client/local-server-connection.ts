@@ -4,7 +4,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isProcessAlive } from '../machines/data-dir-lock.ts';
-import type { ServerInfo } from '../shared/types.ts';
+import type { EngineName, ServerInfo } from '../shared/types.ts';
 import { ForeverVMClient } from './forevervm-client.ts';
 
 /** How long a client waits for a server it started. */
@@ -17,6 +17,8 @@ export interface LocalConnectionOptions {
   autoStart?: boolean;
   /** For a server started here: swap machines out after this many idle seconds. */
   idleSeconds?: number;
+  /** For a server started here: the engine of machines created without one. */
+  engine?: EngineName;
 }
 
 /** No local server runs on the data dir, and none could be started. */
@@ -52,7 +54,7 @@ export async function localServer(dataDir: string, options: LocalConnectionOptio
   const running = await runningServer(dataDir);
   if (running) return running;
   if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
-  return startServer(dataDir, options.idleSeconds);
+  return startServer(dataDir, options);
 }
 
 /** The server described by server.json, if it is alive and answers. */
@@ -72,10 +74,11 @@ export async function runningServer(dataDir: string): Promise<ServerInfo | null>
   }
 }
 
-async function startServer(dataDir: string, idleSeconds?: number): Promise<ServerInfo> {
+async function startServer(dataDir: string, options: LocalConnectionOptions): Promise<ServerInfo> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const deadline = Date.now() + START_TIMEOUT_MS;
-  const spawnServer = () => spawnDetachedServer(dataDir, idleSeconds ? ['--idle-seconds', String(idleSeconds)] : []);
+  const args = [...(options.idleSeconds ? ['--idle-seconds', String(options.idleSeconds)] : []), ...(options.engine ? ['--engine', options.engine] : [])];
+  const spawnServer = () => spawnDetachedServer(dataDir, args);
   let child = spawnServer();
   while (Date.now() < deadline) {
     const info = await runningServer(dataDir);

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { ForeverVMClient } from '../client/forevervm-client.ts';
 import { FOREVERVM_BASE_URL } from '../client/forevervm-config.ts';
-import { connectToLocalServer, localServer } from '../client/local-server-connection.ts';
+import { connectToLocalServer, localServer, type LocalConnectionOptions } from '../client/local-server-connection.ts';
 import { defaultDataDir } from '../machines/data-dir.ts';
 import type { ServerInfo } from '../shared/types.ts';
 
@@ -52,14 +52,24 @@ export class Backends implements vscode.Disposable {
     return this.secrets.store(TOKEN_KEY, token);
   }
 
-  /** For a local server that VS Code starts: when it swaps idle machines out. */
-  get idleSeconds(): number | undefined {
-    return vscode.workspace.getConfiguration('perennial').get<number>('idleSeconds') || undefined;
-  }
+  /**
+   * For a local server that VS Code starts: when it swaps idle machines out, and the engine of
+   * machines created without one. Read when a server starts, so that one started later (after an
+   * idle stop) has the settings of then.
+   */
+  readonly #serverOptions: LocalConnectionOptions = {
+    get idleSeconds() {
+      return vscode.workspace.getConfiguration('perennial').get<number>('idleSeconds') || undefined;
+    },
+    get engine() {
+      const engine = vscode.workspace.getConfiguration('perennial').get<string>('defaultEngine');
+      return engine === 'python' || engine === 'sandbox' ? engine : undefined;
+    },
+  };
 
   /** A client of the local server, which is started if it does not run. */
   localClient(): Promise<ForeverVMClient> {
-    return connectToLocalServer(this.dataDir, { idleSeconds: this.idleSeconds });
+    return connectToLocalServer(this.dataDir, this.#serverOptions);
   }
 
   /** A client of hosted ForeverVM with the stored token. */
@@ -71,7 +81,7 @@ export class Backends implements vscode.Disposable {
 
   /** The local server, started if it does not run. */
   async localServer(): Promise<ServerInfo> {
-    const server = await localServer(this.dataDir, { idleSeconds: this.idleSeconds });
+    const server = await localServer(this.dataDir, this.#serverOptions);
     this.log.info(`local server ${server.url} (pid ${server.pid}) on ${this.dataDir}`);
     return server;
   }

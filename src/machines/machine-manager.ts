@@ -124,6 +124,10 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     };
     this.#store = store;
     this.#lock = lock;
+    if (!this.#engines.factories[this.#options.defaultEngine]) {
+      const why = this.#engines.status().find((e) => e.name === this.#options.defaultEngine)?.detail;
+      throw new InvalidRequestError(`The default engine "${this.#options.defaultEngine}" is not available${why ? `: ${why}` : ''}`);
+    }
   }
 
   /** Takes the data dir's lock and loads every machine in it (all swapped out). */

@@ -120,19 +120,27 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.match(badTag.stderr, /expected key=value/);
     const badTimeout = await cli(['exec', '--timeout', '-1', '1']);
     assert.match(badTimeout.stderr, /expected a positive number/);
+    const badPort = await cli(['serve', '--port', '70000']);
+    assert.match(badPort.stderr, /expected a port from 0 \(any free port\) to 65535/);
+    const badDefault = await cliWith({ PERENNIAL_ENGINE: 'bogus' }, ['--data-dir', dataDir, 'serve']);
+    assert.equal(badDefault.code, 1);
+    assert.match(badDefault.stderr, /value 'bogus' from env 'PERENNIAL_ENGINE' is invalid\. Allowed choices are python, sandbox/);
   });
 
-  it('serve: runs the local server until Ctrl-C (swapping idle machines after --idle-seconds), then saves its machines and removes server.json', async () => {
+  it('serve: runs the local server until Ctrl-C (any free port with --port 0, PERENNIAL_ENGINE for machines made without an engine, swapping idle machines after --idle-seconds), then saves its machines and removes server.json', async () => {
     const { dir, cleanup } = await tempDataDir();
     try {
-      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--idle-seconds', '1'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const env = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, PERENNIAL_ENGINE: 'python' };
+      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--port', '0', '--idle-seconds', '1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       const done = finished(child);
       const infoPath = join(dir, 'server.json');
       await eventually(() => existsSync(infoPath), 20_000, 'server.json');
       const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { url: string; token: string; pid: number };
       assert.equal(info.pid, child.pid);
       const headers = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
-      const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: JSON.stringify({ engine: 'python' }) })).json()) as { machine_name: string }).machine_name;
+      // As a ForeverVM client creates machines: without an engine.
+      const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as { machine_name: string }).machine_name;
+      assert.equal(((await (await fetch(`${info.url}/v1/machine/${name}`, { headers })).json()) as { engine: string }).engine, 'python');
       await fetch(`${info.url}/v1/machine/${name}/exec`, { method: 'POST', headers, body: JSON.stringify({ instruction: { code: 'kept = "served"' } }) });
       await fetch(`${info.url}/v1/machine/${name}/exec/0/result`, { headers });
       const state = async () => ((await (await fetch(`${info.url}/v1/machine/${name}`, { headers })).json()) as { state: string }).state;
@@ -140,7 +148,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       child.kill('SIGINT');
       const r = await done;
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stderr, /Perennial server listening on http:\/\/127\.0\.0\.1:\d+/);
+      assert.match(r.stderr, /Perennial server listening on http:\/\/127\.0\.0\.1:\d+ \(data dir .*; new machines: python\)/);
       assert.ok(!existsSync(infoPath), 'server.json is removed');
       const again = spawn(process.execPath, [CLI, '--data-dir', dir, 'exec', '-m', name, 'kept'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON } });
       again.stdin?.end();

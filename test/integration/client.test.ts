@@ -37,6 +37,20 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     assert.match((await clients[0]!.whoami()).account, /Perennial local server/);
   });
 
+  it('starts a server whose machines made without an engine get the engine the client names', async () => {
+    const { dir, cleanup: remove } = await tempDataDir();
+    try {
+      const client = await connectToLocalServer(dir, { engine: 'python' });
+      const name = await client.createMachine();
+      assert.equal((await client.machine(name)).engine, 'python');
+    } finally {
+      const info = await runningServer(dir);
+      if (info) process.kill(info.pid, 'SIGTERM');
+      await eventually(() => !existsSync(join(dir, 'server.json')), 20_000, 'the server to stop');
+      await remove();
+    }
+  });
+
   it('finds the server again after it stopped (as an idle server does), starting a new one', async () => {
     const client = await connectToLocalServer(dataDir);
     const name = await client.createMachine({ engine: 'python' });

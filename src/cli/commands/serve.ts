@@ -1,9 +1,12 @@
 import { LocalServer } from '../../server/local-server.ts';
+import type { EngineName } from '../../shared/types.ts';
 import type { CliContext } from '../context.ts';
 
 export interface ServeCommandOptions {
   host?: string;
   port?: number;
+  /** Engine of machines created without one. */
+  engine?: EngineName;
   /** Stop after this many seconds with nothing going on (for servers that clients start). */
   exitWhenIdle?: number;
   /** Swap a machine out after this many seconds without instructions. */
@@ -12,8 +15,8 @@ export interface ServeCommandOptions {
 
 /** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
-  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port, idleSeconds: options.idleSeconds });
-  ctx.term.err.write(`Perennial server listening on ${server.url} (data dir ${ctx.dataDir}). Ctrl-C stops it.\n`);
+  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port, idleSeconds: options.idleSeconds, defaultEngine: options.engine });
+  ctx.term.err.write(`Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it.\n`);
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
   }

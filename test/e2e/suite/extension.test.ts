@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import { defaultDataDir } from '../../../src/machines/data-dir.ts';
 import { foreverVMOnlyProxy } from '../../helpers/forevervm-only-proxy.ts';
 
 const EXTENSION_ID = 'perennial.perennial';
@@ -233,6 +234,26 @@ suite('Perennial in VS Code', () => {
       hosted.kill('SIGTERM');
       await eventually(() => (existsSync(join(dataDir, 'server.json')) ? undefined : true), 'the stand-in server to stop', 20_000);
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('perennial.defaultEngine reaches the local server VS Code starts', async () => {
+    // Stopped as an idle server stops; the next use starts another, with the settings of then.
+    const dataDir = defaultDataDir();
+    const serverInfo = () => (existsSync(join(dataDir, 'server.json')) ? (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { pid: number; url: string; token: string }) : undefined);
+    process.kill(serverInfo()!.pid, 'SIGTERM');
+    await eventually(() => (serverInfo() ? undefined : true), 'the local server to stop');
+    await vscode.workspace.getConfiguration('perennial').update('defaultEngine', 'python', vscode.ConfigurationTarget.Global);
+    try {
+      await vscode.commands.executeCommand('perennial.refresh');
+      const server = await eventually(serverInfo, 'a local server started by VS Code');
+      const headers = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
+      // As Copilot's create-python-repl and ForeverVM clients create machines: without an engine.
+      const { machine_name: name } = (await (await fetch(`${server.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as { machine_name: string };
+      const details = (await (await fetch(`${server.url}/v1/machine/${name}`, { headers })).json()) as { engine: string };
+      assert.equal(details.engine, 'python');
+    } finally {
+      await vscode.workspace.getConfiguration('perennial').update('defaultEngine', undefined, vscode.ConfigurationTarget.Global);
     }
   });
 });
