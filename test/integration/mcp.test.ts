@@ -90,7 +90,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
       const first = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 20\nprint("set")\nx + 1' });
       assert.equal(first.isError, undefined);
       assert.equal(textOf(first), 'set\nOut: 21');
-      assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, images: 0, runtimeMs: 0, seq: 0 });
+      assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], images: 0, runtimeMs: 0, seq: 0 });
       const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
       assert.equal((second.structuredContent as { value: string }).value, '40');
       const failed = await call(client, 'run-python-in-repl', { replId, pythonCode: '1/0' });

@@ -14,6 +14,7 @@ import {
   errorOf,
   eventually,
   machineOptions,
+  managerFixture,
   openManager,
   run,
   tempDataDir,
@@ -342,13 +343,12 @@ describe('a damaged or missing machine.json', { timeout: 120_000 }, () => {
 });
 
 describe('python engine: a variable that cannot be loaded', { timeout: 60_000 }, () => {
+  const fixture = managerFixture();
   it('takes only the variables that share its objects; the others get the right objects', async () => {
-    const { dir, cleanup } = await tempDataDir();
-    const manager = await openManager({ dataDir: dir });
-    try {
-      const name = (await manager.create(machineOptions('python'))).name;
-      // Fragile pickles but cannot be loaded; `refers` holds a list that only `broken` saved.
-      await run(manager, name, `shared = [1, 2]
+    const { manager } = fixture;
+    const name = (await manager.create(machineOptions('python'))).name;
+    // Fragile pickles but cannot be loaded; `refers` holds a list that only `broken` saved.
+    await run(manager, name, `shared = [1, 2]
 class Fragile:
     def __reduce__(self):
         return int, ("not a number",)
@@ -357,16 +357,12 @@ broken = [inner, Fragile()]
 refers = {"i": inner}
 del inner
 after = {"s": shared, "n": 3}`);
-      await manager.swap(name);
-      const r = await run(manager, name, '(shared, after, after["s"] is shared, Fragile.__name__)');
-      assert.equal(valueOf(r.result), "([1, 2], {'s': [1, 2], 'n': 3}, True, 'Fragile')");
-      assert.deepEqual(r.result.data?.lost?.map((l) => l.name), ['broken', 'refers']);
-      assert.match(r.result.data!.lost![0]!.reason, /invalid literal for int/);
-      assert.match(r.result.data!.lost![1]!.reason, /shares objects with broken/);
-    } finally {
-      await manager.close();
-      await cleanup();
-    }
+    await manager.swap(name);
+    const r = await run(manager, name, '(shared, after, after["s"] is shared, Fragile.__name__)');
+    assert.equal(valueOf(r.result), "([1, 2], {'s': [1, 2], 'n': 3}, True, 'Fragile')");
+    assert.deepEqual(r.result.data?.lost?.map((l) => l.name), ['broken', 'refers']);
+    assert.match(r.result.data!.lost![0]!.reason, /invalid literal for int/);
+    assert.match(r.result.data!.lost![1]!.reason, /shares objects with broken/);
   });
 });
 
