@@ -1,7 +1,9 @@
 /**
  * Foundation figures for the python engine: the `1+1` round trip through the MachineManager next
  * to the floor (a JSON line echoed by a bare Python child over a pipe), and swap-out / swap-in
- * times and bytes on disk for a trivial machine and one holding a 10^6-element list.
+ * times and bytes on disk for a trivial machine, one holding a 10^6-element list, one with 300k
+ * objects shared between variables, and the same with a variable that cannot be loaded back (the
+ * restore then reads the whole snapshot again, with a mended memo).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,6 +14,10 @@ import { MachineManager } from '../src/machines/machine-manager.ts';
 import { kib, median, ms, percentile, row, timeIt } from './stats.ts';
 
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
+/** Many small objects, some of them in more than one variable. */
+const SHARED_ROWS = 'rows = [{"id": i, "name": f"n{i}", "tags": [i % 7]} for i in range(300_000)]\nalias = rows\nsome = rows[:1000]';
+/** Saves, but cannot be loaded back: the restore then takes its careful path. */
+const FRAGILE = 'class Fragile:\n    def __reduce__(self):\n        return int, ("not a number",)';
 const ROUND_TRIPS = 3000;
 const SWAP_CYCLES = 7;
 
@@ -51,16 +57,19 @@ export async function benchPythonEngine(): Promise<void> {
     row('  over the floor', ms(median(trips) - median(floor)), ms(percentile(trips, 95) - percentile(floor, 95)));
 
     row('', 'swap-out', 'swap-in', 'on disk');
-    for (const [label, setup] of [
-      ['trivial machine (x = 1)', 'x = 1'],
-      ['machine holding list(range(10**6))', 'big = list(range(10**6))'],
+    // [label, setup, code run before each swap]
+    for (const [label, setup, beforeSwap] of [
+      ['trivial machine (x = 1)', 'x = 1', 'x = 1'],
+      ['machine holding list(range(10**6))', 'big = list(range(10**6))', 'x = 1'],
+      ['300k dicts shared by 3 variables', SHARED_ROWS, 'x = 1'],
+      ['  the same, one variable cannot be loaded', `${SHARED_ROWS}\n${FRAGILE}`, 'broken = Fragile()'],
     ] as const) {
       const machine = (await manager.create({ engine: 'python', python: PYTHON })).name;
       await manager.run(machine, setup);
       const outs: number[] = [];
       const ins: number[] = [];
       for (let i = 0; i < SWAP_CYCLES; i++) {
-        await manager.run(machine, 'x = 1');
+        await manager.run(machine, beforeSwap);
         outs.push(await timeIt(() => manager.swap(machine)));
         ins.push(await timeIt(() => manager.run(machine, '1')));
       }

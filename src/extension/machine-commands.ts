@@ -41,8 +41,8 @@ export async function reporting<T>(log: vscode.LogOutputChannel, what: string, w
     return await work();
   } catch (error) {
     log.error(`could not ${what}: ${(error as Error).stack ?? error}`);
-    const choice = await vscode.window.showErrorMessage(`Perennial could not ${what}: ${(error as Error).message}`, 'Show Log');
-    if (choice) log.show();
+    // Not waited for: the command ends now, whenever the notification is dismissed.
+    void vscode.window.showErrorMessage(`Perennial could not ${what}: ${(error as Error).message}`, 'Show Log').then((choice) => choice && log.show());
     return undefined;
   }
 }
