@@ -1,19 +1,19 @@
-import type {
-  ExecResponse,
-  ExecResult,
-  FileContent,
-  FileListing,
-  ForeverVMMachine,
-  HistoryEntry,
-  MachineEvent,
-  MachineInfo,
-  OutputChunk,
-  ResultResponse,
-  StreamResultLine,
-  VariableDetail,
-  VariableSummary,
+import {
+  KEEPALIVE_HEADER,
+  type ExecResponse,
+  type ExecResult,
+  type FileContent,
+  type FileListing,
+  type ForeverVMMachine,
+  type HistoryEntry,
+  type MachineEvent,
+  type MachineInfo,
+  type OutputChunk,
+  type ResultResponse,
+  type StreamResultLine,
+  type VariableDetail,
+  type VariableSummary,
 } from '../shared/types.ts';
-import { KEEPALIVE_HEADER } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 
 export { ForeverVMError };

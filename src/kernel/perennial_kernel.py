@@ -312,9 +312,9 @@ def _make_closed_file(name, mode, raw):
 
 
 def _reduce_process_bound(obj):
-    """Saves what belongs to the process when it can be rebuilt as it was (a lock, the kernel's
-    streams), and refuses, saying why, what cannot: dill would bring back a running thread as a
-    Thread that claims to run, and reopen a file by name."""
+    """Saves what belongs to the process when it can be rebuilt as it was (a lock, a closed file,
+    the kernel's streams), and refuses, saying why, what cannot: dill would bring back a running
+    thread as a Thread that claims to run, and reopen a file by name."""
     if isinstance(obj, _LOCK_TYPE):
         return _make_lock, (obj.locked(),)
     if isinstance(obj, _RLOCK_TYPE):
