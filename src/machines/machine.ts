@@ -1,4 +1,4 @@
-import { rename, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import {
   EngineExitedError,
   type Engine,
@@ -395,8 +395,7 @@ export class Machine {
         // leave the machine untouched for the version that made it.
         if ((error as { constructor: { errorCode?: string } }).constructor.errorCode === 'SnapshotVersionMismatch') throw error;
         // Keep the unreadable snapshot for inspection and carry on from an empty machine.
-        const kept = `${this.store.snapshotPath(this.name)}.unreadable-${Date.now()}`;
-        await rename(this.store.snapshotPath(this.name), kept).catch(() => {});
+        const kept = (await this.store.setAside(this.store.snapshotPath(this.name))) ?? this.store.snapshotPath(this.name);
         this.#lost.push({ name: '*', reason: `the snapshot could not be restored (${(error as Error).message}); it was kept as ${kept}` });
         this.manifest.snapshot = null;
         return this.#warm();

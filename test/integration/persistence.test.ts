@@ -342,6 +342,25 @@ describe('a damaged or missing machine.json', { timeout: 120_000 }, () => {
   });
 });
 
+describe('an unreadable snapshot', { timeout: 60_000 }, () => {
+  const fixture = managerFixture();
+  it('is set aside, never deleted; the machine starts empty and its first result says where the file is', async () => {
+    const { manager } = fixture;
+    const name = (await manager.create(machineOptions('python'))).name;
+    await run(manager, name, 'kept = 1');
+    await manager.swap(name);
+    const snapshot = join(manager.dataDir, 'machines', name, 'snapshot');
+    await writeFile(snapshot, 'not a snapshot');
+    const r = await run(manager, name, '"kept" in globals()');
+    assert.equal(valueOf(r.result), 'False');
+    const lost = r.result.data?.lost?.[0];
+    assert.equal(lost?.name, '*');
+    const kept = /it was kept as (\S+)$/.exec(lost?.reason ?? '')?.[1];
+    assert.match(kept ?? '', /snapshot\.unreadable-\d+$/);
+    assert.equal(await readFile(kept!, 'utf8'), 'not a snapshot');
+  });
+});
+
 describe('python engine: a variable that cannot be loaded', { timeout: 60_000 }, () => {
   const fixture = managerFixture();
   it('takes only the variables that share its objects; the others get the right objects', async () => {
