@@ -1,6 +1,28 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layers' import rules (ARCHITECTURE.md): `vscode` only in the extension, and no layer reaches
+ * into one it must not know. Each block lists everything its files may not import, since a later
+ * block's `no-restricted-imports` replaces an earlier one's for the same files.
+ */
+const ALL_LAYERS = ['platform', 'shared', 'kernel', 'engines', 'machines', 'server', 'client', 'mcp', 'cli', 'extension'];
+const restrict = (files, { mayImport, vscode = false }) => ({
+  files,
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        paths: vscode ? [] : [{ name: 'vscode', message: 'vscode may be imported only under src/extension/.' }],
+        patterns: ALL_LAYERS.filter((layer) => !mayImport.includes(layer)).map((layer) => ({
+          regex: `^\\.\\.?/(\\.\\./)*${layer}/`,
+          message: `This layer may not import from src/${layer}/ (see ARCHITECTURE.md).`,
+        })),
+      },
+    ],
+  },
+});
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.data/**', '.cache/**'] },
   js.configs.recommended,
@@ -14,6 +36,14 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
+  restrict(['**/*.ts', '**/*.mjs'], { mayImport: ALL_LAYERS }),
+  restrict(['src/platform/**', 'src/shared/**'], { mayImport: ['platform', 'shared'] }),
+  restrict(['src/engines/**'], { mayImport: ['platform', 'shared', 'kernel', 'engines'] }),
+  restrict(['src/machines/**'], { mayImport: ['platform', 'shared', 'engines', 'machines'] }),
+  restrict(['src/client/**', 'src/mcp/**'], { mayImport: ['platform', 'shared', 'client', 'mcp'] }),
+  restrict(['src/server/**'], { mayImport: ['platform', 'shared', 'machines', 'server', 'client', 'mcp'] }),
+  restrict(['src/cli/**'], { mayImport: ['platform', 'shared', 'server', 'client', 'mcp', 'cli'] }),
+  restrict(['src/extension/**', 'test/e2e/**'], { mayImport: ['platform', 'shared', 'client', 'extension'], vscode: true }),
   {
     // The CLI, benchmarks, build scripts and tests talk to a person on the terminal.
     files: ['src/cli/**', 'bench/**', 'scripts/**', 'test/**'],

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { defaultDataDir } from '../machines/data-dir.ts';
-import { DataDirLockedError } from '../machines/data-dir-lock.ts';
+import { defaultDataDir } from '../platform/data-dir.ts';
+import { DataDirLockedError } from '../platform/data-dir-lock.ts';
 import { execCommand } from './commands/exec.ts';
 import { machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand } from './commands/machine.ts';
 import { replCommand } from './commands/repl.ts';

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isProcessAlive } from '../machines/data-dir-lock.ts';
-import type { EngineName, ServerInfo } from '../shared/types.ts';
+import { isProcessAlive } from '../platform/process-liveness.ts';
+import { readServerInfo, type ServerInfo } from '../platform/server-info.ts';
+import type { EngineName } from '../shared/types.ts';
 import { ForeverVMClient } from './forevervm-client.ts';
 
 /** How long a client waits for a server it started. */
@@ -59,13 +60,8 @@ export async function localServer(dataDir: string, options: LocalConnectionOptio
 
 /** The server described by server.json, if it is alive and answers. */
 export async function runningServer(dataDir: string): Promise<ServerInfo | null> {
-  let info: ServerInfo;
-  try {
-    info = JSON.parse(await readFile(join(dataDir, 'server.json'), 'utf8')) as ServerInfo;
-  } catch {
-    return null;
-  }
-  if (!isProcessAlive(info.pid)) return null;
+  const info = await readServerInfo(dataDir);
+  if (!info || !isProcessAlive(info.pid)) return null;
   try {
     const response = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(5000) });
     return response.ok ? info : null;

@@ -2,8 +2,8 @@ import * as vscode from 'vscode';
 import { ForeverVMClient } from '../client/forevervm-client.ts';
 import { FOREVERVM_BASE_URL } from '../client/forevervm-config.ts';
 import { connectToLocalServer, localServer, type LocalConnectionOptions } from '../client/local-server-connection.ts';
-import { defaultDataDir } from '../machines/data-dir.ts';
-import type { ServerInfo } from '../shared/types.ts';
+import { defaultDataDir } from '../platform/data-dir.ts';
+import type { ServerInfo } from '../platform/server-info.ts';
 
 export type BackendName = 'local' | 'forevervm';
 

@@ -16,7 +16,7 @@ import type {
   VariableDetail,
   VariableSummary,
 } from '../shared/types.ts';
-import { DataDirLock } from './data-dir-lock.ts';
+import { DataDirLock } from '../platform/data-dir-lock.ts';
 import { Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';

@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { commitFile, tempPathFor, writeFileAtomic } from './atomic-file.ts';
+import { commitFile, tempPathFor, writeFileAtomic } from '../platform/atomic-file.ts';
 import { HistoryLog } from './history-log.ts';
 
 /** What is kept on disk about a machine, besides its history and snapshot (`machine.json`). */

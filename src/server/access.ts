@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../machines/atomic-file.ts';
+import { writeFileAtomic } from '../platform/atomic-file.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 
 const TOKEN_FILE = 'server-token';

@@ -1,11 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { readFile, unlink } from 'node:fs/promises';
 import type { Duplex } from 'node:stream';
-import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { writeFileAtomic } from '../machines/atomic-file.ts';
+import { removeServerInfo, writeServerInfo } from '../platform/server-info.ts';
 import { MachineManager, type MachineManagerOptions } from '../machines/machine-manager.ts';
-import type { ServerInfo } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
 import { AccessPolicy, loadOrCreateToken } from './access.ts';
 import { foreverVMRoutes, machineName, toForeverVMError, type Handler } from './forevervm-api.ts';
@@ -16,8 +13,6 @@ import { McpHttpEndpoints } from '../mcp/http-endpoints.ts';
 import { perennialRoutes } from './perennial-api.ts';
 import { serveRepl } from './repl-socket.ts';
 
-/** Where clients find the running server: pid, url and token, 0600. */
-export const SERVER_INFO_FILE = 'server.json';
 export const DEFAULT_HOST = '127.0.0.1';
 
 export interface LocalServerOptions extends MachineManagerOptions {
@@ -70,7 +65,7 @@ export class LocalServer {
       });
       const port = (http.address() as { port: number }).port;
       access.listeningOn(port, host);
-      await server.#writeInfo();
+      await writeServerInfo(options.dataDir, { pid: process.pid, url: server.url, token, version: VERSION, startedAt: new Date().toISOString() });
       manager.prewarm();
       return server;
     } catch (error) {
@@ -93,7 +88,7 @@ export class LocalServer {
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
     await this.manager.close();
     // Last: once server.json is gone, the data dir is free for the next server.
-    await this.#removeInfo();
+    await removeServerInfo(this.manager.dataDir, process.pid);
   }
 
   /**
@@ -169,16 +164,5 @@ export class LocalServer {
       ['GET', /^\/sse$/, async (_req, res) => this.#mcp.openSse(res)],
       ['POST', /^\/messages$/, async (req, res) => this.#mcp.postSseMessage(req, res, await readJson(req))],
     ];
-  }
-
-  async #writeInfo(): Promise<void> {
-    const info: ServerInfo = { pid: process.pid, url: this.url, token: this.token, version: VERSION, startedAt: new Date().toISOString() };
-    await writeFileAtomic(join(this.manager.dataDir, SERVER_INFO_FILE), JSON.stringify(info, null, 1), 0o600);
-  }
-
-  async #removeInfo(): Promise<void> {
-    const path = join(this.manager.dataDir, SERVER_INFO_FILE);
-    const current = JSON.parse(await readFile(path, 'utf8').catch(() => '{}')) as Partial<ServerInfo>;
-    if (current.pid === process.pid) await unlink(path).catch(() => {});
   }
 }

@@ -203,12 +203,3 @@ export type ReplServerMessage =
   | { type: 'result'; instruction_id: number; result: ExecResult }
   | { type: 'error'; code: string; id: string | null }
   | { type: 'message'; message: string; level: 'info' | 'warn' | 'error' };
-
-/** What `server.json` in the data dir says about the running local server. */
-export interface ServerInfo {
-  pid: number;
-  url: string;
-  token: string;
-  version: string;
-  startedAt: string;
-}

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { DataDirLockedError } from '../../src/machines/data-dir-lock.ts';
+import { DataDirLockedError } from '../../src/platform/data-dir-lock.ts';
 import { MachineGoneError, type MachineManager } from '../../src/machines/machine-manager.ts';
 import {
   ENGINES_UNDER_TEST,

@@ -6,7 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
-import { KEEPALIVE_HEADER, type ReplServerMessage, type ServerInfo } from '../../src/shared/types.ts';
+import { KEEPALIVE_HEADER, type ReplServerMessage } from '../../src/shared/types.ts';
+import type { ServerInfo } from '../../src/platform/server-info.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 /** Raw HTTP, so that any header (Host, Origin) can be sent as it is. */

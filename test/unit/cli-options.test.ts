@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidArgumentError } from 'commander';
 import { collectTag, positiveInteger, positiveNumber } from '../../src/cli/options.ts';
-import { defaultDataDir } from '../../src/machines/data-dir.ts';
+import { defaultDataDir } from '../../src/platform/data-dir.ts';
 
 describe('CLI option parsers', () => {
   const tagCases: Array<[string, Record<string, string> | undefined, Record<string, string>]> = [

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { ForeverVMClient, ForeverVMError } from '../../client/forevervm-client.ts';
 import { FOREVERVM_BASE_URL, foreverVMConfigPath } from '../../client/forevervm-config.ts';
-import { writeFileAtomic } from '../../machines/atomic-file.ts';
+import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import type { CliContext } from '../context.ts';
 import { ExitError } from '../errors.ts';
 

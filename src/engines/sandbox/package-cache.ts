@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../machines/atomic-file.ts';
+import { writeFileAtomic } from '../../platform/atomic-file.ts';
 
 /** Where packages come from: a Pyodide lock file, and the folder or URL its wheels live at. */
 export interface PackageSource {

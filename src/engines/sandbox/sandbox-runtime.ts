@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
-import { writeFileAtomic } from '../../machines/atomic-file.ts';
+import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { encodeImage, readImage, wholeImage } from './machine-image-file.ts';
 import { makeMemoryPatch } from './memory-patch.ts';

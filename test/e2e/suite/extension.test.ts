@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { defaultDataDir } from '../../../src/machines/data-dir.ts';
+import { defaultDataDir } from '../../../src/platform/data-dir.ts';
 import { foreverVMOnlyProxy } from '../../helpers/forevervm-only-proxy.ts';
 
 const EXTENSION_ID = 'perennial.perennial';

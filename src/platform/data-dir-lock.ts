@@ -3,6 +3,7 @@ import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { isProcessAlive } from './process-liveness.ts';
 
 const LOCK_FILE = 'owner.lock';
 
@@ -101,16 +102,6 @@ function parseRecord(text: string | null): LockRecord | null {
 async function isFresh(path: string): Promise<boolean> {
   const info = await stat(path).catch(() => null);
   return info !== null && Date.now() - info.mtimeMs < 2000;
-}
-
-/** Whether a process with this pid exists (it may belong to another user). */
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
 }
 
 function isAlive(owner: LockRecord): boolean {
