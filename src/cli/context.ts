@@ -1,4 +1,4 @@
-import type { Backend } from '../shared/backend.ts';
+import type { PerennialClient } from '../client/perennial-client.ts';
 import type { Terminal } from './result-printer.ts';
 
 /** What every command gets: where machines are, and where to talk. */
@@ -7,19 +7,19 @@ export interface CliContext {
   dataDir: string;
   /** Where the machines are: the local server on the data dir, or hosted ForeverVM. */
   backend: 'local' | 'forevervm';
-  openBackend(): Promise<Backend>;
+  openClient(): Promise<PerennialClient>;
   term: Terminal;
   stdin: NodeJS.ReadableStream;
   /** Where the interactive prompt keeps its history. */
   historyFile: string;
 }
 
-/** Opens the backend for one command and always closes it, so machines are saved. */
-export async function withBackend<T>(ctx: CliContext, task: (backend: Backend) => Promise<T>): Promise<T> {
-  const backend = await ctx.openBackend();
+/** Opens a client for one command and always closes it, so that no connection is left open. */
+export async function withClient<T>(ctx: CliContext, task: (client: PerennialClient) => Promise<T>): Promise<T> {
+  const client = await ctx.openClient();
   try {
-    return await task(backend);
+    return await task(client);
   } finally {
-    await backend.close();
+    await client.close();
   }
 }

@@ -12,7 +12,6 @@ import { loginCommand } from './commands/login.ts';
 import { hostedClient } from '../client/forevervm-config.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
-import { ClientBackend } from '../client/client-backend.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
 import { collectTag, portNumber, positiveInteger, positiveNumber } from './options.ts';
 import { processTerminal } from './result-printer.ts';
@@ -33,7 +32,7 @@ function buildProgram(): Command {
     return {
       dataDir,
       backend: global.backend,
-      openBackend: async () => new ClientBackend(global.backend === 'forevervm' ? await hostedClient() : await connectToLocalServer(dataDir)),
+      openClient: () => (global.backend === 'forevervm' ? hostedClient() : connectToLocalServer(dataDir)),
       term: processTerminal,
       stdin: process.stdin,
       historyFile: join(dataDir, 'repl_history'),

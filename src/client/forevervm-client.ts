@@ -1,22 +1,32 @@
+import type { z } from 'zod';
+import type { NewMachineBody } from '../shared/requests.ts';
 import {
   KEEPALIVE_HEADER,
+  type Completeness,
+  type DeleteResponse,
   type ExecResponse,
   type ExecResult,
   type FileContent,
   type FileListing,
   type ForeverVMMachine,
   type HistoryEntry,
+  type HistoryResponse,
+  type InterruptResult,
+  type IsCompleteResponse,
   type MachineEvent,
   type MachineInfo,
   type OutputChunk,
+  type PackagesResponse,
   type ResultResponse,
+  type StatusReport,
   type StreamResultLine,
   type VariableDetail,
   type VariableSummary,
+  type VariablesResponse,
+  type WrittenFile,
 } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
-
-export { ForeverVMError };
+import { UnsupportedByBackendError } from './perennial-client.ts';
 
 /** Result streams that break before the result are opened again this many times in a row. */
 const STREAM_REOPENS = 5;
@@ -32,25 +42,6 @@ export interface ForeverVMClientOptions {
   refresh?: () => Promise<{ baseUrl: string; token: string }>;
 }
 
-/** The backend has no endpoint for a Perennial extension (hosted ForeverVM). */
-export class UnsupportedByBackendError extends Error {
-  static readonly errorCode = 'UnsupportedByBackend';
-  constructor(what: string) {
-    super(`This backend cannot ${what} (it is a Perennial extension the backend does not offer)`);
-    this.name = 'UnsupportedByBackendError';
-  }
-}
-
-export interface NewMachine {
-  tags?: Record<string, string>;
-  memory_mb?: number;
-  engine?: string;
-  python?: string;
-  workspace?: string;
-  workspace_writable?: boolean;
-  network?: boolean;
-}
-
 /** The code of a long wait that fetch cut short; the waiting method asks again. */
 const WAIT_CUT = 'WaitCut';
 
@@ -64,8 +55,8 @@ interface RequestOptions {
 
 /**
  * The ForeverVM protocol (`forevervm-api.md`) from the client side, one method per endpoint,
- * plus Perennial's extensions. Works against hosted ForeverVM and the local server alike; the
- * extensions throw UnsupportedByBackendError where the backend lacks them.
+ * plus Perennial's extensions, which throw UnsupportedByBackendError where the backend lacks
+ * them. The wire layer under HttpClient: callers use that facade, not this.
  */
 export class ForeverVMClient {
   #baseUrl: string;
@@ -100,7 +91,7 @@ export class ForeverVMClient {
     return this.#json('GET', '/v1/whoami');
   }
 
-  async createMachine(options: NewMachine = {}): Promise<string> {
+  async createMachine(options: z.input<typeof NewMachineBody> = {}): Promise<string> {
     return (await this.#json<{ machine_name: string }>('POST', '/v1/machine/new', { body: options })).machine_name;
   }
 
@@ -171,33 +162,17 @@ export class ForeverVMClient {
     return this.#extension('read machine details', 'GET', `/v1/machine/${encodeURIComponent(name)}`);
   }
 
-  /** A listed machine's details: Perennial's own, or on hosted ForeverVM what its listing says. */
-  async details(machine: ForeverVMMachine): Promise<MachineInfo> {
-    try {
-      return await this.machine(machine.name);
-    } catch (error) {
-      if (!(error instanceof UnsupportedByBackendError)) throw error;
-      return {
-        name: machine.name,
-        createdAt: machine.created_at,
-        tags: machine.tags,
-        engine: 'forevervm',
-        memoryMb: 0,
-        state: machine.running ? (machine.has_pending_instruction ? 'busy' : 'warm') : 'swapped',
-        nextSeq: 0,
-        pendingInstructions: machine.has_pending_instruction ? 1 : 0,
-        lastUsedAt: machine.created_at,
-        snapshot: null,
-        warnings: [],
-      };
-    }
+  /** Every machine with its details, newest first (one request, where the listing needs one per machine). */
+  async machines(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
+    const query = new URLSearchParams(Object.entries(tags).map(([key, value]): [string, string] => ['tag', `${key}=${value}`])).toString();
+    return (await this.#extension<{ machines: MachineInfo[] }>('list machines with their details', 'GET', `/v1/machines${query ? `?${query}` : ''}`)).machines;
   }
 
   async deleteMachine(name: string): Promise<void> {
-    await this.#extension('delete machines', 'DELETE', `/v1/machine/${encodeURIComponent(name)}`);
+    await this.#extension<DeleteResponse>('delete machines', 'DELETE', `/v1/machine/${encodeURIComponent(name)}`);
   }
 
-  interrupt(name: string): Promise<{ cancelled: number; interrupted: boolean }> {
+  interrupt(name: string): Promise<InterruptResult> {
     return this.#extension('interrupt machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/interrupt`);
   }
 
@@ -206,7 +181,7 @@ export class ForeverVMClient {
   }
 
   async variables(name: string): Promise<VariableSummary[]> {
-    return (await this.#extension<{ variables: VariableSummary[] }>('list variables', 'GET', `/v1/machine/${encodeURIComponent(name)}/variables`)).variables;
+    return (await this.#extension<VariablesResponse>('list variables', 'GET', `/v1/machine/${encodeURIComponent(name)}/variables`)).variables;
   }
 
   variable(name: string, variable: string): Promise<VariableDetail> {
@@ -215,11 +190,11 @@ export class ForeverVMClient {
 
   async history(name: string, last?: number): Promise<HistoryEntry[]> {
     const query = last ? `?last=${last}` : '';
-    return (await this.#extension<{ history: HistoryEntry[] }>('keep a history', 'GET', `/v1/machine/${encodeURIComponent(name)}/history${query}`)).history;
+    return (await this.#extension<HistoryResponse>('keep a history', 'GET', `/v1/machine/${encodeURIComponent(name)}/history${query}`)).history;
   }
 
   async installPackages(name: string, packages: string[]): Promise<string> {
-    return (await this.#extension<{ installed: string }>('install packages', 'POST', `/v1/machine/${encodeURIComponent(name)}/packages`, { packages })).installed;
+    return (await this.#extension<PackagesResponse>('install packages', 'POST', `/v1/machine/${encodeURIComponent(name)}/packages`, { packages })).installed;
   }
 
   listFiles(name: string, path = ''): Promise<FileListing> {
@@ -230,15 +205,15 @@ export class ForeverVMClient {
     return this.#extension('read files', 'GET', `/v1/machine/${encodeURIComponent(name)}/files/content?path=${encodeURIComponent(path)}`);
   }
 
-  writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<{ path: string; size: number }> {
+  writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<WrittenFile> {
     return this.#extension('write files', 'PUT', `/v1/machine/${encodeURIComponent(name)}/files/content`, { path, content, encoding });
   }
 
-  async isComplete(name: string, code: string): Promise<'complete' | 'incomplete' | 'invalid'> {
-    return (await this.#extension<{ status: 'complete' | 'incomplete' | 'invalid' }>('check code', 'POST', `/v1/machine/${encodeURIComponent(name)}/is-complete`, { code })).status;
+  async isComplete(name: string, code: string): Promise<Completeness> {
+    return (await this.#extension<IsCompleteResponse>('check code', 'POST', `/v1/machine/${encodeURIComponent(name)}/is-complete`, { code })).status;
   }
 
-  status(): Promise<Record<string, unknown>> {
+  status(): Promise<StatusReport> {
     return this.#extension('report status', 'GET', '/v1/status');
   }
 

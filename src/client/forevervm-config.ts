@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { ForeverVMClient } from './forevervm-client.ts';
+import { HttpClient } from './http-client.ts';
 
 export const FOREVERVM_BASE_URL = 'https://api.forevervm.com';
 
@@ -20,9 +20,9 @@ export class MissingTokenError extends Error {
 }
 
 /** A client of hosted ForeverVM: FOREVERVM_TOKEN / FOREVERVM_BASE_URL, else the config file. */
-export async function hostedClient(env: NodeJS.ProcessEnv = process.env): Promise<ForeverVMClient> {
+export async function hostedClient(env: NodeJS.ProcessEnv = process.env): Promise<HttpClient> {
   const config = JSON.parse(await readFile(foreverVMConfigPath(), 'utf8').catch(() => '{}')) as { token?: string; server_url?: string };
   const token = env.FOREVERVM_TOKEN || config.token;
   if (!token) throw new MissingTokenError();
-  return new ForeverVMClient({ baseUrl: env.FOREVERVM_BASE_URL || config.server_url || FOREVERVM_BASE_URL, token });
+  return new HttpClient({ baseUrl: env.FOREVERVM_BASE_URL || config.server_url || FOREVERVM_BASE_URL, token });
 }

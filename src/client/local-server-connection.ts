@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isProcessAlive } from '../platform/process-liveness.ts';
 import { readServerInfo, type ServerInfo } from '../platform/server-info.ts';
-import type { EngineName } from '../shared/types.ts';
-import { ForeverVMClient } from './forevervm-client.ts';
+import type { EngineName } from '../shared/requests.ts';
+import { HttpClient } from './http-client.ts';
 
 /** How long a client waits for a server it started. */
 const START_TIMEOUT_MS = 30_000;
@@ -36,11 +36,11 @@ export class LocalServerUnavailableError extends Error {
  * runs, one is started (detached, logging to `server.log`) and waited for. Two clients starting
  * one at once are fine: the data dir's lock lets one server win, and both find it.
  */
-export async function connectToLocalServer(dataDir: string, options: LocalConnectionOptions = {}): Promise<ForeverVMClient> {
+export async function connectToLocalServer(dataDir: string, options: LocalConnectionOptions = {}): Promise<HttpClient> {
   const find = () => localServer(dataDir, options);
   const server = await find();
   // A long-lived client (perennial mcp) outlives a server that stopped when idle: find it again.
-  return new ForeverVMClient({
+  return new HttpClient({
     baseUrl: server.url,
     token: server.token,
     refresh: async () => {

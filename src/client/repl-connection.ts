@@ -1,6 +1,7 @@
 import { WebSocket } from 'ws';
 import type { ExecResult, OutputChunk, ReplServerMessage } from '../shared/types.ts';
-import { ForeverVMError, type ForeverVMClient } from './forevervm-client.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import type { ForeverVMClient } from './forevervm-client.ts';
 
 /** Reconnection backoff: from the first delay, doubling up to the longest, for this many tries. */
 const BACKOFF = { firstMs: 100, longestMs: 5000, tries: 12 };

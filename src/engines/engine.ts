@@ -1,14 +1,5 @@
-import type {
-  EngineName,
-  FileContent,
-  FileListing,
-  ExecResult,
-  LostItem,
-  ObjectInfo,
-  StreamName,
-  VariableDetail,
-  VariableSummary,
-} from '../shared/types.ts';
+import type { FileContent, FileListing, ExecResult, LostItem, ObjectInfo, StreamName, VariableDetail, VariableSummary } from '../shared/types.ts';
+import type { EngineName } from '../shared/requests.ts';
 
 /** What a machine asks of the engine that runs it. */
 export interface EngineOptions {

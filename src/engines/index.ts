@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import type { EngineName } from '../shared/types.ts';
+import type { EngineName } from '../shared/requests.ts';
+import type { EngineStatus } from '../shared/types.ts';
 import type { EngineFactory } from './engine.ts';
 import { PythonEngine } from './python/python-engine.ts';
 import { pyodideVersion, sandboxChildDir } from './sandbox/sandbox-assets.ts';
@@ -12,15 +13,6 @@ export const DEFAULT_MEMORY_MB: Record<EngineName, number> = {
   python: 2048,
   sandbox: 512,
 };
-
-export interface EngineStatus {
-  name: EngineName;
-  available: boolean;
-  /** Version, isolation, or why the engine is unavailable. */
-  detail: string;
-  /** Something a user of this engine's machines should know (e.g. network isolation is off). */
-  warning: string | null;
-}
 
 /** The engines of one data dir, with what they share (the sandbox's pool and base image). */
 export interface EngineSet {

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { ForeverVMClient } from '../client/forevervm-client.ts';
+import { HttpClient } from '../client/http-client.ts';
 import { FOREVERVM_BASE_URL } from '../client/forevervm-config.ts';
 import { connectToLocalServer, localServer, type LocalConnectionOptions } from '../client/local-server-connection.ts';
 import { defaultDataDir } from '../platform/data-dir.ts';
@@ -68,15 +68,15 @@ export class Backends implements vscode.Disposable {
   };
 
   /** A client of the local server, which is started if it does not run. */
-  localClient(): Promise<ForeverVMClient> {
+  localClient(): Promise<HttpClient> {
     return connectToLocalServer(this.dataDir, this.#serverOptions);
   }
 
   /** A client of hosted ForeverVM with the stored token. */
-  async hostedClient(): Promise<ForeverVMClient> {
+  async hostedClient(): Promise<HttpClient> {
     const token = await this.token();
     if (!token) throw new Error('no ForeverVM token is set; run "Perennial: Set ForeverVM Token"');
-    return new ForeverVMClient({ baseUrl: this.forevervmBaseUrl, token });
+    return new HttpClient({ baseUrl: this.forevervmBaseUrl, token });
   }
 
   /** The local server, started if it does not run. */

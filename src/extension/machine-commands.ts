@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { NewMachine } from '../client/forevervm-client.ts';
+import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineInfo } from '../shared/types.ts';
 import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
 import type { MachineNode } from './machines-tree.ts';
@@ -24,7 +24,7 @@ export function registerMachineCommands(sources: Sources, log: vscode.LogOutputC
       reporting(log, 'interrupt the machine', async () => {
         const machine = await target(node, 'Machine to interrupt');
         if (!machine) return;
-        await (await sources[machine.source].extended()).interrupt(machine.name);
+        await (await sources[machine.source].client()).interrupt(machine.name);
         void vscode.window.setStatusBarMessage(`Perennial: interrupted ${machine.name}`, 4000);
       }),
     ),
@@ -74,12 +74,12 @@ function machinePick(source: MachineSource, machine: MachineInfo): vscode.QuickP
 export async function newMachine(sources: Sources): Promise<MachineRef | undefined> {
   const settings = vscode.workspace.getConfiguration('perennial');
   const source = settings.get<string>('backend') === 'forevervm' ? sources.forevervm : sources.local;
-  const options: NewMachine = {};
+  const options: NewMachineOptions = {};
   if (source.id === 'local') {
     const preferred = settings.get<string>('defaultEngine') === 'python' ? 'python' : 'sandbox';
     const engines = [
-      { label: 'sandbox', detail: 'Pyodide in a locked-down process: isolated, swapped with exact memory snapshots' },
-      { label: 'python', detail: 'Your own Python interpreter: your packages, native speed, not isolated' },
+      { label: 'sandbox' as const, detail: 'Pyodide in a locked-down process: isolated, swapped with exact memory snapshots' },
+      { label: 'python' as const, detail: 'Your own Python interpreter: your packages, native speed, not isolated' },
     ].sort((a) => (a.label === preferred ? -1 : 1));
     const engine = await vscode.window.showQuickPick(engines, { title: 'New Perennial machine', placeHolder: 'Engine' });
     if (!engine) return undefined;
@@ -94,7 +94,7 @@ export async function newMachine(sources: Sources): Promise<MachineRef | undefin
   });
   if (tagText === undefined) return undefined;
   options.tags = parseTags(tagText)!;
-  const name = await (await source.client()).createMachine(options);
+  const { name } = await (await source.client()).create(options);
   await source.refresh();
   return { source: source.id, name };
 }
@@ -104,7 +104,7 @@ async function deleteMachine(source: MachineSource, name: string): Promise<void>
     const answer = await vscode.window.showWarningMessage(`Delete machine ${name}? Its variables, files and history are deleted with it.`, { modal: true }, 'Delete');
     if (answer !== 'Delete') return;
   }
-  await (await source.client()).deleteMachine(name);
+  await (await source.client()).delete(name);
   await source.refresh();
 }
 
@@ -139,12 +139,12 @@ interface PythonExtensionApi {
 }
 
 /** The sandbox's network and workspace access, from the settings. */
-function sandboxOptions(): Pick<NewMachine, 'network' | 'workspace' | 'workspace_writable'> {
+function sandboxOptions(): Pick<NewMachineOptions, 'network' | 'workspace' | 'workspaceWritable'> {
   const settings = vscode.workspace.getConfiguration('perennial.sandbox');
   const access = settings.get<string>('workspaceAccess', 'read');
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   return {
     network: settings.get<boolean>('network', false),
-    ...(access !== 'none' && folder?.scheme === 'file' ? { workspace: folder.fsPath, workspace_writable: access === 'readwrite' } : {}),
+    ...(access !== 'none' && folder?.scheme === 'file' ? { workspace: folder.fsPath, workspaceWritable: access === 'readwrite' } : {}),
   };
 }

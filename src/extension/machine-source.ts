@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { ExtendedClient } from '../client/extended-client.ts';
-import { UnsupportedByBackendError, type ForeverVMClient } from '../client/forevervm-client.ts';
+import { UnsupportedByBackendError, type PerennialClient } from '../client/perennial-client.ts';
 import type { MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
 
 export type SourceId = 'local' | 'forevervm';
@@ -34,8 +33,7 @@ export class MachineSource implements vscode.Disposable {
   readonly onDidChange = this.#changed.event;
   #machines = new Map<string, MachineInfo>();
   readonly #variables = new Map<string, Promise<VariableSummary[]>>();
-  #client?: Promise<ForeverVMClient>;
-  #extended?: { for: ForeverVMClient; client: ExtendedClient };
+  #client?: Promise<PerennialClient>;
   #loaded?: Promise<void>;
   #following = false;
   readonly #stop = new AbortController();
@@ -43,27 +41,20 @@ export class MachineSource implements vscode.Disposable {
   constructor(
     readonly id: SourceId,
     readonly label: string,
-    private readonly connect: () => Promise<ForeverVMClient>,
+    private readonly connect: () => Promise<PerennialClient>,
     private readonly log: vscode.LogOutputChannel,
   ) {}
 
   /** A client of the backend (the local server is started if it does not run). */
-  client(): Promise<ForeverVMClient> {
+  client(): Promise<PerennialClient> {
     this.#client ??= this.connect();
     this.#client.catch(() => (this.#client = undefined));
     return this.#client;
   }
 
-  /** The client with Perennial's extensions, emulated where the backend lacks them. */
-  async extended(): Promise<ExtendedClient> {
-    const client = await this.client();
-    if (this.#extended?.for !== client) this.#extended = { for: client, client: new ExtendedClient(client) };
-    return this.#extended.client;
-  }
-
   /** Forgets the client and the list (the backend's settings or token changed). */
   reset(): void {
-    this.#client = undefined;
+    this.#forgetClient();
     this.#loaded = undefined;
     this.#machines.clear();
     this.#variables.clear();
@@ -93,7 +84,7 @@ export class MachineSource implements vscode.Disposable {
   variables(name: string): Promise<VariableSummary[]> {
     let variables = this.#variables.get(name);
     if (!variables) {
-      variables = this.extended().then((client) => client.variables(name));
+      variables = this.client().then((client) => client.variables(name));
       variables.catch(() => this.#variables.delete(name));
       this.#variables.set(name, variables);
     }
@@ -108,7 +99,13 @@ export class MachineSource implements vscode.Disposable {
 
   dispose(): void {
     this.#stop.abort();
+    this.#forgetClient();
     this.#changed.dispose();
+  }
+
+  #forgetClient(): void {
+    void this.#client?.then((client) => client.close(), () => {});
+    this.#client = undefined;
   }
 
   /** Lists the machines; the first list that succeeds starts following the server. */
@@ -121,11 +118,8 @@ export class MachineSource implements vscode.Disposable {
   }
 
   async #reload(): Promise<void> {
-    const client = await this.client();
-    const listed = await client.listMachines();
-    // A machine deleted between the listing and its details is left out.
-    const details = await Promise.all(listed.map((machine) => client.details(machine).catch(() => undefined)));
-    this.#machines = new Map(details.filter((info) => info !== undefined).map((info) => [info.name, info]));
+    const machines = await (await this.client()).list();
+    this.#machines = new Map(machines.map((info) => [info.name, info]));
     this.#variables.clear();
   }
 
@@ -143,7 +137,7 @@ export class MachineSource implements vscode.Disposable {
       // A stream that lived a while ended normally (the server stopped): retry quickly.
       delay = Date.now() - started > 10_000 ? 500 : Math.min(delay * 2, MAX_RETRY_MS);
       await new Promise((resolve) => setTimeout(resolve, delay));
-      this.#client = undefined;
+      this.#forgetClient();
       await this.refresh().catch((error: Error) => this.log.warn(`${this.label}: cannot reach the server: ${error.message}`));
     }
   }

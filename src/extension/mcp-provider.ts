@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { ForeverVMError } from '../client/forevervm-client.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { runningServer } from '../client/local-server-connection.ts';
 import { VERSION } from '../shared/version.ts';
 import type { Backends } from './backends.ts';

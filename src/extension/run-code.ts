@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
-import { ForeverVMError } from '../client/forevervm-client.ts';
+import type { PerennialClient } from '../client/perennial-client.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ActiveMachine } from './active-machine.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
 import type { OutputPanel } from './output-panel.ts';
@@ -57,28 +58,29 @@ interface RunContext {
 async function runInMachine(code: string, { sources, active, panel, log }: RunContext, previous: Promise<void>, markSent: () => void): Promise<void> {
   let machine: MachineRef | undefined;
   let entry: RunEntry | undefined;
-  let seq: number;
+  let running: ReturnType<PerennialClient['run']>;
   try {
     await previous;
     machine = await active.ensure();
     if (!machine) return;
-    entry = panel.start(machine.name, code);
+    const started = panel.start(machine.name, code);
+    entry = started;
     const client = await sources[machine.source].client();
     const timeout = vscode.workspace.getConfiguration('perennial').get<number>('instructionTimeoutSeconds');
-    seq = (await client.exec(machine.name, code, timeout ? { timeoutSeconds: timeout } : {})).instruction_seq;
+    // A machine's instructions run in the order they are given to the client.
+    running = client.run(machine.name, code, { timeoutSeconds: timeout || undefined, onOutput: (chunk) => started.output(chunk.stream, chunk.data) });
   } catch (error) {
     return reportFailure(error as Error, machine?.name, entry, active, log);
   } finally {
     markSent();
   }
-  const source = sources[machine.source];
   try {
-    const client = await source.client();
-    entry.finish(await client.streamResult(machine.name, seq, (chunk) => entry.output(chunk.stream, chunk.data)));
+    entry.finish((await running).result);
   } catch (error) {
     return reportFailure(error as Error, machine.name, entry, active, log);
   }
   // A backend without an event stream is listed again, for the machine's state and variables.
+  const source = sources[machine.source];
   if (source.id === 'forevervm') void source.refresh().catch(() => {});
 }
 

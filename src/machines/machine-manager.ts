@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
-import { DEFAULT_MEMORY_MB, openEngines, type EngineSet, type EngineStatus } from '../engines/index.ts';
+import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
 import type {
-  EngineName,
+  Completeness,
+  EngineStatus,
   ExecResult,
   FileContent,
   FileListing,
   HistoryEntry,
+  InterruptResult,
   MachineEvent,
   MachineInfo,
   ObjectInfo,
@@ -16,6 +18,7 @@ import type {
   VariableDetail,
   VariableSummary,
 } from '../shared/types.ts';
+import { InvalidRequestError, NewMachineOptions, Packages, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
 import { DataDirLock } from '../platform/data-dir-lock.ts';
 import { Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
@@ -27,8 +30,6 @@ export const DEFAULT_MAX_WARM = 8;
 export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
 /** Largest file read from a machine at once. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024;
-/** Longest instruction timeout a caller may ask for. */
-export const MAX_TIMEOUT_SECONDS = 24 * 3600;
 
 export interface MachineManagerOptions {
   dataDir: string;
@@ -50,20 +51,6 @@ export interface MachineManagerOptions {
   engines?: EngineSet;
 }
 
-export interface CreateMachineOptions {
-  engine?: EngineName;
-  tags?: Record<string, string>;
-  memoryMb?: number;
-  /** python engine: the interpreter for this machine. */
-  python?: string;
-  /** sandbox engine: a host folder to mount at /workspace. */
-  workspace?: string;
-  /** sandbox engine: whether /workspace is writable. Default read-only. */
-  workspaceWritable?: boolean;
-  /** sandbox engine: let the machine reach the network. Default off. */
-  network?: boolean;
-}
-
 export interface ExecOptions {
   timeoutSeconds?: number;
   /** Stop whatever is pending or running on the machine first. */
@@ -72,15 +59,6 @@ export interface ExecOptions {
 
 /** The events of `/v1/events`, with a finished instruction's whole result. */
 export type ManagerEvent = Exclude<MachineEvent, { type: 'instruction' }> | { type: 'instruction'; name: string; seq: number; result: ExecResult };
-
-/** A bad request: the caller can fix it (unknown engine, bad tag...). */
-export class InvalidRequestError extends Error {
-  static readonly errorCode: string = 'InvalidRequest';
-  constructor(message: string) {
-    super(message);
-    this.name = 'InvalidRequestError';
-  }
-}
 
 /** No instruction with that seq on the machine. */
 export class InstructionNotFoundError extends InvalidRequestError {
@@ -91,7 +69,7 @@ export class InstructionNotFoundError extends InvalidRequestError {
   }
 }
 
-export { MachineGoneError };
+export { InvalidRequestError, MachineGoneError };
 
 /**
  * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them
@@ -164,22 +142,20 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     this.#engines.prewarm();
   }
 
-  async create(options: CreateMachineOptions = {}): Promise<MachineInfo> {
+  async create(request: NewMachineOptions = {}): Promise<MachineInfo> {
     this.#assertOpen();
+    const options = parseRequest(NewMachineOptions, request);
     const engine = options.engine ?? this.#options.defaultEngine;
     if (!this.#engines.factories[engine]) {
-      throw new InvalidRequestError(`Unknown or unavailable engine "${engine}"; available: ${this.engines.join(', ')}`);
+      throw new InvalidRequestError(`The ${engine} engine is not available; available: ${this.engines.join(', ')}`);
     }
     const memoryMb = options.memoryMb ?? DEFAULT_MEMORY_MB[engine];
-    if (!Number.isInteger(memoryMb) || memoryMb < 64 || memoryMb > 1024 * 1024) {
-      throw new InvalidRequestError(`memory_mb must be a whole number from 64 to 1048576, not ${options.memoryMb}`);
-    }
     const now = new Date().toISOString();
     const manifest: MachineManifest = {
       version: 1,
       name: newMachineName(),
       createdAt: now,
-      tags: validateTags(options.tags ?? {}),
+      tags: options.tags ?? {},
       engine,
       memoryMb,
       ...(options.python ? { python: options.python } : {}),
@@ -213,10 +189,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   exec(name: string, code: string, options: ExecOptions = {}): { seq: number; interrupted: boolean; done: Promise<ExecResult> } {
     const machine = this.#machine(name);
     if (typeof code !== 'string') throw new InvalidRequestError('code must be a string');
-    const timeoutSeconds = options.timeoutSeconds ?? this.#options.defaultTimeoutSeconds;
-    if (!(timeoutSeconds > 0 && timeoutSeconds <= MAX_TIMEOUT_SECONDS)) {
-      throw new InvalidRequestError(`timeout_seconds must be above 0 and at most ${MAX_TIMEOUT_SECONDS}`);
-    }
+    const timeoutSeconds = parseRequest(TimeoutSeconds, options.timeoutSeconds ?? this.#options.defaultTimeoutSeconds);
     let interrupted = false;
     if (options.interrupt) {
       const stopped = machine.interrupt();
@@ -261,7 +234,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#machine(name).pid;
   }
 
-  interrupt(name: string): { cancelled: number; interrupted: boolean } {
+  interrupt(name: string): InterruptResult {
     return this.#machine(name).interrupt();
   }
 
@@ -285,14 +258,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
 
   /** Installs packages into a machine (Pyodide wheels for sandbox, pip for python). */
   async installPackages(name: string, packages: string[]): Promise<string> {
-    if (!Array.isArray(packages) || packages.length === 0 || packages.length > 64) throw new InvalidRequestError('packages must be a list of 1 to 64 names');
-    for (const pkg of packages) {
-      // Names and version specifiers only: nothing that pip could take for an option.
-      if (typeof pkg !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._\-[\],<>=!~ ]{0,199}$/.test(pkg)) {
-        throw new InvalidRequestError(`Not a package name: ${JSON.stringify(pkg)}`);
-      }
-    }
-    return this.#introspect(name, (e) => e.installPackages(packages), true);
+    const valid = parseRequest(Packages, packages);
+    return this.#introspect(name, (e) => e.installPackages(valid), true);
   }
 
   /** A folder inside the machine (its working directory when `path` is empty). */
@@ -329,7 +296,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#introspect(name, (e) => e.inspect(expr));
   }
 
-  isComplete(name: string, code: string): Promise<'complete' | 'incomplete' | 'invalid'> {
+  isComplete(name: string, code: string): Promise<Completeness> {
     return this.#introspect(name, (e) => e.isComplete(code));
   }
 
@@ -460,16 +427,6 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
 /** 16 random URL-safe characters, as ForeverVM names look. */
 function newMachineName(): string {
   return randomBytes(12).toString('base64url');
-}
-
-function validateTags(tags: Record<string, string>): Record<string, string> {
-  const entries = Object.entries(tags);
-  if (entries.length > 32) throw new InvalidRequestError('At most 32 tags per machine');
-  for (const [key, value] of entries) {
-    if (!/^[A-Za-z0-9._:/-]{1,128}$/.test(key)) throw new InvalidRequestError(`Bad tag key ${JSON.stringify(key)}: use 1-128 letters, digits or ._:/-`);
-    if (typeof value !== 'string' || value.length > 256) throw new InvalidRequestError(`Bad value for tag ${key}: a string of at most 256 characters`);
-  }
-  return Object.fromEntries(entries);
 }
 
 async function realWorkspace(path: string): Promise<string> {

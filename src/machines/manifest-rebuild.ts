@@ -1,6 +1,6 @@
 import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import type { EngineName } from '../shared/types.ts';
+import type { EngineName } from '../shared/requests.ts';
 import { ManifestSchema, type DamagedManifest, type MachineManifest, type MachineStore } from './machine-store.ts';
 
 /** What a rebuild takes from the engines when nothing on disk says it. */

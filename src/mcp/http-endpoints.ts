@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { ForeverVMClient } from '../client/forevervm-client.ts';
+import type { PerennialClient } from '../client/perennial-client.ts';
 import { createMcpServer } from './mcp-server.ts';
 
 /** A JSON-RPC error answer, as MCP clients expect from the transport layer. */
@@ -20,7 +20,7 @@ export class McpHttpEndpoints {
   readonly #streamable = new Map<string, StreamableHTTPServerTransport>();
   readonly #sse = new Map<string, SSEServerTransport>();
 
-  constructor(private readonly client: () => ForeverVMClient) {}
+  constructor(private readonly client: PerennialClient) {}
 
   /** `/mcp`: POST (requests, initialize makes a session), GET (the session's stream), DELETE (end it). */
   async handleStreamable(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
@@ -39,7 +39,7 @@ export class McpHttpEndpoints {
     transport.onclose = () => {
       if (transport.sessionId) this.#streamable.delete(transport.sessionId);
     };
-    await createMcpServer(this.client()).connect(transport);
+    await createMcpServer(this.client).connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
@@ -48,7 +48,7 @@ export class McpHttpEndpoints {
     const transport = new SSEServerTransport('/messages', res);
     this.#sse.set(transport.sessionId, transport);
     res.on('close', () => this.#sse.delete(transport.sessionId));
-    await createMcpServer(this.client()).connect(transport);
+    await createMcpServer(this.client).connect(transport);
   }
 
   /** `POST /messages?sessionId=…`: a message for a legacy SSE session. */

@@ -1,5 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { ForeverVMClient } from '../client/forevervm-client.ts';
+import type { PerennialClient } from '../client/perennial-client.ts';
 import { VERSION } from '../shared/version.ts';
 import { registerTools } from './tools.ts';
 
@@ -12,7 +12,7 @@ export const INSTRUCTIONS = [
 ].join('\n');
 
 /** An MCP server whose tools work on the machines `client` reaches (one per transport session). */
-export function createMcpServer(client: ForeverVMClient): McpServer {
+export function createMcpServer(client: PerennialClient): McpServer {
   const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
   registerTools(server, client);
   return server;

@@ -1,15 +1,15 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodRawShape } from 'zod';
-import type { ForeverVMClient } from '../client/forevervm-client.ts';
-import { ExtendedClient } from '../client/extended-client.ts';
+import type { PerennialClient } from '../client/perennial-client.ts';
+import { EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
 /** What a tool's handler gets besides its arguments. */
 interface ToolContext {
-  /** The backend, with Perennial's extensions emulated where the backend lacks them. */
-  client: ExtendedClient;
+  /** Where the machines are: the local server's own (in process), or behind a server. */
+  client: PerennialClient;
   /** Aborted when the MCP client cancels the call. */
   signal: AbortSignal;
   /** Sends a progress notification when the caller asked for progress; a no-op otherwise. */
@@ -31,7 +31,7 @@ function tool<In extends ZodRawShape>(definition: ToolDefinition<In>): ToolDefin
   return definition;
 }
 
-const replId = z.string().min(1).max(64).describe('The machine name returned by create-python-repl');
+const replId = MachineName.describe('The machine name returned by create-python-repl');
 
 const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] });
 const json = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value as Record<string, unknown> });
@@ -66,14 +66,14 @@ export const TOOLS = [
     title: 'Create a Python REPL',
     description: 'Creates a persistent Python REPL (a machine) and returns its name, the replId for the other tools. Its variables, imports and files survive until it is deleted.',
     inputSchema: {
-      engine: z.enum(['sandbox', 'python']).optional().describe('sandbox (isolated Pyodide, the default) or python (the user\'s own interpreter)'),
-      tags: z.record(z.string(), z.string()).optional().describe('Labels to find the REPL by later'),
-      memoryMb: z.number().int().min(64).optional().describe('Memory cap in MiB'),
+      engine: EngineName.optional().describe("sandbox (isolated Pyodide, the default) or python (the user's own interpreter)"),
+      tags: NewMachineOptions.shape.tags.describe('Labels to find the REPL by later'),
+      memoryMb: NewMachineOptions.shape.memoryMb,
     },
     outputSchema: { replId: z.string() },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    async handler({ engine, tags, memoryMb }, { client }) {
-      const name = await client.client.createMachine({ engine, tags, memory_mb: memoryMb });
+    async handler(options, { client }) {
+      const { name } = await client.create(options);
       return { content: [{ type: 'text', text: name }], structuredContent: { replId: name } };
     },
   }),
@@ -85,7 +85,7 @@ export const TOOLS = [
     inputSchema: {
       pythonCode: z.string().describe('The code; the value of its last expression is returned'),
       replId,
-      timeoutSeconds: z.number().positive().max(86_400).optional().describe('Interrupt the code after this long (default 15)'),
+      timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this long (default 15)'),
     },
     outputSchema: {
       stdout: z.string(),
@@ -104,15 +104,13 @@ export const TOOLS = [
       signal.addEventListener('abort', stop, { once: true });
       try {
         const chunks: OutputChunk[] = [];
-        const { seq, result } = await client.run(
-          name,
-          pythonCode,
-          (chunk) => {
+        const { seq, result } = await client.run(name, pythonCode, {
+          timeoutSeconds,
+          onOutput: (chunk) => {
             chunks.push(chunk);
             void progress(chunk.data);
           },
-          timeoutSeconds,
-        );
+        });
         return execResult(seq, chunks, result);
       } finally {
         signal.removeEventListener('abort', stop);
@@ -123,10 +121,10 @@ export const TOOLS = [
     name: 'list-python-repls',
     title: 'List Python REPLs',
     description: 'Lists the REPLs, newest first, optionally only those carrying all the given tags.',
-    inputSchema: { tags: z.record(z.string(), z.string()).optional() },
+    inputSchema: { tags: TagFilter.optional() },
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ tags }, { client }) {
-      return json({ repls: await client.client.listMachines(tags) });
+      return json({ repls: await client.list(tags) });
     },
   }),
   tool({
@@ -136,7 +134,7 @@ export const TOOLS = [
     inputSchema: { replId },
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name }, { client }) {
-      await client.client.deleteMachine(name);
+      await client.delete(name);
       return text(`Deleted ${name}`);
     },
   }),
@@ -164,7 +162,7 @@ export const TOOLS = [
     name: 'get-repl-variable',
     title: 'Show a REPL variable',
     description: "Shows one variable's full repr (bounded).",
-    inputSchema: { replId, name: z.string().min(1).max(256) },
+    inputSchema: { replId, name: VariableName },
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: machine, name }, { client }) {
       return json(await client.variable(machine, name));
@@ -174,17 +172,17 @@ export const TOOLS = [
     name: 'install-python-packages',
     title: 'Install Python packages',
     description: 'Installs packages into a REPL (Pyodide packages for sandbox REPLs, pip for python REPLs).',
-    inputSchema: { replId, packages: z.array(z.string()).min(1).max(64) },
+    inputSchema: { replId, packages: Packages },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     async handler({ replId: name, packages }, { client }) {
-      return text(`Installed: ${await client.client.installPackages(name, packages)}`);
+      return text(`Installed: ${await client.installPackages(name, packages)}`);
     },
   }),
   tool({
     name: 'get-repl-history',
     title: 'Show REPL history',
     description: 'The instructions a REPL ran, with their results, oldest first (the last N with `last`).',
-    inputSchema: { replId, last: z.number().int().positive().max(1000).optional() },
+    inputSchema: { replId, last: HistoryLast.optional() },
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, last }, { client }) {
       return json({ history: await client.history(name, last) });
@@ -194,7 +192,7 @@ export const TOOLS = [
     name: 'list-repl-files',
     title: 'List REPL files',
     description: 'Lists a folder inside a REPL (its working directory by default).',
-    inputSchema: { replId, path: z.string().max(4096).optional() },
+    inputSchema: { replId, path: FilePath.optional() },
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, path }, { client }) {
       return json(await client.listFiles(name, path ?? ''));
@@ -204,7 +202,7 @@ export const TOOLS = [
     name: 'read-repl-file',
     title: 'Read a REPL file',
     description: 'Reads a file inside a REPL: text as text, anything else as base64.',
-    inputSchema: { replId, path: z.string().min(1).max(4096) },
+    inputSchema: { replId, path: FilePath },
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, path }, { client }) {
       const file = await client.readFile(name, path);
@@ -221,7 +219,7 @@ export const TOOLS = [
     name: 'write-repl-file',
     title: 'Write a REPL file',
     description: 'Writes a file inside a REPL, making its folders.',
-    inputSchema: { replId, path: z.string().min(1).max(4096), content: z.string(), encoding: z.enum(['utf8', 'base64']).optional() },
+    inputSchema: { replId, path: FilePath, content: z.string(), encoding: FileEncoding.optional() },
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name, path, content, encoding }, { client }) {
       return json(await client.writeFile(name, path, content, encoding ?? 'utf8'));
@@ -232,9 +230,8 @@ export const TOOLS = [
 /** Longest silence in the progress of a call that asked for progress. */
 const PROGRESS_HEARTBEAT_MS = 10_000;
 
-/** Registers every tool on `server`, each calling `backend`. */
-export function registerTools(server: McpServer, backend: ForeverVMClient): void {
-  const client = new ExtendedClient(backend);
+/** Registers every tool on `server`, each working on the machines `client` reaches. */
+export function registerTools(server: McpServer, client: PerennialClient): void {
   for (const definition of TOOLS as Array<ToolDefinition<ZodRawShape>>) {
     server.registerTool(
       definition.name,

@@ -1,34 +1,11 @@
 import { userInfo } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { z } from 'zod';
-import { InstructionNotFoundError, InvalidRequestError, MachineGoneError, type MachineManager } from '../machines/machine-manager.ts';
+import { InstructionNotFoundError, MachineGoneError, type MachineManager } from '../machines/machine-manager.ts';
+import { ExecBody, InvalidRequestError, ListBody, MachineName, NewMachineBody, parseRequest } from '../shared/requests.ts';
 import { KEEPALIVE_HEADER, type ExecResponse, type ForeverVMMachine, type MachineInfo, type ResultResponse, type StreamResultLine } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { readJson, sendJson } from './http-io.ts';
 
-const Tags = z.record(z.string(), z.string());
-
-/** `POST /v1/machine/new`: ForeverVM's fields, plus Perennial's engine and options. */
-const NewMachineBody = z.object({
-  tags: Tags.optional(),
-  memory_mb: z.number().int().positive().optional(),
-  engine: z.enum(['sandbox', 'python']).optional(),
-  python: z.string().min(1).max(4096).optional(),
-  workspace: z.string().min(1).max(4096).optional(),
-  workspace_writable: z.boolean().optional(),
-  network: z.boolean().optional(),
-});
-
-const ListBody = z.object({ tags: Tags.optional() });
-
-export const InstructionSchema = z.object({
-  code: z.string(),
-  timeout_seconds: z.number().positive().optional(),
-});
-
-const ExecBody = z.object({ instruction: InstructionSchema, interrupt: z.boolean().optional() });
-
-const MACHINE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Silence after which a result stream that asked for it gets a blank line. */
 const KEEPALIVE_MS = 10_000;
 
@@ -41,17 +18,10 @@ const STATUS_BY_CODE: Record<string, number> = {
   SnapshotVersionMismatch: 409,
 };
 
-/** Parses `value` with `schema`, or answers 400 saying what is wrong. */
-export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ForeverVMError(400, 'BadRequest', `Invalid request: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
-  return parsed.data;
-}
-
 /** A machine name from a path, or 404 (it cannot name a machine). */
 export function machineName(raw: string): string {
   const name = decodeURIComponent(raw);
-  if (!MACHINE_NAME.test(name)) throw new ForeverVMError(404, 'MachineNotFound', `No machine named ${JSON.stringify(name)}`, name);
+  if (!MachineName.safeParse(name).success) throw new ForeverVMError(404, 'MachineNotFound', `No machine named ${JSON.stringify(name)}`, name);
   return name;
 }
 
@@ -77,26 +47,22 @@ export function toForeverVMMachine(info: MachineInfo): ForeverVMMachine {
   };
 }
 
+/** `GET /v1/whoami` of the local server: the user it runs as. */
+export function localAccount(): { account: string } {
+  return { account: `${userInfo().username} (Perennial local server)` };
+}
+
 export type Handler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
 
 /** The ForeverVM endpoints (`forevervm-api.md`), as [method, path pattern, handler]. */
 export function foreverVMRoutes(manager: MachineManager): Array<[string, RegExp, Handler]> {
   return [
-    ['GET', /^\/v1\/whoami$/, async (_req, res) => sendJson(res, 200, { account: `${userInfo().username} (Perennial local server)` })],
+    ['GET', /^\/v1\/whoami$/, async (_req, res) => sendJson(res, 200, localAccount())],
     [
       'POST',
       /^\/v1\/machine\/new$/,
       async (req, res) => {
-        const body = parse(NewMachineBody, await readJson(req));
-        const info = await manager.create({
-          engine: body.engine,
-          tags: body.tags,
-          memoryMb: body.memory_mb,
-          python: body.python,
-          workspace: body.workspace,
-          workspaceWritable: body.workspace_writable,
-          network: body.network,
-        });
+        const info = await manager.create(parseRequest(NewMachineBody, await readJson(req)));
         sendJson(res, 200, { machine_name: info.name });
       },
     ],
@@ -104,7 +70,7 @@ export function foreverVMRoutes(manager: MachineManager): Array<[string, RegExp,
       'POST',
       /^\/v1\/machine\/list$/,
       async (req, res) => {
-        const body = parse(ListBody, await readJson(req));
+        const body = parseRequest(ListBody, await readJson(req));
         sendJson(res, 200, { machines: manager.list(body.tags).map(toForeverVMMachine) });
       },
     ],
@@ -114,7 +80,7 @@ export function foreverVMRoutes(manager: MachineManager): Array<[string, RegExp,
       /^\/v1\/machine\/([^/]+)\/exec$/,
       async (req, res, [raw]) => {
         const name = machineName(raw!);
-        const body = parse(ExecBody, await readJson(req));
+        const body = parseRequest(ExecBody, await readJson(req));
         const { seq, interrupted } = manager.exec(name, body.instruction.code, {
           timeoutSeconds: body.instruction.timeout_seconds,
           interrupt: body.interrupt,

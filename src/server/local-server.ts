@@ -8,8 +8,8 @@ import { AccessPolicy, loadOrCreateToken } from './access.ts';
 import { foreverVMRoutes, machineName, toForeverVMError, type Handler } from './forevervm-api.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { MAX_BODY_BYTES, readJson, sendError, sendJson } from './http-io.ts';
-import { ForeverVMClient } from '../client/forevervm-client.ts';
 import { McpHttpEndpoints } from '../mcp/http-endpoints.ts';
+import { InProcessClient } from './in-process-client.ts';
 import { perennialRoutes } from './perennial-api.ts';
 import { serveRepl } from './repl-socket.ts';
 
@@ -42,7 +42,7 @@ export class LocalServer {
     private readonly http: Server,
     private readonly access: AccessPolicy,
   ) {
-    this.#mcp = new McpHttpEndpoints(() => new ForeverVMClient({ baseUrl: this.url, token }));
+    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager));
     this.#routes = [...foreverVMRoutes(manager), ...perennialRoutes(manager), ...this.#mcpRoutes()];
     http.on('request', (req, res) => void this.#handle(req, res));
     http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));

@@ -1,10 +1,8 @@
 import type { RawData, WebSocket } from 'ws';
-import { z } from 'zod';
 import type { MachineManager } from '../machines/machine-manager.ts';
 import type { ReplServerMessage } from '../shared/types.ts';
-import { InstructionSchema, toForeverVMError } from './forevervm-api.ts';
-
-const ExecMessage = z.object({ type: z.literal('exec'), instruction: InstructionSchema, request_id: z.number().int().nonnegative() });
+import { InvalidRequestError, ReplExecMessage, parseRequest } from '../shared/requests.ts';
+import { toForeverVMError } from './forevervm-api.ts';
 
 /**
  * ForeverVM's WebSocket REPL on one machine (`/v1/machine/{name|new}/repl`): `connected` first,
@@ -36,21 +34,19 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
   }
 
   function accept(name: string, data: RawData, isBinary: boolean): void {
-    let message: z.infer<typeof ExecMessage>;
+    let message: ReplExecMessage;
     try {
       if (isBinary) throw new Error('binary frames are not part of the protocol');
-      const parsed = ExecMessage.safeParse(JSON.parse(data.toString()));
-      if (!parsed.success) throw new Error(z.prettifyError(parsed.error).replace(/\n/g, '; '));
-      message = parsed.data;
+      message = parseRequest(ReplExecMessage, JSON.parse(data.toString()));
     } catch (error) {
-      send({ type: 'message', level: 'error', message: `Invalid message: ${(error as Error).message}` });
+      send({ type: 'message', level: 'error', message: error instanceof InvalidRequestError ? error.message : `Invalid request: ${(error as Error).message}` });
       send({ type: 'error', code: 'BadRequest', id: null });
       return;
     }
     void run(name, message);
   }
 
-  async function run(name: string, message: z.infer<typeof ExecMessage>): Promise<void> {
+  async function run(name: string, message: ReplExecMessage): Promise<void> {
     try {
       const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds });
       send({ type: 'exec_received', seq, request_id: message.request_id });

@@ -1,14 +1,10 @@
+import type { EngineName } from './requests.ts';
+
 /**
  * Wire types shared by the machines layer, the server, the client and the extension.
  * ForeverVM shapes follow `forevervm-api.md` exactly (snake_case); Perennial's own extensions
  * use camelCase and live below them.
  */
-
-/** `{"code": str, "timeout_seconds": int}`; a missing `timeout_seconds` means 15. */
-export interface Instruction {
-  code: string;
-  timeout_seconds?: number;
-}
 
 export interface ImageData {
   mimeType: 'image/png';
@@ -56,7 +52,6 @@ export interface ForeverVMMachine {
 
 // ---- Perennial extensions ---------------------------------------------------------------------
 
-export type EngineName = 'sandbox' | 'python';
 export type MachineState = 'warm' | 'busy' | 'swapped';
 
 export interface MachineInfo {
@@ -140,6 +135,63 @@ export interface HistoryEntry {
   stderr?: string;
 }
 
+/** An engine of the local server: available or not, and what its machines should know. */
+export interface EngineStatus {
+  name: EngineName;
+  available: boolean;
+  /** Version, isolation, or why the engine is unavailable. */
+  detail: string;
+  /** Something a user of this engine's machines should know (e.g. network isolation is off). */
+  warning: string | null;
+}
+
+/** `GET /v1/status`. */
+export interface StatusReport {
+  version: string;
+  pid: number;
+  dataDir: string;
+  machines: { total: number; warm: number; swapped: number };
+  defaultEngine: EngineName;
+  engines: EngineStatus[];
+}
+
+/** `POST /v1/machine/{name}/interrupt`: instructions cancelled before they ran, and whether one was stopped. */
+export interface InterruptResult {
+  cancelled: number;
+  interrupted: boolean;
+}
+
+/** Whether code is a whole statement, as the interactive prompt asks. */
+export type Completeness = 'complete' | 'incomplete' | 'invalid';
+
+/** `PUT /v1/machine/{name}/files/content`. */
+export interface WrittenFile {
+  path: string;
+  size: number;
+}
+
+/** The bodies of Perennial's answers that wrap a value. */
+export interface DeleteResponse {
+  deleted: true;
+}
+/** `GET /v1/machines`: every machine with its details, newest first. */
+export interface MachinesResponse {
+  machines: MachineInfo[];
+}
+export interface VariablesResponse {
+  variables: VariableSummary[];
+}
+export interface HistoryResponse {
+  history: HistoryEntry[];
+}
+export interface PackagesResponse {
+  /** pip's or Pyodide's summary of what was installed. */
+  installed: string;
+}
+export interface IsCompleteResponse {
+  status: Completeness;
+}
+
 export function isErrorResult(result: ExecResult): result is Extract<ExecResult, { error: string }> {
   return 'error' in result;
 }
@@ -165,11 +217,6 @@ export interface ForeverVMError {
   id: string | null;
 }
 
-export interface ExecRequest {
-  instruction: Instruction;
-  interrupt?: boolean;
-}
-
 export interface ExecResponse {
   instruction_seq: number;
   machine: string;
@@ -193,8 +240,6 @@ export const KEEPALIVE_HEADER = 'perennial-keepalive';
 export type StreamResultLine =
   | { type: 'output'; chunk: OutputChunk; instruction_id: number }
   | { type: 'result'; instruction_id: number; result: ExecResult };
-
-export type ReplClientMessage = { type: 'exec'; instruction: Instruction; request_id: number };
 
 export type ReplServerMessage =
   | { type: 'connected'; machine_name: string }

@@ -2,11 +2,12 @@ import { createServer, request } from 'node:http';
 
 /** The routes of the ForeverVM protocol itself, without any of Perennial's extensions. */
 const FOREVERVM_ROUTES = /^\/v1\/(whoami|machine\/new|machine\/list|machine\/[^/]+\/exec(\/\d+\/(result|stream-result))?)$/;
+const REPL_ROUTE = /^\/v1\/machine\/[^/]+\/repl$/;
 
 /**
  * A stand-in for hosted ForeverVM: a proxy in front of a local server that forwards the
- * protocol's routes and answers "not found" to everything of Perennial's, as the hosted service
- * does.
+ * protocol's routes and its WebSocket REPL, and answers "not found" to everything of
+ * Perennial's, as the hosted service does.
  */
 export async function foreverVMOnlyProxy(targetUrl: string): Promise<{ url: string; close(): void }> {
   const target = new URL(targetUrl);
@@ -20,6 +21,28 @@ export async function foreverVMOnlyProxy(targetUrl: string): Promise<{ url: stri
       answer.pipe(res);
     });
     req.pipe(upstream);
+  });
+  proxy.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
+    if (!REPL_ROUTE.test(new URL(req.url ?? '/', target).pathname)) {
+      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: { ...req.headers, host: target.host } });
+    upstream.on('upgrade', (answer, upstreamSocket, upstreamHead) => {
+      const headers = [];
+      for (let i = 0; i < answer.rawHeaders.length; i += 2) headers.push(`${answer.rawHeaders[i]}: ${answer.rawHeaders[i + 1]}`);
+      socket.write(`HTTP/1.1 ${answer.statusCode} ${answer.statusMessage}\r\n${headers.join('\r\n')}\r\n\r\n`);
+      if (upstreamHead.length) socket.write(upstreamHead);
+      if (head.length) upstreamSocket.write(head);
+      upstreamSocket.on('error', () => socket.destroy());
+      upstreamSocket.pipe(socket).pipe(upstreamSocket);
+    });
+    upstream.on('response', (answer) => {
+      socket.end(`HTTP/1.1 ${answer.statusCode} ${answer.statusMessage}\r\nconnection: close\r\n\r\n`);
+    });
+    upstream.on('error', () => socket.destroy());
+    upstream.end();
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, close: () => proxy.close() };

@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { after, before } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MachineManager, type CreateMachineOptions, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
-import type { EngineName, ExecResult, OutputChunk } from '../../src/shared/types.ts';
+import { MachineManager, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
+import type { ExecResult, OutputChunk } from '../../src/shared/types.ts';
+import type { EngineName, NewMachineOptions } from '../../src/shared/requests.ts';
 
 /**
  * The interpreter python-engine tests use: Debian's, which has numpy, matplotlib and dill
@@ -52,7 +53,7 @@ export function managerFixture(options: Partial<MachineManagerOptions> = {}): { 
   return fixture;
 }
 
-export function machineOptions(engine: EngineName, extra: CreateMachineOptions = {}): CreateMachineOptions {
+export function machineOptions(engine: EngineName, extra: NewMachineOptions = {}): NewMachineOptions {
   return { engine, ...(engine === 'python' ? { python: TEST_PYTHON } : {}), ...extra };
 }
 

@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import { MachineManager } from '../../src/machines/machine-manager.ts';
-import type { EngineName } from '../../src/shared/types.ts';
+import type { EngineName } from '../../src/shared/requests.ts';
 
 const manager = await MachineManager.open({ dataDir: process.argv[2]!, checkpointDelayMs: 100 });
 const say = (message: object) => process.stdout.write(JSON.stringify(message) + '\n');

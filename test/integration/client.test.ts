@@ -3,7 +3,10 @@ import { createServer, type Server } from 'node:http';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ForeverVMClient, ForeverVMError, UnsupportedByBackendError } from '../../src/client/forevervm-client.ts';
+import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
+import { HttpClient } from '../../src/client/http-client.ts';
+import { UnsupportedByBackendError } from '../../src/client/perennial-client.ts';
+import { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { connectToLocalServer, runningServer } from '../../src/client/local-server-connection.ts';
 import { ReplConnection } from '../../src/client/repl-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
@@ -41,8 +44,10 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     const { dir, cleanup: remove } = await tempDataDir();
     try {
       const client = await connectToLocalServer(dir, { engine: 'python' });
-      const name = await client.createMachine();
-      assert.equal((await client.machine(name)).engine, 'python');
+      const { name, engine } = await client.create();
+      assert.equal(engine, 'python');
+      assert.equal((await client.get(name)).engine, 'python');
+      await client.close();
     } finally {
       const info = await runningServer(dir);
       if (info) process.kill(info.pid, 'SIGTERM');
@@ -53,35 +58,45 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
 
   it('finds the server again after it stopped (as an idle server does), starting a new one', async () => {
     const client = await connectToLocalServer(dataDir);
-    const name = await client.createMachine({ engine: 'python' });
-    await client.result(name, (await client.exec(name, 'kept = "across servers"')).instruction_seq);
+    const { name } = await client.create({ engine: 'python' });
+    await client.run(name, 'kept = "across servers"');
     const before = (await runningServer(dataDir))!;
     process.kill(before.pid, 'SIGTERM');
-    await eventually(() => !existsSync(join(dataDir, 'server.json')), 20_000, 'the server to stop');
-    const { instruction_seq: seq } = await client.exec(name, 'kept');
-    assert.equal(((await client.result(name, seq)) as { value: string }).value, "'across servers'");
+    await eventually(async () => !existsSync(join(dataDir, 'server.json')) || (await runningServer(dataDir))?.pid !== before.pid, 20_000, 'the server to stop');
+    const { result } = await client.run(name, 'kept');
+    assert.equal((result as { value: string }).value, "'across servers'");
+    assert.deepEqual(await client.variables(name), [{ name: 'kept', type: 'str', repr: "'across servers'", size: 14 }], 'HTTP requests find the new server too');
     assert.notEqual((await runningServer(dataDir))!.pid, before.pid, 'a new server');
+    await client.close();
   });
 
   it('runs code, streams its output and reports errors with their codes', async () => {
     const client = await connectToLocalServer(dataDir);
-    const name = await client.createMachine({ engine: 'python', tags: { by: 'client' } });
-    assert.deepEqual((await client.listMachines({ by: 'client' })).map((m) => m.name), [name]);
-    const { instruction_seq: seq } = await client.exec(name, 'for i in range(3):\n    print(i)\n"end"');
+    const { name } = await client.create({ engine: 'python', tags: { by: 'client' } });
+    assert.deepEqual((await client.list({ by: 'client' })).map((m) => m.name), [name]);
     const chunks: OutputChunk[] = [];
-    const result = await client.streamResult(name, seq, (c) => chunks.push(c));
+    const { seq, result } = await client.run(name, 'for i in range(3):\n    print(i)\n"end"', { onOutput: (c) => chunks.push(c) });
     assert.deepEqual(chunks.map((c) => c.data), ['0', '1', '2']);
     assert.equal('value' in result && result.value, "'end'");
-    assert.deepEqual(await client.result(name, seq), result);
-    assert.equal((await client.machine(name)).engine, 'python');
-    await assert.rejects(client.exec('nonexistent-machine', '1'), (error: unknown) => {
-      assert.ok(error instanceof ForeverVMError);
-      assert.equal(error.status, 404);
-      assert.equal(error.code, 'MachineNotFound');
-      return true;
-    });
-    const wrongToken = new ForeverVMClient({ baseUrl: client.baseUrl, token: 'wrong' });
+    // The same instruction over the protocol's HTTP endpoints: streamed again from the start, and long-polled.
+    const info = (await runningServer(dataDir))!;
+    const wire = new ForeverVMClient({ baseUrl: info.url, token: info.token });
+    const replayed: OutputChunk[] = [];
+    assert.deepEqual(await wire.streamResult(name, seq, (c) => replayed.push(c)), result);
+    assert.deepEqual(replayed, chunks);
+    assert.deepEqual(await wire.result(name, seq), result);
+    for (const attempt of [() => client.run('nonexistent-machine', '1'), () => wire.exec('nonexistent-machine', '1')]) {
+      await assert.rejects(attempt(), (error: unknown) => {
+        assert.ok(error instanceof ForeverVMError);
+        assert.equal(error.status, 404);
+        assert.equal(error.code, 'MachineNotFound');
+        return true;
+      });
+    }
+    await assert.rejects(client.create({ memoryMb: 8 }), (error: unknown) => error instanceof ForeverVMError && error.status === 400 && /memoryMb|memory_mb/.test(error.message));
+    const wrongToken = new HttpClient({ baseUrl: client.baseUrl, token: 'wrong' });
     await assert.rejects(wrongToken.whoami(), (error: unknown) => error instanceof ForeverVMError && error.status === 401);
+    await client.close();
   });
 
   it('the WebSocket REPL runs instructions in turn and reconnects after a server restart, state intact', async () => {
@@ -141,6 +156,7 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
         return true;
       });
       await assert.rejects(client.swap('m'), UnsupportedByBackendError);
+      await assert.rejects(new HttpClient({ baseUrl: url, token: 't' }).installPackages('m', ['six']), /This backend cannot install packages/);
     });
 
     it('reports an unreachable backend clearly', async () => {

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { runningServer } from '../../src/client/local-server-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
@@ -49,118 +47,108 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 }
 
 describe('MCP server', { timeout: 240_000 }, () => {
-  describe('over stdio (perennial mcp), through the local server it starts', () => {
-    let client: Client;
-    let dataDir: string;
-    let cleanup: () => Promise<void>;
-
-    before(async () => {
-      ({ dir: dataDir, cleanup } = await tempDataDir());
-      client = new Client({ name: 'perennial-tests', version: '1.0.0' });
-      await client.connect(
-        new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', dataDir, 'mcp'], env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON } as Record<string, string>, stderr: 'pipe' }),
-      );
-    });
-    after(async () => {
-      await client.close();
-      const info = await runningServer(dataDir);
-      if (info) {
-        process.kill(info.pid, 'SIGTERM');
-        await eventually(() => !existsSync(join(dataDir, 'server.json')), 20_000, 'the server to stop');
-      }
-      await cleanup();
-    });
-
-    it('lists every tool with its schema and annotations, and tells agents how to use them', async () => {
-      const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name).sort(), TOOL_NAMES);
-      const run = tools.find((t) => t.name === 'run-python-in-repl')!;
-      assert.deepEqual(Object.keys(run.inputSchema.properties ?? {}).sort(), ['pythonCode', 'replId', 'timeoutSeconds']);
-      assert.deepEqual(run.inputSchema.required?.sort(), ['pythonCode', 'replId']);
-      assert.equal(run.annotations?.readOnlyHint, false);
-      assert.ok(run.outputSchema);
-      assert.equal(tools.find((t) => t.name === 'delete-python-repl')!.annotations?.destructiveHint, true);
-      assert.match(client.getInstructions() ?? '', /create-python-repl/);
-    });
-
-    it('creates a REPL and keeps its state across calls; errors are flagged', async () => {
-      const created = await call(client, 'create-python-repl', { engine: 'python' });
-      const replId = (created.structuredContent as { replId: string }).replId;
-      assert.equal(textOf(created), replId);
-      const first = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 20\nprint("set")\nx + 1' });
-      assert.equal(first.isError, undefined);
-      assert.equal(textOf(first), 'set\nOut: 21');
-      assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], images: 0, runtimeMs: 0, seq: 0 });
-      const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
-      assert.equal((second.structuredContent as { value: string }).value, '40');
-      const failed = await call(client, 'run-python-in-repl', { replId, pythonCode: '1/0' });
-      assert.equal(failed.isError, true);
-      assert.match(textOf(failed), /ZeroDivisionError: division by zero/);
-      const unknown = await call(client, 'run-python-in-repl', { replId: 'no-such-repl', pythonCode: '1' });
-      assert.equal(unknown.isError, true);
-      assert.match(textOf(unknown), /does not exist/);
-    });
-
-    it('sends output lines as progress notifications, and a cancellation interrupts the code', async () => {
-      const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
-      const progress: Array<{ progress: number; message?: string }> = [];
-      await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\nfor i in range(3):\n    print(f"line {i}")\n    time.sleep(0.2)' } }, undefined, {
-        onprogress: (p) => progress.push(p),
+  /**
+   * The same tools through both implementations of the client: `perennial mcp` (stdio) reaches the
+   * server over HTTP, and the server's own /mcp and /sse call its machines in process.
+   */
+  const transports: Record<string, (server: LocalServer) => Transport> = {
+    'stdio (perennial mcp, over the HTTP client)': (server) =>
+      new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' }),
+    'streamable HTTP on the local server (in process)': (server) =>
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }),
+    'legacy SSE on the local server (in process)': (server) => {
+      const headers = { Authorization: `Bearer ${server.token}` };
+      return new SSEClientTransport(new URL(`${server.url}/sse`), {
+        requestInit: { headers },
+        eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
       });
-      assert.ok(progress.length >= 1, 'at least one progress notification');
-      assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1]!.progress), 'progress increases');
-      assert.match(progress[0]!.message ?? '', /^line 0$/);
+    },
+  };
 
-      const abort = new AbortController();
-      const started = Date.now();
-      const long = client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1\nwhile True:\n    pass', timeoutSeconds: 120 } }, undefined, { signal: abort.signal });
-      setTimeout(() => abort.abort('enough'), 500);
-      await assert.rejects(long);
-      await eventually(async () => {
-        const r = await call(client, 'run-python-in-repl', { replId, pythonCode: 'kept' });
-        return (r.structuredContent as { value: string | null }).value === '1';
-      }, 20_000, 'the machine to be free again');
-      assert.ok(Date.now() - started < 20_000, 'the loop was interrupted, not left to its 120 s timeout');
-    });
-
-    it('keeps a silent call alive with progress (elapsed time), past a client timeout that progress resets', async () => {
-      const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
-      const progress: Array<{ progress: number; message?: string }> = [];
-      // The SDK client drops a call after 12 s without progress, as clients do after a few minutes.
-      const result = (await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(21)\n"slept"', timeoutSeconds: 60 } }, undefined, {
-        onprogress: (p) => progress.push(p),
-        timeout: 12_000,
-        resetTimeoutOnProgress: true,
-      })) as CallToolResult;
-      assert.equal((result.structuredContent as { value: string }).value, "'slept'");
-      const seconds = progress.map((p) => Number(/^Still running \((\d+) s\)$/.exec(p.message ?? '')?.[1]));
-      assert.ok(progress.length >= 2 && seconds.every((n) => n >= 9), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
-      assert.ok(seconds.every((n, i) => i === 0 || n > seconds[i - 1]!), 'the elapsed time grows');
-    });
-  });
-
-  for (const transport of ['streamable HTTP', 'legacy SSE'] as const) {
-    describe(`over ${transport} on the local server`, () => {
+  for (const [transport, connect] of Object.entries(transports)) {
+    describe(`over ${transport}`, () => {
       let server: LocalServer;
       let stopServer: () => Promise<void>;
       let client: Client;
 
       before(async () => {
         ({ server, stop: stopServer } = await startPythonServer());
-        const headers = { Authorization: `Bearer ${server.token}` };
         client = new Client({ name: 'perennial-tests', version: '1.0.0' });
-        await client.connect(
-          transport === 'streamable HTTP'
-            ? new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers } })
-            : new SSEClientTransport(new URL(`${server.url}/sse`), {
-                requestInit: { headers },
-                eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
-              }),
-        );
+        await client.connect(connect(server));
       });
       after(async () => {
         await client.close();
         await stopServer();
+      });
+
+      it('lists every tool with its schema and annotations, and tells agents how to use them', async () => {
+        const { tools } = await client.listTools();
+        assert.deepEqual(tools.map((t) => t.name).sort(), TOOL_NAMES);
+        const run = tools.find((t) => t.name === 'run-python-in-repl')!;
+        assert.deepEqual(Object.keys(run.inputSchema.properties ?? {}).sort(), ['pythonCode', 'replId', 'timeoutSeconds']);
+        assert.deepEqual(run.inputSchema.required?.sort(), ['pythonCode', 'replId']);
+        assert.equal(run.annotations?.readOnlyHint, false);
+        assert.ok(run.outputSchema);
+        assert.equal(tools.find((t) => t.name === 'delete-python-repl')!.annotations?.destructiveHint, true);
+        assert.match(client.getInstructions() ?? '', /create-python-repl/);
+      });
+
+      it('creates a REPL and keeps its state across calls; errors are flagged', async () => {
+        const created = await call(client, 'create-python-repl', { engine: 'python' });
+        const replId = (created.structuredContent as { replId: string }).replId;
+        assert.equal(textOf(created), replId);
+        const first = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 20\nprint("set")\nx + 1' });
+        assert.equal(first.isError, undefined);
+        assert.equal(textOf(first), 'set\nOut: 21');
+        assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], images: 0, runtimeMs: 0, seq: 0 });
+        const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
+        assert.equal((second.structuredContent as { value: string }).value, '40');
+        const failed = await call(client, 'run-python-in-repl', { replId, pythonCode: '1/0' });
+        assert.equal(failed.isError, true);
+        assert.match(textOf(failed), /ZeroDivisionError: division by zero/);
+        // The same limits as over HTTP and in the manager: one schema.
+        const refused = await call(client, 'create-python-repl', { memoryMb: 8 }).then(textOf, (error: Error) => error.message);
+        assert.match(refused, /memory is at least 64 MiB/);
+        const unknown = await call(client, 'run-python-in-repl', { replId: 'no-such-repl', pythonCode: '1' });
+        assert.equal(unknown.isError, true);
+        assert.match(textOf(unknown), /does not exist/);
+      });
+
+      it('sends output lines as progress notifications, and a cancellation interrupts the code', async () => {
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        const progress: Array<{ progress: number; message?: string }> = [];
+        await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\nfor i in range(3):\n    print(f"line {i}")\n    time.sleep(0.2)' } }, undefined, {
+          onprogress: (p) => progress.push(p),
+        });
+        assert.ok(progress.length >= 1, 'at least one progress notification');
+        assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1]!.progress), 'progress increases');
+        assert.match(progress[0]!.message ?? '', /^line 0$/);
+
+        const abort = new AbortController();
+        const started = Date.now();
+        const long = client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1\nwhile True:\n    pass', timeoutSeconds: 120 } }, undefined, { signal: abort.signal });
+        setTimeout(() => abort.abort('enough'), 500);
+        await assert.rejects(long);
+        await eventually(async () => {
+          const r = await call(client, 'run-python-in-repl', { replId, pythonCode: 'kept' });
+          return (r.structuredContent as { value: string | null }).value === '1';
+        }, 20_000, 'the machine to be free again');
+        assert.ok(Date.now() - started < 20_000, 'the loop was interrupted, not left to its 120 s timeout');
+      });
+
+      it('keeps a silent call alive with progress (elapsed time), past a client timeout that progress resets', async () => {
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        const progress: Array<{ progress: number; message?: string }> = [];
+        // The SDK client drops a call after 12 s without progress, as clients do after a few minutes.
+        const result = (await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(21)\n"slept"', timeoutSeconds: 60 } }, undefined, {
+          onprogress: (p) => progress.push(p),
+          timeout: 12_000,
+          resetTimeoutOnProgress: true,
+        })) as CallToolResult;
+        assert.equal((result.structuredContent as { value: string }).value, "'slept'");
+        const seconds = progress.map((p) => Number(/^Still running \((\d+) s\)$/.exec(p.message ?? '')?.[1]));
+        assert.ok(progress.length >= 2 && seconds.every((n) => n >= 9), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
+        assert.ok(seconds.every((n, i) => i === 0 || n > seconds[i - 1]!), 'the elapsed time grows');
       });
 
       it('runs code with state across calls, returns figures as image blocks, and serves the other tools', async () => {
@@ -194,6 +182,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
       });
     });
   }
+
 
   describe('over stdio against a backend with only the ForeverVM protocol (as hosted ForeverVM)', () => {
     let server: LocalServer;

@@ -259,11 +259,12 @@ for (const engine of ENGINES_UNDER_TEST) {
 
     it('refuses bad requests with clear errors', async () => {
       manager = await openManager({ dataDir });
-      await assert.rejects(manager.create({ engine: 'nope' as 'python' }), /Unknown or unavailable engine "nope"/);
-      await assert.rejects(manager.create(machineOptions(engine, { memoryMb: 1 })), /memory_mb must be a whole number/);
-      await assert.rejects(manager.create(machineOptions(engine, { tags: { 'bad key': 'v' } })), /Bad tag key/);
+      await assert.rejects(manager.create({ engine: 'nope' as 'python' }), /engine: Invalid option: expected one of "sandbox"\|"python"/);
+      await assert.rejects(manager.create(machineOptions(engine, { memoryMb: 1 })), /memoryMb: memory is at least 64 MiB/);
+      await assert.rejects(manager.create(machineOptions(engine, { memoryMb: 64.5 })), /memoryMb: memory is a whole number of MiB/);
+      await assert.rejects(manager.create(machineOptions(engine, { tags: { 'bad key': 'v' } })), /tags: bad tag key "bad key"/);
       const name = (await manager.create(machineOptions(engine))).name;
-      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: 0 }), /timeout_seconds must be above 0/);
+      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: 0 }), /a timeout is above 0 seconds/);
       await assert.rejects(manager.result(name, 99), /has no instruction 99/);
       assert.throws(() => manager!.exec('no-such-machine', '1'), /Machine no-such-machine does not exist/);
     });

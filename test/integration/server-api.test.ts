@@ -81,6 +81,20 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     const invalid = await api('POST', '/v1/machine/new', { tags: { team: 5 } });
     assert.equal(invalid.status, 400);
     assert.equal(invalid.json.code, 'BadRequest');
+    // The limits every surface shares (the MCP tools and the manager check the same schema).
+    for (const [body, message] of [
+      [{ memory_mb: 8 }, 'memory_mb: memory is at least 64 MiB'],
+      [{ tags: { 'no spaces': 'x' } }, 'tags: bad tag key "no spaces"'],
+      [{ engine: 'jvm' }, 'engine: Invalid option'],
+    ] as const) {
+      const refused = await api('POST', '/v1/machine/new', body);
+      assert.equal(refused.status, 400);
+      assert.match(refused.json.message as string, new RegExp(`^Invalid request: ${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    }
+    const badPackage = await api('POST', '/v1/machine/new', {});
+    const refusedPackage = await api('POST', `/v1/machine/${badPackage.json.machine_name}/packages`, { packages: ['-r requirements.txt'] });
+    assert.equal(refusedPackage.status, 400);
+    assert.match(refusedPackage.json.message as string, /packages\.0: not a package name: "-r requirements\.txt"/);
     const huge = await raw(server.url + '/v1/machine/new', { method: 'POST', headers: auth, body: Buffer.alloc(17 * 1024 * 1024, 32) });
     assert.equal(huge.status, 413);
     assert.equal((await api('GET', '/v1/machine/does-not-exist')).status, 404);

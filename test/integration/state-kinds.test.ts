@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import type { EngineName, LostItem } from '../../src/shared/types.ts';
+import type { LostItem } from '../../src/shared/types.ts';
+import type { EngineName } from '../../src/shared/requests.ts';
 import { ENGINES_UNDER_TEST, machineOptions, managerFixture, run, valueOf } from '../helpers/machines.ts';
 
 /**

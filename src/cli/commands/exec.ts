@@ -1,7 +1,7 @@
 import { text } from 'node:stream/consumers';
-import type { EngineName } from '../../shared/types.ts';
+import type { EngineName } from '../../shared/requests.ts';
 import { isErrorResult } from '../../shared/types.ts';
-import { withBackend, type CliContext } from '../context.ts';
+import { withClient, type CliContext } from '../context.ts';
 import { ExitError } from '../errors.ts';
 import { printChunk, printResult } from '../result-printer.ts';
 
@@ -18,21 +18,21 @@ export interface ExecCommandOptions {
  */
 export async function execCommand(ctx: CliContext, code: string, options: ExecCommandOptions): Promise<void> {
   const source = code === '-' ? await text(ctx.stdin) : code;
-  await withBackend(ctx, async (backend) => {
+  await withClient(ctx, async (client) => {
     let name = options.machine;
     if (!name) {
-      name = (await backend.create({ engine: options.engine })).name;
+      name = (await client.create({ engine: options.engine })).name;
       ctx.term.err.write(`machine: ${name}\n`);
     }
     const machine = name;
     let interrupted = false;
     const onSigint = () => {
       interrupted = true;
-      void backend.interrupt(machine);
+      void client.interrupt(machine);
     };
     process.on('SIGINT', onSigint);
     try {
-      const { seq, result } = await backend.run(machine, source, {
+      const { seq, result } = await client.run(machine, source, {
         timeoutSeconds: options.timeout,
         onOutput: (chunk) => printChunk(ctx.term, chunk),
       });

@@ -3,7 +3,8 @@ import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { text } from 'node:stream/consumers';
-import { ForeverVMClient, ForeverVMError } from '../../client/forevervm-client.ts';
+import { HttpClient } from '../../client/http-client.ts';
+import { ForeverVMError } from '../../shared/forevervm-error.ts';
 import { FOREVERVM_BASE_URL, foreverVMConfigPath } from '../../client/forevervm-config.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import type { CliContext } from '../context.ts';
@@ -23,7 +24,7 @@ export async function loginCommand(ctx: CliContext, options: LoginCommandOptions
   if (!token || /\s/.test(token)) throw new ExitError(2, 'perennial: that is not a token (it is empty or has spaces)');
   const baseUrl = options.baseUrl ?? FOREVERVM_BASE_URL;
   try {
-    const who = await new ForeverVMClient({ baseUrl, token }).whoami();
+    const who = await new HttpClient({ baseUrl, token }).whoami();
     ctx.term.err.write(`Logged in to ${baseUrl} as ${who.account}.\n`);
   } catch (error) {
     if (error instanceof ForeverVMError && error.status === 401) throw new ExitError(1, `perennial: ${baseUrl} refused the token; nothing was saved`);

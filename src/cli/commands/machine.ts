@@ -1,5 +1,6 @@
-import type { EngineName, MachineInfo } from '../../shared/types.ts';
-import { withBackend, type CliContext } from '../context.ts';
+import type { MachineInfo } from '../../shared/types.ts';
+import type { EngineName } from '../../shared/requests.ts';
+import { withClient, type CliContext } from '../context.ts';
 
 export interface NewMachineCommandOptions {
   engine?: EngineName;
@@ -12,8 +13,8 @@ export interface NewMachineCommandOptions {
 }
 
 export async function machineNewCommand(ctx: CliContext, options: NewMachineCommandOptions): Promise<void> {
-  const info = await withBackend(ctx, (backend) =>
-    backend.create({
+  const info = await withClient(ctx, (client) =>
+    client.create({
       engine: options.engine,
       tags: options.tag,
       memoryMb: options.memoryMb,
@@ -28,7 +29,7 @@ export async function machineNewCommand(ctx: CliContext, options: NewMachineComm
 }
 
 export async function machineListCommand(ctx: CliContext, options: { tag?: Record<string, string>; json?: boolean }): Promise<void> {
-  const machines = await withBackend(ctx, (backend) => backend.list(options.tag));
+  const machines = await withClient(ctx, (client) => client.list(options.tag));
   if (options.json) {
     ctx.term.out.write(JSON.stringify(machines, null, 2) + '\n');
     return;
@@ -45,14 +46,14 @@ export async function machineListCommand(ctx: CliContext, options: { tag?: Recor
 }
 
 export async function machineRemoveCommand(ctx: CliContext, names: string[]): Promise<void> {
-  await withBackend(ctx, async (backend) => {
-    for (const name of names) await backend.delete(name);
+  await withClient(ctx, async (client) => {
+    for (const name of names) await client.delete(name);
   });
 }
 
 export async function machineSwapCommand(ctx: CliContext, names: string[]): Promise<void> {
-  await withBackend(ctx, async (backend) => {
-    for (const name of names) await backend.swap(name);
+  await withClient(ctx, async (client) => {
+    for (const name of names) await client.swap(name);
   });
 }
 

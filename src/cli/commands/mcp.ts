@@ -1,6 +1,4 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { hostedClient } from '../../client/forevervm-config.ts';
-import { connectToLocalServer } from '../../client/local-server-connection.ts';
 import { createMcpServer } from '../../mcp/mcp-server.ts';
 import type { CliContext } from '../context.ts';
 
@@ -10,7 +8,7 @@ import type { CliContext } from '../context.ts';
  * ForeverVM. Nothing else may be written to stdout: it is the protocol.
  */
 export async function mcpCommand(ctx: CliContext): Promise<void> {
-  const client = ctx.backend === 'forevervm' ? await hostedClient() : await connectToLocalServer(ctx.dataDir);
+  const client = await ctx.openClient();
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
@@ -18,4 +16,5 @@ export async function mcpCommand(ctx: CliContext): Promise<void> {
   });
   await createMcpServer(client).connect(transport);
   await closed;
+  await client.close();
 }

@@ -1,10 +1,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Backend } from '../../shared/backend.ts';
-import type { EngineName } from '../../shared/types.ts';
-import { UnsupportedByBackendError } from '../../client/forevervm-client.ts';
-import { withBackend, type CliContext } from '../context.ts';
+import type { EngineName } from '../../shared/requests.ts';
+import { withClient, type CliContext } from '../context.ts';
 import { printChunk, printResult } from '../result-printer.ts';
 
 const HISTORY_SIZE = 1000;
@@ -21,8 +19,8 @@ export interface ReplCommandOptions {
  * running cell or drops the line being typed; Ctrl-D leaves, and the machine stays.
  */
 export async function replCommand(ctx: CliContext, name: string | undefined, options: ReplCommandOptions): Promise<void> {
-  await withBackend(ctx, async (backend) => {
-    const machine = name ?? (await backend.create({ engine: options.engine })).name;
+  await withClient(ctx, async (client) => {
+    const machine = name ?? (await client.create({ engine: options.engine })).name;
     ctx.term.err.write(`Perennial REPL on machine ${machine}. Ctrl-C interrupts, Ctrl-D leaves (the machine stays).\n`);
     const isTerminal = Boolean((ctx.stdin as NodeJS.ReadStream).isTTY);
     const rl = createInterface({
@@ -40,7 +38,7 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
     let running = false;
     const onInterrupt = () => {
       if (running) {
-        void backend.interrupt(machine);
+        void client.interrupt(machine);
         return;
       }
       buffer = [];
@@ -66,14 +64,14 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
           prompt('>>> ');
           continue;
         }
-        if ((await completeness(backend, machine, code)) === 'incomplete') {
+        if ((await client.isComplete(machine, code)) === 'incomplete') {
           prompt('... ');
           continue;
         }
         buffer = [];
         running = true;
         try {
-          const { seq, result } = await backend.run(machine, code, {
+          const { seq, result } = await client.run(machine, code, {
             timeoutSeconds: options.timeout,
             onOutput: (chunk) => printChunk(ctx.term, chunk),
           });
@@ -92,24 +90,6 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
       await saveHistory(ctx.historyFile, history);
     }
   });
-}
-
-async function completeness(backend: Backend, machine: string, code: string): Promise<'complete' | 'incomplete' | 'invalid'> {
-  if (backend.isComplete) {
-    try {
-      return await backend.isComplete(machine, code);
-    } catch (error) {
-      if (!(error instanceof UnsupportedByBackendError)) throw error;
-    }
-  }
-  // Without the kernel's judgement: a block opener or an open bracket asks for more, and a block
-  // ends at an empty line, as in Python's prompt.
-  const lines = code.split('\n');
-  const last = lines.at(-1) ?? '';
-  if (lines.length > 1 && last.trim() === '') return 'complete';
-  const depth = [...code].reduce((d, c) => d + ('([{'.includes(c) ? 1 : ')]}'.includes(c) ? -1 : 0), 0);
-  if (depth > 0 || /[:\\]\s*$/.test(last)) return 'incomplete';
-  return lines.length > 1 ? 'incomplete' : 'complete';
 }
 
 async function loadHistory(file: string): Promise<string[]> {

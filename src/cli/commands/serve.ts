@@ -1,5 +1,5 @@
 import { LocalServer } from '../../server/local-server.ts';
-import type { EngineName } from '../../shared/types.ts';
+import type { EngineName } from '../../shared/requests.ts';
 import type { CliContext } from '../context.ts';
 
 export interface ServeCommandOptions {

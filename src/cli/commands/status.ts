@@ -1,21 +1,13 @@
-import { ForeverVMClient } from '../../client/forevervm-client.ts';
 import { hostedClient } from '../../client/forevervm-config.ts';
-import { runningServer } from '../../client/local-server-connection.ts';
+import { connectToLocalServer, runningServer } from '../../client/local-server-connection.ts';
 import type { CliContext } from '../context.ts';
-
-interface EngineLine {
-  name: string;
-  available: boolean;
-  detail: string;
-  warning: string | null;
-}
 
 /** `perennial status`: the server (or the hosted account) and its machines; never starts a server. */
 export async function statusCommand(ctx: CliContext, options: { json?: boolean }): Promise<void> {
   if (ctx.backend === 'forevervm') {
     const client = await hostedClient();
     const who = await client.whoami();
-    const report = { backend: 'forevervm', url: client.baseUrl, account: who.account, machines: (await client.listMachines()).length };
+    const report = { backend: 'forevervm', url: client.baseUrl, account: who.account, machines: (await client.list()).length };
     ctx.term.out.write(options.json ? JSON.stringify(report, null, 2) + '\n' : `ForeverVM at ${report.url}, account ${report.account}, ${report.machines} machines\n`);
     return;
   }
@@ -25,15 +17,10 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     else ctx.term.out.write(`No Perennial server runs on ${ctx.dataDir} (the first command that needs one starts it).\n`);
     return;
   }
-  const status = (await new ForeverVMClient({ baseUrl: info.url, token: info.token }).status()) as {
-    version: string;
-    pid: number;
-    machines: { total: number; warm: number; swapped: number };
-    defaultEngine: string;
-    engines: EngineLine[];
-  };
+  const client = await connectToLocalServer(ctx.dataDir, { autoStart: false });
+  const status = await client.status().finally(() => client.close());
   if (options.json) {
-    ctx.term.out.write(JSON.stringify({ backend: 'local', running: true, url: info.url, dataDir: ctx.dataDir, ...status }, null, 2) + '\n');
+    ctx.term.out.write(JSON.stringify({ backend: 'local', running: true, url: info.url, ...status }, null, 2) + '\n');
     return;
   }
   const lines = [

@@ -1,0 +1,106 @@
+import type { Completeness, ExecResult, FileContent, FileListing, HistoryEntry, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import type { ForeverVMClient } from './forevervm-client.ts';
+
+/** Instructions kept per machine for a backend without a history of its own. */
+const RECORDED_INSTRUCTIONS = 200;
+
+/** Python that prints one JSON line: the emulations read it from stdout, never from a repr. */
+const SNIPPETS = {
+  variables: `import json as __j
+print(__j.dumps([{"name": __k, "type": type(__v).__name__, "repr": repr(__v)[:200]} for __k, __v in list(globals().items()) if not __k.startswith("_") and type(__v).__name__ != "module"]))
+del __j`,
+  variable: (name: string) => `import json as __j
+print(__j.dumps({"name": ${JSON.stringify(name)}, "type": type(globals()[${JSON.stringify(name)}]).__name__, "repr": repr(globals()[${JSON.stringify(name)}])[:100000], "truncated": False}))
+del __j`,
+  listFiles: (path: string) => `import json as __j, os as __o
+__p = __o.path.abspath(${JSON.stringify(path || '.')})
+print(__j.dumps({"path": __p, "entries": sorted([{"name": __e.name, "type": "link" if __e.is_symlink() else "dir" if __e.is_dir() else "file", "size": __e.stat(follow_symlinks=False).st_size, "mtime": __e.stat(follow_symlinks=False).st_mtime} for __e in __o.scandir(__p)], key=lambda __x: (__x["type"] != "dir", __x["name"]))}))
+del __j, __o, __p`,
+  readFile: (path: string) => `import json as __j, base64 as __b, os as __o
+__d = open(${JSON.stringify(path)}, "rb").read()
+print(__j.dumps({"path": __o.path.abspath(${JSON.stringify(path)}), "size": len(__d), "content": __b.b64encode(__d).decode()}))
+del __j, __b, __o, __d`,
+  writeFile: (path: string, base64: string) => `import json as __j, base64 as __b, os as __o
+__d = __b.b64decode(${JSON.stringify(base64)})
+__o.makedirs(__o.path.dirname(__o.path.abspath(${JSON.stringify(path)})), exist_ok=True)
+open(${JSON.stringify(path)}, "wb").write(__d)
+print(__j.dumps({"path": __o.path.abspath(${JSON.stringify(path)}), "size": len(__d)}))
+del __j, __b, __o, __d`,
+};
+
+/**
+ * Perennial's extensions for a backend that has only the ForeverVM protocol (hosted ForeverVM):
+ * the same answers from a short instruction on the machine, from this client's own record of
+ * the instructions it ran, or from a judgement made here.
+ */
+export class ForeverVMEmulation {
+  readonly #record = new Map<string, HistoryEntry[]>();
+
+  constructor(private readonly wire: ForeverVMClient) {}
+
+  /** Keeps an instruction this client ran, for `history`. */
+  record(machine: string, entry: HistoryEntry): void {
+    const entries = this.#record.get(machine) ?? [];
+    entries.push(entry);
+    this.#record.set(machine, entries.slice(-RECORDED_INSTRUCTIONS));
+  }
+
+  /** Stops recording: the backend keeps a history of its own. */
+  forgetRecords(): void {
+    this.#record.clear();
+  }
+
+  history(machine: string, last?: number): HistoryEntry[] {
+    const entries = this.#record.get(machine) ?? [];
+    return last ? entries.slice(-last) : entries;
+  }
+
+  variables(machine: string): Promise<VariableSummary[]> {
+    return this.#answer(machine, SNIPPETS.variables);
+  }
+
+  variable(machine: string, name: string): Promise<VariableDetail> {
+    return this.#answer(machine, SNIPPETS.variable(name));
+  }
+
+  listFiles(machine: string, path: string): Promise<FileListing> {
+    return this.#answer(machine, SNIPPETS.listFiles(path));
+  }
+
+  readFile(machine: string, path: string): Promise<FileContent> {
+    return this.#answer(machine, SNIPPETS.readFile(path));
+  }
+
+  writeFile(machine: string, path: string, base64: string): Promise<WrittenFile> {
+    return this.#answer(machine, SNIPPETS.writeFile(path, base64));
+  }
+
+  /**
+   * Without the kernel's judgement: a block opener or an open bracket asks for more, and a block
+   * ends at an empty line, as in Python's own prompt.
+   */
+  isComplete(code: string): Completeness {
+    const lines = code.split('\n');
+    const last = lines.at(-1) ?? '';
+    if (lines.length > 1 && last.trim() === '') return 'complete';
+    const depth = [...code].reduce((d, c) => d + ('([{'.includes(c) ? 1 : ')]}'.includes(c) ? -1 : 0), 0);
+    if (depth > 0 || /[:\\]\s*$/.test(last)) return 'incomplete';
+    return lines.length > 1 ? 'incomplete' : 'complete';
+  }
+
+  /** Runs a snippet and reads the JSON line it prints. */
+  async #answer<T>(machine: string, code: string): Promise<T> {
+    const lines: string[] = [];
+    const { instruction_seq: seq } = await this.wire.exec(machine, code, { timeoutSeconds: 30 });
+    const result: ExecResult = await this.wire.streamResult(machine, seq, (chunk) => {
+      if (chunk.stream === 'stdout') lines.push(chunk.data);
+    });
+    if ('error' in result) throw new ForeverVMError(400, 'EmulationFailed', result.error.split('\n').at(-1) ?? result.error);
+    try {
+      return JSON.parse(lines.join('\n')) as T;
+    } catch {
+      throw new ForeverVMError(502, 'EmulationFailed', 'The machine did not answer as expected');
+    }
+  }
+}

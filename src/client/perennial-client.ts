@@ -1,0 +1,72 @@
+import type { NewMachineOptions } from '../shared/requests.ts';
+import type {
+  Completeness,
+  ExecResult,
+  FileContent,
+  FileListing,
+  HistoryEntry,
+  InterruptResult,
+  MachineEvent,
+  MachineInfo,
+  OutputChunk,
+  StatusReport,
+  VariableDetail,
+  VariableSummary,
+  WrittenFile,
+} from '../shared/types.ts';
+
+export interface RunOptions {
+  timeoutSeconds?: number;
+  /** Stop whatever is pending or running on the machine first. */
+  interrupt?: boolean;
+  /** Called for each output line while the instruction runs. */
+  onOutput?: (chunk: OutputChunk) => void;
+}
+
+/** The backend has no way to do this (a Perennial extension that hosted ForeverVM lacks). */
+export class UnsupportedByBackendError extends Error {
+  static readonly errorCode = 'UnsupportedByBackend';
+  constructor(what: string) {
+    super(`This backend cannot ${what} (it is a Perennial extension the backend does not offer)`);
+    this.name = 'UnsupportedByBackendError';
+  }
+}
+
+/**
+ * Machines as every caller uses them (MCP tools, CLI, VS Code), wherever they live: behind a
+ * server (the local one, or hosted ForeverVM, over HTTP) or in this process (the local server's
+ * own MCP endpoints). Failures are ForeverVMErrors; what a backend cannot do at all is an
+ * UnsupportedByBackendError.
+ */
+export interface PerennialClient {
+  whoami(): Promise<{ account: string }>;
+  /** The local server's status; hosted ForeverVM has none. */
+  status(): Promise<StatusReport>;
+  create(options?: NewMachineOptions): Promise<MachineInfo>;
+  /** Machines carrying every given tag, newest first. */
+  list(tags?: Record<string, string>): Promise<MachineInfo[]>;
+  get(name: string): Promise<MachineInfo>;
+  delete(name: string): Promise<void>;
+  /** Runs code and waits for its result, streaming output; a machine's instructions run in turn. */
+  run(name: string, code: string, options?: RunOptions): Promise<{ seq: number; result: ExecResult }>;
+  /** Stops the running instruction and cancels what waits; the state is kept. */
+  interrupt(name: string): Promise<InterruptResult>;
+  /** Swaps the machine out to disk now. */
+  swap(name: string): Promise<MachineInfo>;
+  variables(name: string): Promise<VariableSummary[]>;
+  variable(name: string, variable: string): Promise<VariableDetail>;
+  /** The instructions the machine ran, oldest first (the last `last`). */
+  history(name: string, last?: number): Promise<HistoryEntry[]>;
+  /** Pyodide packages for sandbox machines, pip for python ones; answers what was installed. */
+  installPackages(name: string, packages: string[]): Promise<string>;
+  /** A folder inside the machine (its working directory when `path` is empty). */
+  listFiles(name: string, path?: string): Promise<FileListing>;
+  readFile(name: string, path: string): Promise<FileContent>;
+  writeFile(name: string, path: string, content: string, encoding?: 'utf8' | 'base64'): Promise<WrittenFile>;
+  /** Whether `code` is a whole statement, for an interactive prompt. */
+  isComplete(name: string, code: string): Promise<Completeness>;
+  /** Calls `onEvent` for every change to the machines until `signal` aborts or the stream ends. */
+  events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void>;
+  /** Lets go of connections; machines are not touched. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,66 @@
+import type { PerennialClient, RunOptions } from '../client/perennial-client.ts';
+import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
+import type { NewMachineOptions } from '../shared/requests.ts';
+import type { MachineEvent } from '../shared/types.ts';
+import { localAccount, toForeverVMError } from './forevervm-api.ts';
+import { statusReport, toMachineEvent } from './perennial-api.ts';
+
+/**
+ * The machines of this process's MachineManager behind the client interface, for the local
+ * server's own MCP endpoints: no loopback HTTP, no token, no second encoding of figures. Errors
+ * are the ForeverVMErrors an HTTP client would get for the same call.
+ */
+export class InProcessClient implements PerennialClient {
+  constructor(private readonly manager: MachineManager) {}
+
+  whoami = () => this.#answer(() => localAccount());
+  status = () => this.#answer(() => statusReport(this.manager));
+  create = (options?: NewMachineOptions) => this.#answer(() => this.manager.create(options));
+  list = (tags?: Record<string, string>) => this.#answer(() => this.manager.list(tags));
+  get = (name: string) => this.#answer(() => this.manager.get(name));
+  delete = (name: string) => this.#answer(() => this.manager.delete(name));
+  run = (name: string, code: string, options: RunOptions = {}) => this.#answer(() => this.manager.run(name, code, options));
+  interrupt = (name: string) => this.#answer(() => this.manager.interrupt(name));
+  variables = (name: string) => this.#answer(() => this.manager.variables(name));
+  variable = (name: string, variable: string) => this.#answer(() => this.manager.variable(name, variable));
+  history = (name: string, last?: number) => this.#answer(() => this.manager.history(name, last));
+  installPackages = (name: string, packages: string[]) => this.#answer(() => this.manager.installPackages(name, packages));
+  listFiles = (name: string, path = '') => this.#answer(() => this.manager.listFiles(name, path));
+  readFile = (name: string, path: string) => this.#answer(() => this.manager.readFile(name, path));
+  isComplete = (name: string, code: string) => this.#answer(() => this.manager.isComplete(name, code));
+
+  swap(name: string) {
+    return this.#answer(async () => {
+      await this.manager.swap(name);
+      return this.manager.get(name);
+    });
+  }
+
+  writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8') {
+    return this.#answer(() => this.manager.writeFile(name, path, encoding === 'utf8' ? Buffer.from(content, 'utf8').toString('base64') : content));
+  }
+
+  events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {
+    const listener = (event: ManagerEvent) => onEvent(toMachineEvent(event));
+    this.manager.on('event', listener);
+    return new Promise((resolve) => {
+      const stop = () => {
+        this.manager.off('event', listener);
+        resolve();
+      };
+      if (signal.aborted) stop();
+      else signal.addEventListener('abort', stop, { once: true });
+    });
+  }
+
+  /** Nothing to let go of: the manager belongs to the server. */
+  async close(): Promise<void> {}
+
+  async #answer<T>(call: () => T | Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw toForeverVMError(error);
+    }
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Every request shape and limit, once: the HTTP API, the WebSocket REPL, the MCP tools, the CLI
+ * and the machine manager all validate with these schemas, and their types are derived from them.
+ * ForeverVM's shapes keep its snake_case names; Perennial's own use camelCase.
+ */
+import { z } from 'zod';
+
+/** A request the caller can fix (unknown engine, bad tag, a limit passed...). */
+export class InvalidRequestError extends Error {
+  static readonly errorCode: string = 'InvalidRequest';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidRequestError';
+  }
+}
+
+/** `value` as `schema` describes it, or an InvalidRequestError that says what is wrong. */
+export function parseRequest<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    // A bad record key's own message is nested one level down, and it names the key itself.
+    const badKey = issue.code === 'invalid_key';
+    const path = badKey ? issue.path.slice(0, -1) : issue.path;
+    return (path.length ? `${path.join('.')}: ` : '') + (badKey ? issue.issues.map((inner) => inner.message).join(', ') : issue.message);
+  });
+  throw new InvalidRequestError(`Invalid request: ${problems.join('; ')}`);
+}
+
+export const EngineName = z.enum(['sandbox', 'python']);
+export type EngineName = z.infer<typeof EngineName>;
+
+/** ForeverVM's names: 16 URL-safe characters; any 1-64 of them are accepted. */
+export const MachineName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a machine name is 1 to 64 letters, digits, _ or -');
+
+export const MAX_TAGS = 32;
+export const Tags = z
+  .record(
+    z.string().regex(/^[A-Za-z0-9._:/-]{1,128}$/, { error: (issue) => `bad tag key ${JSON.stringify(issue.input)}: use 1 to 128 letters, digits or ._:/-` }),
+    z.string().max(256, 'a tag value is at most 256 characters'),
+  )
+  .refine((tags) => Object.keys(tags).length <= MAX_TAGS, `at most ${MAX_TAGS} tags per machine`);
+/** Tags to filter by: any strings (a tag that no machine can carry matches none). */
+export const TagFilter = z.record(z.string(), z.string());
+
+export const MemoryMb = z
+  .number()
+  .int('memory is a whole number of MiB')
+  .min(64, 'memory is at least 64 MiB')
+  .max(1024 * 1024, 'memory is at most 1048576 MiB')
+  .describe('Memory cap in MiB (64 to 1048576)');
+/** The longest an instruction may be given: a day. */
+export const TimeoutSeconds = z.number().positive('a timeout is above 0 seconds').max(24 * 3600, 'a timeout is at most 86400 seconds (a day)');
+/** A file path inside a machine. */
+export const FilePath = z.string().min(1).max(4096);
+export const VariableName = z.string().min(1).max(256);
+export const HistoryLast = z.number().int().positive().max(1000);
+/** A package name with optional extras and version specifier: nothing pip could take for an option. */
+export const PackageSpec = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\-[\],<>=!~ ]{0,199}$/, {
+  error: (issue) => `not a package name: ${JSON.stringify(issue.input)} (a name, with optional extras and version specifier)`,
+});
+export const Packages = z.array(PackageSpec).min(1).max(64);
+export const FileEncoding = z.enum(['utf8', 'base64']);
+
+/** What a new machine is made with. */
+export const NewMachineOptions = z.object({
+  engine: EngineName.optional(),
+  tags: Tags.optional(),
+  memoryMb: MemoryMb.optional(),
+  /** python engine: the interpreter. */
+  python: z.string().min(1).max(4096).optional(),
+  /** sandbox engine: a host folder mounted at /workspace (read-only unless `workspaceWritable`). */
+  workspace: z.string().min(1).max(4096).optional(),
+  workspaceWritable: z.boolean().optional(),
+  /** sandbox engine: let the machine reach the network. */
+  network: z.boolean().optional(),
+});
+export type NewMachineOptions = z.infer<typeof NewMachineOptions>;
+
+// ---- ForeverVM HTTP and WebSocket requests -------------------------------------------------------
+
+/** `POST /v1/machine/new`: ForeverVM's `tags` and `memory_mb`, plus Perennial's options. */
+export const NewMachineBody = z
+  .object({
+    tags: Tags.optional(),
+    memory_mb: MemoryMb.optional(),
+    engine: EngineName.optional(),
+    python: NewMachineOptions.shape.python,
+    workspace: NewMachineOptions.shape.workspace,
+    workspace_writable: z.boolean().optional(),
+    network: z.boolean().optional(),
+  })
+  .transform(({ memory_mb, workspace_writable, ...rest }): NewMachineOptions => ({ ...rest, memoryMb: memory_mb, workspaceWritable: workspace_writable }));
+
+/** The body of `POST /v1/machine/new` for `options`, without the fields left unset. */
+export function newMachineBody({ memoryMb, workspaceWritable, ...rest }: NewMachineOptions): z.input<typeof NewMachineBody> {
+  return JSON.parse(JSON.stringify({ ...rest, memory_mb: memoryMb, workspace_writable: workspaceWritable })) as z.input<typeof NewMachineBody>;
+}
+
+export const ListBody = z.object({ tags: TagFilter.optional() });
+
+/** `{"code": str, "timeout_seconds": int}`; a missing `timeout_seconds` means the server's default. */
+export const Instruction = z.object({ code: z.string(), timeout_seconds: TimeoutSeconds.optional() });
+export type Instruction = z.infer<typeof Instruction>;
+
+export const ExecBody = z.object({ instruction: Instruction, interrupt: z.boolean().optional() });
+
+/** What a client sends on the WebSocket REPL. */
+export const ReplExecMessage = z.object({ type: z.literal('exec'), instruction: Instruction, request_id: z.number().int().nonnegative() });
+export type ReplExecMessage = z.infer<typeof ReplExecMessage>;
+
+// ---- Perennial's requests ----------------------------------------------------------------------
+
+export const PackagesBody = z.object({ packages: Packages });
+export const CodeBody = z.object({ code: z.string() });
+export const WriteFileBody = z.object({ path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') });
