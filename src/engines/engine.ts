@@ -1,5 +1,6 @@
-import type { FileContent, FileListing, ExecResult, LostItem, ObjectInfo, StreamName, VariableDetail, VariableSummary } from '../shared/types.ts';
+import type { ExecResult, LostItem, StreamName } from '../shared/types.ts';
 import type { EngineName } from '../shared/requests.ts';
+import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
 
 /** What a machine asks of the engine that runs it. */
 export interface EngineOptions {
@@ -25,8 +26,6 @@ export interface SnapshotReport {
   lost: LostItem[];
 }
 
-export type CodeCompleteness = 'complete' | 'incomplete' | 'invalid';
-
 /**
  * One running interpreter for one machine. A machine makes a new Engine for every swap-in:
  * `start()`, then `restore()` when there is a snapshot, then any number of calls, then `stop()`.
@@ -37,23 +36,16 @@ export interface Engine {
   /** The operating-system process running the machine, once there is one. */
   readonly pid: number | undefined;
   start(): Promise<void>;
-  restore(snapshotPath: string): Promise<LostItem[]>;
+  /** Loads the state a snapshot holds; what it could not keep comes with the next result. */
+  restore(snapshotPath: string): Promise<void>;
   /** Runs one cell; output is streamed to `onOutput` while it runs. */
   run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult>;
   /** Asks the running cell to stop (KeyboardInterrupt). Safe to call at any time. */
   interrupt(): void;
-  variables(): Promise<VariableSummary[]>;
-  variable(name: string): Promise<VariableDetail>;
-  complete(text: string): Promise<string[]>;
-  inspect(expr: string): Promise<ObjectInfo>;
-  isComplete(code: string): Promise<CodeCompleteness>;
+  /** One of the kernel's commands (variables, files, completion...), passed through as it is. */
+  command<Op extends KernelOp>(op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>>;
   /** Installs packages into the machine; answers what was installed, in words. */
   installPackages(packages: string[]): Promise<string>;
-  listFiles(path: string): Promise<FileListing>;
-  /** At most `limit` bytes; a larger file is an error. */
-  readFile(path: string, limit: number): Promise<FileContent>;
-  /** `content` is base64. */
-  writeFile(path: string, content: string): Promise<{ path: string; size: number }>;
   /** Writes the machine's state to `path`; the engine keeps running. */
   snapshot(path: string): Promise<SnapshotReport>;
   /** Stops the interpreter at once; pending calls fail with EngineExitedError. */

@@ -3,20 +3,15 @@ import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
+import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
-  Completeness,
   EngineStatus,
   ExecResult,
-  FileContent,
-  FileListing,
   HistoryEntry,
   InterruptResult,
   MachineEvent,
   MachineInfo,
-  ObjectInfo,
   OutputChunk,
-  VariableDetail,
-  VariableSummary,
 } from '../shared/types.ts';
 import { InvalidRequestError, NewMachineOptions, Packages, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
 import { DataDirLock } from '../platform/data-dir-lock.ts';
@@ -28,8 +23,6 @@ export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
 export const DEFAULT_MAX_WARM = 8;
 export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
-/** Largest file read from a machine at once. */
-export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 export interface MachineManagerOptions {
   dataDir: string;
@@ -262,42 +255,13 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#introspect(name, (e) => e.installPackages(valid), true);
   }
 
-  /** A folder inside the machine (its working directory when `path` is empty). */
-  listFiles(name: string, path = ''): Promise<FileListing> {
-    return this.#introspect(name, (e) => e.listFiles(path));
-  }
-
-  readFile(name: string, path: string): Promise<FileContent> {
-    return this.#introspect(name, (e) => e.readFile(path, MAX_FILE_BYTES));
-  }
-
-  /** Writes `content` (base64) to `path` inside the machine. */
-  writeFile(name: string, path: string, content: string): Promise<{ path: string; size: number }> {
-    return this.#introspect(name, (e) => e.writeFile(path, content), true);
-  }
-
   history(name: string, last?: number): Promise<HistoryEntry[]> {
     return this.#machine(name).history(last);
   }
 
-  variables(name: string): Promise<VariableSummary[]> {
-    return this.#introspect(name, (e) => e.variables());
-  }
-
-  variable(name: string, variable: string): Promise<VariableDetail> {
-    return this.#introspect(name, (e) => e.variable(variable));
-  }
-
-  complete(name: string, text: string): Promise<string[]> {
-    return this.#introspect(name, (e) => e.complete(text));
-  }
-
-  inspect(name: string, expr: string): Promise<ObjectInfo> {
-    return this.#introspect(name, (e) => e.inspect(expr));
-  }
-
-  isComplete(name: string, code: string): Promise<Completeness> {
-    return this.#introspect(name, (e) => e.isComplete(code));
+  /** One of the kernel's commands (variables, files, completion...), swapping the machine in if needed. */
+  kernel<Op extends KernelOp>(name: string, op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>> {
+    return this.#introspect(name, (e) => e.command(op, args), changesState(op));
   }
 
   /** Saves every warm machine, stops all engines and releases the data dir. */

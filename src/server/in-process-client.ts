@@ -1,6 +1,6 @@
 import type { PerennialClient, RunOptions } from '../client/perennial-client.ts';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import type { NewMachineOptions } from '../shared/requests.ts';
+import { MAX_FILE_BYTES, type NewMachineOptions } from '../shared/requests.ts';
 import type { MachineEvent } from '../shared/types.ts';
 import { localAccount, toForeverVMError } from './forevervm-api.ts';
 import { statusReport, toMachineEvent } from './perennial-api.ts';
@@ -21,13 +21,13 @@ export class InProcessClient implements PerennialClient {
   delete = (name: string) => this.#answer(() => this.manager.delete(name));
   run = (name: string, code: string, options: RunOptions = {}) => this.#answer(() => this.manager.run(name, code, options));
   interrupt = (name: string) => this.#answer(() => this.manager.interrupt(name));
-  variables = (name: string) => this.#answer(() => this.manager.variables(name));
-  variable = (name: string, variable: string) => this.#answer(() => this.manager.variable(name, variable));
+  variables = (name: string) => this.#answer(() => this.manager.kernel(name, 'variables', {}));
+  variable = (name: string, variable: string) => this.#answer(() => this.manager.kernel(name, 'variable', { name: variable }));
   history = (name: string, last?: number) => this.#answer(() => this.manager.history(name, last));
   installPackages = (name: string, packages: string[]) => this.#answer(() => this.manager.installPackages(name, packages));
-  listFiles = (name: string, path = '') => this.#answer(() => this.manager.listFiles(name, path));
-  readFile = (name: string, path: string) => this.#answer(() => this.manager.readFile(name, path));
-  isComplete = (name: string, code: string) => this.#answer(() => this.manager.isComplete(name, code));
+  listFiles = (name: string, path = '') => this.#answer(() => this.manager.kernel(name, 'list_files', { path }));
+  readFile = (name: string, path: string) => this.#answer(() => this.manager.kernel(name, 'read_file', { path, limit: MAX_FILE_BYTES }));
+  isComplete = (name: string, code: string) => this.#answer(() => this.manager.kernel(name, 'is_complete', { code }));
 
   swap(name: string) {
     return this.#answer(async () => {
@@ -37,7 +37,7 @@ export class InProcessClient implements PerennialClient {
   }
 
   writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8') {
-    return this.#answer(() => this.manager.writeFile(name, path, encoding === 'utf8' ? Buffer.from(content, 'utf8').toString('base64') : content));
+    return this.#answer(() => this.manager.kernel(name, 'write_file', { path, content: encoding === 'utf8' ? Buffer.from(content, 'utf8').toString('base64') : content }));
   }
 
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {

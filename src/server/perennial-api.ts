@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { CodeBody, FilePath, HistoryLast, InvalidRequestError, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
+import { CodeBody, FilePath, HistoryLast, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
 import type {
   DeleteResponse,
   HistoryResponse,
@@ -76,12 +76,12 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/variables$/,
-      async (_req, res, [raw]) => sendJson(res, 200, { variables: await manager.variables(machineName(raw!)) } satisfies VariablesResponse),
+      async (_req, res, [raw]) => sendJson(res, 200, { variables: await manager.kernel(machineName(raw!), 'variables', {}) } satisfies VariablesResponse),
     ],
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/variables\/([^/]+)$/,
-      async (_req, res, [raw, variable]) => sendJson(res, 200, await manager.variable(machineName(raw!), decodeURIComponent(variable!))),
+      async (_req, res, [raw, variable]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'variable', { name: decodeURIComponent(variable!) })),
     ],
     [
       'GET',
@@ -105,14 +105,14 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       /^\/v1\/machine\/([^/]+)\/is-complete$/,
       async (req, res, [raw]) => {
         const { code } = parseRequest(CodeBody, await readJson(req));
-        sendJson(res, 200, { status: await manager.isComplete(machineName(raw!), code) } satisfies IsCompleteResponse);
+        sendJson(res, 200, { status: await manager.kernel(machineName(raw!), 'is_complete', { code }) } satisfies IsCompleteResponse);
       },
     ],
-    ['GET', /^\/v1\/machine\/([^/]+)\/files$/, async (req, res, [raw]) => sendJson(res, 200, await manager.listFiles(machineName(raw!), query(req.url, 'path') ?? ''))],
+    ['GET', /^\/v1\/machine\/([^/]+)\/files$/, async (req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'list_files', { path: query(req.url, 'path') ?? '' }))],
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/files\/content$/,
-      async (req, res, [raw]) => sendJson(res, 200, await manager.readFile(machineName(raw!), parseRequest(FilePath, query(req.url, 'path')))),
+      async (req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'read_file', { path: parseRequest(FilePath, query(req.url, 'path')), limit: MAX_FILE_BYTES })),
     ],
     [
       'PUT',
@@ -120,7 +120,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       async (req, res, [raw]) => {
         const body = parseRequest(WriteFileBody, await readJson(req));
         const content = body.encoding === 'utf8' ? Buffer.from(body.content, 'utf8').toString('base64') : body.content;
-        sendJson(res, 200, await manager.writeFile(machineName(raw!), body.path, content));
+        sendJson(res, 200, await manager.kernel(machineName(raw!), 'write_file', { path: body.path, content }));
       },
     ],
     ['GET', /^\/v1\/status$/, async (_req, res) => sendJson(res, 200, statusReport(manager))],

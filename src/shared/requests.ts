@@ -51,6 +51,8 @@ export const MemoryMb = z
   .describe('Memory cap in MiB (64 to 1048576)');
 /** The longest an instruction may be given: a day. */
 export const TimeoutSeconds = z.number().positive('a timeout is above 0 seconds').max(24 * 3600, 'a timeout is at most 86400 seconds (a day)');
+/** Largest file read from a machine at once. */
+export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** A file path inside a machine. */
 export const FilePath = z.string().min(1).max(4096);
 export const VariableName = z.string().min(1).max(256);

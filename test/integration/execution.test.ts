@@ -161,7 +161,7 @@ for (const engine of ENGINES_UNDER_TEST) {
 
     it('lists variables, shows one, completes names and inspects objects', async () => {
       await run(manager, name, 'numbers = list(range(1000))\ngreeting = "hi"\ndef greet(who: str, punct="!") -> str:\n    "Say hello."\n    return f"{greeting} {who}{punct}"');
-      const variables = await manager.variables(name);
+      const variables = await manager.kernel(name, 'variables', {});
       const byName = new Map(variables.map((v) => [v.name, v]));
       assert.deepEqual(byName.get('numbers'), { name: 'numbers', type: 'list', repr: byName.get('numbers')!.repr, size: 1000 });
       assert.ok(byName.get('numbers')!.repr.length <= 200);
@@ -169,18 +169,18 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(byName.get('greet')?.type, 'function');
       assert.ok(!byName.has('math'), 'modules are not variables');
       assert.ok(![...byName.keys()].some((n) => n.startsWith('__')));
-      const detail = await manager.variable(name, 'numbers');
+      const detail = await manager.kernel(name, 'variable', { name: 'numbers' });
       assert.equal(detail.truncated, false);
       assert.ok(detail.repr.includes('999'));
-      await assert.rejects(manager.variable(name, 'missing'), /no variable named 'missing'/);
-      assert.ok((await manager.complete(name, 'gree')).includes('greet('));
-      assert.ok((await manager.complete(name, 'greeting.up')).includes('greeting.upper()'), 'no-argument methods complete with ()');
-      const info = await manager.inspect(name, 'greet');
+      await assert.rejects(manager.kernel(name, 'variable', { name: 'missing' }), /no variable named 'missing'/);
+      assert.ok((await manager.kernel(name, 'complete', { text: 'gree' })).includes('greet('));
+      assert.ok((await manager.kernel(name, 'complete', { text: 'greeting.up' })).includes('greeting.upper()'), 'no-argument methods complete with ()');
+      const info = await manager.kernel(name, 'inspect', { expr: 'greet' });
       assert.equal(info.signature, "(who: str, punct='!') -> str");
       assert.equal(info.doc, 'Say hello.');
-      await assert.rejects(manager.inspect(name, 'greet()'), /not a dotted name/);
-      assert.equal(await manager.isComplete(name, 'def f():'), 'incomplete');
-      assert.equal(await manager.isComplete(name, 'x = 1'), 'complete');
+      await assert.rejects(manager.kernel(name, 'inspect', { expr: 'greet()' }), /not a dotted name/);
+      assert.equal(await manager.kernel(name, 'is_complete', { code: 'def f():' }), 'incomplete');
+      assert.equal(await manager.kernel(name, 'is_complete', { code: 'x = 1' }), 'complete');
     });
 
     it('turns an allocation beyond memory_mb into MemoryError; the machine lives', async () => {

@@ -3,12 +3,12 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
-import type { ExecResult, FileContent, FileListing, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
+import type { ExecResult } from '../../shared/types.ts';
+import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
   EngineExitedError,
   EngineStartError,
   KernelCommandError,
-  type CodeCompleteness,
   type Engine,
   type EngineExit,
   type EngineOptions,
@@ -140,9 +140,8 @@ export class PythonEngine implements Engine {
     await ready;
   }
 
-  async restore(snapshotPath: string): Promise<LostItem[]> {
-    const report = (await this.#call('restore', { path: snapshotPath })) as { lost: LostItem[] };
-    return report.lost;
+  async restore(snapshotPath: string): Promise<void> {
+    await this.#call('restore', { path: snapshotPath });
   }
 
   async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
@@ -159,24 +158,8 @@ export class PythonEngine implements Engine {
     if (this.#child && !this.#exit) this.#child.kill('SIGINT');
   }
 
-  variables(): Promise<VariableSummary[]> {
-    return this.#call('variables', {}) as Promise<VariableSummary[]>;
-  }
-
-  variable(name: string): Promise<VariableDetail> {
-    return this.#call('variable', { name }) as Promise<VariableDetail>;
-  }
-
-  complete(text: string): Promise<string[]> {
-    return this.#call('complete', { text }) as Promise<string[]>;
-  }
-
-  inspect(expr: string): Promise<ObjectInfo> {
-    return this.#call('inspect', { expr }) as Promise<ObjectInfo>;
-  }
-
-  isComplete(code: string): Promise<CodeCompleteness> {
-    return this.#call('is_complete', { code }) as Promise<CodeCompleteness>;
+  command<Op extends KernelOp>(op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>> {
+    return this.#call(op, args) as Promise<KernelResult<Op>>;
   }
 
   /** Runs pip of the machine's interpreter: the packages go into the user's environment. */
@@ -195,18 +178,6 @@ export class PythonEngine implements Engine {
     if (code !== 0) throw new KernelCommandError(`pip install failed (exit ${code}): ${output.trim().split('\n').slice(-5).join('\n')}`);
     await this.#call('refresh_imports', {});
     return output.trim().split('\n').filter((l) => l.startsWith('Successfully installed')).join('\n') || packages.join(', ');
-  }
-
-  listFiles(path: string): Promise<FileListing> {
-    return this.#call('list_files', { path }) as Promise<FileListing>;
-  }
-
-  readFile(path: string, limit: number): Promise<FileContent> {
-    return this.#call('read_file', { path, limit }) as Promise<FileContent>;
-  }
-
-  writeFile(path: string, content: string): Promise<{ path: string; size: number }> {
-    return this.#call('write_file', { path, content }) as Promise<{ path: string; size: number }>;
   }
 
   snapshot(path: string): Promise<SnapshotReport> {

@@ -1,6 +1,7 @@
 import { open, readFile } from 'node:fs/promises';
-import type { ExecResult, FileContent, FileListing, LostItem, ObjectInfo, VariableDetail, VariableSummary } from '../../shared/types.ts';
-import type { CodeCompleteness, Engine, EngineExit, EngineOptions, OutputListener, SnapshotReport } from '../engine.ts';
+import type { ExecResult } from '../../shared/types.ts';
+import type { Engine, EngineExit, EngineOptions, OutputListener, SnapshotReport } from '../engine.ts';
+import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
 import type { SandboxProcess } from './sandbox-process.ts';
@@ -37,11 +38,9 @@ export class SandboxEngine implements Engine {
     // Nothing to do yet: whether the machine is fresh or restored is known at the next call.
   }
 
-  async restore(snapshotPath: string): Promise<LostItem[]> {
+  async restore(snapshotPath: string): Promise<void> {
     this.#attach(this.runtime.restore(this.#placement, this.#config, new Uint8Array(await readFile(snapshotPath))));
     await this.#process;
-    // What the snapshot could not carry is reported by the kernel with the next result.
-    return [];
   }
 
   async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
@@ -77,36 +76,8 @@ export class SandboxEngine implements Engine {
     void this.#process?.then((process) => process.interrupt(), () => {});
   }
 
-  async variables(): Promise<VariableSummary[]> {
-    return (await (await this.#loaded()).call('variables', {})) as VariableSummary[];
-  }
-
-  async variable(name: string): Promise<VariableDetail> {
-    return (await (await this.#loaded()).call('variable', { name })) as VariableDetail;
-  }
-
-  async complete(text: string): Promise<string[]> {
-    return (await (await this.#loaded()).call('complete', { text })) as string[];
-  }
-
-  async inspect(expr: string): Promise<ObjectInfo> {
-    return (await (await this.#loaded()).call('inspect', { expr })) as ObjectInfo;
-  }
-
-  async isComplete(code: string): Promise<CodeCompleteness> {
-    return (await (await this.#loaded()).call('is_complete', { code })) as CodeCompleteness;
-  }
-
-  async listFiles(path: string): Promise<FileListing> {
-    return (await (await this.#loaded()).call('list_files', { path })) as FileListing;
-  }
-
-  async readFile(path: string, limit: number): Promise<FileContent> {
-    return (await (await this.#loaded()).call('read_file', { path, limit })) as FileContent;
-  }
-
-  async writeFile(path: string, content: string): Promise<{ path: string; size: number }> {
-    return (await (await this.#loaded()).call('write_file', { path, content })) as { path: string; size: number };
+  async command<Op extends KernelOp>(op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>> {
+    return (await (await this.#loaded()).call(op, args)) as KernelResult<Op>;
   }
 
   async snapshot(path: string): Promise<SnapshotReport> {

@@ -1,0 +1,31 @@
+import type { Completeness, FileContent, FileListing, ObjectInfo, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+
+/**
+ * The kernel's commands that every engine passes straight through (`_command_handlers` in
+ * perennial_kernel.py), each with its arguments and its answer. A new command is added in the
+ * kernel, here, and where it is used; the engines and the machine manager carry it as it is.
+ */
+export interface KernelCommands {
+  variables: { args: Record<string, never>; result: VariableSummary[] };
+  variable: { args: { name: string }; result: VariableDetail };
+  complete: { args: { text: string }; result: string[] };
+  inspect: { args: { expr: string }; result: ObjectInfo };
+  is_complete: { args: { code: string }; result: Completeness };
+  /** A folder inside the machine; its working directory when `path` is empty. */
+  list_files: { args: { path: string }; result: FileListing };
+  /** At most `limit` bytes; a larger file is an error. */
+  read_file: { args: { path: string; limit: number }; result: FileContent };
+  /** `content` is base64. */
+  write_file: { args: { path: string; content: string }; result: WrittenFile };
+}
+
+export type KernelOp = keyof KernelCommands;
+export type KernelArgs<Op extends KernelOp> = KernelCommands[Op]['args'];
+export type KernelResult<Op extends KernelOp> = KernelCommands[Op]['result'];
+
+/** The commands after which the machine has something new to save. */
+const CHANGES_STATE: ReadonlySet<KernelOp> = new Set<KernelOp>(['write_file']);
+
+export function changesState(op: KernelOp): boolean {
+  return CHANGES_STATE.has(op);
+}
