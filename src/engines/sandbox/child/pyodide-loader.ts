@@ -1,0 +1,289 @@
+/**
+ * How a sandbox worker gets its one Pyodide machine: booted cold (once per version, to make the
+ * base image), or restored from a memory snapshot, sent whole or as a patch on a base snapshot.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { applyMemoryPatch, heapOffset, patchedSnapshot, writePatchedHeap } from '../memory-patch.ts';
+import type { BaseFile, LoadImage } from '../protocol.ts';
+import type { MemoryAccess } from './dead-memory.ts';
+import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
+import { withDynlibReplay, type EmscriptenModule } from './dynlibs.ts';
+import { restoreFiles, type EmscriptenFS } from './fs-archive.ts';
+import { importedMemoryMinimum } from './wasm-imports.ts';
+
+/** The parts of the Pyodide API the worker uses. */
+export interface Pyodide {
+  version: string;
+  FS: EmscriptenFS;
+  loadedPackages: Record<string, string>;
+  runPython(code: string): unknown;
+  setStdout(options: { write(buffer: Uint8Array): number }): void;
+  setStderr(options: { write(buffer: Uint8Array): number }): void;
+  setInterruptBuffer(buffer: Int32Array): void;
+  makeMemorySnapshot(options?: { serializer?: (object: unknown) => unknown }): Uint8Array;
+  mountNodeFS(emscriptenPath: string, hostPath: string): void;
+  loadPackage(names: string[], options?: { messageCallback?: (m: string) => void; errorCallback?: (m: string) => void }): Promise<unknown>;
+  _module: EmscriptenModule & MemoryAccess & ProxyAccess & { __hiwire_set(index: number, value: unknown): void };
+  _api: { config: Record<string, unknown>; sitepackages: string; dsodir: string };
+}
+type LoadPyodide = (options: Record<string, unknown>) => Promise<Pyodide>;
+/** Pyodide booted with this worker's options: cold, or from a memory snapshot. */
+type StartPyodide = (snapshot?: Uint8Array) => Promise<Pyodide>;
+/** What `loadPyodide` gets from Emscripten's module factory, before it copies a snapshot in. */
+interface CreatedModule {
+  HEAPU8: Uint8Array;
+  growMemory(bytes: number): number | undefined;
+  API: { restoreSnapshot(snapshot: Uint8Array): unknown };
+}
+type CreateModule = (settings: unknown) => Promise<CreatedModule>;
+/** A Python coroutine as JavaScript sees it: awaitable, and to be destroyed after. */
+export type PyAwaitable = PromiseLike<string> & { destroy(): void };
+
+const KERNEL_DIR = '/opt/perennial';
+/** The machine's home and default working directory. */
+export const HOME = '/home/pyodide';
+
+/**
+ * Pyodide's lock file with only its unvendored standard library modules. Packages are found and
+ * fetched by the host and loaded by path, so Pyodide needs no index of them; and it turns the
+ * index it gets into a Python dict at every restore, which would leave new garbage on the heap,
+ * and so in the next snapshot, at every swap.
+ */
+function stdlibLock(pyodideDir: string): string {
+  const lock = JSON.parse(readFileSync(join(pyodideDir, 'pyodide-lock.json'), 'utf8')) as { packages: Record<string, { package_type?: string }> };
+  lock.packages = Object.fromEntries(Object.entries(lock.packages).filter(([, entry]) => entry.package_type === 'cpython_module'));
+  return JSON.stringify(lock);
+}
+const bootOptions = (pyodideDir: string) => ({ indexURL: pyodideDir + '/', lockFileContents: stdlibLock(pyodideDir), env: { HOME, MPLBACKEND: 'Agg' }, _makeSnapshot: true });
+/** Slot 6 of Pyodide's hiwire table is `loadedPackages`; a snapshot insists that it equals {}. */
+const LOADED_PACKAGES_SLOT = 6;
+
+
+interface BootAhead {
+  instance: Promise<Pyodide>;
+  supply(memory: MachineMemory | null): void;
+}
+
+/** A base's memory read ahead, while the worker waited for its machine. */
+interface Prefetched {
+  path: string;
+  bytes: Uint8Array;
+}
+
+/** What a load is given: the machine's image (none for a cold boot), or the kernel to boot with. */
+export interface LoadRequest {
+  image?: LoadImage;
+  kernelSource?: string;
+  outputLimit: number;
+}
+
+/** Boots or restores a worker's one machine; see `prepare` for what it does before that. */
+export class PyodideLoader {
+  #ahead?: BootAhead;
+  #prefetched?: Prefetched;
+  #base?: BaseFile;
+
+  private constructor(
+    private readonly start: StartPyodide,
+    ahead: BootAhead,
+  ) {
+    this.#ahead = ahead;
+  }
+
+  /**
+   * What does not depend on the machine, done as the worker starts (before its `load` arrives):
+   * - pyodide.asm.js is loaded as a plain script. `loadPyodide` would `import()` it, and Node's ESM
+   *   loader spends ~150 ms detecting the format of this 1 MB file and scanning it for exports;
+   *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
+   * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
+   * - Every module it makes has its proxies followed from the start (see proxy-references.ts).
+   * - Pyodide is booted ahead on that module, to wait for the snapshot (`bootAhead`).
+   */
+  static async prepare(pyodideDir: string): Promise<PyodideLoader> {
+    createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
+    const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
+    const create = scope._createPyodideModule;
+    scope._createPyodideModule = async (settings) => {
+      const module = await create(settings);
+      trackProxies(module as unknown as ProxyAccess);
+      return module;
+    };
+    const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
+    const compiled = await WebAssembly.compile(wasm);
+    const instantiate = WebAssembly.instantiate;
+    WebAssembly.instantiate = function (source: unknown, imports?: Record<string, Record<string, unknown>>) {
+      const isMain = (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) && source.byteLength === wasm.length;
+      if (isMain) return instantiate.call(WebAssembly, compiled, imports).then((instance: unknown) => ({ instance, module: compiled }));
+      return (instantiate as (...args: unknown[]) => unknown).apply(WebAssembly, [source, imports]);
+    } as typeof WebAssembly.instantiate;
+    const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: LoadPyodide };
+    const options = bootOptions(pyodideDir);
+    const start: StartPyodide = (snapshot) => loadPyodide(snapshot ? { ...options, _loadSnapshot: snapshot } : options);
+    return new PyodideLoader(start, bootAhead(start, importedMemoryMinimum(wasm)));
+  }
+
+  /** The base the machine was loaded from: its snapshots are patches on it. */
+  get base(): BaseFile | undefined {
+    return this.#base;
+  }
+
+  /** Reads a base's memory now, while waiting for a machine: a restore from it need not. */
+  prefetch(base: BaseFile): void {
+    try {
+      this.#prefetched = { path: base.path, bytes: readFileSync(base.path) };
+    } catch {
+      // The load reads it again, and says what is wrong.
+    }
+  }
+
+  /** The machine; called once. */
+  async load({ image, kernelSource, outputLimit }: LoadRequest): Promise<Pyodide> {
+    const boot = this.#ahead;
+    if (!boot) throw new Error('this worker has loaded its machine already');
+    this.#ahead = undefined;
+    const memory = image && memoryOf(image, this.#prefetched);
+    this.#prefetched = undefined;
+    if (image && 'base' in image) this.#base = image.base;
+    if (image && memory && !image.meta.dynlibs.length) {
+      boot.supply(memory);
+      return restored(await boot.instance, image);
+    }
+    boot.supply(null);
+    await boot.instance.catch(() => {});
+    if (image && memory) return restoreWithDynlibs(this.start, image, memory.whole());
+    return bootCold(this.start, kernelSource ?? '', outputLimit);
+  }
+}
+
+/** Pyodide reads the snapshot header as 32-bit words; an IPC copy may not be aligned. */
+function aligned(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset % 8 === 0 ? bytes : new Uint8Array(bytes);
+}
+
+const PAGE = 4096;
+
+/**
+ * Copies `source` into the start of the memory, leaving out pages that are zero in both. A page
+ * of wasm memory takes room in the process only once written, and a third of a machine's memory
+ * is zero (most of the 5 MiB C stack, the unused heap).
+ */
+function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
+  const words = new Uint32Array(source.buffer, source.byteOffset, source.length >>> 2);
+  const target = new Uint32Array(memory.buffer, memory.byteOffset, memory.length >>> 2);
+  const zero = (array: Uint32Array, from: number, to: number) => {
+    for (let i = from; i < to; i++) if (array[i]) return false;
+    return true;
+  };
+  const perPage = PAGE >>> 2;
+  for (let from = 0; from < words.length; from += perPage) {
+    const to = Math.min(from + perPage, words.length);
+    if (!zero(words, from, to)) target.set(words.subarray(from, to), from);
+    else if (!zero(target, from, to)) target.fill(0, from, to);
+  }
+  // A length that is not a multiple of 4 leaves its last bytes.
+  const tail = source.length & 3;
+  if (tail) memory.set(source.subarray(source.length - tail), source.length - tail);
+}
+
+/**
+ * A Pyodide instance booted before the snapshot it will hold is known. Instantiating and linking
+ * Emscripten's module is most of a restore (~130 of ~170 ms); it is done here on a placeholder
+ * snapshot of the smallest memory the module accepts. `supply` then grows the memory to the real
+ * snapshot's size and has Pyodide copy it in. `supply(null)` gives the instance up: a cold boot
+ * and a restore that replays side modules take the normal path.
+ */
+function bootAhead(start: StartPyodide, minimumBytes: number): BootAhead {
+  let supply!: (memory: MachineMemory | null) => void;
+  const supplied = new Promise<MachineMemory | null>((resolve) => (supply = resolve));
+  const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
+  const create = scope._createPyodideModule;
+  scope._createPyodideModule = async (settings) => {
+    scope._createPyodideModule = create;
+    const module = await create(settings);
+    const machine = await supplied;
+    if (!machine) throw new Error('the instance booted ahead was not needed');
+    const { heapLength } = machine;
+    if (heapLength > module.HEAPU8.length && !module.growMemory(heapLength)) throw new Error(`could not grow the memory to the snapshot's ${heapLength} bytes`);
+    // Called once, right after this; the machine must not keep the snapshot alive after.
+    const restoreSnapshot = module.API.restoreSnapshot;
+    module.API.restoreSnapshot = () => {
+      module.API.restoreSnapshot = restoreSnapshot;
+      // Pyodide takes its state from the header; the heap is written here.
+      const state = restoreSnapshot(machine.header);
+      machine.writeHeap(module.HEAPU8);
+      return state;
+    };
+    return module;
+  };
+  const instance = start(new Uint8Array(minimumBytes));
+  instance.catch(() => {});
+  return { instance, supply };
+}
+
+/** A new machine from nothing: a few seconds, done once per version to make the base image. */
+async function bootCold(start: StartPyodide, kernelSource: string, outputLimit: number): Promise<Pyodide> {
+  const instance = await start();
+  instance.FS.mkdirTree(KERNEL_DIR);
+  instance.FS.writeFile(`${KERNEL_DIR}/perennial_kernel.py`, new TextEncoder().encode(kernelSource));
+  instance.runPython(
+    `import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport perennial_kernel\nsys.path.remove(${JSON.stringify(KERNEL_DIR)})\nperennial_kernel.start_emscripten(${outputLimit})`,
+  );
+  return instance;
+}
+
+/**
+ * A machine's memory as it arrives: its snapshot's header, the length of its heap, how to write
+ * the heap into an instance's memory, and the whole snapshot for the paths that need one.
+ */
+interface MachineMemory {
+  header: Uint8Array;
+  heapLength: number;
+  writeHeap(memory: Uint8Array): void;
+  whole(): Uint8Array;
+}
+
+/** The memory of an image as loaded: sent whole, or a patch on a base snapshot file. */
+function memoryOf(image: LoadImage, prefetched: Prefetched | undefined): MachineMemory {
+  if ('snapshot' in image) {
+    const snapshot = aligned(image.snapshot);
+    const start = heapOffset(snapshot);
+    return { header: snapshot.slice(0, start), heapLength: snapshot.length - start, writeHeap: (memory) => copyTouchingLess(memory, snapshot.subarray(start)), whole: () => snapshot };
+  }
+  const { patch, base: file } = image;
+  const base = prefetched?.path === file.path ? prefetched.bytes : readFileSync(file.path);
+  const { length, header } = patchedSnapshot(patch);
+  const heapLength = length - header.length;
+  return {
+    header,
+    heapLength,
+    // Past the base's heap, a grown memory is zero, as the patch expects.
+    writeHeap: (memory) => writePatchedHeap(patch, base, memory.subarray(0, heapLength), copyTouchingLess),
+    whole: () => applyMemoryPatch(patch, base),
+  };
+}
+
+/** A machine with side modules: they are loaded again at their places before the heap is copied in. */
+async function restoreWithDynlibs(start: StartPyodide, image: LoadImage, snapshot: Uint8Array): Promise<Pyodide> {
+  const instance = await withDynlibReplay(
+    image.meta.dynlibs,
+    snapshot.subarray(heapOffset(snapshot)),
+    image.meta.tableLength,
+    (module) => restoreFiles((module as unknown as { FS: EmscriptenFS }).FS, image.files),
+    () => start(snapshot),
+  );
+  return restored(instance, image, false);
+}
+
+/** What a restore does once the heap is in: files, the packages Pyodide knows of, the kernel. */
+function restored(instance: Pyodide, image: LoadImage, withFiles = true): Pyodide {
+  if (withFiles) restoreFiles(instance.FS, image.files);
+  Object.assign(instance.loadedPackages, image.meta.loadedPackages);
+  instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
+  releaseProxied(instance._module, image.meta.proxiedObjects ?? []);
+  instance.runPython('import perennial_kernel\nperennial_kernel._DRIVER.after_restore()');
+  return instance;
+}
+
