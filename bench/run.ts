@@ -1,12 +1,13 @@
 /**
- * `npm run bench [-- python|sandbox|server]`: prints every benchmark's figures (or the named ones).
+ * `npm run bench [-- python|sandbox|interrupts|server]`: prints every benchmark's figures (or the named ones).
  * Figures go in bench/RESULTS.md.
  */
+import { benchInterrupts } from './interrupts.ts';
 import { benchPythonEngine } from './python-engine.ts';
 import { benchSandboxEngine } from './sandbox-engine.ts';
 import { benchServer } from './server.ts';
 
-const suites: Record<string, () => Promise<void>> = { python: benchPythonEngine, sandbox: benchSandboxEngine, server: benchServer };
+const suites: Record<string, () => Promise<void>> = { python: benchPythonEngine, sandbox: benchSandboxEngine, interrupts: benchInterrupts, server: benchServer };
 const chosen = process.argv.slice(2).filter((a) => a in suites);
 
 console.log(`Perennial benchmarks — node ${process.version}, ${new Date().toISOString()}`);

@@ -60,6 +60,9 @@ class OutputSink:
         self._dropped_stream = "stdout"
         self._last_flush = time.monotonic()
         self.wake = threading.Event()
+        # Text waits to be sent with what follows only where a thread sends it after a pause;
+        # without one (Pyodide), what a cell prints before a long computation would wait for its end.
+        self.coalesce = True
 
     def reset(self):
         with self._lock:
@@ -82,6 +85,9 @@ class OutputSink:
                 self._dropped_stream = stream
                 size = room
             self._used += size
+            if not self.coalesce:
+                self._send(stream, text)
+                return
             if self._pending and self._pending[0] != stream:
                 self._flush_locked()
             if not self._pending:
@@ -1271,6 +1277,8 @@ class EmscriptenDriver:
         self.installable = frozenset()
         self.installable_id = None
         self.snapshot_lost = []
+        # Each write leaves at once; the sandbox process gathers them before they cross to the host.
+        self.kernel.sink.coalesce = False
         _install_interrupt_handler(self.kernel)
         time.sleep = _sliced_sleep(time.sleep, self.kernel)
 

@@ -224,8 +224,8 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.ok(machine);
     const shared = await cli(['exec', '-m', machine, 'twice(4)']);
     assert.equal(shared.stdout, '8\n', 'another command sees what the REPL defined');
-    send('import time; time.sleep(60)');
-    await new Promise((r) => setTimeout(r, 500));
+    send('print("sleeping"); import time; time.sleep(60)');
+    await eventually(() => stdout.includes('sleeping\n'), 10_000, 'the cell to run');
     child.kill('SIGINT');
     await eventually(() => stderr.includes('KeyboardInterrupt'), 10_000, 'the interrupt');
     send('twice("ab")');

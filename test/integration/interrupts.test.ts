@@ -25,32 +25,33 @@ for (const engine of ENGINES_UNDER_TEST) {
       name = await machineWithState();
     });
 
+    // How soon a timeout or an interrupt takes effect is measured by `npm run bench` (interrupt latency).
     it('times out a busy loop with "Timed out"; the state stays usable', async () => {
-      const started = Date.now();
       const r = await run(manager, name, 'n = 0\nwhile True:\n    n += 1', 1);
       const error = errorOf(r.result);
       assert.match(error, /^Timed out after 1 s/);
       assert.match(error, /KeyboardInterrupt/);
-      assert.ok(Date.now() - started < 5000);
+      assert.doesNotMatch(error, /did not stop/, 'stopped by the interrupt, not the hard stop');
       assert.equal(valueOf((await run(manager, name, 'kept, n > 0')).result), "('state', True)");
     });
 
     it('times out a sleep', async () => {
-      const started = Date.now();
-      assert.match(errorOf((await run(manager, name, 'import time\ntime.sleep(30)', 1)).result), /Timed out/);
-      assert.ok(Date.now() - started < 5000);
+      const error = errorOf((await run(manager, name, 'import time\ntime.sleep(30)', 1)).result);
+      assert.match(error, /^Timed out after 1 s/);
+      assert.doesNotMatch(error, /did not stop/, 'stopped by the interrupt, not the hard stop');
     });
 
     it('interrupts a running instruction on request; the namespace is intact', async () => {
-      const { seq, done } = manager.exec(name, 'import time\nfor i in range(300):\n    time.sleep(0.1)');
-      await eventually(() => manager.get(name).state === 'busy', 5000, 'busy');
-      await new Promise((r) => setTimeout(r, 200));
+      const { seq, done } = manager.exec(name, 'import time\nfor i in range(300):\n    print(i)\n    time.sleep(0.1)');
+      await new Promise<void>((looping) => void manager.follow(name, seq, (c) => c.data === '1' && looping()));
       assert.deepEqual(manager.interrupt(name), { cancelled: 0, interrupted: true });
       const error = errorOf(await done);
       assert.match(error, /KeyboardInterrupt$/);
       assert.doesNotMatch(error, /Timed out/);
       assert.doesNotMatch(error, /perennial_kernel/, 'no kernel frames, not even the interrupt handler');
-      assert.ok(seq >= 0);
+      const [entry] = await manager.history(name, 1);
+      assert.equal(entry!.seq, seq, 'the interrupted instruction is in the history under its seq');
+      assert.match(errorOf(entry!.result!), /KeyboardInterrupt$/);
       assert.equal(valueOf((await run(manager, name, 'kept, i < 299')).result), "('state', True)");
     });
 
@@ -64,18 +65,21 @@ def slow_callback(ref):
     while time.perf_counter() - started < 0.2:
         pass
 refs = []
+print("collecting")
 while True:
     garbage = Cyclic()
     garbage.me = garbage
     refs.append(weakref.ref(garbage, slow_callback))
     del garbage
     gc.collect()`;
-      const { done } = manager.exec(name, code);
+      const { seq, done } = manager.exec(name, code);
       const chunks: string[] = [];
-      const seq = manager.get(name).nextSeq - 1;
-      void manager.follow(name, seq, (c) => chunks.push(c.data));
-      await eventually(() => manager.get(name).state === 'busy', 5000, 'busy');
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise<void>((collecting) =>
+        void manager.follow(name, seq, (c) => {
+          chunks.push(c.data);
+          if (c.data === 'collecting') collecting();
+        }),
+      );
       manager.interrupt(name);
       const error = errorOf(await done);
       assert.match(error, /KeyboardInterrupt$/);

@@ -7,7 +7,10 @@
  */
 import './harden.ts';
 import { Worker } from 'node:worker_threads';
+import { setTimeout as delay } from 'node:timers/promises';
+import { TextDecoder } from 'node:util';
 import type { ChildMessage, HostMessage } from '../protocol.ts';
+import { OutputRing, type RingStream } from './output-ring.ts';
 
 const [pyodideDir] = process.argv.slice(2);
 if (!process.send || !pyodideDir) {
@@ -15,6 +18,24 @@ if (!process.send || !pyodideDir) {
   process.exit(2);
 }
 const send = (message: ChildMessage) => process.send!(message);
+
+/** How long output is gathered after a first write, so that a burst of prints crosses in one message. */
+const OUTPUT_GATHER_MS = 10;
+
+/** Sends what the worker printed since the last time, a message per run of one stream. */
+function sendOutput(ring: OutputRing, decoders: Record<RingStream, TextDecoder>): void {
+  let pending: Extract<ChildMessage, { type: 'out' }> | undefined;
+  for (const { stream, bytes } of ring.take()) {
+    const text = decoders[stream].decode(bytes, { stream: true });
+    if (pending?.stream === stream) pending.text += text;
+    else {
+      if (pending) send(pending);
+      pending = { type: 'out', stream, text };
+    }
+  }
+  if (pending) send(pending);
+}
+
 const interruptBuffer = new Int32Array(new SharedArrayBuffer(4));
 /** The worker of the machine loaded now. */
 let worker: Worker | undefined;
@@ -22,20 +43,37 @@ let worker: Worker | undefined;
 let ahead: Worker | undefined;
 
 function startWorker(): Worker {
+  const ring = OutputRing.create();
+  const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
   const next = new Worker(new URL('./worker.js', import.meta.url), {
-    workerData: { pyodideDir, interruptBuffer },
+    workerData: { pyodideDir, interruptBuffer, output: ring.shared },
     // Python reaching the JS heap through `js` must not take the process down with it.
     resourceLimits: { maxOldGenerationSizeMb: 512 },
   });
+  // Whatever the worker says, it says after what it printed before.
+  const output = () => next === worker && sendOutput(ring, decoders);
   next.on('message', (message: ChildMessage) => {
-    if (next === worker) send(message);
+    if (next !== worker) return;
+    output();
+    send(message);
   });
   next.on('error', (error) => {
+    output();
     if (worker === next) fail(`the Python worker failed: ${error.message}`);
   });
   next.on('exit', (code) => {
+    output();
+    ring.close();
     if (worker === next) fail(`the Python worker exited with code ${code}`);
   });
+  // Read while the worker runs Python: that is when it cannot send anything itself.
+  void (async () => {
+    while (!ring.closed) {
+      await ring.written();
+      await delay(OUTPUT_GATHER_MS);
+      output();
+    }
+  })();
   return next;
 }
 

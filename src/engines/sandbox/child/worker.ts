@@ -11,12 +11,15 @@ import { blankDeadMemory, memoryLayout, type MemoryLayout } from './dead-memory.
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles } from './fs-archive.ts';
+import { OutputRing } from './output-ring.ts';
 import { HOME, PyodideLoader, type PyAwaitable, type Pyodide } from './pyodide-loader.ts';
 
 /** The kernel's command entry point, as JavaScript holds it. */
 type DriverCall = ((op: string, args: string) => string | PyAwaitable) & { destroy(): void };
 
-const { pyodideDir, interruptBuffer } = workerData as { pyodideDir: string; interruptBuffer: Int32Array };
+const { pyodideDir, interruptBuffer, output } = workerData as { pyodideDir: string; interruptBuffer: Int32Array; output: SharedArrayBuffer };
+/** What the machine prints, read by the main thread even while Python runs. */
+const printed = new OutputRing(output);
 const port = parentPort!;
 // Started with the worker, before its `load` arrives.
 const loader = PyodideLoader.prepare(pyodideDir);
@@ -56,10 +59,9 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
 
 /** What every boot needs again: streams, the interrupt buffer, the workspace mount. */
 function connect(instance: Pyodide, config: MachineConfig): DriverCall {
-  const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
   const writer = (stream: 'stdout' | 'stderr') => ({
     write(buffer: Uint8Array): number {
-      post({ type: 'out', stream, text: decoders[stream].decode(buffer, { stream: true }) });
+      printed.write(stream, buffer);
       return buffer.length;
     },
   });
