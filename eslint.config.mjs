@@ -7,16 +7,17 @@ import tseslint from 'typescript-eslint';
  * block's `no-restricted-imports` replaces an earlier one's for the same files.
  */
 const ALL_LAYERS = ['platform', 'shared', 'kernel', 'engines', 'machines', 'server', 'client', 'mcp', 'cli', 'extension'];
-const restrict = (files, { mayImport, vscode = false }) => ({
+const restrict = (files, { mayImport, typesOf = [], vscode = false }) => ({
   files,
   rules: {
-    'no-restricted-imports': [
+    '@typescript-eslint/no-restricted-imports': [
       'error',
       {
         paths: vscode ? [] : [{ name: 'vscode', message: 'vscode may be imported only under src/extension/.' }],
         patterns: ALL_LAYERS.filter((layer) => !mayImport.includes(layer)).map((layer) => ({
           regex: `^\\.\\.?/(\\.\\./)*${layer}/`,
-          message: `This layer may not import from src/${layer}/ (see ARCHITECTURE.md).`,
+          message: `This layer may not import from src/${layer}/${typesOf.includes(layer) ? ' but types' : ''} (see ARCHITECTURE.md).`,
+          allowTypeImports: typesOf.includes(layer),
         })),
       },
     ],
@@ -41,7 +42,8 @@ export default tseslint.config(
   restrict(['src/engines/**'], { mayImport: ['platform', 'shared', 'kernel', 'engines'] }),
   restrict(['src/machines/**'], { mayImport: ['platform', 'shared', 'engines', 'machines'] }),
   restrict(['src/client/**', 'src/mcp/**'], { mayImport: ['platform', 'shared', 'client', 'mcp'] }),
-  restrict(['src/server/**'], { mayImport: ['platform', 'shared', 'machines', 'server', 'client', 'mcp'] }),
+  // The server implements the client interface in process; it never calls a server itself.
+  restrict(['src/server/**'], { mayImport: ['platform', 'shared', 'machines', 'server', 'mcp'], typesOf: ['client'] }),
   restrict(['src/cli/**'], { mayImport: ['platform', 'shared', 'server', 'client', 'mcp', 'cli'] }),
   restrict(['src/extension/**', 'test/e2e/**'], { mayImport: ['platform', 'shared', 'client', 'extension'], vscode: true }),
   {
