@@ -71,6 +71,7 @@ function buildProgram(): Command {
     )
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .option('--idle-seconds <seconds>', 'swap a machine out after this long without instructions (default 300)', positiveNumber)
+    .option('--pool-idle-seconds <seconds>', 'stop the sandbox processes kept ready after this long without a sandbox machine made or swapped in (default 300)', positiveNumber)
     .action((options) => serveCommand(context(), options));
 
   program

@@ -27,11 +27,13 @@ export interface EngineSetOptions {
   dataDir: string;
   /** Sandbox processes kept ready with a fresh machine. Default 1. */
   sandboxPoolSize?: number;
+  /** The sandbox pools are emptied after this long without a sandbox machine made or swapped in. */
+  sandboxPoolIdleSeconds?: number;
 }
 
 export function openEngines(options: EngineSetOptions): EngineSet {
   let runtime: SandboxRuntime | undefined;
-  const sandbox = () => (runtime ??= new SandboxRuntime({ cacheDir: join(options.dataDir, 'engines', 'sandbox'), poolSize: options.sandboxPoolSize }));
+  const sandbox = () => (runtime ??= new SandboxRuntime({ cacheDir: join(options.dataDir, 'engines', 'sandbox'), poolSize: options.sandboxPoolSize, poolIdleSeconds: options.sandboxPoolIdleSeconds }));
   const sandboxProblem = sandboxUnavailable();
   return {
     factories: {
@@ -46,8 +48,9 @@ export function openEngines(options: EngineSetOptions): EngineSet {
           available: !sandboxProblem,
           detail: sandboxProblem ?? `Pyodide ${pyodideVersion()}, ${isolation!.bubblewrap ? 'bubblewrap + ' : ''}Node permission model`,
           warning: isolation?.warning ?? null,
+          ready: runtime?.pooled ?? 0,
         },
-        { name: 'python', available: true, detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`, warning: null },
+        { name: 'python', available: true, detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`, warning: null, ready: 0 },
       ];
     },
     prewarm() {

@@ -40,6 +40,8 @@ export interface MachineManagerOptions {
   interruptGraceMs?: number;
   /** Quiet time before a changed machine is checkpointed. Default 1000 ms. */
   checkpointDelayMs?: number;
+  /** Sandbox processes are kept ready for this long after a sandbox machine was last made or swapped in. Default 300 s. */
+  poolIdleSeconds?: number;
   /** The engines; default the built-in ones for this data dir. */
   engines?: EngineSet;
 }
@@ -71,7 +73,7 @@ export { InvalidRequestError, MachineGoneError };
  */
 export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly dataDir: string;
-  readonly #options: Required<Omit<MachineManagerOptions, 'engines'>>;
+  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds'>>;
   readonly #engines: EngineSet;
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
@@ -82,7 +84,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   private constructor(options: MachineManagerOptions, store: MachineStore, lock: DataDirLock) {
     super();
     this.dataDir = options.dataDir;
-    this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir });
+    this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir, sandboxPoolIdleSeconds: options.poolIdleSeconds });
     this.#options = {
       dataDir: options.dataDir,
       idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,
@@ -130,7 +132,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#engines.status();
   }
 
-  /** Fills the sandbox pool now, so that the first machine is created fast. */
+  /** Fills the sandbox pools now rather than after the first sandbox machine (they start empty). */
   prewarm(): void {
     this.#engines.prewarm();
   }

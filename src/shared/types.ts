@@ -143,6 +143,8 @@ export interface EngineStatus {
   detail: string;
   /** Something a user of this engine's machines should know (e.g. network isolation is off). */
   warning: string | null;
+  /** Processes kept ready for new and swapped-in machines (the sandbox pools; they start empty). */
+  ready: number;
 }
 
 /** `GET /v1/status`. */

@@ -1,11 +1,36 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
-import { errorOf, managerFixture, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
+import { errorOf, eventually, managerFixture, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+
+/** The sandbox processes this test process started (its descendants running the sandbox controller). */
+function sandboxProcesses(): number[] {
+  const found: number[] = [];
+  const visit = (pid: number) => {
+    let children: number[] = [];
+    try {
+      children = readdirSync(`/proc/${pid}/task`).flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+    } catch {
+      return; // gone meanwhile
+    }
+    for (const child of children) {
+      try {
+        if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('sandbox/controller')) found.push(child);
+      } catch {
+        continue; // gone meanwhile
+      }
+      visit(child);
+    }
+  };
+  visit(process.pid);
+  return found;
+}
 
 /**
  * A real Emscripten side module, assembled by hand: a `dylink.0` section asking for 16 bytes of
@@ -41,6 +66,29 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
     const status = manager.engineStatus().find((e) => e.name === 'sandbox')!;
     assert.equal(status.available, true);
     assert.match(status.detail, /^Pyodide 0\.29\.0, bubblewrap \+ Node permission model$/);
+  });
+
+  it('keeps no process ready until a sandbox machine is made, then fills its pools, and empties them when idle', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    const server = await LocalServer.start({ dataDir: dir, poolIdleSeconds: 2 });
+    const own = server.manager;
+    const ready = () => own.engineStatus().find((e) => e.name === 'sandbox')!.ready;
+    try {
+      assert.equal(ready(), 0);
+      assert.deepEqual(sandboxProcesses(), [], 'a server that has run no sandbox machine runs no sandbox');
+      const first = (await own.create()).name;
+      assert.equal(valueOf((await run(own, first, '6 * 7')).result), '42');
+      await eventually(() => ready() === 2, 60_000, 'the pools to fill');
+      const second = (await own.create()).name;
+      assert.equal(valueOf((await run(own, second, '1 + 1')).result), '2');
+      await own.swap(first);
+      await own.swap(second);
+      await eventually(() => ready() === 0 && sandboxProcesses().length === 0, 60_000, 'the pools to empty once idle');
+      assert.equal(valueOf((await run(own, first, '6 * 7')).result), '42', 'a machine still swaps in, from a new process');
+    } finally {
+      await server.close();
+      await cleanup();
+    }
   });
 
   it('restores exactly: a generator half-way, closures, instances, random state, files written by the code', async () => {

@@ -11,11 +11,13 @@ export interface ServeCommandOptions {
   exitWhenIdle?: number;
   /** Swap a machine out after this many seconds without instructions. */
   idleSeconds?: number;
+  /** Empty the sandbox pools after this many seconds without a sandbox machine made or swapped in. */
+  poolIdleSeconds?: number;
 }
 
 /** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
-  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port, idleSeconds: options.idleSeconds, defaultEngine: options.engine });
+  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port, idleSeconds: options.idleSeconds, poolIdleSeconds: options.poolIdleSeconds, defaultEngine: options.engine });
   ctx.term.err.write(`Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it.\n`);
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);

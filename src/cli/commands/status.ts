@@ -28,7 +28,7 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     `data dir: ${ctx.dataDir}`,
     `machines: ${status.machines.total} (${status.machines.warm} warm, ${status.machines.swapped} swapped)`,
     `default engine: ${status.defaultEngine}`,
-    ...status.engines.map((e) => `engine ${e.name}: ${e.available ? 'available' : 'unavailable'} (${e.detail})${e.warning ? `\n  warning: ${e.warning}` : ''}`),
+    ...status.engines.map((e) => `engine ${e.name}: ${e.available ? 'available' : 'unavailable'} (${e.detail}${e.ready ? `; ${e.ready} processes ready` : ''})${e.warning ? `\n  warning: ${e.warning}` : ''}`),
   ];
   ctx.term.out.write(lines.join('\n') + '\n');
 }

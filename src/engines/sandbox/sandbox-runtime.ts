@@ -7,11 +7,13 @@ import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { encodeImage, readImage, wholeImage } from './machine-image-file.ts';
 import { makeMemoryPatch } from './memory-patch.ts';
-import type { BaseFile, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
+import type { BaseFile, ImageMeta, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
 
+/** How long the pools stay filled after the last sandbox machine was made or swapped in. */
+export const DEFAULT_POOL_IDLE_SECONDS = 300;
 /** Machines in the pool boot with these limits; `configure` sets each machine's own. */
 const POOL_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
 
@@ -23,6 +25,8 @@ export interface SandboxRuntimeOptions {
    * with Pyodide booted ahead (for restores). Default 1.
    */
   poolSize?: number;
+  /** The pools are emptied after this long without a sandbox machine made or swapped in. Default 300 s. */
+  poolIdleSeconds?: number;
   /** Where packages come from; default the lock file Pyodide ships and its public CDN. */
   packageSource?: PackageSource;
 }
@@ -46,10 +50,11 @@ export interface SandboxPlacement {
   workspace?: { hostPath: string; writable: boolean };
 }
 
+/** The base image as the host keeps it: its memory stays in its file, which sandboxes read themselves. */
 interface BaseImage {
   id: string;
-  image: MachineImage;
-  /** Its memory snapshot as a plain file, which sandboxes read themselves rather than get over IPC. */
+  files: Uint8Array;
+  meta: ImageMeta;
   file: BaseFile;
   /** A fresh machine's memory as a patch on the base: its header alone. */
   freshPatch: Uint8Array;
@@ -68,6 +73,8 @@ export class SandboxRuntime {
   readonly pyodideVersion = pyodideVersion();
   readonly #cacheDir: string;
   readonly #poolSize: number;
+  readonly #poolIdleMs: number;
+  #poolIdle?: NodeJS.Timeout;
   readonly #childDir = sandboxChildDir();
   readonly #pyodideDir = pyodideDir();
   /** Base images' memory as plain files, mounted read-only into every sandbox. */
@@ -85,12 +92,18 @@ export class SandboxRuntime {
     this.#cacheDir = options.cacheDir;
     this.#memoryDir = join(options.cacheDir, 'memory');
     this.#poolSize = options.poolSize ?? 1;
+    this.#poolIdleMs = (options.poolIdleSeconds ?? DEFAULT_POOL_IDLE_SECONDS) * 1000;
     this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource ?? defaultPackageSource());
   }
 
-  /** Starts filling the pool now rather than at the first sandbox machine. */
+  /** Starts filling the pools now rather than after the first sandbox machine. */
   prewarm(): void {
     this.#refill();
+  }
+
+  /** Sandbox processes waiting in the pools. */
+  get pooled(): number {
+    return this.#fresh.length + this.#ready.length;
   }
 
   /** A process holding a fresh machine with `config`'s limits. */
@@ -135,10 +148,22 @@ export class SandboxRuntime {
     }
   }
 
+  /** Empties the pools once no sandbox machine has been made or swapped in for a while. */
+  #drainWhenIdle(): void {
+    clearTimeout(this.#poolIdle);
+    this.#poolIdle = setTimeout(() => void this.#drain(), this.#poolIdleMs);
+    this.#poolIdle.unref();
+  }
+
+  async #drain(): Promise<void> {
+    const pooled = [...this.#fresh.splice(0), ...this.#ready.splice(0).map((sandbox) => Promise.resolve(sandbox))];
+    await Promise.all(pooled.map((p) => p.then((sandbox) => sandbox.kill()).catch(() => {})));
+  }
+
   /** The memory snapshot of base image `id`, for decoding deltas. */
   async baseSnapshot(id: string): Promise<Uint8Array> {
     const current = await this.base();
-    if (current.id === id) return current.image.snapshot;
+    if (current.id === id) return new Uint8Array(await readFile(current.file.path));
     // An older base, from before an upgrade of Perennial: machines made then still need it.
     const path = this.#basePath(id);
     const bytes = await readFile(path).catch(() => {
@@ -152,7 +177,7 @@ export class SandboxRuntime {
     const { files, meta } = image;
     if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost);
     const base = await this.base();
-    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, base.image.snapshot), files, meta }, lost);
+    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost);
   }
 
   base(): Promise<BaseImage> {
@@ -163,11 +188,12 @@ export class SandboxRuntime {
 
   async close(): Promise<void> {
     this.#closed = true;
-    const pooled = [...this.#fresh.splice(0), ...this.#ready.splice(0).map((sandbox) => Promise.resolve(sandbox))];
-    await Promise.all(pooled.map((p) => p.then((sandbox) => sandbox.kill()).catch(() => {})));
+    clearTimeout(this.#poolIdle);
+    await this.#drain();
   }
 
   #refill(): void {
+    this.#drainWhenIdle();
     while (!this.#closed && this.#fresh.length < this.#poolSize) {
       const next = this.#freshProcess({ network: false });
       next.catch(() => {});
@@ -203,8 +229,7 @@ export class SandboxRuntime {
     const base = await this.base();
     const sandbox = this.#spawn(placement);
     try {
-      const { files, meta } = base.image;
-      await sandbox.load(config, { image: { patch: base.freshPatch, base: base.file, files, meta } });
+      await sandbox.load(config, { image: { patch: base.freshPatch, base: base.file, files: base.files, meta: base.meta } });
     } catch (error) {
       await sandbox.kill();
       throw error;
@@ -276,7 +301,7 @@ export class SandboxRuntime {
       await mkdir(this.#memoryDir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(snapshotPath, image.snapshot);
     }
-    return { id, image, file: { id, path: snapshotPath }, freshPatch: makeMemoryPatch(new Uint8Array(image.snapshot), image.snapshot) };
+    return { id, files: image.files, meta: image.meta, file: { id, path: snapshotPath }, freshPatch: makeMemoryPatch(new Uint8Array(image.snapshot), image.snapshot) };
   }
 
   #basePath(id: string): string {
