@@ -13,7 +13,7 @@ import { errorOf, eventually, managerFixture, openManager, run, tempDataDir, val
 function sandboxProcesses(): number[] {
   const found: number[] = [];
   const visit = (pid: number) => {
-    let children: number[] = [];
+    let children: number[];
     try {
       children = readdirSync(`/proc/${pid}/task`).flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
     } catch {
