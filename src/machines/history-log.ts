@@ -1,5 +1,5 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import type { ExecResult, HistoryEntry } from '../shared/types.ts';
 
 /** Text kept per stream in the history; the live stream is capped separately. */
@@ -51,26 +51,26 @@ export class HistoryLog {
   }
 
   /** The highest seq recorded, read from the end of the file only. */
-  async lastSeq(): Promise<number> {
-    let handle;
+  lastSeq(): number {
+    let fd: number;
     try {
-      handle = await open(this.path, 'r');
+      fd = openSync(this.path, 'r');
     } catch {
       return -1;
     }
     try {
-      const { size } = await handle.stat();
+      const { size } = fstatSync(fd);
       for (let span = 64 * 1024; ; span *= 4) {
         const start = Math.max(0, size - span);
         const buffer = Buffer.alloc(size - start);
-        await handle.read(buffer, 0, buffer.length, start);
+        readSync(fd, buffer, 0, buffer.length, start);
         const lines = buffer.toString('utf8').split('\n');
         if (start > 0) lines.shift(); // probably cut in the middle
         const seqs = lines.map(parseLine).filter((l) => l !== null).map((l) => l.seq);
         if (seqs.length || start === 0) return seqs.length ? Math.max(...seqs) : -1;
       }
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   }
 

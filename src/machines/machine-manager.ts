@@ -170,10 +170,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   /** Machines carrying every given tag, newest first. */
   list(tags: Record<string, string> = {}): MachineInfo[] {
     const wanted = Object.entries(tags);
+    const warnings = this.#engineWarnings();
     return [...this.#machines.values()]
       .filter((m) => wanted.every(([k, v]) => m.manifest.tags[k] === v))
-      .map((m) => this.#info(m))
-      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.name.localeCompare(a.name));
+      .sort((a, b) => descending(a.manifest.createdAt, b.manifest.createdAt) || descending(a.name, b.name))
+      .map((m) => this.#info(m, warnings));
   }
 
   get(name: string): MachineInfo {
@@ -285,11 +286,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   // ---- internals ------------------------------------------------------------------------------
 
   async #load(): Promise<void> {
-    const { manifests, damaged } = await this.#store.list();
-    for (const manifest of manifests) {
-      manifest.nextSeq = Math.max(manifest.nextSeq, (await this.#store.history(manifest.name).lastSeq()) + 1);
-      this.#adopt(manifest).noteUncleanStop();
-    }
+    const { manifests, damaged } = this.#store.list();
+    for (const manifest of manifests) this.#adopt(manifest).noteUncleanStop();
     for (const entry of damaged) {
       const manifest = await rebuildManifest(this.#store, entry, { engine: this.#options.defaultEngine, memoryMb: DEFAULT_MEMORY_MB });
       this.#adopt(manifest).noteRebuilt();
@@ -298,11 +296,16 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   }
 
   /** A machine's info, with the warnings of its engine. */
-  #info(machine: Machine): MachineInfo {
+  #info(machine: Machine, engineWarnings = this.#engineWarnings()): MachineInfo {
     const info = machine.info();
-    const warning = this.#engines.status().find((e) => e.name === info.engine)?.warning;
+    const warning = engineWarnings.get(info.engine);
     if (warning) info.warnings = [warning, ...info.warnings];
     return info;
+  }
+
+  /** What every machine of an engine should know, by engine. */
+  #engineWarnings(): Map<string, string> {
+    return new Map(this.#engines.status().flatMap((e) => (e.warning ? [[e.name, e.warning] as const] : [])));
   }
 
   #adopt(manifest: MachineManifest): Machine {
@@ -388,6 +391,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   #assertOpen(): void {
     if (this.#closed) throw new Error('The machine manager is closed');
   }
+}
+
+/** For sorting newest first: ISO times and names compare by their characters. */
+function descending(a: string, b: string): number {
+  return a < b ? 1 : a > b ? -1 : 0;
 }
 
 /** 16 random URL-safe characters, as ForeverVM names look. */

@@ -1,4 +1,5 @@
-import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { commitFile, tempPathFor, writeFileAtomic } from '../platform/atomic-file.ts';
@@ -99,34 +100,45 @@ export class MachineStore {
    * missing while a snapshot or history is there. A folder with nothing of a machine (a creation
    * cut short) is left out.
    */
-  async list(): Promise<{ manifests: MachineManifest[]; damaged: DamagedManifest[] }> {
-    const names = await readdir(this.root).catch(() => [] as string[]);
+  /**
+   * Every machine on disk: its manifest, with `nextSeq` past the last instruction its history
+   * holds (a server that stopped uncleanly may not have saved it), or why it cannot be read.
+   * Read with blocking calls: this runs once, before anything is served, and with thousands of
+   * machines a round trip to the thread pool per file is what would take long.
+   */
+  list(): { manifests: MachineManifest[]; damaged: DamagedManifest[] } {
+    const names = existsSync(this.root) ? readdirSync(this.root).filter((name) => !name.startsWith('.')) : [];
     const manifests: MachineManifest[] = [];
     const damaged: DamagedManifest[] = [];
     for (const name of names) {
-      if (name.startsWith('.')) continue;
-      const text = await readFile(this.manifestPath(name), 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : error));
-      if (text === null) {
-        if ((await this.hasSnapshot(name)) || (await this.history(name).lastSeq()) >= 0) damaged.push({ name, reason: 'machine.json is missing' });
-        continue;
-      }
-      if (text instanceof Error) {
-        damaged.push({ name, reason: text.message });
-        continue;
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (error) {
-        damaged.push({ name, reason: `machine.json is not JSON (${(error as Error).message})` });
-        continue;
-      }
-      const manifest = ManifestSchema.safeParse(parsed);
-      if (!manifest.success) damaged.push({ name, reason: `machine.json is not a manifest (${z.prettifyError(manifest.error).replace(/\n/g, '; ')})`, parsed });
-      else if (manifest.data.name !== name) damaged.push({ name, reason: `machine.json names another machine (${manifest.data.name})`, parsed });
-      else manifests.push(manifest.data);
+      const entry = this.#read(name);
+      if ('manifest' in entry) manifests.push(entry.manifest);
+      else if ('damaged' in entry) damaged.push(entry.damaged);
     }
     return { manifests, damaged };
+  }
+
+  #read(name: string): { manifest: MachineManifest } | { damaged: DamagedManifest } | { absent: true } {
+    let text: string | null;
+    try {
+      text = readFileSync(this.manifestPath(name), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return { damaged: { name, reason: (error as Error).message } };
+      text = null;
+    }
+    const lastSeq = this.history(name).lastSeq();
+    if (text === null) return existsSync(this.snapshotPath(name)) || lastSeq >= 0 ? { damaged: { name, reason: 'machine.json is missing' } } : { absent: true };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      return { damaged: { name, reason: `machine.json is not JSON (${(error as Error).message})` } };
+    }
+    const manifest = ManifestSchema.safeParse(parsed);
+    if (!manifest.success) return { damaged: { name, reason: `machine.json is not a manifest (${z.prettifyError(manifest.error).replace(/\n/g, '; ')})`, parsed } };
+    if (manifest.data.name !== name) return { damaged: { name, reason: `machine.json names another machine (${manifest.data.name})`, parsed } };
+    manifest.data.nextSeq = Math.max(manifest.data.nextSeq, lastSeq + 1);
+    return { manifest: manifest.data };
   }
 
   manifestPath(name: string): string {
