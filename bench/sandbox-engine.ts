@@ -2,42 +2,24 @@
  * Sandbox engine figures: create (warm pool and cold), exec p50, swap-out/in, bytes on disk,
  * RSS of a warm machine, and pure-Python speed against the python engine.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEngines } from '../src/engines/index.ts';
 import { MachineManager } from '../src/machines/machine-manager.ts';
-import { kib, median, ms, row, timeIt } from './stats.ts';
+import { kib, median, ms, row, timeIt, treeRss } from './stats.ts';
 
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
 const SAMPLES = 7;
 /** Swap cycles for the on-disk size of a long-lived machine. */
 const LONG_LIFE = 100;
 
-const SPEED = {
+/** Pure-Python work, timed by the kernel's own runtime_ms. */
+export const SPEED = {
   'fib(27)': 'def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(27)',
   'regex on 4 MB': 'import re\ntext = "the quick brown fox jumps over the lazy dog " * 100000\nlen(re.findall(r"\\b\\w{5}\\b", text)), len(re.sub(r"o+", "0", text))',
   'sort 1M floats': 'import random\nrandom.seed(1)\nvalues = [random.random() for _ in range(1_000_000)]\nsorted(values)[0] >= 0',
 };
-
-/** RSS of a process and all its descendants (bwrap, its init, node and its threads), in bytes. */
-function treeRss(pid: number): number {
-  let total = 0;
-  const visit = (p: number) => {
-    try {
-      const status = readFileSync(`/proc/${p}/status`, 'utf8');
-      total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
-      for (const task of readdirSync(`/proc/${p}/task`)) {
-        for (const child of readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) visit(Number(child));
-      }
-    } catch {
-      // gone meanwhile
-    }
-  };
-  visit(pid);
-  return total;
-}
 
 async function openManager(dataDir: string, poolSize: number): Promise<MachineManager> {
   return MachineManager.open({ dataDir, checkpointDelayMs: 600_000, engines: openEngines({ dataDir, sandboxPoolSize: poolSize }) });

@@ -1,4 +1,6 @@
-/** Small helpers the benchmarks share: timing and percentiles. */
+/** Small helpers the benchmarks share: timing, percentiles and memory. */
+import { readdirSync, readFileSync } from 'node:fs';
+
 
 export function percentile(samples: number[], p: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -24,5 +26,23 @@ export function kib(bytes: number): string {
 }
 
 export function row(label: string, ...cells: string[]): void {
-  console.log(`  ${label.padEnd(46)}${cells.map((c) => c.padStart(14)).join('')}`);
+  console.log(`  ${label.padEnd(52)}${cells.map((c) => c.padStart(14)).join('  ')}`);
+}
+
+/** RSS of a process and all its descendants (bwrap, its init, node and its threads), in bytes. */
+export function treeRss(pid: number): number {
+  let total = 0;
+  const visit = (p: number) => {
+    try {
+      const status = readFileSync(`/proc/${p}/status`, 'utf8');
+      total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
+      for (const task of readdirSync(`/proc/${p}/task`)) {
+        for (const child of readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) visit(Number(child));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  };
+  visit(pid);
+  return total;
 }

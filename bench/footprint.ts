@@ -1,0 +1,183 @@
+/**
+ * The footprint table of issue 11, in one run: the idle local server's memory (the built CLI, as
+ * VS Code starts it), a warm trivial sandbox machine's, MCP over Streamable HTTP against the
+ * WebSocket REPL, sandboxed Python against plain Pyodide in this process, and a data dir of
+ * 10,000 machines (create throughput, bytes per machine, server start, full list over HTTP).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { WebSocket } from 'ws';
+import { MachineManager } from '../src/machines/machine-manager.ts';
+import type { ServerInfo } from '../src/platform/server-info.ts';
+import { LocalServer } from '../src/server/local-server.ts';
+import type { ExecResult, MachineInfo, ReplServerMessage } from '../src/shared/types.ts';
+import { SPEED } from './sandbox-engine.ts';
+import { median, ms, row, treeRss } from './stats.ts';
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
+const MIB = 1024 * 1024;
+const MACHINES = 10_000;
+const ROUND_TRIPS = 500;
+const SPEED_RUNS = 11;
+
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB (${(bytes / MIB).toFixed(0)} MiB)`;
+const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+
+/** `perennial serve` on a data dir, as a client would start it; resolves once it answers. */
+async function serve(dataDir: string, ...args: string[]): Promise<{ child: ChildProcess; info: ServerInfo; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', ...args], { stdio: 'ignore', env: { ...process.env, PERENNIAL_PYTHON: PYTHON } });
+  const path = join(dataDir, 'server.json');
+  while (!existsSync(path)) await sleep(20);
+  const info = JSON.parse(await readFile(path, 'utf8')) as ServerInfo;
+  const stop = async () => {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { child, info, stop };
+}
+
+async function api<T>(info: ServerInfo, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(info.url + path, { method, headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return (await response.json()) as T;
+}
+
+async function p50(task: () => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < 50; i++) await task();
+  const times: number[] = [];
+  for (let i = 0; i < ROUND_TRIPS; i++) {
+    const t = performance.now();
+    await task();
+    times.push(performance.now() - t);
+  }
+  return median(times);
+}
+
+async function memoryFigures(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-footprint-'));
+  // Pools emptied a second after the machine is made: what remains is the server and the machine.
+  const server = await serve(dataDir, '--pool-idle-seconds', '1');
+  try {
+    await sleep(15_000);
+    const idle = treeRss(server.child.pid!);
+    row('idle local server, no machine, 15 s after start', mb(idle), 'target ≤ 80 MB');
+    const { machine_name: name } = await api<{ machine_name: string }>(server.info, 'POST', '/v1/machine/new', { engine: 'sandbox' });
+    await api(server.info, 'POST', `/v1/machine/${name}/exec`, { instruction: { code: '1+1' } });
+    await api(server.info, 'GET', `/v1/machine/${name}/exec/0/result`);
+    await sleep(6000);
+    const status = await api<{ engines: Array<{ name: string; ready: number }> }>(server.info, 'GET', '/v1/status');
+    const ready = status.engines.find((e) => e.name === 'sandbox')!.ready;
+    row('one warm trivial sandbox machine, added to that', mb(treeRss(server.child.pid!) - idle), 'target ≤ 110 MB', ready ? `(${ready} pooled!)` : '');
+  } finally {
+    await server.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function mcpOverhead(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-mcp-'));
+  const server = await serve(dataDir, '--engine', 'python');
+  try {
+    const { info } = server;
+    const { machine_name: name } = await api<{ machine_name: string }>(info, 'POST', '/v1/machine/new', {});
+    const socket = new WebSocket(`${info.url.replace('http', 'ws')}/v1/machine/${name}/repl`, { headers: { authorization: `Bearer ${info.token}` } });
+    const waiting: Array<() => void> = [];
+    socket.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as ReplServerMessage;
+      if (message.type === 'result' || message.type === 'connected') waiting.shift()?.();
+    });
+    await new Promise<void>((resolve) => waiting.push(resolve));
+    let id = 0;
+    const ws = await p50(() => new Promise<void>((resolve) => (waiting.push(resolve), socket.send(JSON.stringify({ type: 'exec', instruction: { code: '1+1' }, request_id: id++ })))));
+    socket.close();
+    const client = new Client({ name: 'bench', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${info.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${info.token}` } } }));
+    const mcp = await p50(() => client.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } }));
+    await client.close();
+    row('WebSocket REPL, 1+1, python machine, p50', ms(ws));
+    row('MCP run-python-in-repl, Streamable HTTP, p50', ms(mcp));
+    row('  MCP over the WebSocket REPL', ms(mcp - ws), 'target ≤ +1 ms');
+  } finally {
+    await server.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Pure Python in a sandbox machine (the kernel's runtime_ms) against Pyodide loaded in this process. */
+async function sandboxSpeed(): Promise<void> {
+  const pyodideDir = dirname(createRequire(import.meta.url).resolve('pyodide/package.json'));
+  const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: () => Promise<{ runPython(code: string): unknown }> };
+  const plain = await loadPyodide();
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-speed-'));
+  const manager = await MachineManager.open({ dataDir, checkpointDelayMs: 600_000 });
+  try {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    for (const [label, code] of Object.entries(SPEED)) {
+      const inSandbox: number[] = [];
+      const inPlain: number[] = [];
+      // Alternating, after two rounds that let both tier up; single runs scatter widely here.
+      for (let i = 0; i < SPEED_RUNS + 2; i++) {
+        const { result } = await manager.run(name, code, { timeoutSeconds: 120 });
+        const t = performance.now();
+        plain.runPython(code);
+        if (i < 2) continue;
+        inPlain.push(performance.now() - t);
+        inSandbox.push((result as ExecResult).runtime_ms);
+      }
+      row(`${label}: sandbox / plain Pyodide (median of ${SPEED_RUNS})`, `${median(inSandbox).toFixed(0)} / ${median(inPlain).toFixed(0)} ms`, `${(median(inSandbox) / median(inPlain)).toFixed(2)}×`, 'target ≤ 1.15×');
+    }
+  } finally {
+    await manager.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function manyMachines(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-10k-'));
+  try {
+    const manager = await MachineManager.open({ dataDir });
+    const started = performance.now();
+    for (let i = 0; i < MACHINES; i++) await manager.create({ engine: 'python', tags: { group: String(i % 10) } });
+    const seconds = (performance.now() - started) / 1000;
+    await manager.close();
+    const bytes = Number(execFileSync('du', ['-sb', join(dataDir, 'machines')]).toString().split('\t')[0]);
+    const blocks = Number(execFileSync('du', ['-sk', join(dataDir, 'machines')]).toString().split('\t')[0]) * 1024;
+    row(`create ${MACHINES} machines`, `${(MACHINES / seconds).toFixed(0)}/s`);
+    row('data dir per machine (bytes / on disk)', `${(bytes / MACHINES).toFixed(0)} B / ${(blocks / MACHINES / 1024).toFixed(1)} KiB`);
+    const starts: number[] = [];
+    const lists: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const t = performance.now();
+      const server = await LocalServer.start({ dataDir });
+      starts.push(performance.now() - t);
+      const info = { url: server.url, token: server.token } as ServerInfo;
+      for (let i = 0; i < 3; i++) {
+        const l = performance.now();
+        const { machines } = await api<{ machines: MachineInfo[] }>(info, 'POST', '/v1/machine/list', {});
+        if (machines.length !== MACHINES) throw new Error(`listed ${machines.length} machines`);
+        lists.push(performance.now() - l);
+      }
+      await server.close();
+    }
+    row(`${MACHINES} machines: server start (median of 3)`, ms(median(starts)), 'target ≤ 1 s');
+    row(`${MACHINES} machines: full list over HTTP (median of 9)`, ms(median(lists)), 'target ≤ 100 ms');
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function benchFootprint(): Promise<void> {
+  console.log('\nfootprint (issue 11)');
+  await memoryFigures();
+  await mcpOverhead();
+  await sandboxSpeed();
+  await manyMachines();
+}
