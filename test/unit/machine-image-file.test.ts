@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { encodeImage, ImageVersionError, readImage, readImageHeader, wholeImage } from '../../src/engines/sandbox/machine-image-file.ts';
-import { applyMemoryPatch, makeMemoryPatch } from '../../src/engines/sandbox/memory-patch.ts';
+import { createHash } from 'node:crypto';
+import { encodeImage, ImageVersionError, readImage, readImageFiles, readImageHeader, wholeImage } from '../../src/engines/sandbox/machine-image-file.ts';
+import { applyMemoryPatch, identityPatch, makeMemoryPatch } from '../../src/engines/sandbox/memory-patch.ts';
 
 /** A Pyodide-shaped snapshot: a header whose second word is the heap's offset, then the heap. */
 function snapshot(heapOffset: number, heap: Uint8Array): Uint8Array {
@@ -41,6 +42,7 @@ describe('memory patches and machine image files', () => {
     const patch = makeMemoryPatch(new Uint8Array(base), base);
     assert.equal(patch.length, 8 + 64);
     assert.deepEqual(applyMemoryPatch(patch, base), base);
+    assert.deepEqual(identityPatch(base.subarray(0, 64), base.length), patch, 'made from the header and length alone');
   });
 
   it('round-trips a machine stored as a patch on its base, and is small when little changed', async () => {
@@ -67,8 +69,10 @@ describe('memory patches and machine image files', () => {
   });
 
   it('stores a base image whole', async () => {
-    const bytes = await encodeImage({ base: null, memory: new Uint8Array(base), files: new Uint8Array(0), meta });
+    const bytes = await encodeImage({ base: null, memory: new Uint8Array(base), files: new Uint8Array([1, 2, 3]), meta });
     assert.equal(readImageHeader(bytes).base, null);
+    assert.equal(readImageHeader(bytes).memorySha256, createHash('sha256').update(base).digest('hex'), 'its plain copy can be checked without decompressing it');
+    assert.deepEqual((await readImageFiles(bytes, '0.29.0')).files, new Uint8Array([1, 2, 3]));
     assert.deepEqual((await wholeImage(await readImage(bytes, '0.29.0'), () => Promise.reject(new Error('no base needed')))).snapshot, base);
   });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { init, compress, decompress } from '@bokuweb/zstd-wasm';
 import type { LostItem } from '../../shared/types.ts';
 import { applyMemoryPatch } from './memory-patch.ts';
@@ -15,6 +16,8 @@ export interface ImageHeader {
   meta: ImageMeta;
   /** Length of the memory section once decompressed: a check against damage. */
   memoryLength: number;
+  /** A base image's memory, hashed: its plain copy for sandboxes is checked without decompressing it. */
+  memorySha256?: string;
   memoryBytes: number;
   filesBytes: number;
   lost: LostItem[];
@@ -54,6 +57,7 @@ export async function encodeImage(image: StoredImage, lost: LostItem[] = []): Pr
     base: image.base,
     meta: image.meta,
     memoryLength: image.memory.length,
+    ...(image.base === null ? { memorySha256: createHash('sha256').update(image.memory).digest('hex') } : {}),
     memoryBytes: memory.length,
     filesBytes: files.length,
     lost,
@@ -82,16 +86,27 @@ export function readImageHeader(bytes: Uint8Array): ImageHeader {
 
 /** An image file read back; `lost` is what its machine could not carry when it was saved. */
 export async function readImage(bytes: Uint8Array, expectedVersion: string): Promise<StoredImage & { lost: LostItem[] }> {
+  const { header, memorySection, files } = await readSections(bytes, expectedVersion);
+  // A fresh, aligned copy: Pyodide reads the snapshot header as 32-bit words.
+  const memory = new Uint8Array(decompress(memorySection));
+  if (memory.length !== header.memoryLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
+  return { base: header.base, memory, files, meta: header.meta, lost: header.lost };
+}
+
+/** An image file's header and files, leaving its memory compressed (a base's is read from its plain copy). */
+export async function readImageFiles(bytes: Uint8Array, expectedVersion: string): Promise<{ header: ImageHeader; files: Uint8Array }> {
+  const { header, files } = await readSections(bytes, expectedVersion);
+  return { header, files };
+}
+
+async function readSections(bytes: Uint8Array, expectedVersion: string): Promise<{ header: ImageHeader; memorySection: Uint8Array; files: Uint8Array }> {
   await ensureZstd();
   const header = readImageHeader(bytes);
   if (header.pyodideVersion !== expectedVersion) throw new ImageVersionError(header.pyodideVersion, expectedVersion);
   const start = MAGIC.length + 4 + new TextEncoder().encode(JSON.stringify(header)).length;
   const memoryEnd = start + header.memoryBytes;
-  // A fresh, aligned copy: Pyodide reads the snapshot header as 32-bit words.
-  const memory = new Uint8Array(decompress(bytes.subarray(start, memoryEnd)));
-  if (memory.length !== header.memoryLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
   const files = new Uint8Array(decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes)));
-  return { base: header.base, memory, files, meta: header.meta, lost: header.lost };
+  return { header, memorySection: bytes.subarray(start, memoryEnd), files };
 }
 
 /** The whole image: a patch applied to the memory of its base. */

@@ -71,6 +71,16 @@ export function makeMemoryPatch(snapshot: Uint8Array, base: Uint8Array): Uint8Ar
   return patch;
 }
 
+/** The patch that makes a base snapshot itself, from its header (the bytes before its heap) and length. */
+export function identityPatch(header: Uint8Array, length: number): Uint8Array {
+  const patch = new Uint8Array(8 + padded(header.length));
+  const view = new DataView(patch.buffer);
+  view.setUint32(0, length, true);
+  view.setUint32(4, header.length, true);
+  patch.set(header, 8);
+  return patch;
+}
+
 /** The snapshot a patch makes: its length, and its header (the snapshot up to its heap, a copy). */
 export function patchedSnapshot(patch: Uint8Array): { length: number; header: Uint8Array } {
   const view = new DataView(patch.buffer, patch.byteOffset, 8);

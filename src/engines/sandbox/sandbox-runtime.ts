@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { createReadStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
-import { encodeImage, readImage, wholeImage } from './machine-image-file.ts';
-import { makeMemoryPatch } from './memory-patch.ts';
+import { encodeImage, readImage, readImageFiles, wholeImage } from './machine-image-file.ts';
+import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
 import type { BaseFile, ImageMeta, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
@@ -271,8 +271,17 @@ export class SandboxRuntime {
     if (stored) {
       try {
         const bytes = new Uint8Array(stored);
-        const { base, memory, files, meta } = await readImage(bytes, this.pyodideVersion);
-        if (base === null) return await this.#withMemoryFile(id, { snapshot: memory, files, meta });
+        const { header, files } = await readImageFiles(bytes, this.pyodideVersion);
+        if (header.base === null) {
+          // The plain copy of its memory is what sandboxes read: when it is intact, the memory
+          // need not be decompressed here at all.
+          const file = { id, path: join(this.#memoryDir, `${id}.snapshot`) };
+          if (header.memorySha256 && (await sha256Of(file.path)) === header.memorySha256) {
+            return { id, files, meta: header.meta, file, freshPatch: identityPatch(await snapshotHeader(file.path), header.memoryLength) };
+          }
+          const { memory, meta } = await readImage(bytes, this.pyodideVersion);
+          return await this.#withMemoryFile(id, { snapshot: memory, files, meta });
+        }
       } catch {
         // Damaged: make it again below.
       }
@@ -301,7 +310,8 @@ export class SandboxRuntime {
       await mkdir(this.#memoryDir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(snapshotPath, image.snapshot);
     }
-    return { id, files: image.files, meta: image.meta, file: { id, path: snapshotPath }, freshPatch: makeMemoryPatch(new Uint8Array(image.snapshot), image.snapshot) };
+    const header = image.snapshot.subarray(0, heapOffset(image.snapshot));
+    return { id, files: image.files, meta: image.meta, file: { id, path: snapshotPath }, freshPatch: identityPatch(header, image.snapshot.length) };
   }
 
   #basePath(id: string): string {
@@ -313,3 +323,27 @@ function isDefaultPlacement(placement: SandboxPlacement): boolean {
   return !placement.network && !placement.workspace;
 }
 
+/** A file's SHA-256, read a piece at a time: a base's memory is tens of MiB. */
+async function sha256Of(path: string): Promise<string | null> {
+  const hash = createHash('sha256');
+  try {
+    for await (const piece of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(piece as Buffer);
+  } catch {
+    return null;
+  }
+  return hash.digest('hex');
+}
+
+/** The bytes of a memory snapshot file before its heap. */
+async function snapshotHeader(path: string): Promise<Uint8Array> {
+  const handle = await open(path, 'r');
+  try {
+    const prefix = new Uint8Array(8);
+    await handle.read(prefix, 0, 8, 0);
+    const header = new Uint8Array(heapOffset(prefix));
+    await handle.read(header, 0, header.length, 0);
+    return header;
+  } finally {
+    await handle.close();
+  }
+}
