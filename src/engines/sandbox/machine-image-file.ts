@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { init, compress, decompress } from '@bokuweb/zstd-wasm';
 import type { LostItem } from '../../shared/types.ts';
+import { imageCodec } from './image-codec.ts';
 import { applyMemoryPatch } from './memory-patch.ts';
 import type { ImageMeta, MachineImage } from './protocol.ts';
 
@@ -32,13 +32,6 @@ export class ImageVersionError extends Error {
   }
 }
 
-let zstdReady: Promise<void> | undefined;
-
-export function ensureZstd(): Promise<void> {
-  zstdReady ??= init();
-  return zstdReady;
-}
-
 /** An image as stored: a base image's memory whole, a machine's as a patch on its base (see memory-patch.ts). */
 export interface StoredImage {
   base: string | null;
@@ -49,9 +42,7 @@ export interface StoredImage {
 
 /** A machine image on disk: magic, a JSON header, the memory and the archive of its files (both zstd). */
 export async function encodeImage(image: StoredImage, lost: LostItem[] = []): Promise<Uint8Array> {
-  await ensureZstd();
-  const memory = compress(image.memory, ZSTD_LEVEL);
-  const files = compress(image.files, ZSTD_LEVEL);
+  const [memory, files] = await Promise.all([imageCodec.compress(image.memory, ZSTD_LEVEL), imageCodec.compress(image.files, ZSTD_LEVEL)]);
   const header: ImageHeader = {
     pyodideVersion: image.meta.pyodideVersion,
     base: image.base,
@@ -88,7 +79,7 @@ export function readImageHeader(bytes: Uint8Array): ImageHeader {
 export async function readImage(bytes: Uint8Array, expectedVersion: string): Promise<StoredImage & { lost: LostItem[] }> {
   const { header, memorySection, files } = await readSections(bytes, expectedVersion);
   // A fresh, aligned copy: Pyodide reads the snapshot header as 32-bit words.
-  const memory = new Uint8Array(decompress(memorySection));
+  const memory = await imageCodec.decompress(memorySection);
   if (memory.length !== header.memoryLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
   return { base: header.base, memory, files, meta: header.meta, lost: header.lost };
 }
@@ -100,12 +91,11 @@ export async function readImageFiles(bytes: Uint8Array, expectedVersion: string)
 }
 
 async function readSections(bytes: Uint8Array, expectedVersion: string): Promise<{ header: ImageHeader; memorySection: Uint8Array; files: Uint8Array }> {
-  await ensureZstd();
   const header = readImageHeader(bytes);
   if (header.pyodideVersion !== expectedVersion) throw new ImageVersionError(header.pyodideVersion, expectedVersion);
   const start = MAGIC.length + 4 + new TextEncoder().encode(JSON.stringify(header)).length;
   const memoryEnd = start + header.memoryBytes;
-  const files = new Uint8Array(decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes)));
+  const files = await imageCodec.decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes));
   return { header, memorySection: bytes.subarray(start, memoryEnd), files };
 }
 
