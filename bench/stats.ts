@@ -29,13 +29,14 @@ export function row(label: string, ...cells: string[]): void {
   console.log(`  ${label.padEnd(52)}${cells.map((c) => c.padStart(14)).join('  ')}`);
 }
 
-/** RSS of a process and all its descendants (bwrap, its init, node and its threads), in bytes. */
-export function treeRss(pid: number): number {
+/** RSS of a process and all its descendants (bwrap, its init, node and its threads), in bytes; `descendants` false: the process alone. */
+export function treeRss(pid: number, descendants = true): number {
   let total = 0;
   const visit = (p: number) => {
     try {
       const status = readFileSync(`/proc/${p}/status`, 'utf8');
       total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
+      if (!descendants) return;
       for (const task of readdirSync(`/proc/${p}/task`)) {
         for (const child of readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) visit(Number(child));
       }
