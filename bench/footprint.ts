@@ -19,7 +19,7 @@ import type { ServerInfo } from '../src/platform/server-info.ts';
 import { LocalServer } from '../src/server/local-server.ts';
 import type { ExecResult, MachineInfo, ReplServerMessage } from '../src/shared/types.ts';
 import { SPEED } from './sandbox-engine.ts';
-import { median, ms, row, treeRss } from './stats.ts';
+import { median, ms, row, treeMemory } from './stats.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
@@ -68,7 +68,7 @@ async function memoryFigures(): Promise<void> {
   const server = await serve(dataDir, '--pool-idle-seconds', '1');
   try {
     await sleep(15_000);
-    const idle = treeRss(server.child.pid!);
+    const idle = treeMemory(server.child.pid!);
     row('idle local server, no machine, 15 s after start', mb(idle), 'target ≤ 80 MB');
     const { machine_name: name } = await api<{ machine_name: string }>(server.info, 'POST', '/v1/machine/new', { engine: 'sandbox' });
     await api(server.info, 'POST', `/v1/machine/${name}/exec`, { instruction: { code: '1+1' } });
@@ -77,10 +77,11 @@ async function memoryFigures(): Promise<void> {
     await sleep(25_000);
     const status = await api<{ engines: Array<{ name: string; ready: number }> }>(server.info, 'GET', '/v1/status');
     if (status.engines.find((e) => e.name === 'sandbox')!.ready) throw new Error('the pools did not empty');
-    const total = treeRss(server.child.pid!);
-    const serverAlone = treeRss(server.child.pid!, false);
-    row('one warm trivial sandbox machine, added to that', mb(total - idle), 'target ≤ 110 MB');
-    row('  of which its sandbox process', mb(total - serverAlone));
+    const total = treeMemory(server.child.pid!);
+    const serverAlone = treeMemory(server.child.pid!, 'rss', false);
+    row('one warm trivial sandbox machine, added to that (RSS)', mb(total - idle), 'target ≤ 110 MB');
+    row('  of which its sandbox process (RSS)', mb(total - serverAlone));
+    row('  of which its sandbox process (private memory)', mb(treeMemory(server.child.pid!, 'private') - treeMemory(server.child.pid!, 'private', false)));
     row('  of which the server (first sandbox use: base image built)', mb(serverAlone - idle));
   } finally {
     await server.stop();

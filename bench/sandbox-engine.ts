@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEngines } from '../src/engines/index.ts';
 import { MachineManager } from '../src/machines/machine-manager.ts';
-import { kib, median, ms, row, timeIt, treeRss } from './stats.ts';
+import { kib, median, ms, row, timeIt, treeMemory } from './stats.ts';
 
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
 const SAMPLES = 7;
@@ -82,7 +82,7 @@ export async function benchSandboxEngine(): Promise<void> {
     row('exec 1+1 on a warm machine, p50', ms(median(trips)));
     // A warm machine as it sits between instructions.
     await new Promise((r) => setTimeout(r, 2000));
-    const rss = treeRss(manager.processId(name)!);
+    const rss = treeMemory(manager.processId(name)!);
     row('RSS of a warm trivial machine (process tree)', kib(rss));
 
     row('', 'swap-out', 'swap-in', 'on disk');

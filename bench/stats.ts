@@ -26,16 +26,21 @@ export function kib(bytes: number): string {
 }
 
 export function row(label: string, ...cells: string[]): void {
-  console.log(`  ${label.padEnd(52)}${cells.map((c) => c.padStart(14)).join('  ')}`);
+  console.log(`  ${label.padEnd(62)}${cells.map((c) => c.padStart(14)).join('  ')}`);
 }
 
-/** RSS of a process and all its descendants (bwrap, its init, node and its threads), in bytes; `descendants` false: the process alone. */
-export function treeRss(pid: number, descendants = true): number {
+/**
+ * Memory of a process and all its descendants (bwrap, its init, node and its threads), in bytes:
+ * `rss`, or `private` (USS: what no other process shares; RSS also counts the pages of the node
+ * binary and libraries that every Node process on the host maps, so it overstates what one more
+ * process adds). `descendants` false: the process alone.
+ */
+export function treeMemory(pid: number, kind: 'rss' | 'private' = 'rss', descendants = true): number {
+  const pattern = kind === 'rss' ? /^Rss:\s+(\d+) kB/gm : /^Private_(?:Clean|Dirty):\s+(\d+) kB/gm;
   let total = 0;
   const visit = (p: number) => {
     try {
-      const status = readFileSync(`/proc/${p}/status`, 'utf8');
-      total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
+      for (const match of readFileSync(`/proc/${p}/smaps_rollup`, 'utf8').matchAll(pattern)) total += Number(match[1]) * 1024;
       if (!descendants) return;
       for (const task of readdirSync(`/proc/${p}/task`)) {
         for (const child of readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) visit(Number(child));
