@@ -19,7 +19,7 @@ import type { ServerInfo } from '../src/platform/server-info.ts';
 import { LocalServer } from '../src/server/local-server.ts';
 import type { ExecResult, MachineInfo, ReplServerMessage } from '../src/shared/types.ts';
 import { SPEED } from './sandbox-engine.ts';
-import { median, ms, row, treeMemory } from './stats.ts';
+import { median, ms, row, timeIt, treeMemory } from './stats.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
@@ -87,6 +87,32 @@ async function memoryFigures(): Promise<void> {
     await server.stop();
     await rm(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The first sandbox machine of a server (no pool yet), and the next once the pools have filled. */
+async function firstUse(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-first-use-'));
+  // The base image is built once per version and data dir; a server's first use finds it there.
+  const builder = await serve(dataDir);
+  await createAndRun(builder.info);
+  await builder.stop();
+  const server = await serve(dataDir);
+  try {
+    const first = await timeIt(() => createAndRun(server.info));
+    while ((await api<{ engines: Array<{ name: string; ready: number }> }>(server.info, 'GET', '/v1/status')).engines.find((e) => e.name === 'sandbox')!.ready < 2) await sleep(50);
+    const next = await timeIt(() => createAndRun(server.info));
+    row('first sandbox machine of a server: create + first result', ms(first));
+    row('  the next, once the pools have filled', ms(next), 'target ≤ 50 ms');
+  } finally {
+    await server.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function createAndRun(info: ServerInfo): Promise<void> {
+  const { machine_name: name } = await api<{ machine_name: string }>(info, 'POST', '/v1/machine/new', { engine: 'sandbox' });
+  await api(info, 'POST', `/v1/machine/${name}/exec`, { instruction: { code: '1+1' } });
+  await api(info, 'GET', `/v1/machine/${name}/exec/0/result`);
 }
 
 async function mcpOverhead(): Promise<void> {
@@ -184,6 +210,7 @@ async function manyMachines(): Promise<void> {
 export async function benchFootprint(): Promise<void> {
   console.log('\nfootprint (issue 11)');
   await memoryFigures();
+  await firstUse();
   await mcpOverhead();
   await sandboxSpeed();
   await manyMachines();

@@ -143,7 +143,7 @@ export interface EngineStatus {
   detail: string;
   /** Something a user of this engine's machines should know (e.g. network isolation is off). */
   warning: string | null;
-  /** Processes kept ready for new and swapped-in machines (the sandbox pools; they start empty). */
+  /** Processes kept ready: holding a fresh machine, or booted ahead for a swap-in (the sandbox pools start empty). */
   ready: number;
 }
 

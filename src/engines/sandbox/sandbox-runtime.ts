@@ -82,7 +82,7 @@ export class SandboxRuntime {
   readonly packages: PackageCache;
   #base?: Promise<BaseImage>;
   /** Processes holding a fresh machine. */
-  #fresh: Array<Promise<SandboxProcess>> = [];
+  #fresh: Array<{ sandbox: Promise<SandboxProcess>; loaded: boolean }> = [];
   /** Processes with Pyodide booted ahead and no machine yet. */
   #ready: SandboxProcess[] = [];
   #closed = false;
@@ -101,9 +101,9 @@ export class SandboxRuntime {
     this.#refill();
   }
 
-  /** Sandbox processes waiting in the pools. */
+  /** Sandbox processes waiting in the pools: holding a fresh machine, or booted ahead for a restore. */
   get pooled(): number {
-    return this.#fresh.length + this.#ready.length;
+    return this.#fresh.filter((entry) => entry.loaded).length + this.#ready.filter((sandbox) => sandbox.alive).length;
   }
 
   /** A process holding a fresh machine with `config`'s limits. */
@@ -156,7 +156,7 @@ export class SandboxRuntime {
   }
 
   async #drain(): Promise<void> {
-    const pooled = [...this.#fresh.splice(0), ...this.#ready.splice(0).map((sandbox) => Promise.resolve(sandbox))];
+    const pooled = [...this.#fresh.splice(0).map((entry) => entry.sandbox), ...this.#ready.splice(0).map((sandbox) => Promise.resolve(sandbox))];
     await Promise.all(pooled.map((p) => p.then((sandbox) => sandbox.kill()).catch(() => {})));
   }
 
@@ -195,9 +195,12 @@ export class SandboxRuntime {
   #refill(): void {
     this.#drainWhenIdle();
     while (!this.#closed && this.#fresh.length < this.#poolSize) {
-      const next = this.#freshProcess({ network: false });
-      next.catch(() => {});
-      this.#fresh.push(next);
+      const entry = { sandbox: this.#freshProcess({ network: false }), loaded: false };
+      entry.sandbox.then(
+        () => (entry.loaded = true),
+        () => {},
+      );
+      this.#fresh.push(entry);
     }
     while (!this.#closed && this.#ready.length < this.#poolSize) {
       const sandbox = this.#spawn({ network: false });
@@ -210,7 +213,7 @@ export class SandboxRuntime {
 
   async #takeFresh(): Promise<SandboxProcess | undefined> {
     while (this.#fresh.length) {
-      const candidate = await this.#fresh.shift()!.catch(() => undefined);
+      const candidate = await this.#fresh.shift()!.sandbox.catch(() => undefined);
       if (candidate?.alive) return candidate;
     }
     return undefined;
