@@ -14,11 +14,16 @@ const restrict = (files, { mayImport, typesOf = [], vscode = false }) => ({
       'error',
       {
         paths: vscode ? [] : [{ name: 'vscode', message: 'vscode may be imported only under src/extension/.' }],
-        patterns: ALL_LAYERS.filter((layer) => !mayImport.includes(layer)).map((layer) => ({
-          regex: `^\\.\\.?/(\\.\\./)*${layer}/`,
-          message: `This layer may not import from src/${layer}/${typesOf.includes(layer) ? ' but types' : ''} (see ARCHITECTURE.md).`,
-          allowTypeImports: typesOf.includes(layer),
-        })),
+        patterns: [
+          ...ALL_LAYERS.filter((layer) => !mayImport.includes(layer)).map((layer) => ({
+            regex: `^\\.\\.?/(\\.\\./)*${layer}/`,
+            message: `This layer may not import from src/${layer}/${typesOf.includes(layer) ? ' but types' : ''} (see ARCHITECTURE.md).`,
+            allowTypeImports: typesOf.includes(layer),
+          })),
+          ...(mayImport.includes('client') && files.some((f) => f.startsWith('src/') && f !== 'src/client/**')
+            ? [{ regex: '/client/(forevervm-client|repl-connection|forevervm-emulation)\\.ts$', message: 'Use the client facade (PerennialClient, HttpClient), not its wire layer.' }]
+            : []),
+        ],
       },
     ],
   },
