@@ -25,8 +25,8 @@ export class HttpClient implements PerennialClient {
   readonly #wire: ForeverVMClient;
   readonly #emulation: ForeverVMEmulation;
   readonly #repls = new Map<string, OpenRepl>();
-  /** Whether the backend has Perennial's extensions; unknown until one is tried. */
-  #extended?: boolean;
+  /** Whether an extension has answered: the backend keeps a history of its own, and none is recorded here. */
+  #extended = false;
 
   constructor(options: ForeverVMClientOptions) {
     this.#wire = new ForeverVMClient(options);
@@ -56,7 +56,12 @@ export class HttpClient implements PerennialClient {
   list(tags?: Record<string, string>): Promise<MachineInfo[]> {
     return this.#or(
       () => this.#wire.machines(tags),
-      async () => (await this.#wire.listMachines(tags)).map(fromListing),
+      async () => {
+        const listed = await this.#wire.listMachines(tags);
+        // A server of an older Perennial has each machine's details, only not the listing of them all.
+        const detailed = listed.length > 0 && (await this.#wire.machine(listed[0]!.name).then(() => true, (error: unknown) => !(error instanceof UnsupportedByBackendError)));
+        return Promise.all(listed.map((machine) => (detailed ? this.#wire.machine(machine.name).catch(() => fromListing(machine)) : fromListing(machine))));
+      },
     );
   }
 
@@ -87,7 +92,7 @@ export class HttpClient implements PerennialClient {
     } else {
       ran = await this.#onRepl(name, (repl) => repl.exec(code, onOutput, options.timeoutSeconds));
     }
-    if (this.#extended !== true) this.#emulation.record(name, { seq: ran.seq, code, startedAt, result: ran.result });
+    if (!this.#extended) this.#emulation.record(name, { seq: ran.seq, code, startedAt, result: ran.result });
     return ran;
   }
 
@@ -154,21 +159,22 @@ export class HttpClient implements PerennialClient {
   /** A Perennial extension, or UnsupportedByBackendError. */
   async #native<T>(extension: () => Promise<T>): Promise<T> {
     const answer = await extension();
-    if (this.#extended !== true) {
+    if (!this.#extended) {
       this.#extended = true;
       this.#emulation.forgetRecords();
     }
     return answer;
   }
 
-  /** A Perennial extension, or what the ForeverVM protocol offers instead. */
+  /**
+   * A Perennial extension, or what the ForeverVM protocol offers instead. Tried every time: a
+   * local server of an older Perennial, still running after an upgrade, lacks only the newest.
+   */
   async #or<T>(extension: () => Promise<T>, fallback: () => Promise<T>): Promise<T> {
-    if (this.#extended === false) return fallback();
     try {
       return await this.#native(extension);
     } catch (error) {
       if (!(error instanceof UnsupportedByBackendError)) throw error;
-      this.#extended = false;
       return fallback();
     }
   }

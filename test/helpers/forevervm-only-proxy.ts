@@ -7,12 +7,13 @@ const REPL_ROUTE = /^\/v1\/machine\/[^/]+\/repl$/;
 /**
  * A stand-in for hosted ForeverVM: a proxy in front of a local server that forwards the
  * protocol's routes and its WebSocket REPL, and answers "not found" to everything of
- * Perennial's, as the hosted service does.
+ * Perennial's, as the hosted service does; or, with `refused`, answers "not found" to the paths it
+ * names (a server of an older Perennial, which lacks the newest extensions).
  */
-export async function foreverVMOnlyProxy(targetUrl: string): Promise<{ url: string; close(): void }> {
+export async function foreverVMOnlyProxy(targetUrl: string, refused = (path: string) => !FOREVERVM_ROUTES.test(path)): Promise<{ url: string; close(): void }> {
   const target = new URL(targetUrl);
   const proxy = createServer((req, res) => {
-    if (!FOREVERVM_ROUTES.test(new URL(req.url ?? '/', target).pathname)) {
+    if (refused(new URL(req.url ?? '/', target).pathname)) {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NotFound', id: null }));
       return;
     }

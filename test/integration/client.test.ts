@@ -11,6 +11,7 @@ import { connectToLocalServer, runningServer } from '../../src/client/local-serv
 import { ReplConnection } from '../../src/client/repl-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import type { OutputChunk } from '../../src/shared/types.ts';
+import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 describe('ForeverVM client and local server discovery', { timeout: 180_000 }, () => {
@@ -125,6 +126,26 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
       await assert.rejects(repl.exec('1'), /closed/);
       await assert.rejects(ReplConnection.open(client, 'no-such-machine'), (error: unknown) => error instanceof ForeverVMError && error.code === 'MachineNotFound');
     } finally {
+      await server.close();
+      await remove();
+    }
+  });
+
+  it('works with a local server of an older Perennial, which lacks the newest extensions', async () => {
+    const { dir, cleanup: remove } = await tempDataDir();
+    const server = await LocalServer.start({ dataDir: dir, defaultEngine: 'python' });
+    const older = await foreverVMOnlyProxy(server.url, (path) => path === '/v1/machines');
+    const client = new HttpClient({ baseUrl: older.url, token: server.token });
+    try {
+      const { name } = await client.create({ tags: { by: 'older' } });
+      const [listed] = await client.list({ by: 'older' });
+      assert.deepEqual([listed!.name, listed!.engine], [name, 'python'], 'each machine with its details, asked one by one');
+      await client.run(name, 'x = 7');
+      assert.deepEqual((await client.variables(name)).map((v) => v.name), ['x'], "the server's own variables, not an emulation");
+      assert.equal((await client.history(name)).length, 1);
+    } finally {
+      await client.close();
+      older.close();
       await server.close();
       await remove();
     }
