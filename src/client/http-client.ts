@@ -1,4 +1,4 @@
-import { newMachineBody, type NewMachineOptions } from '../shared/requests.ts';
+import { base64Content, newMachineBody, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
 import type { Completeness, ForeverVMMachine, HistoryEntry, InterruptResult, MachineEvent, MachineInfo, StatusReport, WrittenFile } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client.ts';
@@ -57,10 +57,13 @@ export class HttpClient implements PerennialClient {
     return this.#or(
       () => this.#wire.machines(tags),
       async () => {
-        const listed = await this.#wire.listMachines(tags);
+        const [first, ...rest] = await this.#wire.listMachines(tags);
+        if (!first) return [];
         // A server of an older Perennial has each machine's details, only not the listing of them all.
-        const detailed = listed.length > 0 && (await this.#wire.machine(listed[0]!.name).then(() => true, (error: unknown) => !(error instanceof UnsupportedByBackendError)));
-        return Promise.all(listed.map((machine) => (detailed ? this.#wire.machine(machine.name).catch(() => fromListing(machine)) : fromListing(machine))));
+        const details = (machine: ForeverVMMachine) => this.#wire.machine(machine.name);
+        const head = await details(first).catch((error: unknown) => (error instanceof UnsupportedByBackendError ? undefined : fromListing(first)));
+        if (!head) return [first, ...rest].map(fromListing);
+        return [head, ...(await Promise.all(rest.map((machine) => details(machine).catch(() => fromListing(machine)))))];
       },
     );
   }
@@ -135,10 +138,10 @@ export class HttpClient implements PerennialClient {
     return this.#or(() => this.#wire.readFile(name, path), () => this.#emulation.readFile(name, path));
   }
 
-  writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<WrittenFile> {
+  writeFile(name: string, path: string, content: string, encoding: FileEncoding = 'utf8'): Promise<WrittenFile> {
     return this.#or(
       () => this.#wire.writeFile(name, path, content, encoding),
-      () => this.#emulation.writeFile(name, path, encoding === 'utf8' ? Buffer.from(content, 'utf8').toString('base64') : content),
+      () => this.#emulation.writeFile(name, path, base64Content(content, encoding)),
     );
   }
 

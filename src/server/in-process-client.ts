@@ -1,6 +1,6 @@
 import type { PerennialClient, RunOptions } from '../client/perennial-client.ts';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { MAX_FILE_BYTES, type NewMachineOptions } from '../shared/requests.ts';
+import { base64Content, MAX_FILE_BYTES, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
 import type { MachineEvent } from '../shared/types.ts';
 import { localAccount, toForeverVMError } from './forevervm-api.ts';
 import { statusReport, toMachineEvent } from './perennial-api.ts';
@@ -36,8 +36,8 @@ export class InProcessClient implements PerennialClient {
     });
   }
 
-  writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8') {
-    return this.#answer(() => this.manager.kernel(name, 'write_file', { path, content: encoding === 'utf8' ? Buffer.from(content, 'utf8').toString('base64') : content }));
+  writeFile(name: string, path: string, content: string, encoding: FileEncoding = 'utf8') {
+    return this.#answer(() => this.manager.kernel(name, 'write_file', { path, content: base64Content(content, encoding) }));
   }
 
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {

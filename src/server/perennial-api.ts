@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { CodeBody, FilePath, HistoryLast, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
+import { base64Content, CodeBody, FilePath, HistoryLast, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
 import type {
   DeleteResponse,
   HistoryResponse,
@@ -119,8 +119,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       /^\/v1\/machine\/([^/]+)\/files\/content$/,
       async (req, res, [raw]) => {
         const body = parseRequest(WriteFileBody, await readJson(req));
-        const content = body.encoding === 'utf8' ? Buffer.from(body.content, 'utf8').toString('base64') : body.content;
-        sendJson(res, 200, await manager.kernel(machineName(raw!), 'write_file', { path: body.path, content }));
+        sendJson(res, 200, await manager.kernel(machineName(raw!), 'write_file', { path: body.path, content: base64Content(body.content, body.encoding) }));
       },
     ],
     ['GET', /^\/v1\/status$/, async (_req, res) => sendJson(res, 200, statusReport(manager))],

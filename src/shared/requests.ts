@@ -63,6 +63,12 @@ export const PackageSpec = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\-[\],<>=!~
 });
 export const Packages = z.array(PackageSpec).min(1).max(64);
 export const FileEncoding = z.enum(['utf8', 'base64']);
+export type FileEncoding = z.infer<typeof FileEncoding>;
+
+/** File content as the kernel takes it (base64), from text or base64. */
+export function base64Content(content: string, encoding: FileEncoding): string {
+  return encoding === 'utf8' ? Buffer.from(content, 'utf8').toString('base64') : content;
+}
 
 /** What a new machine is made with. */
 export const NewMachineOptions = z.object({
