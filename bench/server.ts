@@ -7,9 +7,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { WebSocket } from 'ws';
 import { ForeverVMClient } from '../src/client/forevervm-client.ts';
 import { LocalServer } from '../src/server/local-server.ts';
@@ -31,8 +30,8 @@ async function sample(task: () => Promise<unknown>): Promise<number[]> {
   return times;
 }
 
-async function mcpClient(transport: StdioClientTransport | StreamableHTTPClientTransport): Promise<Client> {
-  const client = new Client({ name: 'bench', version: '1.0.0' });
+async function mcpClient(transport: Transport, mode: VersionNegotiationMode = 'legacy'): Promise<Client> {
+  const client = new Client({ name: 'bench', version: '1.0.0' }, { versionNegotiation: { mode } });
   await client.connect(transport);
   return client;
 }
@@ -67,9 +66,14 @@ export async function benchServer(): Promise<void> {
     socket.close();
 
     const args = { name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } };
-    const overHttp = await mcpClient(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }));
-    const mcpHttp = await sample(() => overHttp.callTool(args));
-    await overHttp.close();
+    const mcpHttp = async (mode: VersionNegotiationMode) => {
+      const overHttp = await mcpClient(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }), mode);
+      const times = await sample(() => overHttp.callTool(args));
+      await overHttp.close();
+      return times;
+    };
+    const mcpSession = await mcpHttp('legacy');
+    const mcpModern = await mcpHttp({ pin: '2026-07-28' });
     const overStdio = await mcpClient(new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', dataDir, 'mcp'], stderr: 'ignore' }));
     const mcpStdio = await sample(() => overStdio.callTool(args));
     await overStdio.close();
@@ -79,7 +83,8 @@ export async function benchServer(): Promise<void> {
     line('floor: in-process MachineManager', floor);
     line('HTTP exec + result', http);
     line('WebSocket REPL', ws);
-    line('MCP run-python-in-repl, Streamable HTTP', mcpHttp);
+    line('MCP run-python-in-repl, HTTP 2025-11-25 (session)', mcpSession);
+    line('MCP run-python-in-repl, HTTP 2026-07-28', mcpModern);
     line('MCP run-python-in-repl, stdio', mcpStdio);
 
     await load(client);

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, isInitializeRequest, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { createMcpServer } from './mcp-server.ts';
+import { LegacySseTransport } from './sse-transport.ts';
 
 /** A JSON-RPC error answer, as MCP clients expect from the transport layer. */
 function rpcError(res: ServerResponse, status: number, message: string): void {
@@ -12,32 +12,37 @@ function rpcError(res: ServerResponse, status: number, message: string): void {
 }
 
 /**
- * MCP over HTTP on the local server: Streamable HTTP with sessions at `/mcp`, and the legacy
- * HTTP+SSE transport at `/sse` + `/messages`. Each session gets its own MCP server; the tools
- * reach the machines through `client`. Access checks happen before these handlers run.
+ * MCP over HTTP on the local server. `/mcp` serves both protocol eras: 2026-07-28 requests
+ * (each carries its own version and capabilities) through the SDK's per-request handler, and
+ * 2025-era clients (VS Code, Cursor, the Inspector) with sessions, so that their GET stream,
+ * cancellation and server-to-client requests keep working. `/sse` + `/messages` is the
+ * 2024-11-05 HTTP+SSE transport. Access checks happen before these handlers run.
  */
 export class McpHttpEndpoints {
-  readonly #streamable = new Map<string, StreamableHTTPServerTransport>();
-  readonly #sse = new Map<string, SSEServerTransport>();
+  readonly #sessions = new Map<string, NodeStreamableHTTPServerTransport>();
+  readonly #sse = new Map<string, LegacySseTransport>();
+  readonly #modern: McpHttpHandler;
+  readonly #serveModern: NodeMcpRequestHandler;
 
-  constructor(private readonly client: PerennialClient) {}
+  constructor(private readonly client: PerennialClient) {
+    this.#modern = createMcpHandler(() => createMcpServer(client), { legacy: 'reject' });
+    this.#serveModern = toNodeHandler(this.#modern);
+  }
 
-  /** `/mcp`: POST (requests, initialize makes a session), GET (the session's stream), DELETE (end it). */
+  /** `/mcp`: POST, GET (a 2025 session's stream) and DELETE (end that session). */
   async handleStreamable(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const sessionId = req.headers['mcp-session-id'];
-    const existing = typeof sessionId === 'string' ? this.#streamable.get(sessionId) : undefined;
-    if (existing) {
-      await existing.handleRequest(req, res, body);
-      return;
-    }
+    const session = typeof sessionId === 'string' ? this.#sessions.get(sessionId) : undefined;
+    if (session) return session.handleRequest(req, res, body);
+    if (!(await isLegacyRequest(await toWebRequest(req, body), body))) return this.#serveModern(req, res, body);
     if (sessionId) return rpcError(res, 404, 'Session not found: initialize again');
     if (req.method !== 'POST' || !isInitializeRequest(body)) return rpcError(res, 400, 'Bad request: no session; start with an initialize request');
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void this.#streamable.set(id, transport),
+      onsessioninitialized: (id) => void this.#sessions.set(id, transport),
     });
     transport.onclose = () => {
-      if (transport.sessionId) this.#streamable.delete(transport.sessionId);
+      if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
     await createMcpServer(this.client).connect(transport);
     await transport.handleRequest(req, res, body);
@@ -45,24 +50,24 @@ export class McpHttpEndpoints {
 
   /** `GET /sse`: opens a legacy SSE session; its `endpoint` event points at /messages. */
   async openSse(res: ServerResponse): Promise<void> {
-    const transport = new SSEServerTransport('/messages', res);
+    const transport = new LegacySseTransport('/messages', res);
     this.#sse.set(transport.sessionId, transport);
     res.on('close', () => this.#sse.delete(transport.sessionId));
     await createMcpServer(this.client).connect(transport);
   }
 
   /** `POST /messages?sessionId=…`: a message for a legacy SSE session. */
-  async postSseMessage(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  postSseMessage(req: IncomingMessage, res: ServerResponse, body: unknown): void {
     const id = new URL(req.url ?? '/', 'http://x').searchParams.get('sessionId') ?? '';
     const transport = this.#sse.get(id);
     if (!transport) return rpcError(res, 404, 'Session not found: open /sse again');
-    await transport.handlePostMessage(req, res, body);
+    transport.accept(body, res);
   }
 
   async close(): Promise<void> {
-    const transports = [...this.#streamable.values(), ...this.#sse.values()];
-    this.#streamable.clear();
+    const transports = [...this.#sessions.values(), ...this.#sse.values()];
+    this.#sessions.clear();
     this.#sse.clear();
-    await Promise.all(transports.map((t) => t.close().catch(() => {})));
+    await Promise.all([this.#modern.close(), ...transports.map((t) => t.close())].map((closing) => closing.catch(() => {})));
   }
 }

@@ -1,9 +1,9 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { VERSION } from '../shared/version.ts';
 import { registerTools } from './tools.ts';
 
-/** What an agent is told about the tools, once, at initialization. */
+/** What an agent is told about the tools, once, at initialization (or discovery). */
 export const INSTRUCTIONS = [
   'Perennial gives you persistent Python REPLs: create one with create-python-repl and keep its replId.',
   'run-python-in-repl runs code there; variables, imports, functions and files stay for later calls, even after hours.',
@@ -11,9 +11,13 @@ export const INSTRUCTIONS = [
   'Long work: pass timeoutSeconds (default 15 s); interrupt-python-repl stops runaway code without losing state.',
 ].join('\n');
 
-/** An MCP server whose tools work on the machines `client` reaches (one per transport session). */
+/**
+ * An MCP server whose tools work on the machines `client` reaches. The SDK asks for one per
+ * connection (stdio, a 2025-era HTTP session, legacy SSE) or per request (2026-07-28 over HTTP):
+ * nothing in it outlives that, the machines' state lives behind `client`.
+ */
 export function createMcpServer(client: PerennialClient): McpServer {
-  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
+  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS });
   registerTools(server, client);
   return server;
 }

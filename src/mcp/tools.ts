@@ -1,5 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
 import { z, type ZodRawShape } from 'zod';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
@@ -238,12 +237,12 @@ export function registerTools(server: McpServer, client: PerennialClient): void 
       {
         title: definition.title,
         description: definition.description,
-        inputSchema: definition.inputSchema,
-        ...(definition.outputSchema ? { outputSchema: definition.outputSchema } : {}),
+        inputSchema: z.object(definition.inputSchema),
+        ...(definition.outputSchema ? { outputSchema: z.object(definition.outputSchema) } : {}),
         annotations: definition.annotations,
       },
-      async (args: Record<string, unknown>, extra) => {
-        const token = extra._meta?.progressToken;
+      async (args: Record<string, unknown>, ctx) => {
+        const token = ctx.mcpReq._meta?.progressToken;
         const started = Date.now();
         let step = 0;
         let heartbeat: NodeJS.Timeout | undefined;
@@ -256,11 +255,11 @@ export function registerTools(server: McpServer, client: PerennialClient): void 
           if (token === undefined) return;
           beat();
           step += 1;
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, message } }).catch(() => {});
+          await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: step, message } }).catch(() => {});
         };
         if (token !== undefined) beat();
         try {
-          return await definition.handler(args as never, { client, signal: extra.signal, progress });
+          return await definition.handler(args as never, { client, signal: ctx.mcpReq.signal, progress });
         } finally {
           clearTimeout(heartbeat);
         }

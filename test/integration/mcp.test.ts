@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client, SSEClientTransport, StreamableHTTPClientTransport, type CallToolResult, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
@@ -43,38 +39,54 @@ const TOOL_NAMES = [
 const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+  return client.callTool({ name, arguments: args });
 }
+
+/** How a test client reaches the server, and in which protocol era it opens. */
+interface Connection {
+  transport(server: LocalServer): Transport;
+  mode: VersionNegotiationMode;
+  version: string;
+}
+
+const stdio = (server: LocalServer) =>
+  new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
+const streamable = (server: LocalServer) => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
 
 describe('MCP server', { timeout: 240_000 }, () => {
   /**
    * The same tools through both implementations of the client: `perennial mcp` (stdio) reaches the
    * server over HTTP, and the server's own /mcp and /sse call its machines in process.
    */
-  const transports: Record<string, (server: LocalServer) => Transport> = {
-    'stdio (perennial mcp, over the HTTP client)': (server) =>
-      new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' }),
-    'streamable HTTP on the local server (in process)': (server) =>
-      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }),
-    'legacy SSE on the local server (in process)': (server) => {
-      const headers = { Authorization: `Bearer ${server.token}` };
-      return new SSEClientTransport(new URL(`${server.url}/sse`), {
-        requestInit: { headers },
-        eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
-      });
+  const connections: Record<string, Connection> = {
+    'stdio, 2025-11-25 (perennial mcp, over the HTTP client)': { transport: stdio, mode: 'legacy', version: '2025-11-25' },
+    'stdio, 2026-07-28': { transport: stdio, mode: { pin: '2026-07-28' }, version: '2026-07-28' },
+    'streamable HTTP on the local server (in process), 2025-11-25 with a session': { transport: streamable, mode: 'legacy', version: '2025-11-25' },
+    'streamable HTTP on the local server (in process), 2026-07-28': { transport: streamable, mode: 'auto', version: '2026-07-28' },
+    'legacy HTTP+SSE on the local server (in process), 2024-11-05 transport': {
+      transport: (server) => {
+        const headers = { Authorization: `Bearer ${server.token}` };
+        return new SSEClientTransport(new URL(`${server.url}/sse`), {
+          requestInit: { headers },
+          eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+        });
+      },
+      mode: 'legacy',
+      version: '2025-11-25',
     },
   };
 
-  for (const [transport, connect] of Object.entries(transports)) {
-    describe(`over ${transport}`, () => {
+  for (const [name, connection] of Object.entries(connections)) {
+    describe(`over ${name}`, () => {
       let server: LocalServer;
       let stopServer: () => Promise<void>;
       let client: Client;
 
       before(async () => {
         ({ server, stop: stopServer } = await startPythonServer());
-        client = new Client({ name: 'perennial-tests', version: '1.0.0' });
-        await client.connect(connect(server));
+        client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { versionNegotiation: { mode: connection.mode } });
+        await client.connect(connection.transport(server));
+        assert.equal(client.getNegotiatedProtocolVersion(), connection.version);
       });
       after(async () => {
         await client.close();
@@ -117,7 +129,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
       it('sends output lines as progress notifications, and a cancellation interrupts the code', async () => {
         const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
         const progress: Array<{ progress: number; message?: string }> = [];
-        await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\nfor i in range(3):\n    print(f"line {i}")\n    time.sleep(0.2)' } }, undefined, {
+        await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\nfor i in range(3):\n    print(f"line {i}")\n    time.sleep(0.2)' } }, {
           onprogress: (p) => progress.push(p),
         });
         assert.ok(progress.length >= 1, 'at least one progress notification');
@@ -126,7 +138,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
 
         // Cancelled once it is seen running; only an interrupt frees the machine before its 120 s timeout.
         const abort = new AbortController();
-        const long = client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1\nprint("looping")\nwhile True:\n    pass', timeoutSeconds: 120 } }, undefined, {
+        const long = client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1\nprint("looping")\nwhile True:\n    pass', timeoutSeconds: 120 } }, {
           signal: abort.signal,
           onprogress: (p) => p.message === 'looping' && abort.abort('enough'),
         });
@@ -144,11 +156,11 @@ describe('MCP server', { timeout: 240_000 }, () => {
         const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
         const progress: Array<{ progress: number; message?: string }> = [];
         // The SDK client drops a call after 12 s without progress, as clients do after a few minutes.
-        const result = (await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(21)\n"slept"', timeoutSeconds: 60 } }, undefined, {
+        const result = await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(21)\n"slept"', timeoutSeconds: 60 } }, {
           onprogress: (p) => progress.push(p),
           timeout: 12_000,
           resetTimeoutOnProgress: true,
-        })) as CallToolResult;
+        });
         assert.equal((result.structuredContent as { value: string }).value, "'slept'");
         const seconds = progress.map((p) => Number(/^Still running \((\d+) s\)$/.exec(p.message ?? '')?.[1]));
         assert.ok(progress.length >= 2 && seconds.every((n) => n >= 9), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
@@ -215,7 +227,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
 
     it('emulates variables, files and history with instructions and its own record, and says what it cannot do', async () => {
       const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
-      assert.equal((await call(client, 'run-python-in-repl', { replId, pythonCode: 'count = 3\nwords = ["a", "b"]\ncount' })).structuredContent!.value, '3');
+      assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: 'count = 3\nwords = ["a", "b"]\ncount' })).structuredContent as { value: string }).value, '3');
       const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string; type: string }> };
       assert.deepEqual(variables.variables.map((v) => [v.name, v.type]), [['count', 'int'], ['words', 'list']]);
       assert.equal((JSON.parse(textOf(await call(client, 'get-repl-variable', { replId, name: 'words' }))) as { repr: string }).repr, "['a', 'b']");
