@@ -37,7 +37,7 @@ type JsonSchemaConverter = (options: { target: string }) => Record<string, unkno
 /**
  * Makes a schema compute its JSON Schema once per target. The SDK makes an MCP server for every
  * 2026-07-28 request and converts the schemas of a new server again (for the request's header
- * checks and its result), which was most of that request's cost; the tools never change.
+ * checks and its result), about half of what such a request cost the server; the tools never change.
  */
 function convertedOnce(schema: z.ZodObject): void {
   const standard = schema['~standard'];
