@@ -398,9 +398,15 @@ function descending(a: string, b: string): number {
   return a < b ? 1 : a > b ? -1 : 0;
 }
 
-/** 16 random URL-safe characters, as ForeverVM names look. */
+/**
+ * 16 random URL-safe characters, as ForeverVM names look, starting with a letter or digit: a name
+ * starting with "-" reads as an option on every command line.
+ */
 function newMachineName(): string {
-  return randomBytes(12).toString('base64url');
+  for (;;) {
+    const name = randomBytes(12).toString('base64url');
+    if (/^[A-Za-z0-9]/.test(name)) return name;
+  }
 }
 
 async function realWorkspace(path: string): Promise<string> {

@@ -257,6 +257,14 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.ok(!manager.list().some((m) => m.name === a));
     });
 
+    it('names machines so a command line takes the name: 16 URL-safe characters, never a leading "-"', async () => {
+      manager = await openManager({ dataDir });
+      // One random name in 32 would start with "-" or "_" if nothing kept them out.
+      const names = await Promise.all(Array.from({ length: 200 }, () => manager!.create(machineOptions(engine)).then((m) => m.name)));
+      for (const name of names) assert.match(name, /^[A-Za-z0-9][A-Za-z0-9_-]{15}$/);
+      assert.equal(new Set(names).size, names.length);
+    });
+
     it('refuses bad requests with clear errors', async () => {
       manager = await openManager({ dataDir });
       await assert.rejects(manager.create({ engine: 'nope' as 'python' }), /engine: Invalid option: expected one of "sandbox"\|"python"/);
