@@ -15,11 +15,10 @@ await build({
   external: ['pyodide', '@bokuweb/zstd-wasm'],
   banner: { js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
 });
-// The sandbox process: controller and Pyodide worker. Pyodide itself stays a package on disk,
-// read by the worker at run time.
+// The sandbox process. Pyodide itself stays a package on disk, read by the process at run time.
 await build({
   ...common,
-  entryPoints: { 'sandbox/controller': 'src/engines/sandbox/child/controller.ts', 'sandbox/worker': 'src/engines/sandbox/child/worker.ts' },
+  entryPoints: { 'sandbox/main': 'src/engines/sandbox/child/main.ts' },
 });
 // The VS Code extension: CommonJS, as the extension host loads it; `vscode` is the host's own.
 await build({

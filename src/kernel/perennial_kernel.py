@@ -1267,7 +1267,7 @@ _DRIVER = None
 
 class EmscriptenDriver:
     """Drives the kernel inside Pyodide for the sandbox engine. Output leaves through fds 1 and 2,
-    whose handlers the sandbox worker sets, so Python holds no JS object and the machine's memory
+    whose handlers the sandbox process sets, so Python holds no JS object and the machine's memory
     can always be snapshotted."""
 
     def __init__(self, output_limit):
@@ -1299,8 +1299,8 @@ class EmscriptenDriver:
         return {"importNamesKnown": self.installable_id == message["importNamesId"]}
 
     def call(self, op, args_json):
-        """One command from the worker, as JSON in and JSON out. ``run`` answers a coroutine
-        that the worker awaits, so that awaits in the cell can complete."""
+        """One command from the sandbox process, as JSON in and JSON out. ``run`` answers a coroutine
+        that the process awaits, so that awaits in the cell can complete."""
         args = json.loads(args_json)
         if op == "run":
             return self._run(args)
@@ -1410,7 +1410,7 @@ def _sliced_sleep(original, kernel):
 
 
 def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
-    """Called once by the sandbox worker when it boots a fresh machine."""
+    """Called once by the sandbox process when it boots a fresh machine."""
     global _DRIVER
     _DRIVER = EmscriptenDriver(output_limit)
     return _DRIVER

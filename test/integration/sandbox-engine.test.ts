@@ -9,7 +9,7 @@ import type { MachineManager } from '../../src/machines/machine-manager.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { errorOf, eventually, managerFixture, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 
-/** The sandbox processes this test process started (its descendants running the sandbox controller). */
+/** The sandbox processes this test process started (its descendants running the sandbox's main.js). */
 function sandboxProcesses(): number[] {
   const found: number[] = [];
   const visit = (pid: number) => {
@@ -21,7 +21,7 @@ function sandboxProcesses(): number[] {
     }
     for (const child of children) {
       try {
-        if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('sandbox/controller')) found.push(child);
+        if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('sandbox/main.js')) found.push(child);
       } catch {
         continue; // gone meanwhile
       }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 
 /** How a sandbox process is locked down on this host. */
 export interface Isolation {
@@ -12,7 +12,7 @@ export interface Isolation {
 }
 
 export interface SandboxLaunch {
-  /** The built controller/worker folder. */
+  /** The built sandbox process's folder. */
   childDir: string;
   pyodideDir: string;
   /** Read-only wheel cache. */
@@ -54,6 +54,23 @@ function permissionFlag(version = process.versions.node): string {
   return major > 23 || (major === 23 && minor >= 5) || (major === 22 && minor >= 13) ? '--permission' : '--experimental-permission';
 }
 
+/**
+ * V8's stack limit for the sandbox's thread, in KiB. Pyodide's C recursion (repr of nested
+ * objects, json) runs on it: 4 MiB less V8's own reserve, as Node gives a worker thread, when the
+ * process's stack may grow that far (the default limit is 8 MiB); less when it may not.
+ */
+function stackSizeKb(): number {
+  const wanted = 4096 - 192;
+  let limits = '';
+  try {
+    limits = readFileSync('/proc/self/limits', 'utf8');
+  } catch {
+    // Not Linux: the usual 8 MiB.
+  }
+  const limit = /^Max stack size\s+(\d+)/m.exec(limits)?.[1];
+  return limit ? Math.min(wanted, Math.floor(Number(limit) / 1024) - 256) : wanted;
+}
+
 /** The command line of a sandbox process: bubblewrap (when it works) around Node's permission model. */
 export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { command: string; args: string[] } {
   const node = realpathSync(process.execPath);
@@ -64,22 +81,26 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     // `dir/*` grants the folder itself too; giving both forms trips an assertion in Node 20.
     ...(launch.workspace ? [`--allow-fs-read=${launch.workspace.hostPath}/*`] : []),
     ...(launch.workspace?.writable ? [`--allow-fs-write=${launch.workspace.hostPath}/*`] : []),
-    '--allow-worker',
     // One machine per process: a single V8 background thread is enough, and each thread costs
     // memory (its stack and its malloc arena).
     '--v8-pool-size=1',
+    // Python reaching the JS heap through `js` ends this process, not the host.
+    '--max-old-space-size=512',
+    `--stack-size=${stackSizeKb()}`,
     // V8 keeps its young generation committed; a machine allocates little on the JS side, and a
     // 1 MiB semi-space saves ~20 MiB per machine (measured) at no cost to Python's speed.
     '--max-semi-space-size=1',
     '--expose-gc',
     '--no-warnings',
-    `${launch.childDir.replace(/\/$/, '')}/controller.js`,
+    `${launch.childDir.replace(/\/$/, '')}/main.js`,
     launch.pyodideDir,
   ];
   if (!isolation.bubblewrap) return { command: node, args: nodeArgs };
   const roBind = (path: string) => (existsSync(path) ? ['--ro-bind', path, path] : []);
   const args = [
     '--unshare-all',
+    // No reaper process: nothing in the sandbox may start a process, so there is nothing to reap.
+    '--as-pid-1',
     ...(launch.network ? ['--share-net'] : []),
     '--die-with-parent',
     '--new-session',

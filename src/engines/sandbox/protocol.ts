@@ -1,7 +1,6 @@
 /**
- * Messages between the sandbox engine (host), the sandbox process's controller (its main thread)
- * and the Pyodide worker inside it. The controller relays everything but `interrupt`, which it
- * answers itself by writing the worker's interrupt buffer.
+ * Messages between the sandbox engine (host) and a sandbox process, over IPC. Interrupts take a
+ * pipe of their own (see host-channel.ts): IPC is read only when no Python runs.
  */
 
 /** Where a memory snapshot's side modules sat, so that they can be loaded there again. */
@@ -66,7 +65,6 @@ export type HostMessage =
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }
   | { type: 'snapshot'; id: number }
   | { type: 'loadPackages'; id: number; paths: string[] }
-  | { type: 'interrupt' }
   /** Read this base's memory now, while waiting for a machine: a restore from it need not. */
   | { type: 'prefetch'; base: BaseFile };
 
@@ -77,5 +75,5 @@ export type ChildMessage =
   | { type: 'reply'; id: number; ok: false; error: string }
   | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }> }
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
-  /** The worker died or Pyodide suffered a fatal error; the machine must be restored. */
+  /** Pyodide suffered a fatal error, or something nothing caught; the machine must be restored. */
   | { type: 'fatal'; error: string };

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
 import type { BaseFile, ChildMessage, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
@@ -7,6 +8,8 @@ import type { BaseFile, ChildMessage, HostMessage, ImportNames, LoadImage, Machi
 const SPAWN_TIMEOUT_MS = 30_000;
 /** Loading Pyodide cold takes a few seconds on a busy machine; a restore less than one. */
 const LOAD_TIMEOUT_MS = 120_000;
+
+const SIGINT = Uint8Array.of(2);
 
 type Lost = Array<{ name: string; reason: string }>;
 /** A host message before it gets its id (distributes over the union). */
@@ -18,7 +21,7 @@ interface Pending {
 }
 
 /**
- * One sandbox process (bubblewrap + Node permission model + a Pyodide worker) as seen from the
+ * One sandbox process (bubblewrap + Node permission model + Pyodide) as seen from the
  * host: typed calls over IPC, interrupts, output, and its exit.
  */
 export class SandboxProcess {
@@ -33,17 +36,22 @@ export class SandboxProcess {
   #fatal = '';
   #stopRequested = false;
   #stderr = '';
+  #interrupts: Writable;
 
   constructor(launch: SandboxLaunch, isolation: Isolation) {
     const { command, args } = sandboxCommand(launch, isolation);
-    // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc's
-    // per-thread arenas would hold ~40 MiB of V8's freed memory per machine: keep two, and give
-    // freed memory back.
+    // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc keeps
+    // what V8 frees: per-thread arenas would hold ~40 MiB per machine (keep two), and the pieces
+    // that compiling Pyodide's wasm allocates and frees between long-lived ones ~13 MiB, unless
+    // blocks from 32 KiB up get pages of their own (mmap), which go back to the system when freed.
     this.#child = spawn(command, args, {
-      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '1048576' },
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '1048576', MALLOC_MMAP_THRESHOLD_: '32768' },
+      // fd 4: interrupts, read by the sandbox even while Python runs (see host-channel.ts).
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe'],
       serialization: 'advanced',
     });
+    this.#interrupts = this.#child.stdio[4] as Writable;
+    this.#interrupts.on('error', () => {});
     this.#child.stderr!.on('data', (data: Buffer) => (this.#stderr = (this.#stderr + data.toString()).slice(-4000)));
     this.#waiting = new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new EngineStartError('the sandbox process did not start in time')), SPAWN_TIMEOUT_MS);
@@ -84,7 +92,7 @@ export class SandboxProcess {
     return !this.#exit;
   }
 
-  /** Boots a machine in a new worker: fresh from the kernel source, or from an image. */
+  /** Boots the process's one machine: fresh from the kernel source, or from an image. */
   async load(config: MachineConfig, source: { image: LoadImage } | { kernelSource: string }): Promise<number> {
     await this.#waiting;
     const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
@@ -119,7 +127,7 @@ export class SandboxProcess {
   }
 
   interrupt(): void {
-    if (this.alive && this.#child.connected) this.#child.send({ type: 'interrupt' } satisfies HostMessage);
+    if (this.alive) this.#interrupts.write(SIGINT);
   }
 
   async kill(): Promise<EngineExit> {

@@ -266,7 +266,7 @@ export class SandboxRuntime {
     const id = createHash('sha256')
       .update(this.pyodideVersion)
       .update(kernelSource)
-      .update(readFileSync(join(this.#childDir, 'worker.js')))
+      .update(readFileSync(join(this.#childDir, 'main.js')))
       .digest('hex')
       .slice(0, 16);
     const path = this.#basePath(id);
@@ -314,7 +314,8 @@ export class SandboxRuntime {
       await writeFileAtomic(snapshotPath, image.snapshot);
     }
     const header = image.snapshot.subarray(0, heapOffset(image.snapshot));
-    return { id, files: image.files, meta: image.meta, file: { id, path: snapshotPath }, freshPatch: identityPatch(header, image.snapshot.length) };
+    // A copy: after IPC, the files may be a view into the snapshot's buffer, which must not stay.
+    return { id, files: image.files.slice(), meta: image.meta, file: { id, path: snapshotPath }, freshPatch: identityPatch(header, image.snapshot.length) };
   }
 
   #basePath(id: string): string {

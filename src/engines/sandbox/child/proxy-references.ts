@@ -3,7 +3,7 @@
  * object; a snapshot keeps that reference on the heap but not the proxy, so after a restore
  * nothing would ever release it. Pyodide's own start makes a few dozen proxies and caches more
  * on them, so every swap leaked those objects, and each one kept its place on the heap in every
- * later snapshot. The worker follows the references Pyodide hands to its finalization registry
+ * later snapshot. The sandbox follows the references Pyodide hands to its finalization registry
  * (every proxy's, until it is destroyed or collected), the image records the objects of those
  * still held at the snapshot, and a restore releases one reference to each.
  */

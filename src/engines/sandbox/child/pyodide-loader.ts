@@ -1,5 +1,5 @@
 /**
- * How a sandbox worker gets its one Pyodide machine: booted cold (once per version, to make the
+ * How a sandbox process gets its one Pyodide machine: booted cold (once per version, to make the
  * base image), or restored from a memory snapshot, sent whole or as a patch on a base snapshot.
  */
 import { readFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { withDynlibReplay, type EmscriptenModule } from './dynlibs.ts';
 import { restoreFiles, type EmscriptenFS } from './fs-archive.ts';
 import { importedMemoryMinimum } from './wasm-imports.ts';
 
-/** The parts of the Pyodide API the worker uses. */
+/** The parts of the Pyodide API the sandbox uses. */
 export interface Pyodide {
   version: string;
   FS: EmscriptenFS;
@@ -30,7 +30,7 @@ export interface Pyodide {
   _api: { config: Record<string, unknown>; sitepackages: string; dsodir: string };
 }
 type LoadPyodide = (options: Record<string, unknown>) => Promise<Pyodide>;
-/** Pyodide booted with this worker's options: cold, or from a memory snapshot. */
+/** Pyodide booted with the sandbox's options: cold, or from a memory snapshot. */
 type StartPyodide = (snapshot?: Uint8Array) => Promise<Pyodide>;
 /** What `loadPyodide` gets from Emscripten's module factory, before it copies a snapshot in. */
 interface CreatedModule {
@@ -67,7 +67,7 @@ interface BootAhead {
   supply(memory: MachineMemory | null): void;
 }
 
-/** A base's memory read ahead, while the worker waited for its machine. */
+/** A base's memory read ahead, while the sandbox waited for its machine. */
 interface Prefetched {
   path: string;
   bytes: Uint8Array;
@@ -80,7 +80,7 @@ export interface LoadRequest {
   outputLimit: number;
 }
 
-/** Boots or restores a worker's one machine; see `prepare` for what it does before that. */
+/** Boots or restores a sandbox's one machine; see `prepare` for what it does before that. */
 export class PyodideLoader {
   #ahead?: BootAhead;
   #prefetched?: Prefetched;
@@ -94,7 +94,7 @@ export class PyodideLoader {
   }
 
   /**
-   * What does not depend on the machine, done as the worker starts (before its `load` arrives):
+   * What does not depend on the machine, done as the process starts (before its `load` arrives):
    * - pyodide.asm.js is loaded as a plain script. `loadPyodide` would `import()` it, and Node's ESM
    *   loader spends ~150 ms detecting the format of this 1 MB file and scanning it for exports;
    *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
@@ -108,21 +108,23 @@ export class PyodideLoader {
     const create = scope._createPyodideModule;
     scope._createPyodideModule = async (settings) => {
       const module = await create(settings);
+      // Emscripten's module is the settings object, and Pyodide's `instantiateWasm` there holds the
+      // wasm file it read (8.6 MB) for as long as the machine lives; it has done its one call.
+      delete (settings as { instantiateWasm?: unknown }).instantiateWasm;
       trackProxies(module as unknown as ProxyAccess);
       return module;
     };
-    const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
-    const compiled = await WebAssembly.compile(wasm);
+    const { compiled, byteLength, memoryMinimum } = await compileMain(pyodideDir);
     const instantiate = WebAssembly.instantiate;
     WebAssembly.instantiate = function (source: unknown, imports?: Record<string, Record<string, unknown>>) {
-      const isMain = (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) && source.byteLength === wasm.length;
+      const isMain = (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) && source.byteLength === byteLength;
       if (isMain) return instantiate.call(WebAssembly, compiled, imports).then((instance: unknown) => ({ instance, module: compiled }));
       return (instantiate as (...args: unknown[]) => unknown).apply(WebAssembly, [source, imports]);
     } as typeof WebAssembly.instantiate;
     const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: LoadPyodide };
     const options = bootOptions(pyodideDir);
     const start: StartPyodide = (snapshot) => loadPyodide(snapshot ? { ...options, _loadSnapshot: snapshot } : options);
-    return new PyodideLoader(start, bootAhead(start, importedMemoryMinimum(wasm)));
+    return new PyodideLoader(start, bootAhead(start, memoryMinimum));
   }
 
   /** The base the machine was loaded from: its snapshots are patches on it. */
@@ -142,7 +144,7 @@ export class PyodideLoader {
   /** The machine; called once. */
   async load({ image, kernelSource, outputLimit }: LoadRequest): Promise<Pyodide> {
     const boot = this.#ahead;
-    if (!boot) throw new Error('this worker has loaded its machine already');
+    if (!boot) throw new Error('this sandbox has loaded its machine already');
     this.#ahead = undefined;
     const memory = image && memoryOf(image, this.#prefetched);
     this.#prefetched = undefined;
@@ -156,6 +158,15 @@ export class PyodideLoader {
     if (image && memory) return restoreWithDynlibs(this.start, image, memory.whole());
     return bootCold(this.start, kernelSource ?? '', outputLimit);
   }
+}
+
+/**
+ * Pyodide's main module, compiled, and what is kept of its file: not the bytes (V8 holds its own
+ * copy), only what the loader checks later.
+ */
+async function compileMain(pyodideDir: string): Promise<{ compiled: WebAssembly.Module; byteLength: number; memoryMinimum: number }> {
+  const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
+  return { compiled: await WebAssembly.compile(wasm), byteLength: wasm.length, memoryMinimum: importedMemoryMinimum(wasm) };
 }
 
 /** Pyodide reads the snapshot header as 32-bit words; an IPC copy may not be aligned. */

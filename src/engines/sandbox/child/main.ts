@@ -1,36 +1,36 @@
 /**
- * The Pyodide thread of a sandbox process: boots or restores one machine, runs the kernel's
- * commands, and takes memory snapshots. One worker serves one `load`.
+ * A sandbox process: boots or restores one machine, runs the kernel's commands, and takes memory
+ * snapshots, all on its one thread. It starts booting Pyodide with the process, so that a
+ * pooled sandbox has it booted ahead by the time the machine to load arrives; one process serves
+ * one `load` (a Pyodide instance cannot be reloaded in place).
  */
 import './harden.ts';
 import { readFileSync } from 'node:fs';
-import { parentPort, workerData } from 'node:worker_threads';
 import { makeMemoryPatch } from '../memory-patch.ts';
 import type { ChildMessage, HostMessage, MachineConfig, TakenImage } from '../protocol.ts';
 import { blankDeadMemory, memoryLayout, type MemoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles } from './fs-archive.ts';
-import { OutputRing } from './output-ring.ts';
+import { HostChannel } from './host-channel.ts';
 import { HOME, PyodideLoader, type PyAwaitable, type Pyodide } from './pyodide-loader.ts';
 
 /** The kernel's command entry point, as JavaScript holds it. */
 type DriverCall = ((op: string, args: string) => string | PyAwaitable) & { destroy(): void };
 
-const { pyodideDir, interruptBuffer, output } = workerData as { pyodideDir: string; interruptBuffer: Int32Array; output: SharedArrayBuffer };
-/** What the machine prints, read by the main thread even while Python runs. */
-const printed = new OutputRing(output);
-const port = parentPort!;
-// Started with the worker, before its `load` arrives.
+const [pyodideDir] = process.argv.slice(2);
+if (!process.send || !pyodideDir) {
+  process.stderr.write('usage: main.js <pyodide dir> (with an IPC channel, and the interrupt pipe on fd 4)\n');
+  process.exit(2);
+}
+const host = new HostChannel();
+const post = (message: ChildMessage) => host.send(message);
+// Started with the process, before its `load` arrives.
 const loader = PyodideLoader.prepare(pyodideDir);
 loader.catch(() => {});
 
-/** The worker's one machine, once loaded. */
+/** The process's one machine, once loaded. */
 let machine: { py: Pyodide; call: DriverCall } | undefined;
-
-function post(message: ChildMessage, transfer: ArrayBuffer[] = []): void {
-  port.postMessage(message, transfer);
-}
 
 /** The WebAssembly heap's cap: an allocation beyond it is a MemoryError, not a crash. */
 let memoryLimit = Infinity;
@@ -61,13 +61,14 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
 function connect(instance: Pyodide, config: MachineConfig): DriverCall {
   const writer = (stream: 'stdout' | 'stderr') => ({
     write(buffer: Uint8Array): number {
-      printed.write(stream, buffer);
+      host.write(stream, buffer);
       return buffer.length;
     },
   });
   instance.setStdout(writer('stdout'));
   instance.setStderr(writer('stderr'));
-  instance.setInterruptBuffer(interruptBuffer);
+  // Typed as an Int32Array; Pyodide only reads and writes its element 0.
+  instance.setInterruptBuffer(host.signals as unknown as Int32Array);
   let cwd = HOME;
   if (config.workspace) {
     instance.FS.mkdirTree('/workspace');
@@ -99,8 +100,7 @@ async function command(op: string, args: Record<string, unknown>): Promise<Reply
     }
     return JSON.parse(text) as Reply;
   } finally {
-    // An interrupt that arrived as the command ended must not hit the next one.
-    Atomics.store(interruptBuffer, 0, 0);
+    host.clearInterrupt();
   }
 }
 
@@ -155,7 +155,7 @@ async function snapshot(id: number): Promise<void> {
   blankDeadMemory(memory, base, layout);
   const patch = base && makeMemoryPatch(memory, base);
   const image: TakenImage = patch && loadedBase ? { patch, base: loadedBase.id, files, meta } : { snapshot: memory, files, meta };
-  post({ type: 'image', id, image, lost }, [(patch ?? memory).buffer as ArrayBuffer, files.buffer as ArrayBuffer]);
+  post({ type: 'image', id, image, lost });
 }
 
 /** A machine that has been quiet for a second gives its garbage back (its memory is what counts). */
@@ -166,7 +166,7 @@ function collectWhenQuiet(): void {
   quiet.unref();
 }
 
-port.on('message', (message: HostMessage) => {
+process.on('message', (message: HostMessage) => {
   collectWhenQuiet();
   void (async () => {
     const id = 'id' in message ? message.id : -1;
@@ -190,3 +190,13 @@ port.on('message', (message: HostMessage) => {
     }
   })();
 });
+
+/** What nothing caught leaves the machine in an unknown state: the host restores it. */
+function fail(error: unknown): void {
+  post({ type: 'fatal', error: (error instanceof Error ? (error.stack ?? error.message) : String(error)).slice(0, 4000) });
+  setImmediate(() => process.exit(1));
+}
+process.on('uncaughtException', fail);
+// The host is gone: nothing may outlive it.
+process.on('disconnect', () => process.exit(0));
+post({ type: 'waiting' });
