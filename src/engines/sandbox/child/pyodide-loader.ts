@@ -111,6 +111,7 @@ export class PyodideLoader {
       // Emscripten's module is the settings object, and Pyodide's `instantiateWasm` there holds the
       // wasm file it read (8.6 MB) for as long as the machine lives; it has done its one call.
       delete (settings as { instantiateWasm?: unknown }).instantiateWasm;
+      stdlibFromDisk((module as unknown as { FS: StdlibFS }).FS, pyodideDir);
       trackProxies(module as unknown as ProxyAccess);
       return module;
     };
@@ -167,6 +168,28 @@ export class PyodideLoader {
 async function compileMain(pyodideDir: string): Promise<{ compiled: WebAssembly.Module; byteLength: number; memoryMinimum: number }> {
   const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
   return { compiled: await WebAssembly.compile(wasm), byteLength: wasm.length, memoryMinimum: importedMemoryMinimum(wasm) };
+}
+
+/** Where Pyodide's folder is mounted (read-only) in a machine's file system, for its standard library. */
+const PYODIDE_MOUNT = '/lib/pyodide';
+
+type StdlibFS = Pick<EmscriptenFS, 'readdir' | 'mkdirTree' | 'symlink' | 'unlink'> & {
+  mount(type: unknown, options: { root: string }, mountpoint: string): void;
+  filesystems: { NODEFS: unknown };
+};
+
+/**
+ * Pyodide copies its standard library's zip (2.4 MB) into the in-memory file system of every
+ * machine, where it stays although Python reads it only to import. A link to the file on disk
+ * serves the same bytes, from the page cache every machine shares. Done before Python runs.
+ */
+function stdlibFromDisk(FS: StdlibFS, pyodideDir: string): void {
+  const zip = FS.readdir('/lib').find((name) => /^python\d+\.zip$/.test(name));
+  if (!zip) return;
+  FS.mkdirTree(PYODIDE_MOUNT);
+  FS.mount(FS.filesystems.NODEFS, { root: pyodideDir }, PYODIDE_MOUNT);
+  FS.unlink(`/lib/${zip}`);
+  FS.symlink(`${PYODIDE_MOUNT}/python_stdlib.zip`, `/lib/${zip}`);
 }
 
 /** Pyodide reads the snapshot header as 32-bit words; an IPC copy may not be aligned. */
