@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
 import { WebSocket } from 'ws';
+import { serverEnv } from '../src/client/local-server-connection.ts';
 import { MachineManager } from '../src/machines/machine-manager.ts';
 import type { ServerInfo } from '../src/platform/server-info.ts';
 import { LocalServer } from '../src/server/local-server.ts';
@@ -33,7 +34,7 @@ const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(reso
 
 /** `perennial serve` on a data dir, as a client would start it; resolves once it answers. */
 async function serve(dataDir: string, ...args: string[]): Promise<{ child: ChildProcess; info: ServerInfo; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', ...args], { stdio: 'ignore', env: { ...process.env, PERENNIAL_PYTHON: PYTHON } });
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', ...args], { stdio: 'ignore', env: serverEnv({ ...process.env, PERENNIAL_PYTHON: PYTHON }) });
   const path = join(dataDir, 'server.json');
   while (!existsSync(path)) await sleep(20);
   const info = JSON.parse(await readFile(path, 'utf8')) as ServerInfo;

@@ -3,6 +3,7 @@ import { existsSync, openSync, closeSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MALLOC_ENV } from '../platform/malloc-env.ts';
 import { isProcessAlive } from '../platform/process-liveness.ts';
 import { readServerInfo, type ServerInfo } from '../platform/server-info.ts';
 import type { EngineName } from '../shared/requests.ts';
@@ -92,14 +93,19 @@ function spawnDetachedServer(dataDir: string, extraArgs: string[]): { exitedAt?:
   const child = spawn(process.execPath, [cliPath(), '--data-dir', dataDir, 'serve', '--exit-when-idle', String(AUTO_SERVER_IDLE_SECONDS), ...extraArgs], {
     detached: true,
     stdio: ['ignore', log, log],
-    // In VS Code's extension host the executable is Electron: run it as plain Node.
-    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+    env: serverEnv(),
   });
   closeSync(log);
   const state: { exitedAt?: number } = {};
   child.once('exit', () => (state.exitedAt = Date.now()));
   child.unref();
   return state;
+}
+
+/** The environment of a server started here (and by the bench, to measure the same process). */
+export function serverEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  // In VS Code's extension host the executable is Electron: run it as plain Node.
+  return { ...MALLOC_ENV, ...env, ELECTRON_RUN_AS_NODE: '1' };
 }
 
 /** The built CLI: beside this code in the bundle, or the last build from sources. */

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
+import { MALLOC_ENV } from '../../platform/malloc-env.ts';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
 import type { BaseFile, ChildMessage, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
@@ -40,12 +41,11 @@ export class SandboxProcess {
 
   constructor(launch: SandboxLaunch, isolation: Isolation) {
     const { command, args } = sandboxCommand(launch, isolation);
-    // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc keeps
-    // what V8 frees: per-thread arenas would hold ~40 MiB per machine (keep two), and the pieces
-    // that compiling Pyodide's wasm allocates and frees between long-lived ones ~13 MiB, unless
-    // blocks from 32 KiB up get pages of their own (mmap), which go back to the system when freed.
+    // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc's
+    // per-thread arenas would hold ~40 MiB of V8's freed memory per machine: keep two, and give
+    // freed memory back.
     this.#child = spawn(command, args, {
-      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '1048576', MALLOC_MMAP_THRESHOLD_: '32768' },
+      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '1048576', ...MALLOC_ENV },
       // fd 4: interrupts, read by the sandbox even while Python runs (see host-channel.ts).
       stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe'],
       serialization: 'advanced',
