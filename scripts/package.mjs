@@ -19,8 +19,8 @@ mkdirSync(zstd, { recursive: true });
 cpSync(new URL('node_modules/@bokuweb/zstd-wasm/package.json', root), new URL('package.json', zstd));
 cpSync(new URL('node_modules/@bokuweb/zstd-wasm/dist/common/', root), new URL('dist/common/', zstd), { recursive: true, filter: (path) => !path.endsWith('.map') });
 
-const { version } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
-const out = `perennial-${version}.vsix`;
+const { name, version } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
+const out = `${name}-${version}.vsix`;
 // Dependencies are bundled (or copied above); the README's images stay relative.
 run(new URL('node_modules/.bin/vsce', root).pathname, ['package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out]);
 console.log(`${out}: ${(statSync(new URL(out, root)).size / 1024 / 1024).toFixed(1)} MiB`);

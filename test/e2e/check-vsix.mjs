@@ -9,7 +9,7 @@ import { codeServerPaths, freshState, installExtension, launchChromium, removeSt
 
 const vsix = process.argv[2];
 if (!vsix || !existsSync(vsix)) {
-  console.error('usage: check-vsix.mjs <path to perennial-*.vsix>');
+  console.error('usage: check-vsix.mjs <path to perennial-repl-*.vsix>');
   process.exit(2);
 }
 codeServerPaths();
@@ -23,7 +23,7 @@ function extensionLog() {
   const logs = join(state.dir, 'data', 'logs');
   for (const session of existsSync(logs) ? readdirSync(logs) : []) {
     for (const host of readdirSync(join(logs, session)).filter((name) => name.startsWith('exthost'))) {
-      const file = join(logs, session, host, 'perennial.perennial', 'Perennial.log');
+      const file = join(logs, session, host, 'perennial.perennial-repl', 'Perennial.log');
       if (existsSync(file)) return readFileSync(file, 'utf8');
     }
   }

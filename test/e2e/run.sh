@@ -8,5 +8,5 @@ paths=$(bash "$root/test/e2e/setup-vscode.sh" "$root/.cache/vscode" | grep -E '^
 export $paths
 node "$root/test/e2e/run-vscode.mjs"
 node "$root/scripts/package.mjs" | tail -n 2
-version=$(node -p "require('$root/package.json').version")
-node "$root/test/e2e/check-vsix.mjs" "$root/perennial-$version.vsix"
+vsix=$(node -p "const p = require('$root/package.json'); p.name + '-' + p.version + '.vsix'")
+node "$root/test/e2e/check-vsix.mjs" "$root/$vsix"

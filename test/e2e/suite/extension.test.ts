@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { defaultDataDir } from '../../../src/platform/data-dir.ts';
 import { foreverVMOnlyProxy } from '../../helpers/forevervm-only-proxy.ts';
 
-const EXTENSION_ID = 'perennial.perennial';
+const EXTENSION_ID = 'perennial.perennial-repl';
 const MCP_SERVER_ID = `${EXTENSION_ID}/Perennial Python REPLs`;
 
 /** Polls `probe` until it returns something, for state that VS Code updates asynchronously. */

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { isProcessAlive } from '../../src/platform/process-liveness.ts';
+import { readServerInfo } from '../../src/platform/server-info.ts';
+import { TEST_PYTHON } from '../helpers/machines.ts';
+import { node22Tool } from '../helpers/node22-tools.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const INSPECTOR_VERSION = '2.12.0';
+/** What the package must hold: what `perennial` runs, and the files npm always adds. */
+const SHIPPED = ['CHANGELOG.md', 'LICENSE', 'README.md', 'dist/cli.js', 'dist/perennial_kernel.py', 'dist/sandbox/main.js', 'package.json'];
+
+const npm = (args: string[], cwd: string) => execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/**
+ * The package as a user gets it: packed from a clean copy of the sources (so `prepack` must build
+ * it), installed globally into a temporary prefix, and run as an MCP server by the MCP Inspector's
+ * CLI, an MCP client of its own that drives a server from the command line.
+ */
+describe('the npm package', { timeout: 600_000 }, () => {
+  let work: string;
+  let tarball: string;
+  let packed: string[];
+  let installed: string;
+  let dataDir: string;
+  let inspector: { node: string; cli: string };
+
+  before(async () => {
+    work = await mkdtemp(join(tmpdir(), 'perennial-npm-'));
+    // A clean clone: the committed and new sources, no dist/, the project's node_modules for the build.
+    const clone = join(work, 'clone');
+    const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
+    for (const file of files.filter((f) => existsSync(join(ROOT, f)))) {
+      mkdirSync(dirname(join(clone, file)), { recursive: true });
+      cpSync(join(ROOT, file), join(clone, file));
+    }
+    symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'));
+    const [report] = JSON.parse(npm(['pack', '--json', '--pack-destination', work], clone)) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    tarball = join(work, report!.filename);
+    packed = report!.files.map((f) => f.path).sort();
+    installed = join(work, 'prefix');
+    npm(['install', '--global', '--prefix', installed, tarball], work);
+    dataDir = join(work, 'data');
+    const tool = node22Tool('inspector', '@modelcontextprotocol/inspector', INSPECTOR_VERSION);
+    const bin = (JSON.parse(readFileSync(join(tool.packageDir, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin;
+    inspector = { node: tool.node, cli: join(tool.packageDir, Object.values(bin)[0]!) };
+  });
+
+  after(async () => {
+    // `perennial mcp` started a local server of its own in the data dir: stop it.
+    const info = dataDir ? await readServerInfo(dataDir).catch(() => null) : null;
+    if (info && isProcessAlive(info.pid)) process.kill(info.pid, 'SIGTERM');
+    for (let i = 0; info && i < 100 && isProcessAlive(info.pid); i++) await new Promise((r) => setTimeout(r, 100));
+    await rm(work, { recursive: true, force: true });
+  });
+
+  /** The Inspector's CLI against the installed `perennial mcp` over stdio; its JSON answer. */
+  function inspect(...args: string[]): { status: number | null; result: Record<string, unknown> | undefined; stderr: string } {
+    return inspectTarget(['-e', `PERENNIAL_HOME=${dataDir}`, '-e', `PERENNIAL_PYTHON=${TEST_PYTHON}`, join(installed, 'bin/perennial'), 'mcp'], args);
+  }
+
+  function inspectTarget(target: string[], args: string[]): { status: number | null; result: Record<string, unknown> | undefined; stderr: string } {
+    const run = spawnSync(inspector.node, [inspector.cli, '--cli', '--format', 'json', '-q', ...target, ...args], { encoding: 'utf8', timeout: 120_000 });
+    const result = run.stdout.trim() ? ((JSON.parse(run.stdout) as { result?: Record<string, unknown> }).result ?? undefined) : undefined;
+    return { status: run.status, result, stderr: run.stderr };
+  }
+
+  it('ships only what runs', () => {
+    assert.deepEqual(packed, SHIPPED);
+  });
+
+  it('installs with a working `perennial` command', () => {
+    const version = execFileSync(join(installed, 'bin/perennial'), ['--version'], { encoding: 'utf8' }).trim();
+    assert.equal(version, (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+
+  it('serves MCP over stdio to the Inspector: tools/list and tools/call', () => {
+    const listed = inspect('--method', 'tools/list');
+    assert.equal(listed.status, 0, listed.stderr);
+    const names = (listed.result!.tools as Array<{ name: string }>).map((t) => t.name);
+    for (const name of ['create-python-repl', 'run-python-in-repl']) assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
+    const created = inspect('--method', 'tools/call', '--tool-name', 'create-python-repl', '--tool-args-json', JSON.stringify({ engine: 'python' }));
+    assert.equal(created.status, 0, created.stderr);
+    const replId = (created.result!.structuredContent as { replId: string }).replId;
+    const ran = inspect('--method', 'tools/call', '--tool-name', 'run-python-in-repl', '--tool-args-json', JSON.stringify({ replId, pythonCode: 'import sys\nsys.version_info[0] * 20 + 2' }));
+    assert.equal(ran.status, 0, ran.stderr);
+    assert.equal((ran.result!.structuredContent as { value: string }).value, '62');
+  });
+
+  it('serves MCP over Streamable HTTP to the Inspector, from the server `perennial mcp` started', async () => {
+    const info = await readServerInfo(dataDir);
+    assert.ok(info, 'perennial mcp started a local server in its data dir');
+    const listed = inspectTarget([`${info.url}/mcp`, '--header', `Authorization: Bearer ${info.token}`], ['--method', 'tools/list']);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.ok((listed.result!.tools as Array<{ name: string }>).some((t) => t.name === 'run-python-in-repl'));
+  });
+
+  it('runs from the tarball with npx', () => {
+    const version = execFileSync('npx', ['--yes', '--prefer-offline', '--package', tarball, 'perennial', '--version'], { cwd: work, encoding: 'utf8' }).trim();
+    assert.match(version, /^\d+\.\d+\.\d+/);
+  });
+
+  it('passes npm publish --dry-run', () => {
+    const run = spawnSync('npm', ['publish', '--dry-run', tarball], { cwd: work, encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout + run.stderr, /\+ perennial-repl@\d+\.\d+\.\d+/);
+  });
+});
