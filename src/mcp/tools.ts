@@ -33,6 +33,7 @@ function tool<In extends z.ZodObject>(definition: ToolDefinition<In>): ToolDefin
 }
 
 type JsonSchemaConverter = (options: { target: string }) => Record<string, unknown>;
+const convertedSchemas = new WeakSet<z.ZodObject>();
 
 /**
  * Makes a schema compute its JSON Schema once per target. The SDK makes an MCP server for every
@@ -40,6 +41,9 @@ type JsonSchemaConverter = (options: { target: string }) => Record<string, unkno
  * checks and its result), about half of what such a request cost the server; the tools never change.
  */
 function convertedOnce(schema: z.ZodObject): void {
+  // A schema shared by tools is converted for the first.
+  if (convertedSchemas.has(schema)) return;
+  convertedSchemas.add(schema);
   const standard = schema['~standard'];
   const once = (convert: JsonSchemaConverter): JsonSchemaConverter => {
     const converted = new Map<string, Record<string, unknown>>();
@@ -78,6 +82,46 @@ function execResult(seq: number, chunks: OutputChunk[], result: ExecResult): Cal
   };
 }
 
+/** What an instruction gives back, in a run tool's structured content (see `execResult`). */
+const RunOutput = z.object({
+  stdout: z.string(),
+  stderr: z.string(),
+  value: z.string().nullable(),
+  error: z.string().nullable(),
+  notes: z.array(z.string()).describe("Perennial's notices and losses (what a swap or a restart did not keep)"),
+  lost: z.array(z.object({ name: z.string(), reason: z.string() })).describe('Variables that did not survive a swap, and why'),
+  images: z.number().int(),
+  runtimeMs: z.number(),
+  seq: z.number().int(),
+});
+
+/** Runs `code` as an instruction: output lines as progress, interrupted when the call is cancelled. */
+async function runInstruction(name: string, code: string, timeoutSeconds: number | undefined, { client, signal, progress }: ToolContext): Promise<CallToolResult> {
+  const stop = () => void client.interrupt(name).catch(() => {});
+  signal.addEventListener('abort', stop, { once: true });
+  try {
+    const chunks: OutputChunk[] = [];
+    const { seq, result } = await client.run(name, code, {
+      timeoutSeconds,
+      onOutput: (chunk) => {
+        chunks.push(chunk);
+        void progress(chunk.data);
+      },
+    });
+    return execResult(seq, chunks, result);
+  } finally {
+    signal.removeEventListener('abort', stop);
+  }
+}
+
+/**
+ * One line of Python that runs a file in the REPL's namespace. The file is compiled under its own
+ * path, so a traceback shows its lines; a JSON string is a Python string literal.
+ */
+function runFileCode(path: string): string {
+  return `__file__ = ${JSON.stringify(path)}; exec(compile(open(__file__, encoding="utf-8").read(), __file__, "exec"), globals())`;
+}
+
 export const TOOLS = [
   tool({
     name: 'create-python-repl',
@@ -105,35 +149,23 @@ export const TOOLS = [
       replId,
       timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this long (default 15)'),
     }),
-    outputSchema: z.object({
-      stdout: z.string(),
-      stderr: z.string(),
-      value: z.string().nullable(),
-      error: z.string().nullable(),
-      notes: z.array(z.string()).describe("Perennial's notices and losses (what a swap or a restart did not keep)"),
-      lost: z.array(z.object({ name: z.string(), reason: z.string() })).describe('Variables that did not survive a swap, and why'),
-      images: z.number().int(),
-      runtimeMs: z.number(),
-      seq: z.number().int(),
-    }),
+    outputSchema: RunOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    async handler({ pythonCode, replId: name, timeoutSeconds }, { client, signal, progress }) {
-      const stop = () => void client.interrupt(name).catch(() => {});
-      signal.addEventListener('abort', stop, { once: true });
-      try {
-        const chunks: OutputChunk[] = [];
-        const { seq, result } = await client.run(name, pythonCode, {
-          timeoutSeconds,
-          onOutput: (chunk) => {
-            chunks.push(chunk);
-            void progress(chunk.data);
-          },
-        });
-        return execResult(seq, chunks, result);
-      } finally {
-        signal.removeEventListener('abort', stop);
-      }
-    },
+    handler: ({ pythonCode, replId: name, timeoutSeconds }, context) => runInstruction(name, pythonCode, timeoutSeconds, context),
+  }),
+  tool({
+    name: 'run-file-in-repl',
+    title: 'Run a Python file in a REPL',
+    description:
+      "Runs a .py file in a REPL's namespace, as IPython's %run -i does: what it defines stays for later calls, __name__ is '__main__' and __file__ is set. The path is inside the REPL: relative to its working directory (for a sandbox REPL with the workspace mounted, the workspace) or absolute.",
+    inputSchema: z.object({
+      path: FilePath.describe('The file, inside the REPL'),
+      replId,
+      timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this long (default 15)'),
+    }),
+    outputSchema: RunOutput,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    handler: ({ path, replId: name, timeoutSeconds }, context) => runInstruction(name, runFileCode(path), timeoutSeconds, context),
   }),
   tool({
     name: 'list-python-repls',

@@ -32,6 +32,7 @@ const TOOL_NAMES = [
   'list-repl-files',
   'list-repl-variables',
   'read-repl-file',
+  'run-file-in-repl',
   'run-python-in-repl',
   'write-repl-file',
 ];
@@ -124,6 +125,24 @@ describe('MCP server', { timeout: 240_000 }, () => {
         const unknown = await call(client, 'run-python-in-repl', { replId: 'no-such-repl', pythonCode: '1' });
         assert.equal(unknown.isError, true);
         assert.match(textOf(unknown), /does not exist/);
+      });
+
+      it('runs a file in the REPL namespace: its definitions stay, its traceback shows its lines', async () => {
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'base = 10' });
+        const script = 'def scaled(v):\n    return v * base\n\nresult = scaled(4)\nif __name__ == "__main__":\n    print("main", result)\n';
+        await call(client, 'write-repl-file', { replId, path: 'tools/script.py', content: script });
+        const ran = await call(client, 'run-file-in-repl', { replId, path: 'tools/script.py' });
+        assert.equal(ran.isError, undefined, textOf(ran));
+        assert.equal((ran.structuredContent as { stdout: string }).stdout, 'main 40');
+        assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: 'scaled(5), result, __file__' })).structuredContent as { value: string }).value, "(50, 40, 'tools/script.py')");
+        await call(client, 'write-repl-file', { replId, path: 'broken.py', content: 'x = 1\nraise ValueError("line two")\n' });
+        const broken = await call(client, 'run-file-in-repl', { replId, path: 'broken.py' });
+        assert.equal(broken.isError, true);
+        assert.match(textOf(broken), /File "broken.py", line 2, in <module>[\s\S]*ValueError: line two/);
+        const missing = await call(client, 'run-file-in-repl', { replId, path: 'nowhere.py' });
+        assert.equal(missing.isError, true);
+        assert.match(textOf(missing), /FileNotFoundError/);
       });
 
       it('sends output lines as progress notifications, and a cancellation interrupts the code', async () => {
