@@ -15,6 +15,7 @@ import {
   type IsCompleteResponse,
   type MachineEvent,
   type MachineInfo,
+  type ObjectInfo,
   type OutputChunk,
   type PackagesResponse,
   type ResultResponse,
@@ -207,6 +208,10 @@ export class ForeverVMClient {
 
   writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<WrittenFile> {
     return this.#extension('write files', 'PUT', `/v1/machine/${encodeURIComponent(name)}/files/content`, { path, content, encoding });
+  }
+
+  inspect(name: string, expression: string): Promise<ObjectInfo> {
+    return this.#extension('inspect objects', 'POST', `/v1/machine/${encodeURIComponent(name)}/inspect`, { expression });
   }
 
   async isComplete(name: string, code: string): Promise<Completeness> {

@@ -1,4 +1,4 @@
-import type { Completeness, ExecResult, FileContent, FileListing, HistoryEntry, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+import type { Completeness, ExecResult, FileContent, FileListing, HistoryEntry, ObjectInfo, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
 
@@ -13,6 +13,23 @@ del __j`,
   variable: (name: string) => `import json as __j
 print(__j.dumps({"name": ${JSON.stringify(name)}, "type": type(globals()[${JSON.stringify(name)}]).__name__, "repr": repr(globals()[${JSON.stringify(name)}])[:100000], "truncated": False}))
 del __j`,
+  // As the kernel's `inspect`: a dotted name followed without calling anything.
+  inspect: (expression: string) => `import json as __j, inspect as __i, builtins as __bi
+__n = ${JSON.stringify(expression)}.strip().split(".")
+if not all(__p.isidentifier() for __p in __n): raise ValueError("not a dotted name: " + ${JSON.stringify(JSON.stringify(expression))})
+if __n[0] in globals(): __v = globals()[__n[0]]
+elif hasattr(__bi, __n[0]): __v = getattr(__bi, __n[0])
+else: raise NameError(f"name {__n[0]!r} is not defined")
+for __p in __n[1:]:
+    __v = __i.getattr_static(__v, __p)
+    __v = __v.__func__ if isinstance(__v, (staticmethod, classmethod)) else __v
+try:
+    __s = str(__i.signature(__v))
+except (TypeError, ValueError):
+    __s = None
+__t = type(__v)
+print(__j.dumps({"name": ${JSON.stringify(expression)}, "type": __t.__qualname__ if __t.__module__ in ("builtins", "__main__") else __t.__module__ + "." + __t.__qualname__, "signature": __s, "doc": __i.getdoc(__v)}))
+[globals().pop(__k, None) for __k in ("__j", "__i", "__bi", "__n", "__v", "__s", "__t", "__p")]`,
   listFiles: (path: string) => `import json as __j, os as __o
 __p = __o.path.abspath(${JSON.stringify(path || '.')})
 print(__j.dumps({"path": __p, "entries": sorted([{"name": __e.name, "type": "link" if __e.is_symlink() else "dir" if __e.is_dir() else "file", "size": __e.stat(follow_symlinks=False).st_size, "mtime": __e.stat(follow_symlinks=False).st_mtime} for __e in __o.scandir(__p)], key=lambda __x: (__x["type"] != "dir", __x["name"]))}))
@@ -62,6 +79,10 @@ export class ForeverVMEmulation {
 
   variable(machine: string, name: string): Promise<VariableDetail> {
     return this.#answer(machine, SNIPPETS.variable(name));
+  }
+
+  inspect(machine: string, expression: string): Promise<ObjectInfo> {
+    return this.#answer(machine, SNIPPETS.inspect(expression));
   }
 
   listFiles(machine: string, path: string): Promise<FileListing> {

@@ -145,6 +145,10 @@ export class HttpClient implements PerennialClient {
     );
   }
 
+  inspect(name: string, expression: string) {
+    return this.#or(() => this.#wire.inspect(name, expression), () => this.#emulation.inspect(name, expression));
+  }
+
   isComplete(name: string, code: string): Promise<Completeness> {
     return this.#or(() => this.#wire.isComplete(name, code), async () => this.#emulation.isComplete(code));
   }

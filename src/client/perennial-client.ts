@@ -8,6 +8,7 @@ import type {
   InterruptResult,
   MachineEvent,
   MachineInfo,
+  ObjectInfo,
   OutputChunk,
   StatusReport,
   VariableDetail,
@@ -63,6 +64,8 @@ export interface PerennialClient {
   listFiles(name: string, path?: string): Promise<FileListing>;
   readFile(name: string, path: string): Promise<FileContent>;
   writeFile(name: string, path: string, content: string, encoding?: 'utf8' | 'base64'): Promise<WrittenFile>;
+  /** Type, signature and docstring of a variable or a dotted path from one; nothing is called. */
+  inspect(name: string, expression: string): Promise<ObjectInfo>;
   /** Whether `code` is a whole statement, for an interactive prompt. */
   isComplete(name: string, code: string): Promise<Completeness>;
   /** Calls `onEvent` for every change to the machines until `signal` aborts or the stream ends. */

@@ -1,7 +1,7 @@
 import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { PerennialClient } from '../client/perennial-client.ts';
-import { EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
+import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
@@ -216,6 +216,20 @@ export const TOOLS = [
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: machine, name }, { client }) {
       return json(await client.variable(machine, name));
+    },
+  }),
+  tool({
+    name: 'inspect-repl-object',
+    title: 'Inspect a REPL object',
+    description:
+      "Shows the type, call signature and docstring of a REPL variable or of a dotted path from one or from a builtin (df.groupby, json.dumps, str.split), without calling or running anything.",
+    inputSchema: z.object({ replId, expression: DottedName.describe('A variable name, or a dotted path such as df.groupby') }),
+    outputSchema: z.object({ name: z.string(), type: z.string(), signature: z.string().nullable(), doc: z.string().nullable() }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ replId: name, expression }, { client }) {
+      const info = await client.inspect(name, expression);
+      const lines = [`${info.name}: ${info.type}`, ...(info.signature ? [`Signature: ${info.name.split('.').at(-1)}${info.signature}`] : []), ...(info.doc ? ['', info.doc] : [])];
+      return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...info } };
     },
   }),
   tool({

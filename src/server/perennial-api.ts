@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { base64Content, CodeBody, FilePath, HistoryLast, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
+import { base64Content, CodeBody, FilePath, HistoryLast, InspectBody, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
 import type {
   DeleteResponse,
   HistoryResponse,
@@ -98,6 +98,14 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       async (req, res, [raw]) => {
         const body = parseRequest(PackagesBody, await readJson(req));
         sendJson(res, 200, { installed: await manager.installPackages(machineName(raw!), body.packages) } satisfies PackagesResponse);
+      },
+    ],
+    [
+      'POST',
+      /^\/v1\/machine\/([^/]+)\/inspect$/,
+      async (req, res, [raw]) => {
+        const { expression } = parseRequest(InspectBody, await readJson(req));
+        sendJson(res, 200, await manager.kernel(machineName(raw!), 'inspect', { expr: expression }));
       },
     ],
     [

@@ -56,6 +56,8 @@ export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** A file path inside a machine. */
 export const FilePath = z.string().min(1).max(4096);
 export const VariableName = z.string().min(1).max(256);
+/** A variable, or a dotted path from one (or from a builtin) to an attribute: `df.groupby`. */
+export const DottedName = z.string().min(1).max(1000);
 export const HistoryLast = z.number().int().positive().max(1000);
 /** A package name with optional extras and version specifier: nothing pip could take for an option. */
 export const PackageSpec = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\-[\],<>=!~ ]{0,199}$/, {
@@ -121,4 +123,5 @@ export type ReplExecMessage = z.infer<typeof ReplExecMessage>;
 
 export const PackagesBody = z.object({ packages: Packages });
 export const CodeBody = z.object({ code: z.string() });
+export const InspectBody = z.object({ expression: DottedName });
 export const WriteFileBody = z.object({ path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') });

@@ -26,6 +26,7 @@ const TOOL_NAMES = [
   'delete-python-repl',
   'get-repl-history',
   'get-repl-variable',
+  'inspect-repl-object',
   'install-python-packages',
   'interrupt-python-repl',
   'list-python-repls',
@@ -36,6 +37,24 @@ const TOOL_NAMES = [
   'run-python-in-repl',
   'write-repl-file',
 ];
+
+/** inspect-repl-object on a function with a docstring, a function reached through a module, and what it refuses. */
+async function checkInspect(client: Client, replId: string): Promise<void> {
+  await call(client, 'run-python-in-repl', { replId, pythonCode: 'import json\ndef area(w: float, h: float = 1.0) -> float:\n    """The area of a w by h rectangle."""\n    return w * h' });
+  const area = await call(client, 'inspect-repl-object', { replId, expression: 'area' });
+  assert.deepEqual(area.structuredContent, { name: 'area', type: 'function', signature: '(w: float, h: float = 1.0) -> float', doc: 'The area of a w by h rectangle.' });
+  assert.equal(textOf(area), 'area: function\nSignature: area(w: float, h: float = 1.0) -> float\n\nThe area of a w by h rectangle.');
+  const dumps = (await call(client, 'inspect-repl-object', { replId, expression: 'json.dumps' })).structuredContent as { type: string; signature: string; doc: string };
+  assert.equal(dumps.type, 'function');
+  assert.match(dumps.signature, /^\(obj, \*, skipkeys=False/);
+  assert.match(dumps.doc, /^Serialize ``obj`` to a JSON formatted ``str``/);
+  const missing = await call(client, 'inspect-repl-object', { replId, expression: 'nowhere.attr' });
+  assert.equal(missing.isError, true);
+  assert.match(textOf(missing), /name 'nowhere' is not defined/);
+  const called = await call(client, 'inspect-repl-object', { replId, expression: 'area(2)' });
+  assert.equal(called.isError, true);
+  assert.match(textOf(called), /not a dotted name/);
+}
 
 const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
 
@@ -143,6 +162,10 @@ describe('MCP server', { timeout: 240_000 }, () => {
         const missing = await call(client, 'run-file-in-repl', { replId, path: 'nowhere.py' });
         assert.equal(missing.isError, true);
         assert.match(textOf(missing), /FileNotFoundError/);
+      });
+
+      it('inspects objects: type, signature and docstring, calling nothing', async () => {
+        await checkInspect(client, ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId);
       });
 
       it('sends output lines as progress notifications, and a cancellation interrupts the code', async () => {
@@ -256,6 +279,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
       assert.deepEqual(listing.entries.map((e) => e.name), ['note.txt']);
       const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ code: string }> };
       assert.deepEqual(history.history.map((h) => h.code), ['count = 3\nwords = ["a", "b"]\ncount'], 'only what the user ran, not the emulations');
+      await checkInspect(client, replId);
       assert.equal((await call(client, 'interrupt-python-repl', { replId })).isError, undefined);
       const removed = await call(client, 'delete-python-repl', { replId });
       assert.equal(removed.isError, true);
