@@ -16,6 +16,7 @@ import {
   type MachineEvent,
   type MachineInfo,
   type ObjectInfo,
+  type ResetResult,
   type OutputChunk,
   type PackagesResponse,
   type ResultResponse,
@@ -208,6 +209,10 @@ export class ForeverVMClient {
 
   writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<WrittenFile> {
     return this.#extension('write files', 'PUT', `/v1/machine/${encodeURIComponent(name)}/files/content`, { path, content, encoding });
+  }
+
+  reset(name: string): Promise<ResetResult> {
+    return this.#extension('reset machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/reset`);
   }
 
   inspect(name: string, expression: string): Promise<ObjectInfo> {

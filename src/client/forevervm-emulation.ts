@@ -1,4 +1,4 @@
-import type { Completeness, ExecResult, FileContent, FileListing, HistoryEntry, ObjectInfo, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+import type { Completeness, ExecResult, FileContent, FileListing, HistoryEntry, ObjectInfo, ResetResult, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
 
@@ -13,6 +13,11 @@ del __j`,
   variable: (name: string) => `import json as __j
 print(__j.dumps({"name": ${JSON.stringify(name)}, "type": type(globals()[${JSON.stringify(name)}]).__name__, "repr": repr(globals()[${JSON.stringify(name)}])[:100000], "truncated": False}))
 del __j`,
+  // As the kernel's `reset`, but the hosted kernel's own modules are not known here: names only.
+  reset: `import json as __j
+__c = [__k for __k in list(globals()) if not (__k.startswith("__") and __k.endswith("__"))]
+print(__j.dumps({"cleared": len([__k for __k in __c if __k not in ("__j", "__c")])}))
+[globals().pop(__k, None) for __k in __c + ["__j", "__c"]]`,
   // As the kernel's `inspect`: a dotted name followed without calling anything.
   inspect: (expression: string) => `import json as __j, inspect as __i, builtins as __bi
 __n = ${JSON.stringify(expression)}.strip().split(".")
@@ -79,6 +84,10 @@ export class ForeverVMEmulation {
 
   variable(machine: string, name: string): Promise<VariableDetail> {
     return this.#answer(machine, SNIPPETS.variable(name));
+  }
+
+  reset(machine: string): Promise<ResetResult> {
+    return this.#answer(machine, SNIPPETS.reset);
   }
 
   inspect(machine: string, expression: string): Promise<ObjectInfo> {

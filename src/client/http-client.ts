@@ -145,6 +145,10 @@ export class HttpClient implements PerennialClient {
     );
   }
 
+  reset(name: string) {
+    return this.#or(() => this.#wire.reset(name), () => this.#emulation.reset(name));
+  }
+
   inspect(name: string, expression: string) {
     return this.#or(() => this.#wire.inspect(name, expression), () => this.#emulation.inspect(name, expression));
   }

@@ -10,6 +10,7 @@ import type {
   MachineInfo,
   ObjectInfo,
   OutputChunk,
+  ResetResult,
   StatusReport,
   VariableDetail,
   VariableSummary,
@@ -64,6 +65,8 @@ export interface PerennialClient {
   listFiles(name: string, path?: string): Promise<FileListing>;
   readFile(name: string, path: string): Promise<FileContent>;
   writeFile(name: string, path: string, content: string, encoding?: 'utf8' | 'base64'): Promise<WrittenFile>;
+  /** Clears the namespace (every variable, function, import); files and packages stay. */
+  reset(name: string): Promise<ResetResult>;
   /** Type, signature and docstring of a variable or a dotted path from one; nothing is called. */
   inspect(name: string, expression: string): Promise<ObjectInfo>;
   /** Whether `code` is a whole statement, for an interactive prompt. */

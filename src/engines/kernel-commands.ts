@@ -1,4 +1,4 @@
-import type { Completeness, FileContent, FileListing, ObjectInfo, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+import type { Completeness, FileContent, FileListing, ObjectInfo, ResetResult, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
 
 /**
  * The kernel's commands that every engine passes straight through (`_command_handlers` in
@@ -11,6 +11,8 @@ export interface KernelCommands {
   complete: { args: { text: string }; result: string[] };
   inspect: { args: { expr: string }; result: ObjectInfo };
   is_complete: { args: { code: string }; result: Completeness };
+  /** A fresh namespace; files and packages stay. */
+  reset: { args: Record<string, never>; result: ResetResult };
   /** A folder inside the machine; its working directory when `path` is empty. */
   list_files: { args: { path: string }; result: FileListing };
   /** At most `limit` bytes; a larger file is an error. */
@@ -24,7 +26,7 @@ export type KernelArgs<Op extends KernelOp> = KernelCommands[Op]['args'];
 export type KernelResult<Op extends KernelOp> = KernelCommands[Op]['result'];
 
 /** The commands after which the machine has something new to save. */
-const CHANGES_STATE: ReadonlySet<KernelOp> = new Set<KernelOp>(['write_file']);
+const CHANGES_STATE: ReadonlySet<KernelOp> = new Set<KernelOp>(['write_file', 'reset']);
 
 export function changesState(op: KernelOp): boolean {
   return CHANGES_STATE.has(op);

@@ -752,6 +752,28 @@ class Kernel:
         if nums:
             plt.close("all")
 
+    # -- reset ------------------------------------------------------------------------------------
+
+    def reset(self):
+        """A fresh namespace in the same machine: every name the cells made goes (files and
+        installed packages stay), and modules imported from the machine's own folder are
+        forgotten, so that their next import reads them again. Returns how many names went."""
+        names = [n for n in self.ns if not (n.startswith("__") and n.endswith("__"))]
+        self.ns.clear()
+        self.ns.update({"__name__": "__main__", "__doc__": None, "__builtins__": builtins})
+        self.future_flags = 0
+        self.images = []
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:
+            plt.close("all")
+        own = os.path.realpath(os.getcwd()) + os.sep
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and os.path.realpath(path).startswith(own) and "site-packages" not in path:
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        return {"cleared": len(names)}
+
     # -- introspection ---------------------------------------------------------------------------
 
     def variables(self):
@@ -1161,6 +1183,7 @@ def _command_handlers(kernel):
         "complete": lambda m: kernel.complete(m["text"]),
         "inspect": lambda m: kernel.inspect(m["expr"]),
         "is_complete": lambda m: kernel.is_complete(m["code"]),
+        "reset": lambda m: kernel.reset(),
         "refresh_imports": lambda m: importlib.invalidate_caches(),
         "list_files": lambda m: kernel.list_files(m.get("path", "")),
         "read_file": lambda m: kernel.read_file(m["path"], int(m["limit"])),
@@ -1365,6 +1388,9 @@ class EmscriptenDriver:
         # Pyodide puts "" in front of sys.path at every load, a snapshot's too: one more per swap.
         if sys.path[:1] == [""]:
             del sys.path[0]
+        # And it imports _pyodide_core into __main__, which is the user's namespace here.
+        if self.kernel.ns.get("_pyodide_core") is sys.modules.get("_pyodide_core"):
+            self.kernel.ns.pop("_pyodide_core", None)
         for item in self.snapshot_lost:
             self.kernel.ns.pop(item["name"], None)
         import asyncio

@@ -219,6 +219,19 @@ export const TOOLS = [
     },
   }),
   tool({
+    name: 'reset-python-repl',
+    title: 'Reset a Python REPL',
+    description:
+      "Clears a REPL's namespace: every variable, function, class and import goes, as in a new REPL, while its name, files, installed packages and history stay. Modules imported from the REPL's own folder are imported afresh next time.",
+    inputSchema: z.object({ replId }),
+    outputSchema: z.object({ cleared: z.number().int().describe('How many names were cleared') }),
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    async handler({ replId: name }, { client }) {
+      const { cleared } = await client.reset(name);
+      return { content: [{ type: 'text', text: `Reset ${name}: cleared ${cleared} name${cleared === 1 ? '' : 's'}; files and packages stay.` }], structuredContent: { cleared } };
+    },
+  }),
+  tool({
     name: 'inspect-repl-object',
     title: 'Inspect a REPL object',
     description:

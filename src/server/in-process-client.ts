@@ -27,6 +27,7 @@ export class InProcessClient implements PerennialClient {
   installPackages = (name: string, packages: string[]) => this.#answer(() => this.manager.installPackages(name, packages));
   listFiles = (name: string, path = '') => this.#answer(() => this.manager.kernel(name, 'list_files', { path }));
   readFile = (name: string, path: string) => this.#answer(() => this.manager.kernel(name, 'read_file', { path, limit: MAX_FILE_BYTES }));
+  reset = (name: string) => this.#answer(() => this.manager.kernel(name, 'reset', {}));
   inspect = (name: string, expression: string) => this.#answer(() => this.manager.kernel(name, 'inspect', { expr: expression }));
   isComplete = (name: string, code: string) => this.#answer(() => this.manager.kernel(name, 'is_complete', { code }));
 

@@ -100,6 +100,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         sendJson(res, 200, { installed: await manager.installPackages(machineName(raw!), body.packages) } satisfies PackagesResponse);
       },
     ],
+    ['POST', /^\/v1\/machine\/([^/]+)\/reset$/, async (_req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'reset', {}))],
     [
       'POST',
       /^\/v1\/machine\/([^/]+)\/inspect$/,

@@ -114,6 +114,11 @@ export interface ObjectInfo {
   doc: string | null;
 }
 
+/** What `reset` cleared: the names the cells had made. */
+export interface ResetResult {
+  cleared: number;
+}
+
 export interface FileListing {
   path: string;
   entries: Array<{ name: string; type: 'file' | 'dir' | 'link'; size: number; mtime: number }>;

@@ -187,6 +187,17 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(await manager.kernel(name, 'is_complete', { code: 'x = 1' }), 'complete');
     });
 
+    it('starts with an empty namespace; a reset empties it again (its own modules go, files stay), and outlives a swap', async () => {
+      const machine = (await manager.create(machineOptions(engine))).name;
+      assert.equal(valueOf((await run(manager, machine, '[k for k in globals() if not k.startswith("__")]')).result), '[]', 'a new machine has no names of its own');
+      await manager.kernel(machine, 'write_file', { path: 'mine.py', content: Buffer.from('N = 1\n').toString('base64') });
+      await run(manager, machine, 'import json, mine\nkept = mine.N');
+      assert.deepEqual(await manager.kernel(machine, 'reset', {}), { cleared: 4 }, 'json, mine, kept and _');
+      await manager.kernel(machine, 'write_file', { path: 'mine.py', content: Buffer.from('N = 2\n').toString('base64') });
+      await manager.swap(machine);
+      assert.equal(valueOf((await run(manager, machine, '"kept" in globals(), "json" in globals(), __import__("mine").N')).result), '(False, False, 2)');
+    });
+
     it('turns an allocation beyond memory_mb into MemoryError; the machine lives', async () => {
       const small = (await manager.create(machineOptions(engine, { memoryMb: 256 }))).name;
       await run(manager, small, 'kept = "still here"');

@@ -33,6 +33,7 @@ const TOOL_NAMES = [
   'list-repl-files',
   'list-repl-variables',
   'read-repl-file',
+  'reset-python-repl',
   'run-file-in-repl',
   'run-python-in-repl',
   'write-repl-file',
@@ -164,6 +165,18 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.match(textOf(missing), /FileNotFoundError/);
       });
 
+      it('resets a REPL: its names go, its files stay, a module from its folder is read again', async () => {
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        await call(client, 'write-repl-file', { replId, path: 'helper.py', content: 'VALUE = 1\n' });
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'import helper\nx = helper.VALUE\ndef f():\n    return x' });
+        const reset = await call(client, 'reset-python-repl', { replId });
+        assert.deepEqual(reset.structuredContent, { cleared: 3 });
+        assert.match(textOf(reset), /cleared 3 names; files and packages stay/);
+        await call(client, 'write-repl-file', { replId, path: 'helper.py', content: 'VALUE = 2\n' });
+        const after = await call(client, 'run-python-in-repl', { replId, pythonCode: '"x" in globals(), __import__("helper").VALUE, __name__' });
+        assert.equal((after.structuredContent as { value: string }).value, "(False, 2, '__main__')");
+      });
+
       it('inspects objects: type, signature and docstring, calling nothing', async () => {
         await checkInspect(client, ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId);
       });
@@ -280,6 +293,8 @@ describe('MCP server', { timeout: 240_000 }, () => {
       const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ code: string }> };
       assert.deepEqual(history.history.map((h) => h.code), ['count = 3\nwords = ["a", "b"]\ncount'], 'only what the user ran, not the emulations');
       await checkInspect(client, replId);
+      assert.ok(((await call(client, 'reset-python-repl', { replId })).structuredContent as { cleared: number }).cleared >= 4);
+      assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: '"area" in globals(), "count" in globals()' })).structuredContent as { value: string }).value, '(False, False)');
       assert.equal((await call(client, 'interrupt-python-repl', { replId })).isError, undefined);
       const removed = await call(client, 'delete-python-repl', { replId });
       assert.equal(removed.isError, true);

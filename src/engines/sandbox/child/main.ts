@@ -75,8 +75,9 @@ function connect(instance: Pyodide, config: MachineConfig): DriverCall {
     instance.mountNodeFS('/workspace', config.workspace.hostPath);
     cwd = '/workspace';
   }
-  instance.runPython(`import os\nos.chdir(${JSON.stringify(cwd)})`);
-  return instance.runPython('import perennial_kernel\nperennial_kernel._DRIVER.call') as DriverCall;
+  // Expressions, not imports: an import would bind its name in the user's namespace.
+  instance.runPython(`__import__("os").chdir(${JSON.stringify(cwd)})`);
+  return instance.runPython('__import__("perennial_kernel")._DRIVER.call') as DriverCall;
 }
 
 type Reply = { ok: true; result: unknown } | { ok: false; error: string };
@@ -127,7 +128,7 @@ function refuseJsObject(object: unknown): never {
 async function snapshot(id: number): Promise<void> {
   const instance = machine!.py;
   const loadedBase = (await loader).base;
-  const driver = 'import perennial_kernel\nperennial_kernel._DRIVER';
+  const driver = '__import__("perennial_kernel")._DRIVER';
   const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot()`) as string) as Array<{ name: string; reason: string }>;
   const loadedPackages = { ...instance.loadedPackages };
   let memory: Uint8Array;

@@ -317,7 +317,7 @@ function restored(instance: Pyodide, image: LoadImage, withFiles = true): Pyodid
   Object.assign(instance.loadedPackages, image.meta.loadedPackages);
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
   releaseProxied(instance._module, image.meta.proxiedObjects ?? []);
-  instance.runPython('import perennial_kernel\nperennial_kernel._DRIVER.after_restore()');
+  instance.runPython('__import__("perennial_kernel")._DRIVER.after_restore()');
   return instance;
 }
 
