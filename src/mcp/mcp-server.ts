@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { VERSION } from '../shared/version.ts';
+import { registerResources } from './resources.ts';
 import { registerTools } from './tools.ts';
 
 /** What an agent is told about the tools, once, at initialization (or discovery). */
@@ -19,5 +20,6 @@ export const INSTRUCTIONS = [
 export function createMcpServer(client: PerennialClient): McpServer {
   const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
   registerTools(server, client);
+  registerResources(server, client);
   return server;
 }

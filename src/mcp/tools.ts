@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
+import { utf8Text } from './file-text.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
 /** What a tool's handler gets besides its arguments. */
@@ -283,13 +284,8 @@ export const TOOLS = [
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, path }, { client }) {
       const file = await client.readFile(name, path);
-      const bytes = Buffer.from(file.content, 'base64');
-      const decoded = new TextDecoder('utf-8', { fatal: true });
-      try {
-        return json({ path: file.path, size: file.size, encoding: 'utf8', content: decoded.decode(bytes) });
-      } catch {
-        return json({ path: file.path, size: file.size, encoding: 'base64', content: file.content });
-      }
+      const text = utf8Text(file.content);
+      return json({ path: file.path, size: file.size, ...(text === null ? { encoding: 'base64', content: file.content } : { encoding: 'utf8', content: text }) });
     },
   }),
   tool({

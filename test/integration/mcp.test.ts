@@ -177,6 +177,35 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.equal((after.structuredContent as { value: string }).value, "(False, 2, '__main__')");
       });
 
+      it('offers the machines, a history and files as resources with completions; a missing one is not found', async () => {
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        await call(client, 'write-repl-file', { replId, path: 'data/table.csv', content: 'a,b\n1,2\n' });
+        await call(client, 'write-repl-file', { replId, path: 'data/pixel.bin', content: 'AP8B', encoding: 'base64' });
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 1' });
+        const { resources } = await client.listResources();
+        assert.ok(resources.some((r) => r.uri === 'perennial://machines'));
+        assert.ok(resources.some((r) => r.uri === `perennial://machines/${replId}/history`));
+        const { resourceTemplates } = await client.listResourceTemplates();
+        assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), ['perennial://machines/{replId}/files/{+path}', 'perennial://machines/{replId}/history']);
+        const read = async (uri: string) => (await client.readResource({ uri })).contents[0] as { mimeType?: string; text?: string; blob?: string };
+        assert.ok((JSON.parse((await read('perennial://machines')).text!) as Array<{ name: string }>).some((m) => m.name === replId));
+        assert.deepEqual(await read(`perennial://machines/${replId}/files/data/table.csv`), { uri: `perennial://machines/${replId}/files/data/table.csv`, mimeType: 'text/csv', text: 'a,b\n1,2\n' });
+        const binary = await read(`perennial://machines/${replId}/files/data/pixel.bin`);
+        assert.deepEqual([binary.mimeType, binary.blob], ['application/octet-stream', 'AP8B']);
+        assert.deepEqual((JSON.parse((await read(`perennial://machines/${replId}/history`)).text!) as Array<{ code: string }>).map((h) => h.code), ['x = 1']);
+        const complete = async (name: string, value: string) =>
+          (await client.complete({ ref: { type: 'ref/resource', uri: 'perennial://machines/{replId}/files/{+path}' }, argument: { name, value }, context: { arguments: { replId } } })).completion.values;
+        assert.deepEqual(await complete('path', 'data/t'), ['data/table.csv']);
+        assert.deepEqual(await complete('path', 'da'), ['data/']);
+        assert.ok((await complete('replId', replId.slice(0, 6))).includes(replId));
+        for (const uri of [`perennial://machines/${replId}/files/nothing.txt`, 'perennial://machines/no-such-repl/history']) {
+          await assert.rejects(client.readResource({ uri }), (error: { code?: number; data?: unknown }) => {
+            assert.deepEqual([error.code, error.data], [-32602, { uri }], 'not found, as the 2026 spec says');
+            return true;
+          });
+        }
+      });
+
       it('inspects objects: type, signature and docstring, calling nothing', async () => {
         await checkInspect(client, ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId);
       });
