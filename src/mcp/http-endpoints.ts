@@ -4,6 +4,7 @@ import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest, type No
 import { createMcpHandler, isInitializeRequest, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { createMcpServer } from './mcp-server.ts';
+import { ResourceListChanges } from './resource-list-changes.ts';
 import { LegacySseTransport } from './sse-transport.ts';
 
 /** A JSON-RPC error answer, as MCP clients expect from the transport layer. */
@@ -23,10 +24,12 @@ export class McpHttpEndpoints {
   readonly #sse = new Map<string, LegacySseTransport>();
   readonly #modern: McpHttpHandler;
   readonly #serveModern: NodeMcpRequestHandler;
+  readonly #changes: ResourceListChanges;
 
   constructor(private readonly client: PerennialClient) {
     this.#modern = createMcpHandler(() => createMcpServer(client), { legacy: 'reject' });
     this.#serveModern = toNodeHandler(this.#modern);
+    this.#changes = new ResourceListChanges(client, () => this.#modern.notify.resourcesChanged());
   }
 
   /** `/mcp`: POST, GET (a 2025 session's stream) and DELETE (end that session). */
@@ -44,7 +47,7 @@ export class McpHttpEndpoints {
     transport.onclose = () => {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
-    await createMcpServer(this.client).connect(transport);
+    await this.#changes.track(createMcpServer(this.client)).connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
@@ -53,7 +56,7 @@ export class McpHttpEndpoints {
     const transport = new LegacySseTransport('/messages', res);
     this.#sse.set(transport.sessionId, transport);
     res.on('close', () => this.#sse.delete(transport.sessionId));
-    await createMcpServer(this.client).connect(transport);
+    await this.#changes.track(createMcpServer(this.client)).connect(transport);
   }
 
   /** `POST /messages?sessionId=…`: a message for a legacy SSE session. */
@@ -65,6 +68,7 @@ export class McpHttpEndpoints {
   }
 
   async close(): Promise<void> {
+    this.#changes.close();
     const transports = [...this.#sessions.values(), ...this.#sse.values()];
     this.#sessions.clear();
     this.#sse.clear();

@@ -206,6 +206,23 @@ describe('MCP server', { timeout: 240_000 }, () => {
         }
       });
 
+      it('tells the client when REPLs come and go (resources/list_changed)', async () => {
+        assert.equal(client.getServerCapabilities()?.resources?.listChanged, true);
+        const changed = () => new Promise<void>((resolve) => client.setNotificationHandler('notifications/resources/list_changed', () => resolve()));
+        // A 2026-07-28 client asks for change notifications on a stream of their own.
+        const subscription = connection.version === '2026-07-28' ? await client.listen({ resourcesListChanged: true }) : undefined;
+        try {
+          const created = changed();
+          const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+          await created;
+          const deleted = changed();
+          await call(client, 'delete-python-repl', { replId });
+          await deleted;
+        } finally {
+          await subscription?.close();
+        }
+      });
+
       it('inspects objects: type, signature and docstring, calling nothing', async () => {
         await checkInspect(client, ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId);
       });

@@ -1,5 +1,6 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createMcpServer } from '../../mcp/mcp-server.ts';
+import { ResourceListChanges } from '../../mcp/resource-list-changes.ts';
 import type { CliContext } from '../context.ts';
 
 /**
@@ -14,8 +15,10 @@ export async function mcpCommand(ctx: CliContext): Promise<void> {
     process.stdin.once('end', resolve);
     process.stdin.once('close', resolve);
   });
-  const served = serveStdio(() => createMcpServer(client), { onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`) });
+  const changes = new ResourceListChanges(client);
+  const served = serveStdio(() => changes.track(createMcpServer(client)), { onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`) });
   await closed;
+  changes.close();
   await served.close();
   await client.close();
 }
