@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { VERSION } from '../shared/version.ts';
+import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
 import { registerTools } from './tools.ts';
 
@@ -21,5 +22,6 @@ export function createMcpServer(client: PerennialClient): McpServer {
   const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
   registerTools(server, client);
   registerResources(server, client);
+  registerPrompts(server, client);
   return server;
 }

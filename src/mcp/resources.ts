@@ -1,6 +1,7 @@
 import { ResourceNotFoundError, ResourceTemplate, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { completeMachineName, completeMachinePath } from './completions.ts';
 import { utf8Text } from './file-text.ts';
 
 const MACHINES_URI = 'perennial://machines';
@@ -51,7 +52,7 @@ const variable = (value: string | string[] | undefined) => (Array.isArray(value)
  * machine names and paths.
  */
 export function registerResources(server: McpServer, client: PerennialClient): void {
-  const machineNames = async (prefix: string) => (await client.list()).map((m) => m.name).filter((name) => name.startsWith(prefix));
+  const machineNames = completeMachineName(client);
 
   server.registerResource('machines', MACHINES_URI, { title: 'Python REPLs', description: 'Every REPL (machine) with its tags, engine and state, newest first.', mimeType: 'application/json' }, async (uri) =>
     json(uri.href, await client.list()),
@@ -76,13 +77,7 @@ export function registerResources(server: McpServer, client: PerennialClient): v
       list: undefined,
       complete: {
         replId: machineNames,
-        path: async (value, context) => {
-          const machine = context?.arguments?.replId;
-          if (!machine) return [];
-          const folder = value.slice(0, value.lastIndexOf('/') + 1);
-          const listing = await client.listFiles(machine, folder).catch(() => null);
-          return (listing?.entries ?? []).map((e) => `${folder}${e.name}${e.type === 'dir' ? '/' : ''}`).filter((path) => path.startsWith(value));
-        },
+        path: completeMachinePath(client),
       },
     }),
     { title: 'REPL file', description: "A file inside a REPL, by its path from the REPL's working directory." },

@@ -30,6 +30,9 @@ const SCENARIOS: Record<string, string[]> = {
   'input-required-result-unsupported-methods': ['2026-07-28'],
   'input-required-result-ignore-extra-params': ['2026-07-28'],
   'input-required-result-validate-input': ['2026-07-28'],
+  caching: ['2026-07-28'],
+  'resources-list': ['2025-06-18', '2025-11-25', '2026-07-28'],
+  'prompts-list': ['2025-06-18', '2025-11-25', '2026-07-28'],
 };
 
 /** The only failures allowed: checks the suite can make only with its own diagnostic tools. */

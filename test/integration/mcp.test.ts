@@ -223,6 +223,26 @@ describe('MCP server', { timeout: 240_000 }, () => {
         }
       });
 
+      it('offers prompts built from what a REPL holds, with argument completions', async () => {
+        const { prompts } = await client.listPrompts();
+        assert.deepEqual(prompts.map((p) => p.name).sort(), ['debug-last-error', 'explore-data-file', 'resume-repl']);
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'rows = [1, 2, 3]' });
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'mean = sum(rows) / count' });
+        await call(client, 'write-repl-file', { replId, path: 'data/sales.csv', content: 'day,amount\n1,10\n' });
+        const prompt = async (name: string, args: Record<string, string>) => ((await client.getPrompt({ name, arguments: args })).messages[0]!.content as { text: string }).text;
+        const resume = await prompt('resume-repl', { replId });
+        assert.match(resume, /`rows` \(list, 3 items\): \[1, 2, 3\]/);
+        assert.match(resume, /rows = \[1, 2, 3\][\s\S]*mean = sum\(rows\) \/ count[\s\S]*NameError: name 'count' is not defined/);
+        const debug = await prompt('debug-last-error', { replId });
+        assert.match(debug, /^This instruction failed[\s\S]*\[1\]\n```\nmean = sum\(rows\) \/ count\n```\nError:[\s\S]*NameError/);
+        assert.match(await prompt('explore-data-file', { replId, path: 'data/sales.csv' }), /^Explore the data file `data\/sales.csv` in the persistent Python REPL `[^`]+`/);
+        const complete = async (prompt: string, name: string, value: string) =>
+          (await client.complete({ ref: { type: 'ref/prompt', name: prompt }, argument: { name, value }, context: { arguments: { replId } } })).completion.values;
+        assert.deepEqual(await complete('explore-data-file', 'path', 'data/s'), ['data/sales.csv']);
+        assert.ok((await complete('resume-repl', 'replId', replId.slice(0, 6))).includes(replId));
+      });
+
       it('inspects objects: type, signature and docstring, calling nothing', async () => {
         await checkInspect(client, ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId);
       });
