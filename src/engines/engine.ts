@@ -28,7 +28,8 @@ export interface SnapshotReport {
 
 /**
  * One running interpreter for one machine. A machine makes a new Engine for every swap-in:
- * `start()`, then `restore()` when there is a snapshot, then any number of calls, then `stop()`.
+ * `start()`, then `restore()` when there is a snapshot, then `ready()`, then any number of calls,
+ * then `stop()`.
  * Calls other than `interrupt()` must not overlap; the machine serialises them.
  */
 export interface Engine {
@@ -38,6 +39,8 @@ export interface Engine {
   start(): Promise<void>;
   /** Loads the state a snapshot holds; what it could not keep comes with the next result. */
   restore(snapshotPath: string): Promise<void>;
+  /** Resolves once calls can run: a machine without a snapshot is loaded fresh by now. */
+  ready(): Promise<void>;
   /** Runs one cell; output is streamed to `onOutput` while it runs. */
   run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult>;
   /** Asks the running cell to stop (KeyboardInterrupt). Safe to call at any time. */

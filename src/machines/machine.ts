@@ -401,6 +401,14 @@ export class Machine {
         return this.#warm();
       }
     }
+    try {
+      // A fresh sandbox machine loads here (the first one builds the base image): before an
+      // instruction's timeout starts, which counts running the code only.
+      await engine.ready();
+    } catch (error) {
+      await engine.stop();
+      throw error;
+    }
     if (this.#deleted) {
       await engine.stop();
       throw new MachineGoneError(this.name);

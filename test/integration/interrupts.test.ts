@@ -145,15 +145,12 @@ while True:
   });
 }
 
-describe('a timeout that comes while a sandbox machine is still loading', { timeout: 120_000, skip: !ENGINES_UNDER_TEST.includes('sandbox') }, () => {
-  const fixture = managerFixture({ interruptGraceMs: 100 });
+describe("an instruction's timeout on a sandbox machine still loading", { timeout: 120_000, skip: !ENGINES_UNDER_TEST.includes('sandbox') }, () => {
+  const fixture = managerFixture();
 
-  it('ends that instruction, and the next one starts the machine again', async () => {
+  it('counts from when the machine is loaded: the load (here, building the base image) is not the code', async () => {
     // On a fresh data dir, the first sandbox machine waits for the base image to be built (seconds).
     const name = (await fixture.manager.create(machineOptions('sandbox'))).name;
-    const error = errorOf((await run(fixture.manager, name, '1', 0.2)).result);
-    assert.match(error, /^Timed out after 0.2 s/);
-    assert.match(error, /starts again empty/);
-    assert.equal(valueOf((await run(fixture.manager, name, '1 + 1')).result), '2');
+    assert.equal(valueOf((await run(fixture.manager, name, '1 + 1', 0.5)).result), '2');
   });
 });

@@ -144,6 +144,10 @@ export class PythonEngine implements Engine {
     await this.#call('restore', { path: snapshotPath });
   }
 
+  async ready(): Promise<void> {
+    // The interpreter runs from `start()`.
+  }
+
   async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
     for (const [stream, text] of this.#strayOutput.splice(0)) onOutput(stream, text);
     this.#onOutput = onOutput;

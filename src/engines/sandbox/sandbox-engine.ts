@@ -43,6 +43,10 @@ export class SandboxEngine implements Engine {
     await this.#process;
   }
 
+  async ready(): Promise<void> {
+    await this.#loaded();
+  }
+
   async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
     const process = await this.#loaded();
     process.onOutput = onOutput;
