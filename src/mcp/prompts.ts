@@ -31,6 +31,10 @@ function entryText(entry: HistoryEntry): string {
  */
 export function registerPrompts(server: McpServer, client: PerennialClient): void {
   const replId = completable(z.string().describe('The REPL (machine) name'), completeMachineName(client));
+  const machineState = async (name: string) => {
+    const [variables, history] = await Promise.all([client.variables(name), client.history(name, RECENT_INSTRUCTIONS)]);
+    return { variables, history };
+  };
 
   server.registerPrompt(
     'explore-data-file',
@@ -62,7 +66,7 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
       argsSchema: z.object({ replId }),
     },
     async ({ replId: name }) => {
-      const [variables, history] = await Promise.all([client.variables(name), client.history(name, RECENT_INSTRUCTIONS)]);
+      const { variables, history } = await machineState(name);
       return ask(
         [
           `You are continuing work in the persistent Python REPL \`${name}\` (Perennial). Everything below is still in memory: reuse it, and do not recompute or reload what exists.`,
@@ -82,7 +86,7 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
       argsSchema: z.object({ replId }),
     },
     async ({ replId: name }) => {
-      const [variables, history] = await Promise.all([client.variables(name), client.history(name, RECENT_INSTRUCTIONS)]);
+      const { variables, history } = await machineState(name);
       const failed = history.findLast((entry) => entry.result && viewResult(entry.result).error !== null);
       if (!failed) return ask(`None of the last ${RECENT_INSTRUCTIONS} instructions of the REPL \`${name}\` failed; there is no error to debug.`);
       return ask(
