@@ -80,7 +80,7 @@ describe('the npm package', { timeout: 600_000 }, () => {
     assert.equal(version, (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
   });
 
-  it('serves MCP over stdio to the Inspector: tools/list and tools/call', () => {
+  it('serves MCP over stdio to the Inspector: tools/list, tools/call, resources/templates/list, prompts/list', () => {
     const listed = inspect('--method', 'tools/list');
     assert.equal(listed.status, 0, listed.stderr);
     const names = (listed.result!.tools as Array<{ name: string }>).map((t) => t.name);
@@ -91,6 +91,12 @@ describe('the npm package', { timeout: 600_000 }, () => {
     const ran = inspect('--method', 'tools/call', '--tool-name', 'run-python-in-repl', '--tool-args-json', JSON.stringify({ replId, pythonCode: 'import sys\nsys.version_info[0] * 20 + 2' }));
     assert.equal(ran.status, 0, ran.stderr);
     assert.equal((ran.result!.structuredContent as { value: string }).value, '62');
+    const templates = inspect('--method', 'resources/templates/list');
+    assert.equal(templates.status, 0, templates.stderr);
+    assert.ok((templates.result!.resourceTemplates as Array<{ uriTemplate: string }>).some((t) => t.uriTemplate === 'perennial://machines/{replId}/files/{+path}'));
+    const prompts = inspect('--method', 'prompts/list');
+    assert.equal(prompts.status, 0, prompts.stderr);
+    assert.ok((prompts.result!.prompts as Array<{ name: string }>).some((p) => p.name === 'resume-repl'));
   });
 
   it('serves MCP over Streamable HTTP to the Inspector, from the server `perennial mcp` started', async () => {
