@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { VERSION } from '../shared/version.ts';
+import { ICONS } from './icons.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
 import { registerTools } from './tools.ts';
@@ -19,7 +20,7 @@ export const INSTRUCTIONS = [
  * nothing in it outlives that, the machines' state lives behind `client`.
  */
 export function createMcpServer(client: PerennialClient): McpServer {
-  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
+  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
   registerTools(server, client);
   registerResources(server, client);
   registerPrompts(server, client);

@@ -4,6 +4,7 @@ import type { PerennialClient } from '../client/perennial-client.ts';
 import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { utf8Text } from './file-text.ts';
+import { ICONS } from './icons.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
 /** What a tool's handler gets besides its arguments. */
@@ -314,6 +315,7 @@ export function registerTools(server: McpServer, client: PerennialClient): void 
         inputSchema: definition.inputSchema,
         ...(definition.outputSchema ? { outputSchema: definition.outputSchema } : {}),
         annotations: definition.annotations,
+        icons: ICONS,
       },
       async (args: Record<string, unknown>, ctx) => {
         const token = ctx.mcpReq._meta?.progressToken;

@@ -124,6 +124,11 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.ok(run.outputSchema);
         assert.equal(tools.find((t) => t.name === 'delete-python-repl')!.annotations?.destructiveHint, true);
         assert.match(client.getInstructions() ?? '', /create-python-repl/);
+        // Icons for light and dark themes, inline, on the server and on each tool.
+        const icons = client.getServerVersion()?.icons ?? [];
+        assert.deepEqual(icons.map((i) => [i.theme, i.mimeType, i.src.slice(0, 26)]), [['light', 'image/svg+xml', 'data:image/svg+xml;base64,'], ['dark', 'image/svg+xml', 'data:image/svg+xml;base64,']]);
+        assert.match(Buffer.from(icons[0]!.src.split(',')[1]!, 'base64').toString(), /^<svg [^>]*stroke="#1f6f43"/);
+        assert.ok(tools.every((t) => t.icons?.length === 2));
       });
 
       it('creates a REPL and keeps its state across calls; errors are flagged', async () => {
