@@ -25,12 +25,31 @@ function entryText(entry: HistoryEntry): string {
   return `[${entry.seq}]\n${quote(entry.code)}\n${outcome}`;
 }
 
+/** The prompts' arguments, with completions over `client`'s machines. */
+function makeArgumentSchemas(client: PerennialClient) {
+  const replId = completable(z.string().describe('The REPL (machine) name'), completeMachineName(client));
+  const path = completable(z.string().describe('The file, inside the REPL (the workspace is /workspace in a sandbox REPL that mounts it)'), completeMachinePath(client));
+  return { machineArgs: z.object({ replId }), fileArgs: z.object({ replId, path }) };
+}
+
+const schemasByClient = new WeakMap<PerennialClient, ReturnType<typeof makeArgumentSchemas>>();
+
+/**
+ * Made once per client: a 2026-07-28 endpoint builds a server for every request, and building
+ * these schemas each time was a third of that.
+ */
+function argumentSchemas(client: PerennialClient): ReturnType<typeof makeArgumentSchemas> {
+  let schemas = schemasByClient.get(client);
+  if (!schemas) schemasByClient.set(client, (schemas = makeArgumentSchemas(client)));
+  return schemas;
+}
+
 /**
  * Prompts that make an agent effective with a REPL that keeps its state: each one sets the agent
  * up to reuse what the machine already holds instead of starting over.
  */
 export function registerPrompts(server: McpServer, client: PerennialClient): void {
-  const replId = completable(z.string().describe('The REPL (machine) name'), completeMachineName(client));
+  const { machineArgs, fileArgs } = argumentSchemas(client);
   const machineState = async (name: string) => {
     const [variables, history] = await Promise.all([client.variables(name), client.history(name, RECENT_INSTRUCTIONS)]);
     return { variables, history };
@@ -41,10 +60,7 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
     {
       title: 'Explore a data file in a REPL',
       description: 'Load a data file (CSV, JSON, Parquet, Excel...) into a persistent REPL once, and summarise it: shape, columns, types, missing values, sample rows.',
-      argsSchema: z.object({
-        replId,
-        path: completable(z.string().describe("The file, inside the REPL (the workspace is /workspace in a sandbox REPL that mounts it)"), completeMachinePath(client)),
-      }),
+      argsSchema: fileArgs,
     },
     ({ replId: name, path }) =>
       ask(
@@ -63,7 +79,7 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
     {
       title: 'Pick up where a REPL left off',
       description: "Continue work in a persistent REPL from its variables and its last instructions, without recomputing what it already holds.",
-      argsSchema: z.object({ replId }),
+      argsSchema: machineArgs,
     },
     async ({ replId: name }) => {
       const { variables, history } = await machineState(name);
@@ -83,7 +99,7 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
     {
       title: "Debug a REPL's last error",
       description: 'Find the cause of the last instruction that failed in a REPL and fix it, rerunning only what is needed: the state before the error is still there.',
-      argsSchema: z.object({ replId }),
+      argsSchema: machineArgs,
     },
     async ({ replId: name }) => {
       const { variables, history } = await machineState(name);
