@@ -3,9 +3,9 @@ import { z } from 'zod';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
+import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 import { utf8Text } from './file-text.ts';
 import { ICONS } from './icons.ts';
-import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 
 /** What a tool's handler gets besides its arguments. */
 interface ToolContext {

@@ -1,6 +1,6 @@
 import { open, readFile } from 'node:fs/promises';
 import type { ExecResult } from '../../shared/types.ts';
-import { EngineExitedError, type Engine, type EngineExit, type EngineOptions, type OutputListener, type SnapshotReport } from '../engine.ts';
+import type { Engine, EngineExit, EngineOptions, OutputListener, SnapshotReport } from '../engine.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
@@ -39,7 +39,7 @@ export class SandboxEngine implements Engine {
   }
 
   async restore(snapshotPath: string): Promise<void> {
-    this.#attach(this.runtime.restore(this.#placement, this.#config, new Uint8Array(await readFile(snapshotPath))), false);
+    this.#attach(this.runtime.restore(this.#placement, this.#config, new Uint8Array(await readFile(snapshotPath))));
     await this.#process;
   }
 
@@ -109,26 +109,20 @@ export class SandboxEngine implements Engine {
   }
 
   #loaded(): Promise<SandboxProcess> {
-    if (!this.#process) this.#attach(this.runtime.fresh(this.#placement, this.#config), true);
+    if (!this.#process) this.#attach(this.runtime.fresh(this.#placement, this.#config));
     return this.#process!;
   }
 
-  /** `fresh`: a new machine, which holds nothing yet, so a failed load may simply be tried again. */
-  #attach(acquired: Promise<SandboxProcess>, fresh: boolean): void {
-    const attached = acquired.then(async (process) => {
+  #attach(acquired: Promise<SandboxProcess>): void {
+    this.#process = acquired.then(async (process) => {
       if (this.#stopped) {
         await process.kill();
-        // An exit, so that the machine drops this engine (a timeout or interrupt that came during
-        // the load ends here) and the next instruction starts another.
-        throw new EngineExitedError({ code: null, signal: null, requested: true }, 'the machine was stopped while it was being loaded');
+        throw new Error('the machine was stopped while it was being loaded');
       }
       void process.exited.then((exit) => this.#resolveExit(exit));
       this.#pid = process.pid;
       return process;
     });
-    this.#process = attached;
-    attached.catch(() => {
-      if (fresh && !this.#stopped && this.#process === attached) this.#process = undefined;
-    });
+    this.#process.catch(() => {});
   }
 }

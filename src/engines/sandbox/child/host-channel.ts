@@ -11,8 +11,8 @@ import { Socket } from 'node:net';
 import { TextDecoder } from 'node:util';
 import type { ChildMessage } from '../protocol.ts';
 
-/** The pipe the host writes a byte to for each interrupt; see `sandboxCommand`. */
-export const INTERRUPT_FD = 4;
+/** The pipe the host writes a byte to for each interrupt (`SandboxProcess` opens it). */
+const INTERRUPT_FD = 4;
 /** A running cell looks at the pipe at most this often: the longest an interrupt waits. */
 const POLL_MS = 5;
 /** How long output is gathered after a first write, so that a burst of prints crosses in one message. */
