@@ -13,7 +13,7 @@ import { hostedClient } from '../client/forevervm-config.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
-import { collectTag, portNumber, positiveInteger, positiveNumber } from './options.ts';
+import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 
@@ -77,7 +77,8 @@ function buildProgram(): Command {
   program
     .command('mcp')
     .description('run the MCP server on stdin/stdout (for MCP clients that start it); --backend chooses its machines')
-    .action(() => mcpCommand(context()));
+    .option('--inline-images <n>', 'figures a result shows as images, 0 to 100; the rest go as resource links only (default 1)', inlineImageCount)
+    .action((options) => mcpCommand(context(), options));
 
   program
     .command('status')

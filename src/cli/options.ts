@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { parseInlineImages } from '../mcp/figures.ts';
 
 /** Commander collector for repeated `--tag k=v`. */
 export function collectTag(value: string, tags: Record<string, string> = {}): Record<string, string> {
@@ -24,4 +25,13 @@ export function portNumber(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 (any free port) to 65535, got "${value}"`);
   return n;
+}
+
+/** `--inline-images`: how many figures an MCP result shows as images. */
+export function inlineImageCount(value: string): number {
+  try {
+    return parseInlineImages(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }

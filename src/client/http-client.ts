@@ -1,5 +1,5 @@
 import { base64Content, newMachineBody, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
-import type { Completeness, ForeverVMMachine, HistoryEntry, InterruptResult, MachineEvent, MachineInfo, StatusReport, WrittenFile } from '../shared/types.ts';
+import type { Completeness, ForeverVMMachine, ExecResult, HistoryEntry, InterruptResult, MachineEvent, MachineInfo, StatusReport, WrittenFile } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client.ts';
 import { ForeverVMEmulation } from './forevervm-emulation.ts';
@@ -97,6 +97,10 @@ export class HttpClient implements PerennialClient {
     }
     if (!this.#extended) this.#emulation.record(name, { seq: ran.seq, code, startedAt, result: ran.result });
     return ran;
+  }
+
+  result(name: string, seq: number): Promise<ExecResult> {
+    return this.#wire.result(name, seq);
   }
 
   interrupt(name: string): Promise<InterruptResult> {

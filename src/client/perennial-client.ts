@@ -51,6 +51,8 @@ export interface PerennialClient {
   delete(name: string): Promise<void>;
   /** Runs code and waits for its result, streaming output; a machine's instructions run in turn. */
   run(name: string, code: string, options?: RunOptions): Promise<{ seq: number; result: ExecResult }>;
+  /** Instruction `seq`'s result, waiting while it runs; kept as long as the machine's history. */
+  result(name: string, seq: number): Promise<ExecResult>;
   /** Stops the running instruction and cancels what waits; the state is kept. */
   interrupt(name: string): Promise<InterruptResult>;
   /** Swaps the machine out to disk now. */

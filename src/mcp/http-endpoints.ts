@@ -3,13 +3,30 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, isInitializeRequest, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
-import { createMcpServer } from './mcp-server.ts';
+import { parseInlineImages } from './figures.ts';
+import { createMcpServer, type McpOptions } from './mcp-server.ts';
 import { ResourceListChanges } from './resource-list-changes.ts';
 import { LegacySseTransport } from './sse-transport.ts';
 
 /** A JSON-RPC error answer, as MCP clients expect from the transport layer. */
 function rpcError(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+/** A connection's options from its URL's query: `/mcp?inlineImages=3`. */
+function connectionOptions(url = '/'): McpOptions {
+  const inlineImages = new URL(url, 'http://x').searchParams.get('inlineImages');
+  return inlineImages === null ? {} : { inlineImages: parseInlineImages(inlineImages) };
+}
+
+/** The options of the connection `req` opens, or undefined when it was answered with what is wrong. */
+function checkedOptions(req: IncomingMessage, res: ServerResponse): McpOptions | undefined {
+  try {
+    return connectionOptions(req.url);
+  } catch (error) {
+    rpcError(res, 400, (error as Error).message);
+    return undefined;
+  }
 }
 
 /**
@@ -27,7 +44,7 @@ export class McpHttpEndpoints {
   readonly #changes: ResourceListChanges;
 
   constructor(private readonly client: PerennialClient) {
-    this.#modern = createMcpHandler(() => createMcpServer(client), { legacy: 'reject' });
+    this.#modern = createMcpHandler(({ requestInfo }) => createMcpServer(client, connectionOptions(requestInfo?.url)), { legacy: 'reject' });
     this.#serveModern = toNodeHandler(this.#modern);
     this.#changes = new ResourceListChanges(client, () => this.#modern.notify.resourcesChanged());
   }
@@ -37,6 +54,8 @@ export class McpHttpEndpoints {
     const sessionId = req.headers['mcp-session-id'];
     const session = typeof sessionId === 'string' ? this.#sessions.get(sessionId) : undefined;
     if (session) return session.handleRequest(req, res, body);
+    const options = checkedOptions(req, res);
+    if (!options) return;
     if (!(await isLegacyRequest(await toWebRequest(req, body), body))) return this.#serveModern(req, res, body);
     if (sessionId) return rpcError(res, 404, 'Session not found: initialize again');
     if (req.method !== 'POST' || !isInitializeRequest(body)) return rpcError(res, 400, 'Bad request: no session; start with an initialize request');
@@ -47,16 +66,18 @@ export class McpHttpEndpoints {
     transport.onclose = () => {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
-    await this.#changes.track(createMcpServer(this.client)).connect(transport);
+    await this.#changes.track(createMcpServer(this.client, options)).connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
   /** `GET /sse`: opens a legacy SSE session; its `endpoint` event points at /messages. */
-  async openSse(res: ServerResponse): Promise<void> {
+  async openSse(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const options = checkedOptions(req, res);
+    if (!options) return;
     const transport = new LegacySseTransport('/messages', res);
     this.#sse.set(transport.sessionId, transport);
     res.on('close', () => this.#sse.delete(transport.sessionId));
-    await this.#changes.track(createMcpServer(this.client)).connect(transport);
+    await this.#changes.track(createMcpServer(this.client, options)).connect(transport);
   }
 
   /** `POST /messages?sessionId=…`: a message for a legacy SSE session. */

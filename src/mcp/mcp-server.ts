@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { VERSION } from '../shared/version.ts';
+import { DEFAULT_INLINE_IMAGES } from './figures.ts';
 import { ICONS } from './icons.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
@@ -10,18 +11,24 @@ import { registerTools } from './tools.ts';
 export const INSTRUCTIONS = [
   'Perennial gives you persistent Python REPLs: create one with create-python-repl and keep its replId.',
   'run-python-in-repl runs code there; variables, imports, functions and files stay for later calls, even after hours.',
-  'The last expression is returned as its repr; print for more output. Figures come back as images.',
+  'The last expression is returned as its repr; print for more output. Figures come back as images (a few per result) and as perennial:// resources to read.',
   'Long work: pass timeoutSeconds (default 15 s); interrupt-python-repl stops runaway code without losing state.',
 ].join('\n');
+
+/** What a client can choose for its connection (`perennial mcp` flags, the HTTP endpoint's query). */
+export interface McpOptions {
+  /** Figures a result shows as images; the rest only as resource links. */
+  inlineImages?: number;
+}
 
 /**
  * An MCP server whose tools work on the machines `client` reaches. The SDK asks for one per
  * connection (stdio, a 2025-era HTTP session, legacy SSE) or per request (2026-07-28 over HTTP):
  * nothing in it outlives that, the machines' state lives behind `client`.
  */
-export function createMcpServer(client: PerennialClient): McpServer {
+export function createMcpServer(client: PerennialClient, { inlineImages = DEFAULT_INLINE_IMAGES }: McpOptions = {}): McpServer {
   const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
-  registerTools(server, client);
+  registerTools(server, client, inlineImages);
   registerResources(server, client);
   registerPrompts(server, client);
   return server;

@@ -3,6 +3,7 @@ import type { PerennialClient } from '../client/perennial-client.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { completeMachineName, completeMachinePath } from './completions.ts';
 import { utf8Text } from './file-text.ts';
+import { FIGURE_URI_TEMPLATE, readFigure } from './figures.ts';
 
 const MACHINES_URI = 'perennial://machines';
 
@@ -47,9 +48,9 @@ async function orNotFound<T>(uri: string, read: () => Promise<T>): Promise<T> {
 const variable = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join('/') : (value ?? ''));
 
 /**
- * What a client can read without calling a tool: the list of machines, a machine's history, and
- * any file inside a machine (text as text, anything else as base64), with completions for the
- * machine names and paths.
+ * What a client can read without calling a tool: the list of machines, a machine's history, any
+ * file inside a machine (text as text, anything else as base64) and any figure its instructions
+ * drew, with completions for the machine names and paths.
  */
 export function registerResources(server: McpServer, client: PerennialClient): void {
   const machineNames = completeMachineName(client);
@@ -87,5 +88,13 @@ export function registerResources(server: McpServer, client: PerennialClient): v
       const text = utf8Text(file.content);
       return { contents: [text === null ? { uri: uri.href, mimeType: mediaType(path, false), blob: file.content } : { uri: uri.href, mimeType: mediaType(path, true), text }] };
     },
+  );
+
+  server.registerResource(
+    'figure',
+    // Results link their figures; there are too many to list.
+    new ResourceTemplate(FIGURE_URI_TEMPLATE, { list: undefined, complete: { replId: machineNames } }),
+    { title: 'REPL figure', description: 'Figure n (from 1) that instruction seq drew, as PNG.', mimeType: 'image/png' },
+    async (uri, { replId, seq, n }) => readFigure(client, uri.href, variable(replId), variable(seq), variable(n)),
   );
 }

@@ -4,6 +4,7 @@ import type { PerennialClient } from '../client/perennial-client.ts';
 import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
+import { figureContent } from './figures.ts';
 import { utf8Text } from './file-text.ts';
 import { ICONS } from './icons.ts';
 
@@ -15,6 +16,8 @@ interface ToolContext {
   signal: AbortSignal;
   /** Sends a progress notification when the caller asked for progress; a no-op otherwise. */
   progress(message: string): Promise<void>;
+  /** How many figures a result shows as images; the rest only as links. */
+  inlineImages: number;
 }
 
 interface ToolDefinition<In extends z.ZodObject> {
@@ -62,21 +65,23 @@ const json = (value: unknown): CallToolResult => ({ content: [{ type: 'text', te
 
 /**
  * The result of an instruction as an MCP tool result: output, value or traceback, Perennial's
- * notices and losses, figures. The structured content carries all of it but the figures, since
- * some clients (VS Code) give the model that instead of the text.
+ * notices and losses, figures. The structured content carries all of it, figures by their
+ * resource URIs, since some clients (VS Code) give the model that instead of the text.
  */
-function execResult(seq: number, chunks: OutputChunk[], result: ExecResult): CallToolResult {
+function execResult(name: string, seq: number, chunks: OutputChunk[], result: ExecResult, inlineImages: number): CallToolResult {
   const view = viewResult(result);
+  const figures = figureContent(name, seq, view.images, inlineImages);
+  const more = figures.note ? [figures.note] : [];
   return {
-    content: [{ type: 'text', text: resultText(chunks, result) }, ...view.images.map((i) => ({ type: 'image' as const, data: i.data, mimeType: i.mimeType }))],
+    content: [{ type: 'text', text: resultText(chunks, result, more) }, ...figures.blocks],
     structuredContent: {
       stdout: streamText(chunks, 'stdout'),
       stderr: streamText(chunks, 'stderr'),
       value: view.value,
       error: view.error,
-      notes: view.notes.map((note) => note.text),
+      notes: [...view.notes.map((note) => note.text), ...more],
       lost: result.data?.lost ?? [],
-      images: view.images.length,
+      figures: figures.refs,
       runtimeMs: result.runtime_ms,
       seq,
     },
@@ -90,15 +95,17 @@ const RunOutput = z.object({
   stderr: z.string(),
   value: z.string().nullable(),
   error: z.string().nullable(),
-  notes: z.array(z.string()).describe("Perennial's notices and losses (what a swap or a restart did not keep)"),
+  notes: z.array(z.string()).describe("Perennial's notices and losses (what a swap or a restart did not keep), and where the figures not shown inline are"),
   lost: z.array(z.object({ name: z.string(), reason: z.string() })).describe('Variables that did not survive a swap, and why'),
-  images: z.number().int(),
+  figures: z
+    .array(z.object({ uri: z.string(), inline: z.boolean() }))
+    .describe('Every figure the code drew, as a resource to read; inline ones are also in the result as images'),
   runtimeMs: z.number(),
   seq: z.number().int(),
 });
 
 /** Runs `code` as an instruction: output lines as progress, interrupted when the call is cancelled. */
-async function runInstruction(name: string, code: string, timeoutSeconds: number | undefined, { client, signal, progress }: ToolContext): Promise<CallToolResult> {
+async function runInstruction(name: string, code: string, timeoutSeconds: number | undefined, { client, signal, progress, inlineImages }: ToolContext): Promise<CallToolResult> {
   const stop = () => void client.interrupt(name).catch(() => {});
   signal.addEventListener('abort', stop, { once: true });
   try {
@@ -110,7 +117,7 @@ async function runInstruction(name: string, code: string, timeoutSeconds: number
         void progress(chunk.data);
       },
     });
-    return execResult(seq, chunks, result);
+    return execResult(name, seq, chunks, result, inlineImages);
   } finally {
     signal.removeEventListener('abort', stop);
   }
@@ -145,7 +152,7 @@ export const TOOLS = [
     name: 'run-python-in-repl',
     title: 'Run Python in a REPL',
     description:
-      "Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images.",
+      "Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images and as perennial:// resources.",
     inputSchema: z.object({
       pythonCode: z.string().describe('The code; the value of its last expression is returned'),
       replId,
@@ -305,7 +312,7 @@ export const TOOLS = [
 const PROGRESS_HEARTBEAT_MS = 10_000;
 
 /** Registers every tool on `server`, each working on the machines `client` reaches. */
-export function registerTools(server: McpServer, client: PerennialClient): void {
+export function registerTools(server: McpServer, client: PerennialClient, inlineImages: number): void {
   for (const definition of TOOLS as Array<ToolDefinition<z.ZodObject>>) {
     server.registerTool(
       definition.name,
@@ -335,7 +342,7 @@ export function registerTools(server: McpServer, client: PerennialClient): void 
         };
         if (token !== undefined) beat();
         try {
-          return await definition.handler(args as never, { client, signal: ctx.mcpReq.signal, progress });
+          return await definition.handler(args as never, { client, signal: ctx.mcpReq.signal, progress, inlineImages });
         } finally {
           clearTimeout(heartbeat);
         }

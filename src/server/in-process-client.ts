@@ -20,6 +20,7 @@ export class InProcessClient implements PerennialClient {
   get = (name: string) => this.#answer(() => this.manager.get(name));
   delete = (name: string) => this.#answer(() => this.manager.delete(name));
   run = (name: string, code: string, options: RunOptions = {}) => this.#answer(() => this.manager.run(name, code, options));
+  result = (name: string, seq: number) => this.#answer(() => this.manager.result(name, seq));
   interrupt = (name: string) => this.#answer(() => this.manager.interrupt(name));
   variables = (name: string) => this.#answer(() => this.manager.kernel(name, 'variables', {}));
   variable = (name: string, variable: string) => this.#answer(() => this.manager.kernel(name, 'variable', { name: variable }));

@@ -161,7 +161,7 @@ export class LocalServer {
       ['POST', /^\/mcp$/, streamable],
       ['GET', /^\/mcp$/, streamable],
       ['DELETE', /^\/mcp$/, streamable],
-      ['GET', /^\/sse$/, async (_req, res) => this.#mcp.openSse(res)],
+      ['GET', /^\/sse$/, async (req, res) => this.#mcp.openSse(req, res)],
       ['POST', /^\/messages$/, async (req, res) => this.#mcp.postSseMessage(req, res, await readJson(req))],
     ];
   }

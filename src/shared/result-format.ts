@@ -36,13 +36,15 @@ function lostText(item: LostItem): string {
 
 /**
  * The whole instruction as plain text: its output (stderr lines marked), the traceback or
- * `Out: value`, then the notes, each marked as Perennial's.
+ * `Out: value`, then the notes and the caller's `more` (e.g. where figures are), each marked as
+ * Perennial's.
  */
-export function resultText(chunks: OutputChunk[], result: ExecResult): string {
+export function resultText(chunks: OutputChunk[], result: ExecResult, more: string[] = []): string {
   const view = viewResult(result);
   const parts = [chunks.map((c) => (c.stream === 'stderr' ? `[stderr] ${c.data}` : c.data)).join('\n')];
   if (view.error !== null) parts.push(view.error);
   else if (view.value !== null) parts.push(`Out: ${view.value}`);
-  for (const note of view.notes) parts.push(`[perennial] ${note.text}`);
-  return parts.filter(Boolean).join('\n') || '(no output, no value)';
+  for (const note of [...view.notes.map((n) => n.text), ...more]) parts.push(`[perennial] ${note}`);
+  const figures = view.images.length;
+  return parts.filter(Boolean).join('\n') || (figures ? `(${figures} figure${figures === 1 ? '' : 's'})` : '(no output, no value)');
 }

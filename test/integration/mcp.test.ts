@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client, SSEClientTransport, StreamableHTTPClientTransport, type CallToolResult, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
+import { Client, SSEClientTransport, StreamableHTTPClientTransport, type CallToolResult, type ImageContent, type ResourceLink, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
@@ -56,6 +57,9 @@ async function checkInspect(client: Client, replId: string): Promise<void> {
   assert.equal(called.isError, true);
   assert.match(textOf(called), /not a dotted name/);
 }
+
+/** Code that draws three figures, each different. */
+const PLOT_THREE = 'import matplotlib.pyplot as plt\nfor k in range(3):\n    plt.figure()\n    plt.plot([1, 4, 9][k:])';
 
 const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
 
@@ -138,7 +142,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
         const first = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 20\nprint("set")\nx + 1' });
         assert.equal(first.isError, undefined);
         assert.equal(textOf(first), 'set\nOut: 21');
-        assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], images: 0, runtimeMs: 0, seq: 0 });
+        assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0 });
         const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
         assert.equal((second.structuredContent as { value: string }).value, '40');
         const failed = await call(client, 'run-python-in-repl', { replId, pythonCode: '1/0' });
@@ -191,7 +195,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.ok(resources.some((r) => r.uri === 'perennial://machines'));
         assert.ok(resources.some((r) => r.uri === `perennial://machines/${replId}/history`));
         const { resourceTemplates } = await client.listResourceTemplates();
-        assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), ['perennial://machines/{replId}/files/{+path}', 'perennial://machines/{replId}/history']);
+        assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), ['perennial://machines/{replId}/figures/{seq}/{n}.png', 'perennial://machines/{replId}/files/{+path}', 'perennial://machines/{replId}/history']);
         const read = async (uri: string) => (await client.readResource({ uri })).contents[0] as { mimeType?: string; text?: string; blob?: string };
         assert.ok((JSON.parse((await read('perennial://machines')).text!) as Array<{ name: string }>).some((m) => m.name === replId));
         assert.deepEqual(await read(`perennial://machines/${replId}/files/data/table.csv`), { uri: `perennial://machines/${replId}/files/data/table.csv`, mimeType: 'text/csv', text: 'a,b\n1,2\n' });
@@ -293,14 +297,47 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.ok(seconds.every((n, i) => i === 0 || n > seconds[i - 1]!), 'the elapsed time grows');
       });
 
-      it('runs code with state across calls, returns figures as image blocks, and serves the other tools', async () => {
-        const replId = ((await call(client, 'create-python-repl', { tags: { via: 'http' } })).structuredContent as { replId: string }).replId;
+      it('returns a figure as an image and a link to its resource; past the inline cap, only links, and says so', async () => {
+        const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
         await call(client, 'run-python-in-repl', { replId, pythonCode: 'import matplotlib.pyplot as plt\ndata = [1, 4, 9]' });
         const plotted = await call(client, 'run-python-in-repl', { replId, pythonCode: 'plt.plot(data)\nlen(data)' });
-        const image = plotted.content.find((c) => c.type === 'image') as { data: string; mimeType: string } | undefined;
-        assert.equal(image?.mimeType, 'image/png');
-        assert.deepEqual([...Buffer.from(image!.data, 'base64').subarray(1, 4)], [...Buffer.from('PNG')]);
-        assert.match(textOf(plotted), /Out: 3/, 'the text is kept beside the image');
+        const uri = `perennial://machines/${replId}/figures/1/1.png`;
+        const [image, link] = plotted.content.filter((c) => c.type !== 'text') as [ImageContent, ResourceLink];
+        assert.equal(image.mimeType, 'image/png');
+        assert.deepEqual([...Buffer.from(image.data, 'base64').subarray(1, 4)], [...Buffer.from('PNG')]);
+        assert.deepEqual(link, { type: 'resource_link', uri, name: `figure-1-1.png`, title: `Figure 1 of instruction 1 in ${replId}`, mimeType: 'image/png', size: Buffer.from(image.data, 'base64').length, annotations: { audience: ['user'] } });
+        assert.equal(textOf(plotted), 'Out: 3', 'one figure is shown: nothing to say');
+        assert.deepEqual((plotted.structuredContent as { figures: unknown }).figures, [{ uri, inline: true }]);
+        const read = await client.readResource({ uri });
+        assert.deepEqual(read.contents, [{ uri, mimeType: 'image/png', blob: image.data }]);
+
+        const three = await call(client, 'run-python-in-repl', { replId, pythonCode: PLOT_THREE });
+        const uris = [1, 2, 3].map((n) => `perennial://machines/${replId}/figures/2/${n}.png`);
+        assert.deepEqual(three.content.map((c) => c.type), ['text', 'image', 'resource_link', 'resource_link', 'resource_link']);
+        const links = three.content.filter((c) => c.type === 'resource_link') as ResourceLink[];
+        assert.deepEqual(links.map((l) => [l.uri, l.annotations]), [[uris[0], { audience: ['user'] }], [uris[1], undefined], [uris[2], undefined]]);
+        const note = `3 figures: 1 shown inline, at most 1 per result; read the rest as resources: ${uris[1]}, ${uris[2]}`;
+        assert.equal(textOf(three), `[perennial] ${note}`);
+        const structured = three.structuredContent as { figures: unknown; notes: string[] };
+        assert.deepEqual(structured.figures, [{ uri: uris[0], inline: true }, { uri: uris[1], inline: false }, { uri: uris[2], inline: false }]);
+        assert.deepEqual(structured.notes, [note]);
+        const third = (await client.readResource({ uri: uris[2]! })).contents[0] as { blob: string };
+        assert.notEqual(third.blob, (three.content[1] as ImageContent).data, 'each figure is its own');
+        // Figures come from the history: they outlive a swap.
+        await server.manager.swap(replId);
+        assert.deepEqual((await client.readResource({ uri: uris[2]! })).contents[0], { uri: uris[2], mimeType: 'image/png', blob: third.blob });
+        for (const missing of [`perennial://machines/${replId}/figures/2/4.png`, `perennial://machines/${replId}/figures/0/1.png`, `perennial://machines/${replId}/figures/99/1.png`, 'perennial://machines/no-such-repl/figures/1/1.png']) {
+          await assert.rejects(client.readResource({ uri: missing }), (error: { code?: number; data?: unknown }) => {
+            assert.deepEqual([error.code, error.data], [-32602, { uri: missing }]);
+            return true;
+          });
+        }
+        await call(client, 'delete-python-repl', { replId });
+      });
+
+      it('runs code with state across calls, and serves the other tools', async () => {
+        const replId = ((await call(client, 'create-python-repl', { tags: { via: 'http' } })).structuredContent as { replId: string }).replId;
+        await call(client, 'run-python-in-repl', { replId, pythonCode: 'data = [1, 4, 9]' });
         // State survives a swap to disk between calls; what cannot is said in the text and the structured content.
         await call(client, 'run-python-in-repl', { replId, pythonCode: 'gen = (d for d in data)' });
         await server.manager.swap(replId);
@@ -357,12 +394,18 @@ describe('MCP server', { timeout: 240_000 }, () => {
       const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string; type: string }> };
       assert.deepEqual(variables.variables.map((v) => [v.name, v.type]), [['count', 'int'], ['words', 'list']]);
       assert.equal((JSON.parse(textOf(await call(client, 'get-repl-variable', { replId, name: 'words' }))) as { repr: string }).repr, "['a', 'b']");
+      // Figures are read back through ForeverVM's own result endpoint.
+      const plotted = await call(client, 'run-python-in-repl', { replId, pythonCode: PLOT_THREE });
+      const figures = (plotted.structuredContent as { figures: Array<{ uri: string }> }).figures;
+      assert.equal(figures.length, 3);
+      const inline = plotted.content.find((c) => c.type === 'image') as ImageContent;
+      assert.deepEqual((await client.readResource({ uri: figures[0]!.uri })).contents, [{ uri: figures[0]!.uri, mimeType: 'image/png', blob: inline.data }]);
       await call(client, 'write-repl-file', { replId, path: 'out/note.txt', content: 'emulated' });
       assert.equal((JSON.parse(textOf(await call(client, 'read-repl-file', { replId, path: 'out/note.txt' }))) as { content: string }).content, 'emulated');
       const listing = JSON.parse(textOf(await call(client, 'list-repl-files', { replId, path: 'out' }))) as { entries: Array<{ name: string }> };
       assert.deepEqual(listing.entries.map((e) => e.name), ['note.txt']);
       const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ code: string }> };
-      assert.deepEqual(history.history.map((h) => h.code), ['count = 3\nwords = ["a", "b"]\ncount'], 'only what the user ran, not the emulations');
+      assert.deepEqual(history.history.map((h) => h.code), ['count = 3\nwords = ["a", "b"]\ncount', PLOT_THREE], 'only what the user ran, not the emulations');
       await checkInspect(client, replId);
       assert.ok(((await call(client, 'reset-python-repl', { replId })).structuredContent as { cleared: number }).cleared >= 4);
       assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: '"area" in globals(), "count" in globals()' })).structuredContent as { value: string }).value, '(False, False)');
@@ -370,6 +413,54 @@ describe('MCP server', { timeout: 240_000 }, () => {
       const removed = await call(client, 'delete-python-repl', { replId });
       assert.equal(removed.isError, true);
       assert.match(textOf(removed), /This backend cannot delete machines/);
+    });
+  });
+
+  describe('the inline image cap, as each client sets it', () => {
+    let server: LocalServer;
+    let stopServer: () => Promise<void>;
+    before(async () => ({ server, stop: stopServer } = await startPythonServer()));
+    after(async () => stopServer());
+
+    /** How many of three figures come inline, and the note, through `transport` opened in `mode`. */
+    async function inlineOfThree(transport: Transport, mode: VersionNegotiationMode = 'auto'): Promise<[number, string]> {
+      const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { versionNegotiation: { mode } });
+      await client.connect(transport);
+      try {
+        const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+        const plotted = await call(client, 'run-python-in-repl', { replId, pythonCode: PLOT_THREE });
+        assert.equal(plotted.content.filter((c) => c.type === 'resource_link').length, 3, 'a link for every figure');
+        return [plotted.content.filter((c) => c.type === 'image').length, textOf(plotted)];
+      } finally {
+        await client.close();
+      }
+    }
+    const http = (query: string) => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp${query}`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
+
+    it('on the HTTP endpoint by its query, in both eras and on legacy SSE', async () => {
+      assert.equal((await inlineOfThree(http('?inlineImages=2')))[0], 2);
+      const [none, note] = await inlineOfThree(http('?inlineImages=0'), 'legacy');
+      assert.equal(none, 0);
+      assert.match(note, /^\[perennial\] 3 figures: inline images are off; read them as resources: perennial:\/\/machines\/[\w-]+\/figures\/0\/1\.png, \S+\/2\.png, \S+\/3\.png$/);
+      const headers = { Authorization: `Bearer ${server.token}` };
+      const sse = new SSEClientTransport(new URL(`${server.url}/sse?inlineImages=3`), {
+        requestInit: { headers },
+        eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+      });
+      assert.equal((await inlineOfThree(sse, 'legacy'))[0], 3);
+      for (const bad of ['lots', '-1', '101', '1.5']) {
+        const response = await fetch(`${server.url}/mcp?inlineImages=${bad}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+        assert.equal(response.status, 400, bad);
+        assert.match(((await response.json()) as { error: { message: string } }).error.message, /^inlineImages: expected a whole number from 0 to 100, got "/);
+      }
+    });
+
+    it('on `perennial mcp` by a flag, which refuses what it cannot take', async () => {
+      const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--inline-images', '3'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
+      assert.equal((await inlineOfThree(transport))[0], 3);
+      const refused = spawnSync(process.execPath, [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--inline-images', 'all'], { encoding: 'utf8' });
+      assert.notEqual(refused.status, 0);
+      assert.match(refused.stderr, /--inline-images <n>' argument 'all' is invalid\. inlineImages: expected a whole number from 0 to 100/);
     });
   });
 

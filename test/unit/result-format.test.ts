@@ -40,5 +40,8 @@ describe('result format', () => {
     const failed: ExecResult = { error: 'Traceback ...\nZeroDivisionError', data: { lost: [{ name: 'f', reason: 'open file' }] }, runtime_ms: 1 };
     assert.equal(resultText([], failed), 'Traceback ...\nZeroDivisionError\n[perennial] Not kept across the swap: f (open file)');
     assert.equal(resultText([], { value: null, data: null, runtime_ms: 0 }), '(no output, no value)');
+    const plotted = { value: null, data: { images: [png, png] }, runtime_ms: 0 };
+    assert.equal(resultText([], plotted), '(2 figures)');
+    assert.equal(resultText([], plotted, ['2 figures: read them']), '[perennial] 2 figures: read them');
   });
 });

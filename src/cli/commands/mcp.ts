@@ -1,5 +1,5 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { createMcpServer } from '../../mcp/mcp-server.ts';
+import { createMcpServer, type McpOptions } from '../../mcp/mcp-server.ts';
 import { ResourceListChanges } from '../../mcp/resource-list-changes.ts';
 import type { CliContext } from '../context.ts';
 
@@ -9,14 +9,14 @@ import type { CliContext } from '../context.ts';
  * the local server (started when needed) or hosted ForeverVM. Nothing else may be written to
  * stdout: it is the protocol.
  */
-export async function mcpCommand(ctx: CliContext): Promise<void> {
+export async function mcpCommand(ctx: CliContext, options: McpOptions): Promise<void> {
   const client = await ctx.openClient();
   const closed = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve);
     process.stdin.once('close', resolve);
   });
   const changes = new ResourceListChanges(client);
-  const served = serveStdio(() => changes.track(createMcpServer(client)), { onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`) });
+  const served = serveStdio(() => changes.track(createMcpServer(client, options)), { onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`) });
   await closed;
   changes.close();
   await served.close();

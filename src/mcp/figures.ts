@@ -1,0 +1,77 @@
+import { ResourceNotFoundError, type ContentBlock, type ReadResourceResult } from '@modelcontextprotocol/server';
+import type { PerennialClient } from '../client/perennial-client.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { InvalidRequestError } from '../shared/requests.ts';
+import { resultImages, type ImageData } from '../shared/types.ts';
+
+export const FIGURE_URI_TEMPLATE = 'perennial://machines/{replId}/figures/{seq}/{n}.png';
+
+/**
+ * How many figures one result shows inline; the rest go as links only, since a few base64 PNGs
+ * of 70-100 KB overflow some clients. One keeps the common single plot in view.
+ */
+export const DEFAULT_INLINE_IMAGES = 1;
+const MAX_INLINE_IMAGES = 100;
+
+/** The inline image cap a client asked for (a flag, a URL query), or an error that says what is allowed. */
+export function parseInlineImages(value: string): number {
+  const count = /^\d{1,3}$/.test(value) ? Number(value) : NaN;
+  if (!(count <= MAX_INLINE_IMAGES)) throw new InvalidRequestError(`inlineImages: expected a whole number from 0 to ${MAX_INLINE_IMAGES}, got ${JSON.stringify(value)}`);
+  return count;
+}
+
+/** Figure `n` (from 1) of instruction `seq`. */
+export function figureUri(replId: string, seq: number, n: number): string {
+  return `perennial://machines/${replId}/figures/${seq}/${n}.png`;
+}
+
+/** A figure as a result's structured content names it. */
+export interface FigureRef {
+  uri: string;
+  /** Whether the image itself is in the result, or only its link. */
+  inline: boolean;
+}
+
+/**
+ * An instruction's figures as result content: the first `inlineImages` as images, every one as a
+ * resource link. The link of a figure already inline is for the user to open or save (VS Code
+ * fetches image links for the model, which would send it twice); the others are for the model too.
+ */
+export function figureContent(replId: string, seq: number, images: ImageData[], inlineImages: number): { blocks: ContentBlock[]; refs: FigureRef[]; note: string | null } {
+  const refs = images.map((_, i) => ({ uri: figureUri(replId, seq, i + 1), inline: i < inlineImages }));
+  const blocks: ContentBlock[] = [
+    ...images.slice(0, inlineImages).map((image): ContentBlock => ({ type: 'image', data: image.data, mimeType: image.mimeType })),
+    ...images.map(
+      (image, i): ContentBlock => ({
+        type: 'resource_link',
+        uri: refs[i]!.uri,
+        name: `figure-${seq}-${i + 1}.png`,
+        title: `Figure ${i + 1} of instruction ${seq} in ${replId}`,
+        mimeType: image.mimeType,
+        size: Buffer.byteLength(image.data, 'base64'),
+        ...(refs[i]!.inline ? { annotations: { audience: ['user'] } } : {}),
+      }),
+    ),
+  ];
+  const linked = refs.filter((ref) => !ref.inline).map((ref) => ref.uri);
+  const shown = refs.length - linked.length;
+  const inline = shown ? `${shown} shown inline, at most ${inlineImages} per result` : 'inline images are off';
+  const note = linked.length ? `${refs.length} figure${refs.length === 1 ? '' : 's'}: ${inline}; read ${shown ? 'the rest' : 'them'} as resources: ${linked.join(', ')}` : null;
+  return { blocks, refs, note };
+}
+
+/** Reads a figure resource from its instruction's result, kept in the machine's history. */
+export async function readFigure(client: PerennialClient, uri: string, replId: string, seq: string, n: string): Promise<ReadResourceResult> {
+  const image = /^\d{1,15}$/.test(seq) && /^[1-9]\d{0,5}$/.test(n) ? resultImages(await instructionResult(client, uri, replId, Number(seq)))[Number(n) - 1] : undefined;
+  if (!image) throw new ResourceNotFoundError(uri, `Instruction ${seq} of ${replId} has no figure ${n}`);
+  return { contents: [{ uri, mimeType: image.mimeType, blob: image.data }] };
+}
+
+async function instructionResult(client: PerennialClient, uri: string, replId: string, seq: number) {
+  try {
+    return await client.result(replId, seq);
+  } catch (error) {
+    if (error instanceof ForeverVMError && error.status === 404) throw new ResourceNotFoundError(uri, error.message);
+    throw error;
+  }
+}
