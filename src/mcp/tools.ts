@@ -1,9 +1,10 @@
-import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
+import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
+import { askConsent, type Consent } from './consent.ts';
 import { figureContent } from './figures.ts';
 import { utf8Text } from './file-text.ts';
 import { ICONS } from './icons.ts';
@@ -18,6 +19,8 @@ interface ToolContext {
   progress(message: string): Promise<void>;
   /** How many figures a result shows as images; the rest only as links. */
   inlineImages: number;
+  /** Asks the user before the tool changes something of theirs (see `askConsent`). */
+  consent(message: string): Promise<Consent>;
 }
 
 interface ToolDefinition<In extends z.ZodObject> {
@@ -27,7 +30,8 @@ interface ToolDefinition<In extends z.ZodObject> {
   inputSchema: In;
   outputSchema?: z.ZodObject;
   annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
-  handler(args: z.infer<In>, context: ToolContext): Promise<CallToolResult>;
+  /** An `input_required` result asks the user something, on a 2026-07-28 request (see `askConsent`). */
+  handler(args: z.infer<In>, context: ToolContext): Promise<CallToolResult | InputRequiredResult>;
 }
 
 /** Keeps each tool's argument types tied to its schema. */
@@ -257,10 +261,18 @@ export const TOOLS = [
   tool({
     name: 'install-python-packages',
     title: 'Install Python packages',
-    description: 'Installs packages into a REPL (Pyodide packages for sandbox REPLs, pip for python REPLs).',
+    description:
+      "Installs packages into a REPL: Pyodide packages for sandbox REPLs; pip for python REPLs, into the user's own Python environment, which can replace packages other programs use, so the user is asked first where the client can ask.",
     inputSchema: z.object({ replId, packages: Packages }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    async handler({ replId: name, packages }, { client }) {
+    // Destructive: pip may upgrade or replace what is in the user's environment.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+    async handler({ replId: name, packages }, { client, consent }) {
+      const listed = packages.join(', ');
+      if ((await client.get(name)).engine === 'python') {
+        const asked = await consent(`Install ${listed} with pip into the Python environment of REPL ${name}? It is your own interpreter's: this changes it for every program that uses it.`);
+        if ('ask' in asked) return asked.ask;
+        if (asked.answer === 'refused') return { content: [{ type: 'text', text: `Not installed: the user did not agree to install ${listed} into the Python environment of ${name}.` }], isError: true };
+      }
       return text(`Installed: ${await client.installPackages(name, packages)}`);
     },
   }),
@@ -342,7 +354,7 @@ export function registerTools(server: McpServer, client: PerennialClient, inline
         };
         if (token !== undefined) beat();
         try {
-          return await definition.handler(args as never, { client, signal: ctx.mcpReq.signal, progress, inlineImages });
+          return await definition.handler(args as never, { client, signal: ctx.mcpReq.signal, progress, inlineImages, consent: (message) => askConsent(server, ctx, message) });
         } finally {
           clearTimeout(heartbeat);
         }

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client, SSEClientTransport, StreamableHTTPClientTransport, type CallToolResult, type ImageContent, type ResourceLink, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
@@ -9,11 +12,12 @@ import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
 
 /** A local server on a fresh data dir, whose python-engine machines use the test interpreter. */
-async function startPythonServer(): Promise<{ server: LocalServer; stop(): Promise<void> }> {
+async function startPythonServer(python = TEST_PYTHON): Promise<{ server: LocalServer; stop(): Promise<void> }> {
   const data = await tempDataDir();
-  process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+  process.env.PERENNIAL_PYTHON = python;
   const server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
   const stop = async () => {
     await server.close();
@@ -461,6 +465,77 @@ describe('MCP server', { timeout: 240_000 }, () => {
       const refused = spawnSync(process.execPath, [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--inline-images', 'all'], { encoding: 'utf8' });
       assert.notEqual(refused.status, 0);
       assert.match(refused.stderr, /--inline-images <n>' argument 'all' is invalid\. inlineImages: expected a whole number from 0 to 100/);
+    });
+  });
+
+  describe("install-python-packages asks the user before pip changes their environment", () => {
+    let server: LocalServer;
+    let stopServer: () => Promise<void>;
+    let dir: string;
+    const PIP_ENV = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: '' };
+
+    before(async () => {
+      // The user's own environment is a venv of the test's; pip finds wheels built here, offline.
+      dir = await mkdtemp(join(tmpdir(), 'perennial-consent-'));
+      execFileSync('python3', ['-m', 'venv', join(dir, 'venv')]);
+      for (let i = 0; i < 6; i++) execFileSync('python3', [MAKE_WHEEL, dir, `tinypkg${i}`, '1.0', JSON.stringify({ [`tinypkg${i}/__init__.py`]: `VALUE = ${i}\n` })]);
+      Object.assign(process.env, { ...PIP_ENV, PIP_FIND_LINKS: dir });
+      ({ server, stop: stopServer } = await startPythonServer(join(dir, 'venv', 'bin', 'python')));
+    });
+    after(async () => {
+      await stopServer();
+      for (const name of Object.keys(PIP_ENV)) delete process.env[name];
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    const eras: Array<[string, (server: LocalServer) => Transport, VersionNegotiationMode]> = [
+      ['stdio, 2025-11-25 (elicitation/create)', stdio, 'legacy'],
+      ['stdio, 2026-07-28 (input_required, then the call again)', stdio, { pin: '2026-07-28' }],
+      ['HTTP, 2025-11-25 session', streamable, 'legacy'],
+      ['HTTP, 2026-07-28', streamable, 'auto'],
+    ];
+    eras.forEach(([name, transport, mode], i) => {
+      it(`over ${name}: nothing is installed when the user declines; it is when they accept`, async () => {
+        const questions: string[] = [];
+        const answers: Array<'accept' | 'decline' | 'cancel'> = ['decline', 'cancel', 'accept'];
+        const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode } });
+        client.setRequestHandler('elicitation/create', async (request) => {
+          questions.push((request.params as { message: string }).message);
+          return { action: answers.shift()! };
+        });
+        await client.connect(transport(server));
+        try {
+          const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+          const pkg = `tinypkg${i}`;
+          // Declined, then dismissed.
+          for (let refusals = 0; refusals < 2; refusals++) {
+            const refused = await call(client, 'install-python-packages', { replId, packages: [pkg] });
+            assert.equal(refused.isError, true);
+            assert.equal(textOf(refused), `Not installed: the user did not agree to install ${pkg} into the Python environment of ${replId}.`);
+          }
+          assert.match(textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: `import ${pkg}` })), /ModuleNotFoundError/);
+          const installed = await call(client, 'install-python-packages', { replId, packages: [pkg] });
+          assert.equal(textOf(installed), `Installed: Successfully installed ${pkg}-1.0`);
+          assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: `import ${pkg}\n${pkg}.VALUE` })).structuredContent as { value: string }).value, String(i));
+          assert.equal(questions.length, 3);
+          assert.ok(questions.every((q) => q === `Install ${pkg} with pip into the Python environment of REPL ${replId}? It is your own interpreter's: this changes it for every program that uses it.`), questions[0]);
+        } finally {
+          await client.close();
+        }
+      });
+    });
+
+    it('a client that cannot ask gets the install, as its own confirmation of tool calls is what the user saw', async () => {
+      const client = new Client({ name: 'perennial-tests', version: '1.0.0' });
+      await client.connect(streamable(server));
+      try {
+        const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+        assert.equal(textOf(await call(client, 'install-python-packages', { replId, packages: ['tinypkg5'] })), 'Installed: Successfully installed tinypkg5-1.0');
+        const { tools } = await client.listTools();
+        assert.equal(tools.find((t) => t.name === 'install-python-packages')!.annotations?.destructiveHint, true);
+      } finally {
+        await client.close();
+      }
     });
   });
 
