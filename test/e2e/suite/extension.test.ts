@@ -161,6 +161,34 @@ suite('Perennial in VS Code', () => {
     await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: plotting });
   });
 
+  test('what the model receives from a run with figures: the structured content as JSON, and the figures as images', async () => {
+    const { replId: plotting } = JSON.parse(await invoke('create-python-repl', { engine: 'python' })) as { replId: string };
+    const pythonCode = 'import matplotlib.pyplot as plt\nfor k in range(2):\n    plt.figure()\n    plt.plot([k, 1])\nprint("drawn")';
+    const result = await vscode.lm.invokeTool(tool('run-python-in-repl')!.name, { input: { replId: plotting, pythonCode }, toolInvocationToken: undefined });
+    const texts = result.content.filter((part) => part instanceof vscode.LanguageModelTextPart).map((part) => part.value);
+    // LanguageModelDataPart is newer than the API types this extension builds against.
+    const images = result.content.filter((part) => !(part instanceof vscode.LanguageModelTextPart)) as unknown as Array<{ mimeType: string; data: Uint8Array }>;
+    console.log(`the model receives: ${JSON.stringify([...images.map((p) => ({ mimeType: p.mimeType, bytes: p.data.length })), ...texts.map((text) => ({ text }))])}`);
+    assert.equal(texts.length, 1, 'one text part: the structured content, without the text content');
+    const structured = JSON.parse(texts[0]!) as Record<string, unknown>;
+    const uris = [1, 2].map((n) => `perennial://machines/${plotting}/figures/0/${n}.png`);
+    assert.deepEqual(structured, {
+      stdout: 'drawn',
+      stderr: '',
+      value: null,
+      error: null,
+      notes: [`2 figures: 1 shown inline, at most 1 per result; read the rest as resources: ${uris[1]}`],
+      lost: [],
+      figures: [{ uri: uris[0], inline: true }, { uri: uris[1], inline: false }],
+      runtimeMs: structured.runtimeMs,
+      seq: 0,
+    });
+    // The inline figure, and the linked one, which VS Code reads for the model; the inline one's link is for the user only.
+    assert.deepEqual(images.map((p) => p.mimeType), ['image/png', 'image/png']);
+    assert.ok(images.every((p) => Buffer.from(p.data).subarray(1, 4).toString() === 'PNG'));
+    await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: plotting });
+  });
+
   test('Delete removes the machine, from the server and from the view (and it stops being the active one)', async () => {
     await vscode.commands.executeCommand('perennial.selectMachine', replId);
     await eventually(async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? true : undefined), `${replId} in the status bar`);
