@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client, SSEClientTransport, StreamableHTTPClientTransport, type CallToolResult, type ImageContent, type ResourceLink, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
@@ -537,6 +538,24 @@ describe('MCP server', { timeout: 240_000 }, () => {
         await client.close();
       }
     });
+  });
+
+  it('a task-aware client (the Tasks extension) gets the blocking result: the v2 SDK serves no tasks', async () => {
+    const { server, stop } = await startPythonServer();
+    const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
+    await client.connect(streamable(server));
+    const session = createTaskSessionFromClient(client, { endpointId: 'perennial-tests' });
+    try {
+      assert.equal(client.getServerCapabilities()?.tasks, undefined);
+      const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+      const execution = await session.callTool('run-python-in-repl', { replId, pythonCode: 'import time\ntime.sleep(0.5)\n6 * 7' });
+      const result = resultFromTaskOutcome((await execution.settle()).outcome) as CallToolResult;
+      assert.equal((result.structuredContent as { value: string }).value, '42');
+    } finally {
+      await session.close();
+      await client.close();
+      await stop();
+    }
   });
 
   it('refuses MCP requests without the token', async () => {
