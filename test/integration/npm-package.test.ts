@@ -13,6 +13,7 @@ import { node22Tool } from '../helpers/node22-tools.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INSPECTOR_VERSION = '2.12.0';
+const CLAUDE_CODE_VERSION = '2.1.330';
 /** What the package must hold: what `perennial` runs, and the files npm always adds. */
 const SHIPPED = ['CHANGELOG.md', 'LICENSE', 'README.md', 'dist/cli.js', 'dist/perennial_kernel.py', 'dist/sandbox/main.js', 'package.json'];
 
@@ -105,6 +106,24 @@ describe('the npm package', { timeout: 600_000 }, () => {
     const listed = inspectTarget([`${info.url}/mcp`, '--header', `Authorization: Bearer ${info.token}`], ['--method', 'tools/list']);
     assert.equal(listed.status, 0, listed.stderr);
     assert.ok((listed.result!.tools as Array<{ name: string }>).some((t) => t.name === 'run-python-in-repl'));
+  });
+
+  it("connects from Claude Code with the README's commands, over stdio and HTTP", async () => {
+    const tool = node22Tool('claude-code', '@anthropic-ai/claude-code', CLAUDE_CODE_VERSION);
+    const claudeBin = join(tool.packageDir, (JSON.parse(readFileSync(join(tool.packageDir, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.claude!);
+    const project = join(work, 'claude-project');
+    mkdirSync(project, { recursive: true });
+    // Claude Code keeps its configuration under HOME; the installed `perennial` is found on PATH.
+    const env = { ...process.env, HOME: join(work, 'claude-home'), PATH: `${join(installed, 'bin')}:${process.env.PATH}`, PERENNIAL_HOME: dataDir, PERENNIAL_PYTHON: TEST_PYTHON };
+    const claude = (...args: string[]) => execFileSync(claudeBin, args, { cwd: project, env, encoding: 'utf8', timeout: 120_000 });
+    const info = await readServerInfo(dataDir);
+    assert.ok(info, 'perennial mcp started a local server in its data dir');
+    claude('mcp', 'add', 'perennial', '--', 'perennial', 'mcp');
+    claude('mcp', 'add', '--transport', 'http', 'perennial-http', `${info.url}/mcp`, '--header', `Authorization: Bearer ${info.token}`);
+    // `claude mcp list` connects to every configured server to check its health.
+    const health = claude('mcp', 'list');
+    assert.match(health, /^perennial: perennial mcp - ✔ Connected$/m, health);
+    assert.match(health, new RegExp(`^perennial-http: ${info.url}/mcp \\(HTTP\\) - ✔ Connected$`, 'm'), health);
   });
 
   it('runs from the tarball with npx', () => {
