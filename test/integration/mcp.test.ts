@@ -421,6 +421,44 @@ describe('MCP server', { timeout: 240_000 }, () => {
     });
   });
 
+  describe('older protocol versions, each as a client that speaks only it', () => {
+    let server: LocalServer;
+    let stopServer: () => Promise<void>;
+    before(async () => ({ server, stop: stopServer } = await startPythonServer()));
+    after(async () => stopServer());
+
+    const sse = (server: LocalServer) => {
+      const headers = { Authorization: `Bearer ${server.token}` };
+      return new SSEClientTransport(new URL(`${server.url}/sse`), {
+        requestInit: { headers },
+        eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+      });
+    };
+    const versions: Array<[string, string, (server: LocalServer) => Transport]> = [
+      ['2025-06-18', 'Streamable HTTP', streamable],
+      ['2025-03-26', 'Streamable HTTP', streamable],
+      ['2025-03-26', 'stdio', stdio],
+      ['2024-11-05', 'HTTP+SSE', sse],
+      ['2024-11-05', 'stdio', stdio],
+    ];
+    for (const [version, over, transport] of versions) {
+      it(`${version} over ${over}: tools, a run, a resource`, async () => {
+        const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { supportedProtocolVersions: [version] });
+        await client.connect(transport(server));
+        try {
+          assert.equal(client.getNegotiatedProtocolVersion(), version);
+          assert.equal((await client.listTools()).tools.length, TOOL_NAMES.length);
+          const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+          assert.equal(textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: '40 + 2' })), 'Out: 42');
+          const history = (await client.readResource({ uri: `perennial://machines/${replId}/history` })).contents[0] as { text: string };
+          assert.equal((JSON.parse(history.text) as Array<{ code: string }>)[0]!.code, '40 + 2');
+        } finally {
+          await client.close();
+        }
+      });
+    }
+  });
+
   describe('the inline image cap, as each client sets it', () => {
     let server: LocalServer;
     let stopServer: () => Promise<void>;
