@@ -2,7 +2,7 @@ import { ResourceNotFoundError, type ContentBlock, type ReadResourceResult } fro
 import type { PerennialClient } from '../client/perennial-client.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { InvalidRequestError } from '../shared/requests.ts';
-import { resultImages, type ImageData } from '../shared/types.ts';
+import { resultImages, type HistoryEntry, type ImageData, type ResultData } from '../shared/types.ts';
 
 export const FIGURE_URI_TEMPLATE = 'perennial://machines/{replId}/figures/{seq}/{n}.png';
 
@@ -58,6 +58,21 @@ export function figureContent(replId: string, seq: number, images: ImageData[], 
   const inline = shown ? `${shown} shown inline, at most ${inlineImages} per result` : 'inline images are off';
   const note = linked.length ? `${refs.length} figure${refs.length === 1 ? '' : 's'}: ${inline}; read ${shown ? 'the rest' : 'them'} as resources: ${linked.join(', ')}` : null;
   return { blocks, refs, note };
+}
+
+/**
+ * A machine's history as MCP gives it: each result's figures by their resource URIs
+ * (`data.figures`) instead of their base64, which would make the history too big for clients.
+ */
+export function historyWithFigureLinks(replId: string, history: HistoryEntry[]): HistoryEntry[] {
+  return history.map((entry) => {
+    const count = entry.result ? resultImages(entry.result).length : 0;
+    if (!entry.result?.data || !count) return entry;
+    const data: ResultData = { ...entry.result.data, figures: Array.from({ length: count }, (_, i) => figureUri(replId, entry.seq, i + 1)) };
+    delete data.png;
+    delete data.images;
+    return { ...entry, result: { ...entry.result, data } };
+  });
 }
 
 /** Reads a figure resource from its instruction's result, kept in the machine's history. */

@@ -3,7 +3,7 @@ import type { PerennialClient } from '../client/perennial-client.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { completeMachineName, completeMachinePath } from './completions.ts';
 import { utf8Text } from './file-text.ts';
-import { FIGURE_URI_TEMPLATE, readFigure } from './figures.ts';
+import { FIGURE_URI_TEMPLATE, historyWithFigureLinks, readFigure } from './figures.ts';
 
 const MACHINES_URI = 'perennial://machines';
 
@@ -67,8 +67,8 @@ export function registerResources(server: McpServer, client: PerennialClient): v
       }),
       complete: { replId: machineNames },
     }),
-    { title: 'REPL history', description: 'The instructions a REPL ran, with their results, oldest first.', mimeType: 'application/json' },
-    async (uri, { replId }) => json(uri.href, await orNotFound(uri.href, () => client.history(variable(replId)))),
+    { title: 'REPL history', description: 'The instructions a REPL ran, with their results (figures as resource URIs), oldest first.', mimeType: 'application/json' },
+    async (uri, { replId }) => json(uri.href, historyWithFigureLinks(variable(replId), await orNotFound(uri.href, () => client.history(variable(replId))))),
   );
 
   server.registerResource(

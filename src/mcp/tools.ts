@@ -5,7 +5,7 @@ import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineNam
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
 import { askConsent, type Consent } from './consent.ts';
-import { figureContent } from './figures.ts';
+import { figureContent, historyWithFigureLinks } from './figures.ts';
 import { utf8Text } from './file-text.ts';
 import { ICONS } from './icons.ts';
 
@@ -279,11 +279,11 @@ export const TOOLS = [
   tool({
     name: 'get-repl-history',
     title: 'Show REPL history',
-    description: 'The instructions a REPL ran, with their results, oldest first (the last N with `last`).',
+    description: 'The instructions a REPL ran, with their results (figures as perennial:// resource URIs), oldest first (the last N with `last`).',
     inputSchema: z.object({ replId, last: HistoryLast.optional() }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, last }, { client }) {
-      return json({ history: await client.history(name, last) });
+      return json({ history: historyWithFigureLinks(name, await client.history(name, last)) });
     },
   }),
   tool({

@@ -328,6 +328,11 @@ describe('MCP server', { timeout: 240_000 }, () => {
         assert.deepEqual(structured.notes, [note]);
         const third = (await client.readResource({ uri: uris[2]! })).contents[0] as { blob: string };
         assert.notEqual(third.blob, (three.content[1] as ImageContent).data, 'each figure is its own');
+        // The history names figures by their URIs, without their base64.
+        const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ result: { data: Record<string, unknown> | null } }> };
+        assert.deepEqual(history.history.map((entry) => entry.result.data), [null, { figures: [uri] }, { figures: uris }]);
+        const historyResource = (await client.readResource({ uri: `perennial://machines/${replId}/history` })).contents[0] as { text: string };
+        assert.deepEqual((JSON.parse(historyResource.text) as typeof history.history).map((entry) => entry.result.data), [null, { figures: [uri] }, { figures: uris }]);
         // Figures come from the history: they outlive a swap.
         await server.manager.swap(replId);
         assert.deepEqual((await client.readResource({ uri: uris[2]! })).contents[0], { uri: uris[2], mimeType: 'image/png', blob: third.blob });
