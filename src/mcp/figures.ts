@@ -1,8 +1,6 @@
 import { ResourceNotFoundError, type ContentBlock, type ReadResourceResult } from '@modelcontextprotocol/server';
-import type { PerennialClient } from '../client/perennial-client.ts';
-import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { InvalidRequestError } from '../shared/requests.ts';
-import { resultImages, type HistoryEntry, type ImageData, type ResultData } from '../shared/types.ts';
+import { resultImages, type ExecResult, type HistoryEntry, type ImageData, type ResultData } from '../shared/types.ts';
 
 export const FIGURE_URI_TEMPLATE = 'perennial://machines/{replId}/figures/{seq}/{n}.png';
 
@@ -75,18 +73,9 @@ export function historyWithFigureLinks(replId: string, history: HistoryEntry[]):
   });
 }
 
-/** Reads a figure resource from its instruction's result, kept in the machine's history. */
-export async function readFigure(client: PerennialClient, uri: string, replId: string, seq: string, n: string): Promise<ReadResourceResult> {
-  const image = /^\d{1,15}$/.test(seq) && /^[1-9]\d{0,5}$/.test(n) ? resultImages(await instructionResult(client, uri, replId, Number(seq)))[Number(n) - 1] : undefined;
-  if (!image) throw new ResourceNotFoundError(uri, `Instruction ${seq} of ${replId} has no figure ${n}`);
+/** Reads a figure resource from its instruction's result (`result`), kept in the machine's history. */
+export async function readFigure(uri: string, seq: string, n: string, result: (seq: number) => Promise<ExecResult>): Promise<ReadResourceResult> {
+  const image = /^\d{1,15}$/.test(seq) && /^[1-9]\d{0,5}$/.test(n) ? resultImages(await result(Number(seq)))[Number(n) - 1] : undefined;
+  if (!image) throw new ResourceNotFoundError(uri, `Instruction ${seq} has no figure ${n}`);
   return { contents: [{ uri, mimeType: image.mimeType, blob: image.data }] };
-}
-
-async function instructionResult(client: PerennialClient, uri: string, replId: string, seq: number) {
-  try {
-    return await client.result(replId, seq);
-  } catch (error) {
-    if (error instanceof ForeverVMError && error.status === 404) throw new ResourceNotFoundError(uri, error.message);
-    throw error;
-  }
 }

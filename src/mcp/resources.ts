@@ -95,6 +95,6 @@ export function registerResources(server: McpServer, client: PerennialClient): v
     // Results link their figures; there are too many to list.
     new ResourceTemplate(FIGURE_URI_TEMPLATE, { list: undefined, complete: { replId: machineNames } }),
     { title: 'REPL figure', description: 'Figure n (from 1) that instruction seq drew, as PNG.', mimeType: 'image/png' },
-    async (uri, { replId, seq, n }) => readFigure(client, uri.href, variable(replId), variable(seq), variable(n)),
+    async (uri, { replId, seq, n }) => readFigure(uri.href, variable(seq), variable(n), (instruction) => orNotFound(uri.href, () => client.result(variable(replId), instruction))),
   );
 }
