@@ -1,7 +1,9 @@
 import type { z } from 'zod';
-import type { NewMachineBody } from '../shared/requests.ts';
+import type { ForkBody, NewMachineBody } from '../shared/requests.ts';
 import {
   KEEPALIVE_HEADER,
+  type CheckpointInfo,
+  type CheckpointsResponse,
   type Completeness,
   type DeleteResponse,
   type ExecResponse,
@@ -20,6 +22,7 @@ import {
   type OutputChunk,
   type PackagesResponse,
   type ResultResponse,
+  type RollbackResult,
   type StatusReport,
   type StreamResultLine,
   type VariableDetail,
@@ -209,6 +212,26 @@ export class ForeverVMClient {
 
   writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<WrittenFile> {
     return this.#extension('write files', 'PUT', `/v1/machine/${encodeURIComponent(name)}/files/content`, { path, content, encoding });
+  }
+
+  fork(name: string, body: ForkBody = {}): Promise<MachineInfo> {
+    return this.#extension('fork machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/fork`, body);
+  }
+
+  checkpoint(name: string, label?: string): Promise<CheckpointInfo> {
+    return this.#extension('take checkpoints', 'POST', `/v1/machine/${encodeURIComponent(name)}/checkpoints`, label === undefined ? {} : { label });
+  }
+
+  async checkpoints(name: string): Promise<CheckpointInfo[]> {
+    return (await this.#extension<CheckpointsResponse>('keep checkpoints', 'GET', `/v1/machine/${encodeURIComponent(name)}/checkpoints`)).checkpoints;
+  }
+
+  async deleteCheckpoint(name: string, checkpoint: string): Promise<void> {
+    await this.#extension('keep checkpoints', 'DELETE', `/v1/machine/${encodeURIComponent(name)}/checkpoints/${encodeURIComponent(checkpoint)}`);
+  }
+
+  rollback(name: string, checkpoint: string): Promise<RollbackResult> {
+    return this.#extension('roll machines back', 'POST', `/v1/machine/${encodeURIComponent(name)}/rollback`, { checkpoint });
   }
 
   reset(name: string): Promise<ResetResult> {

@@ -149,6 +149,26 @@ export class HttpClient implements PerennialClient {
     );
   }
 
+  fork(name: string, options: { tags?: Record<string, string> } = {}) {
+    return this.#native(() => this.#wire.fork(name, options));
+  }
+
+  checkpoint(name: string, label?: string) {
+    return this.#native(() => this.#wire.checkpoint(name, label));
+  }
+
+  checkpoints(name: string) {
+    return this.#native(() => this.#wire.checkpoints(name));
+  }
+
+  deleteCheckpoint(name: string, checkpoint: string) {
+    return this.#native(() => this.#wire.deleteCheckpoint(name, checkpoint));
+  }
+
+  rollback(name: string, checkpoint: string) {
+    return this.#native(() => this.#wire.rollback(name, checkpoint));
+  }
+
   reset(name: string) {
     return this.#or(() => this.#wire.reset(name), () => this.#emulation.reset(name));
   }

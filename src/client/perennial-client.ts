@@ -1,5 +1,6 @@
 import type { NewMachineOptions } from '../shared/requests.ts';
 import type {
+  CheckpointInfo,
   Completeness,
   ExecResult,
   FileContent,
@@ -11,6 +12,7 @@ import type {
   ObjectInfo,
   OutputChunk,
   ResetResult,
+  RollbackResult,
   StatusReport,
   VariableDetail,
   VariableSummary,
@@ -67,6 +69,15 @@ export interface PerennialClient {
   listFiles(name: string, path?: string): Promise<FileListing>;
   readFile(name: string, path: string): Promise<FileContent>;
   writeFile(name: string, path: string, content: string, encoding?: 'utf8' | 'base64'): Promise<WrittenFile>;
+  /** A new machine with this one's state now; its tags plus `forked_from` and `tags`. */
+  fork(name: string, options?: { tags?: Record<string, string> }): Promise<MachineInfo>;
+  /** Takes a checkpoint of the machine's state now. */
+  checkpoint(name: string, label?: string): Promise<CheckpointInfo>;
+  /** The machine's checkpoints, oldest first: named ones, and the newest automatic ones. */
+  checkpoints(name: string): Promise<CheckpointInfo[]>;
+  deleteCheckpoint(name: string, checkpoint: string): Promise<void>;
+  /** Returns the machine to a checkpoint (by id or label); what runs is interrupted first. */
+  rollback(name: string, checkpoint: string): Promise<RollbackResult>;
   /** Clears the namespace (every variable, function, import); files and packages stay. */
   reset(name: string): Promise<ResetResult>;
   /** Type, signature and docstring of a variable or a dotted path from one; nothing is called. */

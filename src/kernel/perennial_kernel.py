@@ -579,6 +579,14 @@ def _short_error(exc):
     return f"{type(exc).__name__}: {exc}"
 
 
+def _rebase(old, new):
+    """Maps a path under the workdir a snapshot was taken in to the same place under this one."""
+    if not old or old == new:
+        return lambda path: path
+    prefix = old.rstrip(os.sep) + os.sep
+    return lambda path: new + path[len(old):] if path == old or path.startswith(prefix) else path
+
+
 class Kernel:
     """One REPL: a namespace, result semantics, introspection and swap."""
 
@@ -598,6 +606,8 @@ class Kernel:
         self.future_flags = 0
         self.cells = {}
         self.images = []
+        # Where the machine started: a snapshot's paths under it move with the machine (a fork).
+        self.workdir = os.getcwd()
         self.lost = []
         self._loop = None
         _install_pyplot_hook(self)
@@ -923,6 +933,7 @@ class Kernel:
                     "segments": segments,
                     "cells": self.cells,
                     "cwd": os.getcwd(),
+                    "workdir": self.workdir,
                     "sys_path": sys.path,
                     "future_flags": self.future_flags,
                     "lost": lost,
@@ -958,11 +969,12 @@ class Kernel:
         for filename, code in self.cells.items():
             self._remember_cell(filename, code)
         self.future_flags = meta.get("future_flags", 0)
+        moved = _rebase(meta.get("workdir"), self.workdir)
         try:
-            os.chdir(meta["cwd"])
+            os.chdir(moved(meta["cwd"]))
         except (OSError, KeyError):
             pass
-        for entry in meta.get("sys_path", []):
+        for entry in map(moved, meta.get("sys_path", [])):
             if entry not in sys.path:
                 sys.path.append(entry)
         for name, module_name in meta.get("modules", {}).items():

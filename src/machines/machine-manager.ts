@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { realpath, stat } from 'node:fs/promises';
+import { cp, link, realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
+  CheckpointInfo,
   EngineStatus,
   ExecResult,
   HistoryEntry,
@@ -12,10 +13,11 @@ import type {
   MachineEvent,
   MachineInfo,
   OutputChunk,
+  RollbackResult,
 } from '../shared/types.ts';
-import { InvalidRequestError, NewMachineOptions, Packages, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
+import { CheckpointBody, CheckpointRef, ForkBody, InvalidRequestError, NewMachineOptions, Packages, Tags, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
 import { DataDirLock } from '../platform/data-dir-lock.ts';
-import { Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
+import { CheckpointNotFoundError, Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
 
@@ -23,6 +25,7 @@ export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
 export const DEFAULT_MAX_WARM = 8;
 export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
+export const DEFAULT_AUTO_CHECKPOINTS = 10;
 
 export interface MachineManagerOptions {
   dataDir: string;
@@ -40,6 +43,8 @@ export interface MachineManagerOptions {
   interruptGraceMs?: number;
   /** Quiet time before a changed machine is checkpointed. Default 1000 ms. */
   checkpointDelayMs?: number;
+  /** Automatic checkpoints kept per machine (one per save of a changed state). Default 10. */
+  autoCheckpoints?: number;
   /** Sandbox processes are kept ready for this long after a sandbox machine was last made or swapped in. Default 300 s. */
   poolIdleSeconds?: number;
   /** The engines; default the built-in ones for this data dir. */
@@ -64,7 +69,7 @@ export class InstructionNotFoundError extends InvalidRequestError {
   }
 }
 
-export { InvalidRequestError, MachineGoneError };
+export { CheckpointNotFoundError, InvalidRequestError, MachineGoneError };
 
 /**
  * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them
@@ -94,6 +99,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
       interruptGraceMs: options.interruptGraceMs ?? 2000,
       checkpointDelayMs: options.checkpointDelayMs ?? 1000,
+      autoCheckpoints: options.autoCheckpoints ?? DEFAULT_AUTO_CHECKPOINTS,
     };
     this.#store = store;
     this.#lock = lock;
@@ -243,6 +249,58 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     await this.#machine(name).swapOut();
   }
 
+  /**
+   * A new machine with the state of `name` as it is now (variables, imports, files, and a sandbox
+   * machine's exact memory), the origin's tags plus `forked_from` and `tags`. The two share
+   * nothing afterwards: the fork's snapshot is a hard link to a file the origin only ever replaces.
+   */
+  async fork(name: string, request: ForkBody = {}): Promise<MachineInfo> {
+    this.#assertOpen();
+    const origin = this.#machine(name);
+    const { tags } = parseRequest(ForkBody, request);
+    const merged = parseRequest(Tags, { ...origin.manifest.tags, forked_from: name, ...tags });
+    const now = new Date().toISOString();
+    const manifest: MachineManifest = { ...structuredClone(origin.manifest), name: newMachineName(), createdAt: now, lastUsedAt: now, tags: merged, nextSeq: 0, snapshot: null };
+    delete manifest.rebuilt;
+    await origin.withSavedState(async (source) => {
+      try {
+        await this.#store.create(manifest);
+        if (source.snapshotPath) {
+          await link(source.snapshotPath, this.#store.snapshotPath(manifest.name));
+          manifest.snapshot = { at: now, seq: 0, bytes: (await stat(source.snapshotPath)).size };
+        }
+        if (source.filesDir) await cp(source.filesDir, this.#store.filesDir(manifest.name), { recursive: true, verbatimSymlinks: true });
+        await this.#store.save(manifest);
+      } catch (error) {
+        await this.#store.remove(manifest.name);
+        throw error;
+      }
+    });
+    const info = this.#info(this.#adopt(manifest));
+    this.#emit({ type: 'created', machine: info });
+    return info;
+  }
+
+  /** Takes a checkpoint of the machine's state now, with an optional label. */
+  checkpointNamed(name: string, request: { label?: string } = {}): Promise<CheckpointInfo> {
+    const { label } = parseRequest(CheckpointBody, request);
+    return this.#machine(name).takeCheckpoint(label ?? null);
+  }
+
+  /** The machine's checkpoints, oldest first. */
+  checkpoints(name: string): Promise<CheckpointInfo[]> {
+    return this.#machine(name).checkpoints();
+  }
+
+  deleteCheckpoint(name: string, checkpoint: string): Promise<void> {
+    return this.#machine(name).deleteCheckpoint(parseRequest(CheckpointRef, checkpoint));
+  }
+
+  /** Returns the machine to a checkpoint (by id or label), interrupting what runs. */
+  rollback(name: string, checkpoint: string): Promise<RollbackResult> {
+    return this.#machine(name).rollback(parseRequest(CheckpointRef, checkpoint));
+  }
+
   async delete(name: string): Promise<void> {
     const machine = this.#machine(name);
     this.#machines.delete(name);
@@ -318,6 +376,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         outputLimit: this.#options.outputLimit,
         interruptGraceMs: this.#options.interruptGraceMs,
         checkpointDelayMs: this.#options.checkpointDelayMs,
+        autoCheckpoints: this.#options.autoCheckpoints,
       },
       (m, change) => this.#onMachineChange(m, change),
     );

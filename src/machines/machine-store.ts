@@ -65,6 +65,10 @@ export class MachineStore {
     return join(this.dir(name), 'files');
   }
 
+  checkpointsDir(name: string): string {
+    return join(this.dir(name), 'checkpoints');
+  }
+
   snapshotPath(name: string): string {
     return join(this.dir(name), SNAPSHOT);
   }

@@ -1,4 +1,4 @@
-import { unlink } from 'node:fs/promises';
+import { stat, unlink } from 'node:fs/promises';
 import {
   EngineExitedError,
   type Engine,
@@ -6,6 +6,7 @@ import {
   type OutputListener,
 } from '../engines/engine.ts';
 import type {
+  CheckpointInfo,
   ExecResult,
   HistoryEntry,
   LostItem,
@@ -15,6 +16,7 @@ import type {
   ResultData,
 } from '../shared/types.ts';
 import { streamText } from '../shared/types.ts';
+import { CheckpointStore, type CheckpointSource } from './checkpoint-store.ts';
 import type { HistoryLog } from './history-log.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
 import { OutputLines } from './output-lines.ts';
@@ -27,6 +29,17 @@ export interface MachineSettings {
   interruptGraceMs: number;
   /** Quiet time after an instruction before the machine's state is checkpointed to disk. */
   checkpointDelayMs: number;
+  /** How many automatic checkpoints (one per save of a changed state) a machine keeps. */
+  autoCheckpoints: number;
+}
+
+/** No checkpoint of the machine has that id or label. */
+export class CheckpointNotFoundError extends Error {
+  static readonly errorCode = 'CheckpointNotFound';
+  constructor(machine: string, checkpoint: string) {
+    super(`Machine ${machine} has no checkpoint "${checkpoint}" (list them to see their ids and labels)`);
+    this.name = 'CheckpointNotFoundError';
+  }
 }
 
 /** How many finished instructions keep their output and result in memory. */
@@ -77,6 +90,7 @@ export class Machine {
   #current?: LiveInstruction;
   #recent = new Map<number, LiveInstruction>();
   #history: HistoryLog;
+  #checkpoints: CheckpointStore;
   #completedSeq: number;
   #dirty = false;
   #notices: string[] = [];
@@ -94,6 +108,7 @@ export class Machine {
     private readonly onChange: (machine: Machine, change: MachineChange) => void,
   ) {
     this.#history = store.history(manifest.name);
+    this.#checkpoints = new CheckpointStore(store.checkpointsDir(manifest.name));
     this.#completedSeq = manifest.nextSeq - 1;
   }
 
@@ -258,6 +273,74 @@ export class Machine {
       if (!this.#engine) return;
       await this.#snapshot();
       await this.#stopEngine();
+    });
+  }
+
+  /** Saves the state if it changed, then gives `task` what it is made of, in turn with instructions. */
+  withSavedState<T>(task: (source: CheckpointSource) => Promise<T>): Promise<T> {
+    this.#assertAlive();
+    this.#clearCheckpoint();
+    return this.#serial(async () => {
+      await this.#snapshot();
+      return task(await this.#source());
+    });
+  }
+
+  /** Takes a named (or unnamed) checkpoint of the current state. */
+  takeCheckpoint(label: string | null): Promise<CheckpointInfo> {
+    return this.withSavedState((source) => this.#checkpoints.add(source, label, false));
+  }
+
+  checkpoints(): Promise<CheckpointInfo[]> {
+    this.#assertAlive();
+    return this.#checkpoints.list();
+  }
+
+  async deleteCheckpoint(idOrLabel: string): Promise<void> {
+    this.#assertAlive();
+    await this.#serial(async () => {
+      const found = await this.#checkpoints.find(idOrLabel);
+      if (!found || !(await this.#checkpoints.remove(found.id))) throw new CheckpointNotFoundError(this.name, idOrLabel);
+    });
+  }
+
+  /**
+   * Returns the machine to a checkpoint: its state and (python engine) its files. What runs is
+   * interrupted first; the state being left is saved as an automatic checkpoint, so the rollback
+   * can itself be undone; the history records it as an instruction of its own.
+   */
+  async rollback(idOrLabel: string): Promise<{ checkpoint: CheckpointInfo; seq: number }> {
+    this.#assertAlive();
+    if (!(await this.#checkpoints.find(idOrLabel))) throw new CheckpointNotFoundError(this.name, idOrLabel);
+    this.interrupt();
+    this.#clearCheckpoint();
+    return this.#serial(async () => {
+      const checkpoint = await this.#checkpoints.find(idOrLabel);
+      if (!checkpoint) throw new CheckpointNotFoundError(this.name, idOrLabel);
+      const left = await this.#snapshot().then(
+        () => null,
+        (error: Error) => error.message,
+      );
+      await this.#stopEngine();
+      await this.#checkpoints.restore(checkpoint.id, this.store.snapshotPath(this.name), this.#ownFiles());
+      const seq = this.manifest.nextSeq++;
+      const at = new Date();
+      const named = `checkpoint ${checkpoint.id}${checkpoint.label ? ` ("${checkpoint.label}")` : ''}`;
+      const result: ExecResult = {
+        value: null,
+        data: { notices: [`Rolled back to ${named}, taken before instruction ${checkpoint.seq} at ${checkpoint.at}.${left ? ` The state it left could not be saved first (${left}).` : ''}`] },
+        runtime_ms: 0,
+      };
+      this.#history.started(seq, `# perennial: rollback to ${named}`, at);
+      this.#history.finished(seq, result, '', '');
+      this.#completedSeq = seq;
+      this.#dirty = false;
+      const size = (await stat(this.store.snapshotPath(this.name)).catch(() => null))?.size;
+      this.manifest.snapshot = size === undefined ? null : { at: at.toISOString(), seq: seq + 1, bytes: size };
+      this.manifest.lastUsedAt = at.toISOString();
+      await this.store.save(this.manifest);
+      this.onChange(this, { type: 'instruction', seq, result });
+      return { checkpoint, seq };
     });
   }
 
@@ -443,6 +526,24 @@ export class Machine {
     await this.store.save(this.manifest);
     this.#dirty = false;
     this.onChange(this, { type: 'checkpoint', bytes: report.bytes });
+    // Every saved change is also an automatic checkpoint; failing to keep one loses no state.
+    try {
+      await this.#checkpoints.add(await this.#source(), null, true);
+      await this.#checkpoints.prune(this.settings.autoCheckpoints);
+    } catch (error) {
+      this.onChange(this, { type: 'error', message: `automatic checkpoint failed: ${(error as Error).message}` });
+    }
+  }
+
+  /** The machine's current saved state: its snapshot file, if any, and its own files. */
+  async #source(): Promise<CheckpointSource> {
+    const snapshotPath = (await this.store.hasSnapshot(this.name)) ? this.store.snapshotPath(this.name) : null;
+    return { seq: this.manifest.snapshot?.seq ?? this.#completedSeq + 1, snapshotPath, filesDir: this.#ownFiles() };
+  }
+
+  /** The python engine's working folder, which its snapshots do not hold; a sandbox machine's files are in its snapshot. */
+  #ownFiles(): string | null {
+    return this.manifest.engine === 'python' ? this.store.filesDir(this.name) : null;
   }
 
   #scheduleCheckpoint(): void {

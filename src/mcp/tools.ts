@@ -1,9 +1,9 @@
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { PerennialClient } from '../client/perennial-client.ts';
-import { DottedName, EngineName, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
+import { CheckpointLabel, CheckpointRef, DottedName, EngineName, ForkBody, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
-import { streamText, type ExecResult, type OutputChunk } from '../shared/types.ts';
+import { streamText, type CheckpointInfo, type ExecResult, type OutputChunk } from '../shared/types.ts';
 import { askConsent, type Consent } from './consent.ts';
 import { figureContent, historyWithFigureLinks } from './figures.ts';
 import { utf8Text } from './file-text.ts';
@@ -107,6 +107,10 @@ const RunOutput = z.object({
   runtimeMs: z.number(),
   seq: z.number().int(),
 });
+
+const CheckpointOutput = z.object({ id: z.string(), label: z.string().nullable(), seq: z.number().int(), at: z.string(), bytes: z.number(), auto: z.boolean() });
+
+const checkpointName = (checkpoint: CheckpointInfo) => (checkpoint.label ? `${checkpoint.id} ("${checkpoint.label}")` : checkpoint.id);
 
 /** Runs `code` as an instruction: output lines as progress, interrupted when the call is cancelled. */
 async function runInstruction(name: string, code: string, timeoutSeconds: number | undefined, { client, signal, progress, inlineImages }: ToolContext): Promise<CallToolResult> {
@@ -256,6 +260,56 @@ export const TOOLS = [
       const info = await client.inspect(name, expression);
       const lines = [`${info.name}: ${info.type}`, ...(info.signature ? [`Signature: ${info.name.split('.').at(-1)}${info.signature}`] : []), ...(info.doc ? ['', info.doc] : [])];
       return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...info } };
+    },
+  }),
+  tool({
+    name: 'fork-python-repl',
+    title: 'Fork a Python REPL',
+    description:
+      "Makes a new REPL with the same state as this one now (variables, imports, functions, files) and returns its replId. The two are independent afterwards: try something risky in the fork and keep the original as it was.",
+    inputSchema: z.object({ replId, tags: ForkBody.shape.tags.describe("Labels for the fork, on top of the original's and forked_from") }),
+    outputSchema: z.object({ replId: z.string() }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async handler({ replId: name, tags }, { client }) {
+      const fork = await client.fork(name, tags ? { tags } : {});
+      return { content: [{ type: 'text', text: fork.name }], structuredContent: { replId: fork.name } };
+    },
+  }),
+  tool({
+    name: 'checkpoint-python-repl',
+    title: 'Checkpoint a Python REPL',
+    description: "Saves the REPL's state now (variables, imports, files) as a checkpoint to roll back to later, optionally labelled.",
+    inputSchema: z.object({ replId, label: CheckpointLabel.optional().describe('A name to roll back to it by, such as before-cleanup') }),
+    outputSchema: z.object({ checkpoint: CheckpointOutput }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async handler({ replId: name, label }, { client }) {
+      const checkpoint = await client.checkpoint(name, label);
+      return { content: [{ type: 'text', text: `Checkpoint ${checkpointName(checkpoint)} of ${name}, before instruction ${checkpoint.seq}` }], structuredContent: { checkpoint } };
+    },
+  }),
+  tool({
+    name: 'list-repl-checkpoints',
+    title: 'List REPL checkpoints',
+    description:
+      "Lists a REPL's checkpoints, oldest first: the ones taken on request, and automatic ones taken after each change (the newest 10), so the state before a recent instruction can be restored.",
+    inputSchema: z.object({ replId }),
+    outputSchema: z.object({ checkpoints: z.array(CheckpointOutput) }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async handler({ replId: name }, { client }) {
+      return json({ checkpoints: await client.checkpoints(name) });
+    },
+  }),
+  tool({
+    name: 'rollback-python-repl',
+    title: 'Roll a Python REPL back',
+    description:
+      "Returns a REPL to a checkpoint (by id or label): its variables, imports and files become what they were then. What runs is interrupted first; the state it leaves is kept as an automatic checkpoint, so a rollback can be undone.",
+    inputSchema: z.object({ replId, checkpoint: CheckpointRef.describe('A checkpoint id from list-repl-checkpoints, or a label') }),
+    outputSchema: z.object({ checkpoint: CheckpointOutput, seq: z.number().int() }),
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    async handler({ replId: name, checkpoint }, { client }) {
+      const rolled = await client.rollback(name, checkpoint);
+      return { content: [{ type: 'text', text: `Rolled ${name} back to checkpoint ${checkpointName(rolled.checkpoint)}, taken before instruction ${rolled.checkpoint.seq}` }], structuredContent: { ...rolled } };
     },
   }),
   tool({

@@ -16,6 +16,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   EngineStartFailed: 503,
   EngineExited: 503,
   SnapshotVersionMismatch: 409,
+  CheckpointNotFound: 404,
 };
 
 /** A machine name from a path, or 404 (it cannot name a machine). */

@@ -28,6 +28,11 @@ export class InProcessClient implements PerennialClient {
   installPackages = (name: string, packages: string[]) => this.#answer(() => this.manager.installPackages(name, packages));
   listFiles = (name: string, path = '') => this.#answer(() => this.manager.kernel(name, 'list_files', { path }));
   readFile = (name: string, path: string) => this.#answer(() => this.manager.kernel(name, 'read_file', { path, limit: MAX_FILE_BYTES }));
+  fork = (name: string, options: { tags?: Record<string, string> } = {}) => this.#answer(() => this.manager.fork(name, options));
+  checkpoint = (name: string, label?: string) => this.#answer(() => this.manager.checkpointNamed(name, label === undefined ? {} : { label }));
+  checkpoints = (name: string) => this.#answer(() => this.manager.checkpoints(name));
+  deleteCheckpoint = (name: string, checkpoint: string) => this.#answer(() => this.manager.deleteCheckpoint(name, checkpoint));
+  rollback = (name: string, checkpoint: string) => this.#answer(() => this.manager.rollback(name, checkpoint));
   reset = (name: string) => this.#answer(() => this.manager.kernel(name, 'reset', {}));
   inspect = (name: string, expression: string) => this.#answer(() => this.manager.kernel(name, 'inspect', { expr: expression }));
   isComplete = (name: string, code: string) => this.#answer(() => this.manager.kernel(name, 'is_complete', { code }));

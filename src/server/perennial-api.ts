@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { base64Content, CodeBody, FilePath, HistoryLast, InspectBody, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
+import { base64Content, CheckpointBody, CodeBody, ForkBody, RollbackBody, FilePath, HistoryLast, InspectBody, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
 import type {
+  CheckpointsResponse,
   DeleteResponse,
   HistoryResponse,
   IsCompleteResponse,
@@ -99,6 +100,22 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         const body = parseRequest(PackagesBody, await readJson(req));
         sendJson(res, 200, { installed: await manager.installPackages(machineName(raw!), body.packages) } satisfies PackagesResponse);
       },
+    ],
+    ['POST', /^\/v1\/machine\/([^/]+)\/fork$/, async (req, res, [raw]) => sendJson(res, 200, await manager.fork(machineName(raw!), parseRequest(ForkBody, await readJson(req))))],
+    ['POST', /^\/v1\/machine\/([^/]+)\/checkpoints$/, async (req, res, [raw]) => sendJson(res, 200, await manager.checkpointNamed(machineName(raw!), parseRequest(CheckpointBody, await readJson(req))))],
+    ['GET', /^\/v1\/machine\/([^/]+)\/checkpoints$/, async (_req, res, [raw]) => sendJson(res, 200, { checkpoints: await manager.checkpoints(machineName(raw!)) } satisfies CheckpointsResponse)],
+    [
+      'DELETE',
+      /^\/v1\/machine\/([^/]+)\/checkpoints\/([^/]+)$/,
+      async (_req, res, [raw, checkpoint]) => {
+        await manager.deleteCheckpoint(machineName(raw!), decodeURIComponent(checkpoint!));
+        sendJson(res, 200, { deleted: true } satisfies DeleteResponse);
+      },
+    ],
+    [
+      'POST',
+      /^\/v1\/machine\/([^/]+)\/rollback$/,
+      async (req, res, [raw]) => sendJson(res, 200, await manager.rollback(machineName(raw!), parseRequest(RollbackBody, await readJson(req)).checkpoint)),
     ],
     ['POST', /^\/v1\/machine\/([^/]+)\/reset$/, async (_req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'reset', {}))],
     [

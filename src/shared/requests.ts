@@ -122,6 +122,19 @@ export type ReplExecMessage = z.infer<typeof ReplExecMessage>;
 // ---- Perennial's requests ----------------------------------------------------------------------
 
 export const PackagesBody = z.object({ packages: Packages });
+/** `POST /v1/machine/{name}/fork`: tags for the fork, on top of the origin's. */
+export const ForkBody = z.object({ tags: Tags.optional() });
+export type ForkBody = z.infer<typeof ForkBody>;
+/** A checkpoint's label: not a bare number, which would read as a checkpoint's id. */
+export const CheckpointLabel = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((label) => !/^\d+$/.test(label), 'a checkpoint label cannot be a bare number (that is how ids look)');
+export const CheckpointBody = z.object({ label: CheckpointLabel.optional() });
+/** A checkpoint by its id or its label. */
+export const CheckpointRef = z.string().min(1).max(128);
+export const RollbackBody = z.object({ checkpoint: CheckpointRef });
 export const CodeBody = z.object({ code: z.string() });
 export const InspectBody = z.object({ expression: DottedName });
 export const WriteFileBody = z.object({ path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') });

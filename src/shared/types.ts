@@ -114,6 +114,27 @@ export interface ObjectInfo {
   doc: string | null;
 }
 
+/** A named, listed state of a machine, to roll back to. */
+export interface CheckpointInfo {
+  /** A number, unique within the machine. */
+  id: string;
+  label: string | null;
+  /** The first instruction whose effects it does not hold. */
+  seq: number;
+  /** When it was taken (RFC 3339). */
+  at: string;
+  /** What it added on disk. */
+  bytes: number;
+  /** Taken by Perennial after a change (kept for the newest few), not asked for. */
+  auto: boolean;
+}
+
+/** `POST /v1/machine/{name}/rollback`: the checkpoint returned to, and the history entry that records it. */
+export interface RollbackResult {
+  checkpoint: CheckpointInfo;
+  seq: number;
+}
+
 /** What `reset` cleared: the names the cells had made. */
 export interface ResetResult {
   cleared: number;
@@ -190,6 +211,9 @@ export interface VariablesResponse {
 }
 export interface HistoryResponse {
   history: HistoryEntry[];
+}
+export interface CheckpointsResponse {
+  checkpoints: CheckpointInfo[];
 }
 export interface PackagesResponse {
   /** pip's or Pyodide's summary of what was installed. */

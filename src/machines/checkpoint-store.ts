@@ -1,0 +1,209 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { constants, createReadStream } from 'node:fs';
+import { chmod, copyFile, link, lstat, mkdir, readdir, readFile, readlink, rename, rm, stat, symlink } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { z } from 'zod';
+import { writeFileAtomic } from '../platform/atomic-file.ts';
+import type { CheckpointInfo } from '../shared/types.ts';
+
+const CheckpointRecord = z.object({
+  id: z.string(),
+  label: z.string().nullable(),
+  seq: z.number().int().nonnegative(),
+  at: z.string(),
+  bytes: z.number().nonnegative(),
+  auto: z.boolean(),
+  /** False for the state of a machine that had run nothing: rolling back to it empties the machine. */
+  hasSnapshot: z.boolean(),
+  /** The machine's own folder (python engine files), by content; null for a sandbox machine, whose files are in its snapshot. */
+  files: z.array(z.object({ path: z.string(), kind: z.enum(['file', 'dir', 'link']), mode: z.number().int(), sha256: z.string().optional(), target: z.string().optional() })).nullable(),
+});
+type CheckpointRecord = z.infer<typeof CheckpointRecord>;
+type FileEntry = NonNullable<CheckpointRecord['files']>[number];
+
+const RECORD = 'checkpoint.json';
+const SNAPSHOT = 'snapshot';
+const BLOBS = 'blobs';
+
+/** What a checkpoint is made of: the machine's snapshot file at that point, and its own folder when the engine keeps files there. */
+export interface CheckpointSource {
+  seq: number;
+  snapshotPath: string | null;
+  filesDir: string | null;
+}
+
+/**
+ * A machine's checkpoints, in `machines/<name>/checkpoints/`: one folder per checkpoint, holding
+ * its record and a hard link to the snapshot file it was taken from (snapshots are replaced by
+ * rename, never written in place, so the link keeps that state for as long as the checkpoint
+ * lives), and `blobs/` with the contents of the python engine's files by hash, shared by every
+ * checkpoint that holds them. A checkpoint folder appears by rename once whole: a crash leaves
+ * a hidden temporary folder, never half a checkpoint.
+ */
+export class CheckpointStore {
+  /** The hash of each file seen, by path, size and mtime: an unchanged file is not read again. */
+  readonly #hashes = new Map<string, { size: number; mtimeMs: number; sha256: string }>();
+
+  constructor(readonly dir: string) {}
+
+  async list(): Promise<CheckpointInfo[]> {
+    return (await this.#records()).map(info);
+  }
+
+  /** Takes a checkpoint of `source`; its id is the next number. */
+  async add(source: CheckpointSource, label: string | null, auto: boolean): Promise<CheckpointInfo> {
+    await mkdir(join(this.dir, BLOBS), { recursive: true, mode: 0o700 });
+    const temp = join(this.dir, `.new-${randomBytes(6).toString('hex')}`);
+    try {
+      await mkdir(temp);
+      let bytes = 0;
+      if (source.snapshotPath) {
+        await link(source.snapshotPath, join(temp, SNAPSHOT));
+        bytes += (await stat(source.snapshotPath)).size;
+      }
+      let files: FileEntry[] | null = null;
+      if (source.filesDir) {
+        const saved = await this.#saveFiles(source.filesDir);
+        files = saved.files;
+        bytes += saved.newBytes;
+      }
+      const records = await this.#records();
+      const id = String(Math.max(0, ...records.map((r) => Number(r.id))) + 1);
+      const record: CheckpointRecord = { id, label, seq: source.seq, at: new Date().toISOString(), bytes, auto, hasSnapshot: source.snapshotPath !== null, files };
+      await writeFileAtomic(join(temp, RECORD), JSON.stringify(record));
+      await rename(temp, join(this.dir, id));
+      return info(record);
+    } catch (error) {
+      await rm(temp, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** A checkpoint by id or label (the newest with that label). */
+  async find(idOrLabel: string): Promise<CheckpointInfo | undefined> {
+    const records = await this.#records();
+    const found = records.find((r) => r.id === idOrLabel) ?? records.findLast((r) => r.label === idOrLabel);
+    return found && info(found);
+  }
+
+  /** Puts the checkpoint's snapshot at `snapshotTarget` (removed when it had none) and its files back in `filesDir`. */
+  async restore(id: string, snapshotTarget: string, filesDir: string | null): Promise<void> {
+    const record = await this.#record(id);
+    if (!record) throw new Error(`checkpoint ${id} is gone`);
+    const temp = `${snapshotTarget}.rollback-${randomBytes(6).toString('hex')}`;
+    if (record.hasSnapshot) await link(join(this.dir, id, SNAPSHOT), temp);
+    if (filesDir && record.files) await this.#restoreFiles(record.files, filesDir);
+    if (record.hasSnapshot) await rename(temp, snapshotTarget);
+    else await rm(snapshotTarget, { force: true });
+  }
+
+  async remove(id: string): Promise<boolean> {
+    if (!(await this.#record(id))) return false;
+    // Renamed away first, so a crash midway never leaves a checkpoint without its parts.
+    const doomed = join(this.dir, `.gone-${id}-${randomBytes(4).toString('hex')}`);
+    await rename(join(this.dir, id), doomed);
+    await rm(doomed, { recursive: true, force: true });
+    await this.#collectBlobs();
+    return true;
+  }
+
+  /** Keeps the newest `keep` automatic checkpoints; named ones stay until deleted. */
+  async prune(keep: number): Promise<void> {
+    const autos = (await this.#records()).filter((r) => r.auto);
+    const old = autos.slice(0, Math.max(0, autos.length - keep));
+    if (!old.length) return;
+    for (const record of old) await rm(join(this.dir, record.id), { recursive: true, force: true });
+    await this.#collectBlobs();
+  }
+
+  async #records(): Promise<CheckpointRecord[]> {
+    const names = await readdir(this.dir).catch(() => [] as string[]);
+    const records = await Promise.all(names.filter((n) => /^\d+$/.test(n)).map((n) => this.#record(n)));
+    return records.filter((r) => r !== undefined).sort((a, b) => Number(a.id) - Number(b.id));
+  }
+
+  async #record(id: string): Promise<CheckpointRecord | undefined> {
+    if (!/^\d+$/.test(id)) return undefined;
+    const text = await readFile(join(this.dir, id, RECORD), 'utf8').catch(() => null);
+    const parsed = text === null ? null : CheckpointRecord.safeParse(JSON.parse(text));
+    return parsed?.success ? parsed.data : undefined;
+  }
+
+  /** Stores every file of `root` by content (the new ones only) and answers the listing and the bytes it added. */
+  async #saveFiles(root: string): Promise<{ files: FileEntry[]; newBytes: number }> {
+    const files: FileEntry[] = [];
+    let newBytes = 0;
+    const walk = async (dir: string): Promise<void> => {
+      for (const entry of await readdir(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        const rel = relative(root, path);
+        const stats = await lstat(path);
+        if (stats.isSymbolicLink()) files.push({ path: rel, kind: 'link', mode: 0, target: await readlink(path) });
+        else if (stats.isDirectory()) {
+          files.push({ path: rel, kind: 'dir', mode: stats.mode & 0o7777 });
+          await walk(path);
+        } else if (stats.isFile()) {
+          const sha256 = await this.#hash(path, stats.size, stats.mtimeMs);
+          const blob = join(this.dir, BLOBS, sha256);
+          if (!(await stat(blob).catch(() => null))) {
+            const temp = `${blob}.${randomBytes(4).toString('hex')}.tmp`;
+            await copyFile(path, temp, constants.COPYFILE_FICLONE);
+            await rename(temp, blob);
+            newBytes += stats.size;
+          }
+          files.push({ path: rel, kind: 'file', mode: stats.mode & 0o7777, sha256 });
+        }
+      }
+    };
+    await walk(root);
+    return { files, newBytes };
+  }
+
+  async #hash(path: string, size: number, mtimeMs: number): Promise<string> {
+    const known = this.#hashes.get(path);
+    if (known && known.size === size && known.mtimeMs === mtimeMs) return known.sha256;
+    const hash = createHash('sha256');
+    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+    const sha256 = hash.digest('hex');
+    this.#hashes.set(path, { size, mtimeMs, sha256 });
+    return sha256;
+  }
+
+  /** Makes `root` hold exactly `files`: built beside it, then swapped in. */
+  async #restoreFiles(files: FileEntry[], root: string): Promise<void> {
+    const temp = `${root}.rollback-${randomBytes(6).toString('hex')}`;
+    await mkdir(temp, { mode: 0o700 });
+    try {
+      for (const entry of files) {
+        const path = join(temp, entry.path);
+        if (entry.kind === 'dir') await mkdir(path, { mode: entry.mode });
+        else if (entry.kind === 'link') await symlink(entry.target!, path);
+        else {
+          await copyFile(join(this.dir, BLOBS, entry.sha256!), path, constants.COPYFILE_FICLONE);
+          await chmod(path, entry.mode);
+        }
+      }
+      const old = `${root}.old-${randomBytes(6).toString('hex')}`;
+      await rename(root, old).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+      await rename(temp, root);
+      await rm(old, { recursive: true, force: true });
+      this.#hashes.clear();
+    } catch (error) {
+      await rm(temp, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** Removes the blobs no checkpoint names any more. */
+  async #collectBlobs(): Promise<void> {
+    const used = new Set((await this.#records()).flatMap((r) => (r.files ?? []).map((f) => f.sha256).filter((s) => s !== undefined)));
+    const blobs = await readdir(join(this.dir, BLOBS)).catch(() => [] as string[]);
+    await Promise.all(blobs.filter((b) => !used.has(b)).map((b) => rm(join(this.dir, BLOBS, b), { force: true })));
+  }
+}
+
+function info(record: CheckpointRecord): CheckpointInfo {
+  return { id: record.id, label: record.label, seq: record.seq, at: record.at, bytes: record.bytes, auto: record.auto };
+}

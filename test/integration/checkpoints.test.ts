@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
+import { HttpClient } from '../../src/client/http-client.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
+import type { CheckpointInfo } from '../../src/shared/types.ts';
+import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
+import { ENGINES_UNDER_TEST, TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+
+const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
+
+/**
+ * Fork, checkpoints and rollback through a real server and the MCP SDK client, on both engines:
+ * what the tools promise, and that a machine and its other checkpoints stay whole when asked
+ * something impossible.
+ */
+describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
+  let server: LocalServer;
+  let client: Client;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    const data = await tempDataDir();
+    cleanup = data.cleanup;
+    process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+    server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python', checkpointDelayMs: 100 });
+    client = new Client({ name: 'perennial-tests', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }));
+  });
+  after(async () => {
+    await client.close();
+    await server.close();
+    delete process.env.PERENNIAL_PYTHON;
+    await cleanup();
+  });
+
+  const call = (name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args });
+  const value = async (replId: string, pythonCode: string) => {
+    const result = await call('run-python-in-repl', { replId, pythonCode });
+    const structured = result.structuredContent as { value: string | null; error: string | null };
+    assert.equal(structured.error, null, structured.error ?? '');
+    return structured.value;
+  };
+  const checkpoints = async (replId: string) => ((await call('list-repl-checkpoints', { replId })).structuredContent as { checkpoints: CheckpointInfo[] }).checkpoints;
+
+  for (const engine of ENGINES_UNDER_TEST) {
+    describe(`${engine} engine`, () => {
+      it('forks: the fork has the state and files, then the two diverge, and deleting the origin leaves the fork whole', async () => {
+        const origin = ((await call('create-python-repl', { engine, tags: { project: 'p' } })).structuredContent as { replId: string }).replId;
+        await value(origin, 'x = 2\nopen("f.txt", "w").write("two")\ndef double(v):\n    return v * 2');
+        const forked = await call('fork-python-repl', { replId: origin, tags: { try: 'risky' } });
+        const fork = (forked.structuredContent as { replId: string }).replId;
+        assert.equal(textOf(forked), fork);
+        assert.notEqual(fork, origin);
+        assert.deepEqual(server.manager.get(fork).tags, { project: 'p', forked_from: origin, try: 'risky' });
+        assert.equal(await value(fork, 'double(x), open("f.txt").read()'), "(4, 'two')");
+        await value(fork, 'x = 30\nopen("f.txt", "w").write("thirty")');
+        assert.equal(await value(origin, 'x, open("f.txt").read()'), "(2, 'two')");
+        await call('delete-python-repl', { replId: origin });
+        assert.equal(await value(fork, 'x, open("f.txt").read()'), "(30, 'thirty')");
+        await server.manager.swap(fork);
+        assert.equal(await value(fork, 'double(x)'), '60');
+        await call('delete-python-repl', { replId: fork });
+      });
+
+      it('rolls back to a named checkpoint: variables and files, recorded in the history, and the rollback can be undone', async () => {
+        const replId = ((await call('create-python-repl', { engine })).structuredContent as { replId: string }).replId;
+        await value(replId, 'x = 1\nopen("f.txt", "w").write("one")');
+        const taken = await call('checkpoint-python-repl', { replId, label: 'one' });
+        const checkpoint = (taken.structuredContent as { checkpoint: CheckpointInfo }).checkpoint;
+        assert.deepEqual([checkpoint.label, checkpoint.seq, checkpoint.auto], ['one', 1, false]);
+        await value(replId, 'x = 2\ny = "later"\nopen("f.txt", "w").write("two")\nimport os\nos.makedirs("new", exist_ok=True)');
+        const rolled = await call('rollback-python-repl', { replId, checkpoint: 'one' });
+        assert.equal(rolled.isError, undefined, textOf(rolled));
+        const { seq } = rolled.structuredContent as { seq: number };
+        assert.equal(await value(replId, 'x, "y" in globals(), open("f.txt").read(), os.path.exists("new") if "os" in globals() else __import__("os").path.exists("new")'), "(1, False, 'one', False)");
+        const history = (await server.manager.history(replId)).find((entry) => entry.seq === seq)!;
+        assert.match(history.code, /^# perennial: rollback to checkpoint \d+ \("one"\)$/);
+        assert.match((history.result as { data: { notices: string[] } }).data.notices[0]!, /^Rolled back to checkpoint \d+ \("one"\), taken before instruction 1/);
+        // The state left behind was saved as an automatic checkpoint: roll forward to it.
+        const left = (await checkpoints(replId)).filter((c) => c.auto && c.seq === 2).at(-1);
+        assert.ok(left, `an automatic checkpoint of the state before the rollback: ${JSON.stringify(await checkpoints(replId))}`);
+        await call('rollback-python-repl', { replId, checkpoint: left.id });
+        assert.equal(await value(replId, 'x, y, open("f.txt").read()'), "(2, 'later', 'two')");
+        await call('delete-python-repl', { replId });
+      });
+
+      it('automatic checkpoints undo the last instruction, and only the newest ones are kept', async () => {
+        const replId = ((await call('create-python-repl', { engine })).structuredContent as { replId: string }).replId;
+        await value(replId, 'total = 10');
+        await eventually(async () => (await checkpoints(replId)).some((c) => c.auto && c.seq === 1), 30_000, 'an automatic checkpoint after the first instruction');
+        await value(replId, 'total = 0  # a mistake');
+        const before = (await checkpoints(replId)).filter((c) => c.auto && c.seq === 1).at(-1)!;
+        await call('rollback-python-repl', { replId, checkpoint: before.id });
+        assert.equal(await value(replId, 'total'), '10');
+        for (let i = 0; i < 12; i++) {
+          await value(replId, `total += 1`);
+          await server.manager.checkpoint(replId);
+        }
+        const autos = (await checkpoints(replId)).filter((c) => c.auto);
+        assert.equal(autos.length, 10);
+        assert.equal(await value(replId, 'total'), '22');
+        await call('delete-python-repl', { replId });
+      });
+
+      it('refuses what it cannot do, and leaves the machine and its checkpoints whole', async () => {
+        const replId = ((await call('create-python-repl', { engine })).structuredContent as { replId: string }).replId;
+        await value(replId, 'kept = [1, 2, 3]');
+        await call('checkpoint-python-repl', { replId, label: 'good' });
+        const unknown = await call('rollback-python-repl', { replId, checkpoint: 'nope' });
+        assert.equal(unknown.isError, true);
+        assert.match(textOf(unknown), new RegExp(`Machine ${replId} has no checkpoint "nope"`));
+        const numeric = await call('checkpoint-python-repl', { replId, label: '42' }).then(textOf, (error: Error) => error.message);
+        assert.match(numeric, /a checkpoint label cannot be a bare number/);
+        const gone = await call('fork-python-repl', { replId: 'no-such-repl' });
+        assert.equal(gone.isError, true);
+        assert.match(textOf(gone), /does not exist/);
+        assert.equal(await value(replId, 'kept'), '[1, 2, 3]');
+        assert.deepEqual((await checkpoints(replId)).filter((c) => !c.auto).map((c) => c.label), ['good']);
+        // Deleting a checkpoint over HTTP; an unknown one is a 404.
+        const headers = { authorization: `Bearer ${server.token}` };
+        const good = (await checkpoints(replId)).find((c) => c.label === 'good')!;
+        assert.equal((await fetch(`${server.url}/v1/machine/${replId}/checkpoints/${good.id}`, { method: 'DELETE', headers })).status, 200);
+        assert.equal((await fetch(`${server.url}/v1/machine/${replId}/checkpoints/${good.id}`, { method: 'DELETE', headers })).status, 404);
+        assert.equal(await value(replId, 'kept'), '[1, 2, 3]');
+        await call('delete-python-repl', { replId });
+      });
+    });
+  }
+
+  if (ENGINES_UNDER_TEST.includes('sandbox')) {
+    it('sandbox: a generator half-way and the RNG continue identically in the origin and the fork (exact memory)', async () => {
+      const origin = ((await call('create-python-repl', { engine: 'sandbox' })).structuredContent as { replId: string }).replId;
+      await value(origin, 'import random\nrandom.seed(7)\nrandom.random()\ngen = (i * i for i in range(10))\nnext(gen), next(gen)');
+      const fork = ((await call('fork-python-repl', { replId: origin })).structuredContent as { replId: string }).replId;
+      const step = 'next(gen), next(gen), random.random()';
+      assert.equal(await value(fork, step), await value(origin, step));
+      await call('delete-python-repl', { replId: origin });
+      await call('delete-python-repl', { replId: fork });
+    });
+  }
+
+  it('hosted ForeverVM has no checkpoints: the client says so', async () => {
+    const bare = await foreverVMOnlyProxy(server.url);
+    const hosted = new HttpClient({ baseUrl: bare.url, token: server.token });
+    try {
+      const { name } = await hosted.create({ engine: 'python' });
+      await assert.rejects(hosted.fork(name), /This backend cannot fork machines/);
+      await assert.rejects(hosted.checkpoint(name), /This backend cannot take checkpoints/);
+      await assert.rejects(hosted.rollback(name, '1'), /This backend cannot roll machines back/);
+    } finally {
+      await hosted.close();
+      bare.close();
+    }
+  });
+});
