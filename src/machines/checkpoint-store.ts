@@ -53,6 +53,7 @@ export class CheckpointStore {
   /** Takes a checkpoint of `source`; its id is the next number. */
   async add(source: CheckpointSource, label: string | null, auto: boolean): Promise<CheckpointInfo> {
     await mkdir(join(this.dir, BLOBS), { recursive: true, mode: 0o700 });
+    await this.#sweep();
     const temp = join(this.dir, `.new-${randomBytes(6).toString('hex')}`);
     try {
       await mkdir(temp);
@@ -194,6 +195,15 @@ export class CheckpointStore {
       await rm(temp, { recursive: true, force: true });
       throw error;
     }
+  }
+
+  /** Removes what a crash left half made: temporary folders and blob copies. The machine's queue makes this the only writer. */
+  async #sweep(): Promise<void> {
+    const leftovers = [
+      ...(await readdir(this.dir)).filter((n) => n.startsWith('.')).map((n) => join(this.dir, n)),
+      ...(await readdir(join(this.dir, BLOBS))).filter((n) => n.endsWith('.tmp')).map((n) => join(this.dir, BLOBS, n)),
+    ];
+    await Promise.all(leftovers.map((path) => rm(path, { recursive: true, force: true })));
   }
 
   /** Removes the blobs no checkpoint names any more. */

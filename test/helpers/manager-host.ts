@@ -17,9 +17,15 @@ manager.on('event', (event) => {
 say({ ready: true, pid: process.pid });
 
 for await (const line of createInterface({ input: process.stdin })) {
-  const command = JSON.parse(line) as { op: 'create' | 'exec'; engine?: EngineName; name?: string; code?: string; python?: string };
+  const command = JSON.parse(line) as { op: 'create' | 'exec' | 'churn'; engine?: EngineName; name?: string; code?: string; python?: string };
   if (command.op === 'create') say({ created: (await manager.create({ engine: command.engine, python: command.python })).name });
-  else {
+  else if (command.op === 'churn') {
+    // Writes a new file and takes a checkpoint, again and again, until the test kills this process.
+    for (let i = 0; ; i++) {
+      await manager.run(command.name!, `open("data${i}.bin", "wb").write(__import__("os").urandom(1 << 20))`);
+      say({ checkpoint: await manager.checkpointNamed(command.name!, { label: `c${i}` }), i });
+    }
+  } else {
     const { seq } = manager.exec(command.name!, command.code!, { timeoutSeconds: 600 });
     say({ accepted: seq });
   }

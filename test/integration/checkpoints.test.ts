@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import { HttpClient } from '../../src/client/http-client.ts';
+import { MachineManager } from '../../src/machines/machine-manager.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import type { CheckpointInfo } from '../../src/shared/types.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
-import { ENGINES_UNDER_TEST, TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { ENGINES_UNDER_TEST, TEST_PYTHON, eventually, tempDataDir, valueOf } from '../helpers/machines.ts';
+
+const HOST = fileURLToPath(new URL('../helpers/manager-host.ts', import.meta.url));
 
 const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
 
@@ -137,6 +143,43 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
       assert.equal(await value(fork, step), await value(origin, step));
       await call('delete-python-repl', { replId: origin });
       await call('delete-python-repl', { replId: fork });
+    });
+  }
+
+  for (const engine of ENGINES_UNDER_TEST) {
+    it(`${engine} engine: a kill -9 while checkpoints are being taken loses none that was taken`, async () => {
+      const { dir, cleanup: remove } = await tempDataDir();
+      const host = spawn(process.execPath, ['--import', 'tsx', HOST, dir], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const lines: Array<Record<string, unknown>> = [];
+      createInterface({ input: host.stdout! }).on('line', (line) => lines.push(JSON.parse(line)));
+      const send = (command: object) => host.stdin!.write(JSON.stringify(command) + '\n');
+      const taken = () => lines.filter((l) => l.checkpoint) as Array<{ checkpoint: CheckpointInfo; i: number }>;
+      let name = '';
+      try {
+        await eventually(() => lines.some((l) => l.ready), 20_000, 'the host');
+        send({ op: 'create', engine, python: TEST_PYTHON });
+        await eventually(() => lines.some((l) => typeof l.created === 'string'), 60_000, 'a machine');
+        name = lines.find((l) => typeof l.created === 'string')!.created as string;
+        send({ op: 'churn', name });
+        await eventually(() => taken().length >= 3, 120_000, 'three checkpoints');
+      } finally {
+        host.kill('SIGKILL');
+        await new Promise((resolve) => host.once('exit', resolve));
+      }
+      const manager = await MachineManager.open({ dataDir: dir });
+      try {
+        const listed = await manager.checkpoints(name);
+        for (const { checkpoint } of taken()) assert.ok(listed.some((c) => c.id === checkpoint.id && c.label === checkpoint.label), `checkpoint ${checkpoint.label} is kept`);
+        const last = taken().at(-1)!;
+        await manager.rollback(name, last.checkpoint.label!);
+        const files = await manager.run(name, `import os\nsorted(f for f in os.listdir() if f.startswith("data"))`);
+        assert.equal(valueOf(files.result), JSON.stringify(Array.from({ length: last.i + 1 }, (_, k) => `data${k}.bin`)).replaceAll('"', "'").replaceAll(',', ', '));
+        // Every checkpoint a rollback can name is whole.
+        for (const checkpoint of listed.filter((c) => c.label)) await manager.rollback(name, checkpoint.id);
+      } finally {
+        await manager.close();
+        await remove();
+      }
     });
   }
 

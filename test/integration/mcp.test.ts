@@ -28,18 +28,22 @@ async function startPythonServer(python = TEST_PYTHON): Promise<{ server: LocalS
   return { server, stop };
 }
 const TOOL_NAMES = [
+  'checkpoint-python-repl',
   'create-python-repl',
   'delete-python-repl',
+  'fork-python-repl',
   'get-repl-history',
   'get-repl-variable',
   'inspect-repl-object',
   'install-python-packages',
   'interrupt-python-repl',
   'list-python-repls',
+  'list-repl-checkpoints',
   'list-repl-files',
   'list-repl-variables',
   'read-repl-file',
   'reset-python-repl',
+  'rollback-python-repl',
   'run-file-in-repl',
   'run-python-in-repl',
   'write-repl-file',
