@@ -3,7 +3,8 @@ import { Command, Option } from 'commander';
 import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
 import { execCommand } from './commands/exec.ts';
-import { machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand } from './commands/machine.ts';
+import { checkpointCommand, checkpointsCommand, rollbackCommand } from './commands/checkpoint.ts';
+import { machineForkCommand, machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand } from './commands/machine.ts';
 import { replCommand } from './commands/repl.ts';
 import { serveCommand } from './commands/serve.ts';
 import { mcpCommand } from './commands/mcp.ts';
@@ -93,7 +94,7 @@ function buildProgram(): Command {
     .option('--base-url <url>', 'the ForeverVM API (default https://api.forevervm.com)')
     .action((options) => loginCommand(context(), options));
 
-  const machine = program.command('machine').description('create, list, swap and remove machines');
+  const machine = program.command('machine').description('create, list, fork, swap and remove machines');
   machine
     .command('new')
     .description('create a machine and print its name')
@@ -113,6 +114,12 @@ function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action((options) => machineListCommand(context(), options));
   machine
+    .command('fork')
+    .description("make a new machine with this one's state now, and print its name")
+    .argument('<name>')
+    .option('--tag <key=value>', 'tag the fork (repeatable), on top of the origin\'s tags and forked_from', collectTag)
+    .action((name: string, options) => machineForkCommand(context(), name, options));
+  machine
     .command('rm')
     .description('delete machines and all their files')
     .argument('<names...>')
@@ -122,6 +129,25 @@ function buildProgram(): Command {
     .description('swap machines out to disk now')
     .argument('<names...>')
     .action((names: string[]) => machineSwapCommand(context(), names));
+
+  program
+    .command('checkpoint')
+    .description("save a machine's state now as a checkpoint, and print its id")
+    .argument('<name>')
+    .option('--label <label>', 'a name to roll back to it by')
+    .action((name: string, options) => checkpointCommand(context(), name, options));
+  program
+    .command('checkpoints')
+    .description("list a machine's checkpoints, oldest first (taken ones, and the newest automatic ones)")
+    .argument('<name>')
+    .option('--json', 'print JSON')
+    .action((name: string, options) => checkpointsCommand(context(), name, options));
+  program
+    .command('rollback')
+    .description('return a machine to a checkpoint (by id or label); what runs is interrupted first')
+    .argument('<name>')
+    .argument('<checkpoint>')
+    .action((name: string, checkpoint: string) => rollbackCommand(context(), name, checkpoint));
 
   return program;
 }

@@ -112,6 +112,30 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.match(gone.stderr, new RegExp(`Machine ${name} does not exist`));
   });
 
+  it('machine fork, checkpoint, checkpoints, rollback', async () => {
+    const name = (await cli(['machine', 'new', '--engine', 'python'])).stdout.trim();
+    await cli(['exec', '-m', name, 'v = "first"']);
+    const taken = await cli(['checkpoint', name, '--label', 'first']);
+    assert.equal(taken.code, 0, taken.stderr);
+    const id = taken.stdout.trim();
+    assert.match(id, /^\d+$/);
+    await cli(['exec', '-m', name, 'v = "second"']);
+    const fork = (await cli(['machine', 'fork', name, '--tag', 'try=1'])).stdout.trim();
+    assert.match(fork, /^[A-Za-z0-9_-]{16}$/);
+    const listed = (await cli(['checkpoints', name])).stdout;
+    assert.match(listed, /^ID\s+LABEL\s+BEFORE\s+TAKEN\s+SIZE\s+KIND$/m);
+    assert.match(listed, new RegExp(`^${id}\\s+first\\s+#1\\s+\\S+ \\S+\\s+[\\d.]+ KiB\\s+taken$`, 'm'));
+    const rolled = await cli(['rollback', name, 'first']);
+    assert.equal(rolled.code, 0, rolled.stderr);
+    assert.match(rolled.stderr, new RegExp(`^${name} is back at checkpoint ${id} \\("first"\\), taken before instruction 1`));
+    assert.equal((await cli(['exec', '-m', name, 'v'])).stdout, "'first'\n");
+    assert.equal((await cli(['exec', '-m', fork, 'v'])).stdout, "'second'\n");
+    const unknown = await cli(['rollback', name, 'nothing']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, new RegExp(`Machine ${name} has no checkpoint "nothing"`));
+    await cli(['machine', 'rm', name, fork]);
+  });
+
   it('rejects bad arguments with a clear message', async () => {
     const badEngine = await cli(['machine', 'new', '--engine', 'bogus']);
     assert.equal(badEngine.code, 1);

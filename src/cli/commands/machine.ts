@@ -1,6 +1,7 @@
 import type { MachineInfo } from '../../shared/types.ts';
 import type { EngineName } from '../../shared/requests.ts';
 import { withClient, type CliContext } from '../context.ts';
+import { table } from '../table.ts';
 
 export interface NewMachineCommandOptions {
   engine?: EngineName;
@@ -45,6 +46,12 @@ export async function machineListCommand(ctx: CliContext, options: { tag?: Recor
   for (const [warning, names] of concerned) ctx.term.err.write(`perennial: ${names.join(', ')}: ${warning}\n`);
 }
 
+/** `perennial machine fork NAME`: prints the new machine's name. */
+export async function machineForkCommand(ctx: CliContext, name: string, options: { tag?: Record<string, string> }): Promise<void> {
+  const fork = await withClient(ctx, (client) => client.fork(name, options.tag ? { tags: options.tag } : {}));
+  ctx.term.out.write(fork.name + '\n');
+}
+
 export async function machineRemoveCommand(ctx: CliContext, names: string[]): Promise<void> {
   await withClient(ctx, async (client) => {
     for (const name of names) await client.delete(name);
@@ -58,7 +65,7 @@ export async function machineSwapCommand(ctx: CliContext, names: string[]): Prom
 }
 
 function formatTable(machines: MachineInfo[]): string {
-  const rows = [
+  return table([
     ['NAME', 'ENGINE', 'STATE', 'INSTRUCTIONS', 'CREATED', 'TAGS'],
     ...machines.map((m) => [
       m.name,
@@ -70,7 +77,5 @@ function formatTable(machines: MachineInfo[]): string {
         .map(([k, v]) => `${k}=${v}`)
         .join(','),
     ]),
-  ];
-  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((r) => r[col]!.length)));
-  return rows.map((r) => r.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()).join('\n');
+  ]);
 }
