@@ -1,0 +1,93 @@
+/**
+ * Fork, checkpoint and rollback on both engines, for a trivial machine and one holding a
+ * 10^6-element list: a checkpoint's time and size, a fork's time to its first result, and a
+ * rollback's time to its first result next to a swap-in's (the same restore, from the machine's
+ * own snapshot). Targets: a trivial sandbox fork ≤ 150 ms to its first result, a trivial
+ * checkpoint ≤ 50 KB, rollback ≤ swap-in.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MachineManager } from '../src/machines/machine-manager.ts';
+import type { EngineName } from '../src/shared/requests.ts';
+import { kib, median, ms, row, timeIt } from './stats.ts';
+
+const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
+const ROUNDS = 5;
+/** Time for a sandbox pool to boot its next process: a measured operation never competes with that boot. */
+const SETTLE_MS = 2500;
+
+export async function benchCheckpoints(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-'));
+  // No automatic checkpoints during the runs: every figure is of the operation measured.
+  const manager = await MachineManager.open({ dataDir, checkpointDelayMs: 600_000 });
+  try {
+    manager.prewarm();
+    console.log(`fork, checkpoint and rollback (median of ${ROUNDS}; each to the first result after it)`);
+    row('', 'checkpoint', 'size', 'fork', 'rollback', '  ...unsaved', 'swap-in');
+    for (const engine of manager.engines as EngineName[]) {
+      for (const [label, setup] of [
+        ['trivial machine (x = 1)', 'x = 1'],
+        ['machine holding list(range(10**6))', 'big = list(range(10**6))'],
+      ] as const) {
+        const name = (await manager.create({ engine, ...(engine === 'python' ? { python: PYTHON } : {}) })).name;
+        await manager.run(name, setup);
+        const checkpoints: number[] = [];
+        const sizes: number[] = [];
+        const forks: number[] = [];
+        const rollbacks: number[] = [];
+        const unsavedRollbacks: number[] = [];
+        const swapIns: number[] = [];
+        const settle = async () => {
+          if (engine !== 'sandbox') return;
+          manager.prewarm();
+          await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        };
+        for (let i = 0; i < ROUNDS; i++) {
+          await manager.run(name, 'x = 1');
+          await settle();
+          let id = '';
+          checkpoints.push(
+            await timeIt(async () => {
+              const checkpoint = await manager.checkpointNamed(name, { label: `round-${i}` });
+              id = checkpoint.id;
+              sizes.push(checkpoint.bytes);
+            }),
+          );
+          await settle();
+          let fork = '';
+          forks.push(
+            await timeIt(async () => {
+              fork = (await manager.fork(name)).name;
+              await manager.run(fork, '1');
+            }),
+          );
+          await manager.delete(fork);
+          const rollback = async () => {
+            await manager.rollback(name, id);
+            await manager.run(name, '1');
+          };
+          // As a second after an instruction: its change is already saved (an automatic checkpoint).
+          await manager.run(name, 'x = 2');
+          await manager.checkpoint(name);
+          await settle();
+          rollbacks.push(await timeIt(rollback));
+          // Right after an instruction: the rollback saves the change first.
+          await manager.run(name, 'x = 3');
+          await settle();
+          unsavedRollbacks.push(await timeIt(rollback));
+          await manager.swap(name);
+          await settle();
+          swapIns.push(await timeIt(() => manager.run(name, '1')));
+        }
+        row(`${engine}: ${label}`, ms(median(checkpoints)), kib(median(sizes)), ms(median(forks)), ms(median(rollbacks)), ms(median(unsavedRollbacks)), ms(median(swapIns)));
+        await manager.delete(name);
+      }
+    }
+    console.log('  (checkpoint: saving the changed state and linking it; size: what the checkpoint holds on disk;');
+    console.log('   rollback: from a saved state; ...unsaved: right after an instruction, whose change it saves first)');
+  } finally {
+    await manager.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
