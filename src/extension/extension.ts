@@ -34,7 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
     registerTokenCommand(backends),
     active,
     panel,
-    registerMachineCommands(sources, log),
+    registerMachineCommands(sources, panel, log),
     registerRunCommands(sources, active, panel, log),
   );
   log.info(`Perennial activated; backend ${backends.active}`);

@@ -2,10 +2,14 @@ import * as vscode from 'vscode';
 import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineInfo } from '../shared/types.ts';
 import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
-import type { MachineNode } from './machines-tree.ts';
+import type { CheckpointNode, MachineNode } from './machines-tree.ts';
+import type { OutputPanel } from './output-panel.ts';
 
-/** The machine commands of the view and the palette: new, interrupt, delete, copy name, refresh. */
-export function registerMachineCommands(sources: Sources, log: vscode.LogOutputChannel): vscode.Disposable {
+/**
+ * The machine commands of the view and the palette: new, fork, interrupt, delete, take a
+ * checkpoint, roll back, copy name, refresh.
+ */
+export function registerMachineCommands(sources: Sources, panel: OutputPanel, log: vscode.LogOutputChannel): vscode.Disposable {
   /** The machine a command is for: the view's item, or one given by a script, else one the user picks. */
   const target = async (given: MachineNode | MachineRef | undefined, placeHolder: string): Promise<MachineRef | undefined> => {
     if (!given) return pickMachine(sources, placeHolder);
@@ -26,6 +30,40 @@ export function registerMachineCommands(sources: Sources, log: vscode.LogOutputC
         if (!machine) return;
         await (await sources[machine.source].client()).interrupt(machine.name);
         void vscode.window.setStatusBarMessage(`Perennial: interrupted ${machine.name}`, 4000);
+      }),
+    ),
+    vscode.commands.registerCommand('perennial.forkMachine', (node?: MachineNode | MachineRef) =>
+      reporting(log, 'fork the machine', async () => {
+        const machine = await target(node, 'Machine to fork');
+        if (!machine) return undefined;
+        const source = sources[machine.source];
+        const fork = await (await source.client()).fork(machine.name);
+        await source.refresh();
+        void vscode.window.setStatusBarMessage(`Perennial: forked ${machine.name} into ${fork.name}`, 6000);
+        return { source: source.id, name: fork.name } satisfies MachineRef;
+      }),
+    ),
+    vscode.commands.registerCommand('perennial.takeCheckpoint', (node?: MachineNode | MachineRef, label?: string) =>
+      reporting(log, 'take a checkpoint', async () => {
+        const machine = await target(node, 'Machine to checkpoint');
+        if (!machine) return undefined;
+        label ??= await vscode.window.showInputBox({
+          title: `Checkpoint of ${machine.name}`,
+          prompt: 'A label to roll back to it by (optional)',
+          validateInput: (text) => (/^\d+$/.test(text.trim()) ? 'A label cannot be a bare number: that is how checkpoint ids look' : undefined),
+        });
+        if (label === undefined) return undefined;
+        const source = sources[machine.source];
+        const checkpoint = await (await source.client()).checkpoint(machine.name, label.trim() || undefined);
+        await source.refresh();
+        void vscode.window.setStatusBarMessage(`Perennial: checkpoint ${checkpoint.id} of ${machine.name}`, 6000);
+        return checkpoint;
+      }),
+    ),
+    vscode.commands.registerCommand('perennial.rollback', (node?: CheckpointNode | MachineNode | MachineRef, checkpoint?: string) =>
+      reporting(log, 'roll the machine back', async () => {
+        const chosen = node && 'kind' in node && node.kind === 'checkpoint' ? { source: node.source.id, name: node.machine, checkpoint: node.checkpoint.id } : await rollbackTarget(sources, await target(node as MachineNode | MachineRef | undefined, 'Machine to roll back'), checkpoint);
+        if (chosen) await rollback(sources[chosen.source], chosen.name, chosen.checkpoint, panel);
       }),
     ),
     vscode.commands.registerCommand('perennial.copyMachineName', async (node?: MachineNode | MachineRef) => {
@@ -105,6 +143,37 @@ async function deleteMachine(source: MachineSource, name: string): Promise<void>
     if (answer !== 'Delete') return;
   }
   await (await source.client()).delete(name);
+  await source.refresh();
+}
+
+/** The checkpoint a rollback of `machine` goes to: given by a script, else picked from the machine's list. */
+async function rollbackTarget(sources: Sources, machine: MachineRef | undefined, given: string | undefined): Promise<(MachineRef & { checkpoint: string }) | undefined> {
+  if (!machine) return undefined;
+  if (given) return { ...machine, checkpoint: given };
+  const checkpoints = (await (await sources[machine.source].client()).checkpoints(machine.name)).reverse();
+  if (!checkpoints.length) {
+    void vscode.window.showInformationMessage(`${machine.name} has no checkpoints yet.`);
+    return undefined;
+  }
+  const picks = checkpoints.map((c) => ({ label: c.label ? `${c.id} · ${c.label}` : c.id, description: `before #${c.seq} · ${new Date(c.at).toLocaleString()}${c.auto ? ' · auto' : ''}`, id: c.id }));
+  const pick = await vscode.window.showQuickPick(picks, { placeHolder: `Checkpoint to roll ${machine.name} back to` });
+  return pick && { ...machine, checkpoint: pick.id };
+}
+
+/** Rolls back after asking (unless `perennial.confirmRollback` is off), and marks it in the output panel. */
+async function rollback(source: MachineSource, name: string, checkpoint: string, panel: OutputPanel): Promise<void> {
+  if (vscode.workspace.getConfiguration('perennial').get<boolean>('confirmRollback', true)) {
+    const answer = await vscode.window.showWarningMessage(
+      `Roll ${name} back to checkpoint ${checkpoint}? What runs is interrupted; its variables and files become what they were then. The state it leaves is kept as an automatic checkpoint.`,
+      { modal: true },
+      'Roll Back',
+    );
+    if (answer !== 'Roll Back') return;
+  }
+  const client = await source.client();
+  const rolled = await client.rollback(name, checkpoint);
+  const label = rolled.checkpoint.label ? ` ("${rolled.checkpoint.label}")` : '';
+  panel.start(name, `# perennial: rollback to checkpoint ${rolled.checkpoint.id}${label}`).finish(await client.result(name, rolled.seq));
   await source.refresh();
 }
 

@@ -1,11 +1,14 @@
 import * as vscode from 'vscode';
-import type { MachineInfo, VariableSummary } from '../shared/types.ts';
+import type { CheckpointInfo, MachineInfo, VariableSummary } from '../shared/types.ts';
 import type { MachineSource } from './machine-source.ts';
 
 export type MachineNode = { kind: 'machine'; source: MachineSource; machine: MachineInfo };
+export type CheckpointNode = { kind: 'checkpoint'; source: MachineSource; machine: string; checkpoint: CheckpointInfo };
 type Node =
   | { kind: 'backend'; source: MachineSource }
   | MachineNode
+  | { kind: 'checkpoints'; source: MachineSource; machine: string }
+  | CheckpointNode
   | { kind: 'variable'; variable: VariableSummary }
   | { kind: 'notice'; text: string };
 
@@ -13,7 +16,8 @@ const STATE_ICONS: Record<MachineInfo['state'], string> = { warm: 'vm-running', 
 
 /**
  * The Machines view: one root per backend, its machines (tags and state as the description, an
- * icon per state, details in the tooltip), and under each machine its variables. It follows the
+ * icon per state, details in the tooltip), and under each machine its checkpoints (local machines:
+ * hosted ForeverVM has none), newest first, and its variables. It follows the
  * local server's events, so instructions run from anywhere (Copilot included) show up live.
  */
 export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Disposable {
@@ -42,7 +46,12 @@ export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Dispo
       }
       if (node.kind === 'machine') {
         const variables = await node.source.variables(node.machine.name);
-        return variables.length ? variables.map((variable) => ({ kind: 'variable', variable })) : [{ kind: 'notice', text: 'no variables yet' }];
+        const checkpoints: Node[] = node.source.id === 'local' ? [{ kind: 'checkpoints', source: node.source, machine: node.machine.name }] : [];
+        return [...checkpoints, ...(variables.length ? variables.map((variable): Node => ({ kind: 'variable', variable })) : [{ kind: 'notice', text: 'no variables yet' } as const])];
+      }
+      if (node.kind === 'checkpoints') {
+        const checkpoints = await (await node.source.client()).checkpoints(node.machine);
+        return checkpoints.length ? checkpoints.reverse().map((checkpoint) => ({ kind: 'checkpoint', source: node.source, machine: node.machine, checkpoint })) : [{ kind: 'notice', text: 'no checkpoints yet' }];
       }
     } catch (error) {
       return [{ kind: 'notice', text: `unavailable: ${(error as Error).message}` }];
@@ -61,6 +70,15 @@ export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Dispo
       }
       case 'machine':
         return machineItem(node);
+      case 'checkpoints': {
+        const item = new vscode.TreeItem('Checkpoints', vscode.TreeItemCollapsibleState.Collapsed);
+        item.id = `${node.source.id}/${node.machine}/checkpoints`;
+        item.iconPath = new vscode.ThemeIcon('history');
+        item.contextValue = 'checkpoints';
+        return item;
+      }
+      case 'checkpoint':
+        return checkpointItem(node);
       case 'variable': {
         const { name, type, repr } = node.variable;
         const item = new vscode.TreeItem(`${name}: ${type} = ${repr}`);
@@ -96,5 +114,16 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
   if (machine.snapshot) tooltip.appendMarkdown(`- last snapshot: ${(machine.snapshot.bytes / 1024).toFixed(0)} KiB\n`);
   for (const warning of machine.warnings) tooltip.appendMarkdown(`\n⚠ ${warning}\n`);
   item.tooltip = tooltip;
+  return item;
+}
+
+function checkpointItem({ source, machine, checkpoint }: CheckpointNode): vscode.TreeItem {
+  const item = new vscode.TreeItem(checkpoint.label ? `${checkpoint.id} · ${checkpoint.label}` : checkpoint.id);
+  item.id = `${source.id}/${machine}/checkpoints/${checkpoint.id}`;
+  const size = checkpoint.bytes < 1 << 20 ? `${(checkpoint.bytes / 1024).toFixed(1)} KiB` : `${(checkpoint.bytes / (1 << 20)).toFixed(1)} MiB`;
+  item.description = [`before #${checkpoint.seq}`, new Date(checkpoint.at).toLocaleTimeString(), size, ...(checkpoint.auto ? ['auto'] : [])].join(' · ');
+  item.tooltip = `Checkpoint ${checkpoint.id}${checkpoint.label ? ` "${checkpoint.label}"` : ''} of ${machine}: the state before instruction ${checkpoint.seq}, ${checkpoint.auto ? 'saved automatically' : 'taken'} at ${new Date(checkpoint.at).toLocaleString()}`;
+  item.iconPath = new vscode.ThemeIcon(checkpoint.auto ? 'circle-outline' : 'bookmark');
+  item.contextValue = 'checkpoint';
   return item;
 }

@@ -59,6 +59,7 @@ suite('Perennial in VS Code', () => {
   suiteSetup(async () => {
     // The smoke-test driver leaves modal dialogs unanswered: no confirmation before a delete.
     await vscode.workspace.getConfiguration('perennial').update('confirmDelete', false, vscode.ConfigurationTarget.Global);
+    await vscode.workspace.getConfiguration('perennial').update('confirmRollback', false, vscode.ConfigurationTarget.Global);
   });
 
   test('activates', async () => {
@@ -146,6 +147,28 @@ suite('Perennial in VS Code', () => {
       return text.includes('KeyboardInterrupt') ? text : undefined;
     }, 'KeyboardInterrupt in the output panel');
     assert.doesNotMatch(shown, /did not stop within/, 'the code stopped at the interrupt, without a hard stop');
+  });
+
+  test('Take Checkpoint, Roll Back and Fork Machine: checkpoints in the view, the rollback marked in the output panel', async () => {
+    const machine = { source: 'local', name: replId };
+    const checkpoint = (await vscode.commands.executeCommand('perennial.takeCheckpoint', machine, 'e2e-before')) as { id: string };
+    assert.match(checkpoint.id, /^\d+$/);
+    JSON.parse(await invoke('run-python-in-repl', { replId, pythonCode: 'x = 99' }));
+    await ui({ click: `${TREE_ROWS}:has-text("Checkpoints")` });
+    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(`${checkpoint.id} · e2e-before`)) ? true : undefined), 'the checkpoint in the Machines view');
+    await screenshot('machines-tree-checkpoints');
+    await vscode.commands.executeCommand('perennial.rollback', machine, checkpoint.id);
+    const marked = await eventually(async () => {
+      const text = (await ui({ text: 'main#entries section:last-child' })).join('\n');
+      return text.includes('Rolled back to checkpoint') ? text : undefined;
+    }, 'the rollback in the output panel');
+    assert.match(marked, new RegExp(`# perennial: rollback to checkpoint ${checkpoint.id} \\("e2e-before"\\)`));
+    assert.equal((JSON.parse(await invoke('run-python-in-repl', { replId, pythonCode: 'x' })) as { value: string }).value, '21');
+    const fork = (await vscode.commands.executeCommand('perennial.forkMachine', machine)) as { name: string };
+    assert.notEqual(fork.name, replId);
+    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(fork.name) && row.includes(`forked_from=${replId}`)) ? true : undefined), 'the fork in the Machines view');
+    assert.equal((JSON.parse(await invoke('run-python-in-repl', { replId: fork.name, pythonCode: 'x' })) as { value: string }).value, '21');
+    await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: fork.name });
   });
 
   test('a figure from a python-engine machine shows inline in the output panel', async () => {
