@@ -154,7 +154,7 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
       createInterface({ input: host.stdout! }).on('line', (line) => lines.push(JSON.parse(line)));
       const send = (command: object) => host.stdin!.write(JSON.stringify(command) + '\n');
       const taken = () => lines.filter((l) => l.checkpoint) as Array<{ checkpoint: CheckpointInfo; i: number }>;
-      let name = '';
+      let name: string;
       try {
         await eventually(() => lines.some((l) => l.ready), 20_000, 'the host');
         send({ op: 'create', engine, python: TEST_PYTHON });
