@@ -29,6 +29,9 @@ const post = (message: ChildMessage) => host.send(message);
 const loader = PyodideLoader.prepare(pyodideDir);
 loader.catch(() => {});
 
+/** When the collection after a load runs: after the calls that follow a swap-in (configure, restore, the instruction). */
+const GC_AFTER_LOAD_MS = 500;
+
 /** The process's one machine, once loaded. */
 let machine: { py: Pyodide; call: DriverCall } | undefined;
 
@@ -51,9 +54,10 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   memoryLimit = config.memoryMb * 1024 * 1024;
   machine = { py, call: connect(py, config) };
   // Pyodide keeps the snapshot it booted from alive, and the load message holds the image: tens
-  // of MiB. Collect them once this message is handled, rather than carry them in the machine.
+  // of MiB. Collect them once the machine has settled, rather than carry them in it: a full
+  // collection takes ~40 ms, which right away would delay the swap-in's first result.
   delete py._api.config._loadSnapshot;
-  setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), 0);
+  setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), GC_AFTER_LOAD_MS);
   post({ type: 'loaded', id: message.id, ms: performance.now() - started });
 }
 
