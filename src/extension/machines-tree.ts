@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { byteSize } from '../shared/byte-size.ts';
 import type { CheckpointInfo, MachineInfo, VariableSummary } from '../shared/types.ts';
 import type { MachineSource } from './machine-source.ts';
 
@@ -120,8 +121,7 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
 function checkpointItem({ source, machine, checkpoint }: CheckpointNode): vscode.TreeItem {
   const item = new vscode.TreeItem(checkpoint.label ? `${checkpoint.id} · ${checkpoint.label}` : checkpoint.id);
   item.id = `${source.id}/${machine}/checkpoints/${checkpoint.id}`;
-  const size = checkpoint.bytes < 1 << 20 ? `${(checkpoint.bytes / 1024).toFixed(1)} KiB` : `${(checkpoint.bytes / (1 << 20)).toFixed(1)} MiB`;
-  item.description = [`before #${checkpoint.seq}`, new Date(checkpoint.at).toLocaleTimeString(), size, ...(checkpoint.auto ? ['auto'] : [])].join(' · ');
+  item.description = [`before #${checkpoint.seq}`, new Date(checkpoint.at).toLocaleTimeString(), byteSize(checkpoint.bytes), ...(checkpoint.auto ? ['auto'] : [])].join(' · ');
   item.tooltip = `Checkpoint ${checkpoint.id}${checkpoint.label ? ` "${checkpoint.label}"` : ''} of ${machine}: the state before instruction ${checkpoint.seq}, ${checkpoint.auto ? 'saved automatically' : 'taken'} at ${new Date(checkpoint.at).toLocaleString()}`;
   item.iconPath = new vscode.ThemeIcon(checkpoint.auto ? 'circle-outline' : 'bookmark');
   item.contextValue = 'checkpoint';

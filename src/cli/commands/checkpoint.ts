@@ -1,3 +1,4 @@
+import { byteSize } from '../../shared/byte-size.ts';
 import type { CheckpointInfo } from '../../shared/types.ts';
 import { withClient, type CliContext } from '../context.ts';
 import { table } from '../table.ts';
@@ -35,7 +36,7 @@ function row(checkpoint: CheckpointInfo): string[] {
     checkpoint.label ?? '',
     `#${checkpoint.seq}`,
     checkpoint.at.replace('T', ' ').slice(0, 19),
-    checkpoint.bytes < 1024 * 1024 ? `${(checkpoint.bytes / 1024).toFixed(1)} KiB` : `${(checkpoint.bytes / 1024 / 1024).toFixed(1)} MiB`,
+    byteSize(checkpoint.bytes),
     checkpoint.auto ? 'auto' : 'taken',
   ];
 }
