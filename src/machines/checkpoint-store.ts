@@ -98,14 +98,12 @@ export class CheckpointStore {
     else await rm(snapshotTarget, { force: true });
   }
 
-  async remove(id: string): Promise<boolean> {
-    if (!(await this.#record(id))) return false;
+  async remove(id: string): Promise<void> {
     // Renamed away first, so a crash midway never leaves a checkpoint without its parts.
     const doomed = join(this.dir, `.gone-${id}-${randomBytes(4).toString('hex')}`);
     await rename(join(this.dir, id), doomed);
     await rm(doomed, { recursive: true, force: true });
     await this.#collectBlobs();
-    return true;
   }
 
   /** Keeps the newest `keep` automatic checkpoints; named ones stay until deleted. */

@@ -276,19 +276,22 @@ export class Machine {
     });
   }
 
-  /** Saves the state if it changed, then gives `task` what it is made of, in turn with instructions. */
-  withSavedState<T>(task: (source: CheckpointSource) => Promise<T>): Promise<T> {
+  /**
+   * Saves the state if it changed, then gives `task` what it is made of, in turn with instructions.
+   * `autoCheckpoint` false: the task keeps that state itself, so the save makes no automatic checkpoint of it.
+   */
+  withSavedState<T>(task: (source: CheckpointSource) => Promise<T>, autoCheckpoint = true): Promise<T> {
     this.#assertAlive();
     this.#clearCheckpoint();
     return this.#serial(async () => {
-      await this.#snapshot();
+      await this.#snapshot(autoCheckpoint);
       return task(await this.#source());
     });
   }
 
   /** Takes a named (or unnamed) checkpoint of the current state. */
   takeCheckpoint(label: string | null): Promise<CheckpointInfo> {
-    return this.withSavedState((source) => this.#checkpoints.add(source, label, false));
+    return this.withSavedState((source) => this.#checkpoints.add(source, label, false), false);
   }
 
   checkpoints(): Promise<CheckpointInfo[]> {
@@ -300,7 +303,8 @@ export class Machine {
     this.#assertAlive();
     await this.#serial(async () => {
       const found = await this.#checkpoints.find(idOrLabel);
-      if (!found || !(await this.#checkpoints.remove(found.id))) throw new CheckpointNotFoundError(this.name, idOrLabel);
+      if (!found) throw new CheckpointNotFoundError(this.name, idOrLabel);
+      await this.#checkpoints.remove(found.id);
     });
   }
 
@@ -508,7 +512,7 @@ export class Machine {
     return engine;
   }
 
-  async #snapshot(): Promise<void> {
+  async #snapshot(autoCheckpoint = true): Promise<void> {
     const engine = this.#engine;
     if (!engine || !this.#dirty) return;
     const temp = this.store.tempSnapshotPath(this.name);
@@ -527,6 +531,7 @@ export class Machine {
     this.#dirty = false;
     this.onChange(this, { type: 'checkpoint', bytes: report.bytes });
     // Every saved change is also an automatic checkpoint; failing to keep one loses no state.
+    if (!autoCheckpoint) return;
     try {
       await this.#checkpoints.add(await this.#source(), null, true);
       await this.#checkpoints.prune(this.settings.autoCheckpoints);
