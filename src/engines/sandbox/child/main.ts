@@ -13,10 +13,7 @@ import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles } from './fs-archive.ts';
 import { HostChannel } from './host-channel.ts';
-import { HOME, PyodideLoader, type PyAwaitable, type Pyodide } from './pyodide-loader.ts';
-
-/** The kernel's command entry point, as JavaScript holds it. */
-type DriverCall = ((op: string, args: string) => string | PyAwaitable) & { destroy(): void };
+import { HOME, PyodideLoader, type DriverCall, type Pyodide } from './pyodide-loader.ts';
 
 const [pyodideDir] = process.argv.slice(2);
 if (!process.send || !pyodideDir) {
@@ -142,7 +139,7 @@ async function snapshot(id: number): Promise<void> {
     for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
     memory = instance.makeMemorySnapshot({ serializer: refuseJsObject });
     layout = memoryLayout(instance._module);
-    proxied = proxiedObjects();
+    proxied = proxiedObjects(instance._module);
   } finally {
     Object.assign(instance.loadedPackages, loadedPackages);
     instance.runPython(`${driver}.after_snapshot()`);

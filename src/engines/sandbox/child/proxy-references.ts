@@ -20,10 +20,14 @@ interface Held {
   pointer: number;
 }
 
-/** References held now; each is forgotten when released or when its target is collected. */
-const held = new Set<Held>();
+/**
+ * References held now, per module: a process may hold a second instance for a while (see
+ * `warmUp` in pyodide-loader.ts), whose references are not the machine's. Each is forgotten when
+ * released or when its target is collected.
+ */
+const heldBy = new WeakMap<ProxyAccess, Set<Held>>();
 const byToken = new WeakMap<WeakKey, Held[]>();
-const collected = new FinalizationRegistry<Held>((entry) => held.delete(entry));
+const collected = new FinalizationRegistry<{ held: Set<Held>; entry: Held }>(({ held, entry }) => held.delete(entry));
 
 /**
  * Follows the references of `module`'s proxies from now on, before Pyodide makes its first.
@@ -31,6 +35,8 @@ const collected = new FinalizationRegistry<Held>((entry) => held.delete(entry));
  * for its one-shot callables and iterators) and unregisters it when it releases the reference.
  */
 export function trackProxies(module: ProxyAccess): void {
+  const held = new Set<Held>();
+  heldBy.set(module, held);
   const registry = module.finalizationRegistry;
   const register = registry.register.bind(registry);
   const unregister = registry.unregister.bind(registry);
@@ -39,7 +45,7 @@ export function trackProxies(module: ProxyAccess): void {
     if (typeof pointer === 'number' && pointer) {
       const entry = { target: new WeakRef(target), pointer };
       held.add(entry);
-      collected.register(target, entry);
+      collected.register(target, { held, entry });
       if (token) byToken.set(token, [...(byToken.get(token) ?? []), entry]);
     }
     register(target, value, token);
@@ -52,12 +58,12 @@ export function trackProxies(module: ProxyAccess): void {
 }
 
 /**
- * The addresses of the objects whose references are held now, one per reference. A reference
- * whose target is already collected but whose release may not have run yet is left out: leaving
- * one in the heap is harmless, releasing one twice would not be.
+ * The addresses of the objects whose references `module`'s proxies hold now, one per reference.
+ * A reference whose target is already collected but whose release may not have run yet is left
+ * out: leaving one in the heap is harmless, releasing one twice would not be.
  */
-export function proxiedObjects(): number[] {
-  return [...held].filter((entry) => entry.target.deref() !== undefined).map((entry) => entry.pointer);
+export function proxiedObjects(module: ProxyAccess): number[] {
+  return [...(heldBy.get(module) ?? [])].filter((entry) => entry.target.deref() !== undefined).map((entry) => entry.pointer);
 }
 
 /** Once a snapshot is restored: the references its process's proxies held are nobody's now. */

@@ -41,6 +41,8 @@ interface CreatedModule {
 type CreateModule = (settings: unknown) => Promise<CreatedModule>;
 /** A Python coroutine as JavaScript sees it: awaitable, and to be destroyed after. */
 export type PyAwaitable = PromiseLike<string> & { destroy(): void };
+/** The kernel's command entry point, as JavaScript holds it. */
+export type DriverCall = ((op: string, args: string) => string | PyAwaitable) & { destroy(): void };
 
 const KERNEL_DIR = '/opt/perennial';
 /** The machine's home and default working directory. */
@@ -64,6 +66,8 @@ const LOADED_PACKAGES_SLOT = 6;
 
 interface BootAhead {
   instance: Promise<Pyodide>;
+  /** Resolved once its module is made: another instance may be started from then on. */
+  created: Promise<void>;
   supply(memory: MachineMemory | null): void;
 }
 
@@ -85,6 +89,7 @@ export class PyodideLoader {
   #ahead?: BootAhead;
   #prefetched?: Prefetched;
   #base?: BaseFile;
+  #loading = false;
 
   private constructor(
     private readonly start: StartPyodide,
@@ -101,6 +106,7 @@ export class PyodideLoader {
    * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
    * - Every module it makes has its proxies followed from the start (see proxy-references.ts).
    * - Pyodide is booted ahead on that module, to wait for the snapshot (`bootAhead`).
+   * - Once told the base (`prefetch`), a throwaway machine warms the module up (`warmUp`).
    */
   static async prepare(pyodideDir: string): Promise<PyodideLoader> {
     createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
@@ -133,13 +139,20 @@ export class PyodideLoader {
     return this.#base;
   }
 
-  /** Reads a base's memory now, while waiting for a machine: a restore from it need not. */
+  /**
+   * Reads a base's memory now, while waiting for a machine: a restore from it need not. Then
+   * warms the module up on a throwaway machine restored from it.
+   */
   prefetch(base: BaseFile): void {
+    if (this.#prefetched || this.#loading) return;
     try {
       this.#prefetched = { path: base.path, bytes: readFileSync(base.path) };
     } catch {
       // The load reads it again, and says what is wrong.
+      return;
     }
+    const { bytes } = this.#prefetched;
+    void this.#ahead?.created.then(() => warmUp(this.start, bytes, () => this.#loading)).catch(() => {});
   }
 
   /** The machine; called once. */
@@ -147,6 +160,7 @@ export class PyodideLoader {
     const boot = this.#ahead;
     if (!boot) throw new Error('this sandbox has loaded its machine already');
     this.#ahead = undefined;
+    this.#loading = true;
     const memory = image && memoryOf(image, this.#prefetched);
     this.#prefetched = undefined;
     if (image && 'base' in image) this.#base = image.base;
@@ -224,19 +238,22 @@ function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
 
 /**
  * A Pyodide instance booted before the snapshot it will hold is known. Instantiating and linking
- * Emscripten's module is most of a restore (~130 of ~170 ms); it is done here on a placeholder
- * snapshot of the smallest memory the module accepts. `supply` then grows the memory to the real
- * snapshot's size and has Pyodide copy it in. `supply(null)` gives the instance up: a cold boot
- * and a restore that replays side modules take the normal path.
+ * Emscripten's module is done here, on a placeholder snapshot of the smallest memory the module
+ * accepts. `supply` then grows the memory to the real snapshot's size and has Pyodide copy it in.
+ * `supply(null)` gives the instance up: a cold boot and a restore that replays side modules take
+ * the normal path.
  */
 function bootAhead(start: StartPyodide, minimumBytes: number): BootAhead {
   let supply!: (memory: MachineMemory | null) => void;
+  let madeModule!: () => void;
+  const created = new Promise<void>((resolve) => (madeModule = resolve));
   const supplied = new Promise<MachineMemory | null>((resolve) => (supply = resolve));
   const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
   const create = scope._createPyodideModule;
   scope._createPyodideModule = async (settings) => {
     scope._createPyodideModule = create;
     const module = await create(settings);
+    madeModule();
     const machine = await supplied;
     if (!machine) throw new Error('the instance booted ahead was not needed');
     const { heapLength } = machine;
@@ -254,7 +271,30 @@ function bootAhead(start: StartPyodide, minimumBytes: number): BootAhead {
   };
   const instance = start(new Uint8Array(minimumBytes));
   instance.catch(() => {});
-  return { instance, supply };
+  return { instance, created, supply };
+}
+
+/**
+ * Restores a throwaway machine from the base and runs an instruction in it, so that the machine
+ * loaded next does not compile as it goes. V8 compiles a wasm function at its first call, into
+ * the module that every instance shares: without this, a restore spent ~80 of its ~150 ms
+ * compiling what Pyodide's start and the kernel call. The throwaway is collected after; a load
+ * that begins meanwhile has it stop at its next step.
+ */
+async function warmUp(start: StartPyodide, base: Uint8Array, superseded: () => boolean): Promise<void> {
+  if (superseded()) return;
+  const instance = await start(aligned(base));
+  if (superseded()) return;
+  const discard = { write: (buffer: Uint8Array) => buffer.length };
+  instance.setStdout(discard);
+  instance.setStderr(discard);
+  const driver = '__import__("perennial_kernel")._DRIVER';
+  instance.runPython(`${driver}.after_restore()`);
+  const call = instance.runPython(`${driver}.call`) as DriverCall;
+  call('configure', JSON.stringify({ outputLimit: 1 << 20, importNamesId: '' }));
+  const answer = call('run', JSON.stringify({ code: '1', cell: 1 }));
+  if (typeof answer !== 'string') await answer;
+  if (!superseded()) (globalThis as { gc?: () => void }).gc?.();
 }
 
 /** A new machine from nothing: a few seconds, done once per version to make the base image. */
