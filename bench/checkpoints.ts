@@ -14,8 +14,11 @@ import { kib, median, ms, row, timeIt } from './stats.ts';
 
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
 const ROUNDS = 5;
-/** Time for a sandbox pool to boot its next process: a measured operation never competes with that boot. */
-const SETTLE_MS = 2500;
+/**
+ * Time for what an operation leaves running to end before the next is measured: a sandbox pool
+ * booting and warming its next process; a stopped process's exit and the disk's flushes.
+ */
+const SETTLE_MS = { sandbox: 2500, python: 500 };
 
 export async function benchCheckpoints(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-'));
@@ -39,9 +42,8 @@ export async function benchCheckpoints(): Promise<void> {
         const unsavedRollbacks: number[] = [];
         const swapIns: number[] = [];
         const settle = async () => {
-          if (engine !== 'sandbox') return;
           manager.prewarm();
-          await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+          await new Promise((resolve) => setTimeout(resolve, SETTLE_MS[engine]));
         };
         for (let i = 0; i < ROUNDS; i++) {
           await manager.run(name, 'x = 1');

@@ -36,6 +36,10 @@ export interface Engine {
   readonly name: EngineName;
   /** The operating-system process running the machine, once there is one. */
   readonly pid: number | undefined;
+  /**
+   * Starts the interpreter. It must not depend on the working directory's contents, nor hold it
+   * open: a rollback may put the checkpoint's files in its place before the next call.
+   */
   start(): Promise<void>;
   /** Loads the state a snapshot holds; what it could not keep comes with the next result. */
   restore(snapshotPath: string): Promise<void>;

@@ -1277,12 +1277,19 @@ def main():
     handlers = _command_handlers(kernel)
     handlers["snapshot"] = lambda m: kernel.snapshot(m["path"])
     handlers["restore"] = lambda m: kernel.restore(m["path"])
+    workdir = os.environ.pop("PERENNIAL_WORKDIR", None)
     commands = os.fdopen(3, "rb")
     channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
     for line in commands:
         try:
             message = json.loads(line)
             current["id"] = message.get("id")
+            if workdir:
+                # Entered at the first command, not at start: the host may have put another
+                # folder in its place meanwhile (a rollback). No command runs anywhere else.
+                os.chdir(workdir)
+                kernel.workdir = os.getcwd()
+                workdir = None
             handler = handlers[message["op"]]
             reply = {"ev": "reply", "id": current["id"], "ok": True, "result": handler(message)}
         except BaseException as exc:  # noqa: BLE001 - the driver must outlive anything a command does

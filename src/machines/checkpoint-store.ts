@@ -80,11 +80,15 @@ export class CheckpointStore {
     }
   }
 
-  /** A checkpoint by id or label (the newest with that label). */
+  /** A checkpoint by id or label (the newest with that label); a label is never a bare number. */
   async find(idOrLabel: string): Promise<CheckpointInfo | undefined> {
-    const records = await this.#records();
-    const found = records.find((r) => r.id === idOrLabel) ?? records.findLast((r) => r.label === idOrLabel);
+    const found = /^\d+$/.test(idOrLabel) ? await this.#record(idOrLabel) : (await this.#records()).findLast((r) => r.label === idOrLabel);
     return found && info(found);
+  }
+
+  /** The snapshot file a checkpoint holds (none when it is of a machine that had run nothing). */
+  async snapshotOf(id: string): Promise<string | null> {
+    return (await this.#record(id))?.hasSnapshot ? join(this.dir, id, SNAPSHOT) : null;
   }
 
   /** Puts the checkpoint's snapshot at `snapshotTarget` (removed when it had none) and its files back in `filesDir`. */

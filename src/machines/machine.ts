@@ -55,6 +55,12 @@ export interface Instruction {
   readonly done: Promise<ExecResult>;
 }
 
+/** An engine a rollback starts before the old one has stopped; `restored` once it holds the checkpoint's state. */
+interface EngineAhead {
+  engine: Engine;
+  restored: boolean;
+}
+
 interface LiveInstruction extends Instruction {
   listeners: Set<(chunk: OutputChunk) => void>;
   resolve(result: ExecResult): void;
@@ -325,10 +331,27 @@ export class Machine {
         () => null,
         (error: Error) => error.message,
       );
-      await this.#stopEngine();
-      await this.#checkpoints.restore(checkpoint.id, this.store.snapshotPath(this.name), this.#ownFiles());
+      // So that a rollback costs no more than a swap-in, the next engine starts while the old one
+      // stops and the checkpoint is put in place; when the machine's files are in its snapshot
+      // (sandbox), it loads the checkpoint's state meanwhile too.
+      const ahead = this.#engineAhead(this.#ownFiles() === null ? await this.#checkpoints.snapshotOf(checkpoint.id) : null);
+      ahead.catch(() => {});
+      try {
+        await this.#stopEngine();
+        await this.#checkpoints.restore(checkpoint.id, this.store.snapshotPath(this.name), this.#ownFiles());
+      } catch (error) {
+        void ahead.then(({ engine }) => engine.stop()).catch(() => {});
+        throw error;
+      }
       const seq = this.manifest.nextSeq++;
       const at = new Date();
+      const size = (await stat(this.store.snapshotPath(this.name)).catch(() => null))?.size;
+      this.manifest.snapshot = size === undefined ? null : { at: at.toISOString(), seq: seq + 1, bytes: size };
+      this.manifest.lastUsedAt = at.toISOString();
+      this.#completedSeq = seq;
+      this.#dirty = false;
+      // Failing to come back is the next instruction's to report, as after a swap.
+      const warming = this.#warm(ahead).catch(() => {});
       const named = `checkpoint ${checkpoint.id}${checkpoint.label ? ` ("${checkpoint.label}")` : ''}`;
       const result: ExecResult = {
         value: null,
@@ -337,12 +360,8 @@ export class Machine {
       };
       this.#history.started(seq, `# perennial: rollback to ${named}`, at);
       this.#history.finished(seq, result, '', '');
-      this.#completedSeq = seq;
-      this.#dirty = false;
-      const size = (await stat(this.store.snapshotPath(this.name)).catch(() => null))?.size;
-      this.manifest.snapshot = size === undefined ? null : { at: at.toISOString(), seq: seq + 1, bytes: size };
-      this.manifest.lastUsedAt = at.toISOString();
       await this.store.save(this.manifest);
+      await warming;
       this.onChange(this, { type: 'instruction', seq, result });
       return { checkpoint, seq };
     });
@@ -461,9 +480,23 @@ export class Machine {
     return `The machine goes back to its snapshot of ${snapshot.at}.${lost}`;
   }
 
-  /** Starts the engine, swapping the machine in from its snapshot when it has one. */
-  async #warm(): Promise<Engine> {
-    if (this.#engine) return this.#engine;
+  /**
+   * A new engine, started, and restored from `snapshot` when one is given. When that restore
+   * fails the engine is stopped and the error is the promise's: `#warm` then starts afresh.
+   */
+  async #engineAhead(snapshot: string | null): Promise<EngineAhead> {
+    const engine = await this.#startEngine();
+    if (!snapshot) return { engine, restored: false };
+    try {
+      await engine.restore(snapshot);
+    } catch (error) {
+      await engine.stop();
+      throw error;
+    }
+    return { engine, restored: true };
+  }
+
+  async #startEngine(): Promise<Engine> {
     const engine = this.createEngine({
       memoryMb: this.manifest.memoryMb,
       outputLimit: this.settings.outputLimit,
@@ -473,7 +506,21 @@ export class Machine {
       network: this.manifest.network,
     });
     await engine.start();
-    if (await this.store.hasSnapshot(this.name)) {
+    return engine;
+  }
+
+  /**
+   * Starts the engine, swapping the machine in from its snapshot when it has one. `ahead`: an
+   * engine a rollback started (and perhaps restored) early, used when it came up.
+   */
+  async #warm(ahead?: Promise<EngineAhead>): Promise<Engine> {
+    if (this.#engine) {
+      void ahead?.then(({ engine }) => engine.stop(), () => {});
+      return this.#engine;
+    }
+    const early = await ahead?.catch(() => undefined);
+    const engine = early?.engine ?? (await this.#startEngine());
+    if (!early?.restored && (await this.store.hasSnapshot(this.name))) {
       try {
         await engine.restore(this.store.snapshotPath(this.name));
       } catch (error) {

@@ -91,9 +91,12 @@ export class PythonEngine implements Engine {
       PERENNIAL_MEMORY_MB: String(this.#options.memoryMb),
       PERENNIAL_OUTPUT_LIMIT: String(this.#options.outputLimit),
       PERENNIAL_PARENT_PID: String(process.pid),
+      PERENNIAL_WORKDIR: this.#options.workdir,
     };
+    // It starts beside the working directory and enters it at its first command: a rollback
+    // replaces that folder meanwhile (see Engine.start).
     const child = spawn(python, ['-c', BOOTSTRAP], {
-      cwd: this.#options.workdir,
+      cwd: dirname(this.#options.workdir),
       env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
