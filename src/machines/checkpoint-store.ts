@@ -110,9 +110,9 @@ export class CheckpointStore {
     await this.#collectBlobs();
   }
 
-  /** Keeps the newest `keep` automatic checkpoints; named ones stay until deleted. */
-  async prune(keep: number): Promise<void> {
-    const autos = (await this.#records()).filter((r) => r.auto);
+  /** Keeps the newest `keep` automatic checkpoints, and `spare` whatever its age; named ones stay until deleted. */
+  async prune(keep: number, spare?: string): Promise<void> {
+    const autos = (await this.#records()).filter((r) => r.auto && r.id !== spare);
     const old = autos.slice(0, Math.max(0, autos.length - keep));
     if (!old.length) return;
     for (const record of old) await rm(join(this.dir, record.id), { recursive: true, force: true });

@@ -290,7 +290,7 @@ export class Machine {
     this.#assertAlive();
     this.#clearCheckpoint();
     return this.#serial(async () => {
-      await this.#snapshot(autoCheckpoint);
+      await this.#snapshot({ autoCheckpoint });
       return task(await this.#source());
     });
   }
@@ -321,22 +321,28 @@ export class Machine {
    */
   async rollback(idOrLabel: string): Promise<{ checkpoint: CheckpointInfo; seq: number }> {
     this.#assertAlive();
-    if (!(await this.#checkpoints.find(idOrLabel))) throw new CheckpointNotFoundError(this.name, idOrLabel);
+    const target = await this.#checkpoints.find(idOrLabel);
+    if (!target) throw new CheckpointNotFoundError(this.name, idOrLabel);
     this.interrupt();
     this.#clearCheckpoint();
+    // So that a rollback costs no more than a swap-in, the next engine starts now, while what runs
+    // stops, the state being left is saved and the checkpoint is put in place. When the machine's
+    // files are in its snapshot (sandbox), it loads the checkpoint's state meanwhile too.
+    const ahead = this.#engineAhead(this.#ownFiles() === null ? await this.#checkpoints.snapshotOf(target.id) : null);
+    ahead.catch(() => {});
     return this.#serial(async () => {
-      const checkpoint = await this.#checkpoints.find(idOrLabel);
-      if (!checkpoint) throw new CheckpointNotFoundError(this.name, idOrLabel);
-      const left = await this.#snapshot().then(
-        () => null,
-        (error: Error) => error.message,
-      );
-      // So that a rollback costs no more than a swap-in, the next engine starts while the old one
-      // stops and the checkpoint is put in place; when the machine's files are in its snapshot
-      // (sandbox), it loads the checkpoint's state meanwhile too.
-      const ahead = this.#engineAhead(this.#ownFiles() === null ? await this.#checkpoints.snapshotOf(checkpoint.id) : null);
-      ahead.catch(() => {});
+      let checkpoint: CheckpointInfo | undefined;
+      let left: string | null;
       try {
+        // By id: the checkpoint the label named when asked, which the engine ahead loads.
+        checkpoint = await this.#checkpoints.find(target.id);
+        if (!checkpoint) throw new CheckpointNotFoundError(this.name, idOrLabel);
+        // The automatic checkpoint of the state being left must not prune the one rolled back to.
+        left = await this.#snapshot({ spare: checkpoint.id }).then(
+          () => null,
+          (error: Error) => error.message,
+        );
+        // A python engine's old process has stopped before its files are replaced.
         await this.#stopEngine();
         await this.#checkpoints.restore(checkpoint.id, this.store.snapshotPath(this.name), this.#ownFiles());
       } catch (error) {
@@ -559,7 +565,11 @@ export class Machine {
     return engine;
   }
 
-  async #snapshot(autoCheckpoint = true): Promise<void> {
+  /**
+   * Saves the state if it changed, and keeps it as an automatic checkpoint unless `autoCheckpoint`
+   * is false; pruning the old ones spares `spare`.
+   */
+  async #snapshot({ autoCheckpoint = true, spare }: { autoCheckpoint?: boolean; spare?: string } = {}): Promise<void> {
     const engine = this.#engine;
     if (!engine || !this.#dirty) return;
     const temp = this.store.tempSnapshotPath(this.name);
@@ -581,7 +591,7 @@ export class Machine {
     if (!autoCheckpoint) return;
     try {
       await this.#checkpoints.add(await this.#source(), null, true);
-      await this.#checkpoints.prune(this.settings.autoCheckpoints);
+      await this.#checkpoints.prune(this.settings.autoCheckpoints, spare);
     } catch (error) {
       this.onChange(this, { type: 'error', message: `automatic checkpoint failed: ${(error as Error).message}` });
     }

@@ -106,6 +106,12 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         const autos = (await checkpoints(replId)).filter((c) => c.auto);
         assert.equal(autos.length, 10);
         assert.equal(await value(replId, 'total'), '22');
+        // Back to the oldest kept, from a change not saved yet: saving that change as an automatic
+        // checkpoint must not prune the one being rolled back to.
+        await value(replId, 'total = -1');
+        const rolled = await call('rollback-python-repl', { replId, checkpoint: autos[0]!.id });
+        assert.equal(rolled.isError, undefined, textOf(rolled));
+        assert.equal(await value(replId, 'total'), '13');
         await call('delete-python-repl', { replId });
       });
 
