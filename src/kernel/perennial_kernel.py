@@ -457,6 +457,24 @@ def _save_order(ns, names):
     return sorted(names, key=rank)
 
 
+class _WriteFailed(BaseException):
+    """A write to the snapshot file failed (a full disk): not an Exception, so that no value is
+    taken for unsaveable because of it; the whole snapshot fails instead."""
+
+
+class _SnapshotFile:
+    """The snapshot file as the picklers see it."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def write(self, data):
+        try:
+            return self._f.write(data)
+        except OSError as exc:
+            raise _WriteFailed(exc) from exc
+
+
 def _write_segments(f, items):
     """Writes each (name, value) as a pickle segment. All share one memo, so an object in two
     variables is saved once and comes back shared. A value that fails restarts the stream without
@@ -473,7 +491,7 @@ def _write_segments(f, items):
     while culprit:
         f.seek(start_of_stream)
         f.truncate()
-        pickler = NamespacePickler(f, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler = NamespacePickler(_SnapshotFile(f), protocol=pickle.HIGHEST_PROTOCOL)
         segments, culprit = [], None
         for name, value in items:
             if name in failed:
@@ -496,7 +514,7 @@ def _write_with_fallback(f, name, value, segments):
     start = f.tell()
     for label, pickler_class in _fallback_picklers():
         try:
-            pickler_class(f, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+            pickler_class(_SnapshotFile(f), protocol=pickle.HIGHEST_PROTOCOL).dump(value)
         except Exception as exc:
             f.seek(start)
             f.truncate()
@@ -923,7 +941,10 @@ class Kernel:
         values = _save_order(self.ns, [n for n in names if n not in modules])
         with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             f.write(SNAPSHOT_MAGIC)
-            segments, failed = _write_segments(f, [(n, self.ns[n]) for n in values] + [("\0rng", _rng_state())])
+            try:
+                segments, failed = _write_segments(f, [(n, self.ns[n]) for n in values] + [("\0rng", _rng_state())])
+            except _WriteFailed as failure:
+                raise failure.args[0] from None
             lost = [{"name": _display_name(n), "reason": r} for n, r in failed.items()]
             footer = json.dumps(
                 {

@@ -75,7 +75,9 @@ export class CheckpointStore {
       await rename(temp, join(this.dir, id));
       return info(record);
     } catch (error) {
-      await rm(temp, { recursive: true, force: true });
+      // Nothing half made stays, nor blobs only it would have named: the error may be a full disk.
+      await this.#sweep().catch(() => {});
+      await this.#collectBlobs().catch(() => {});
       throw error;
     }
   }
@@ -96,10 +98,15 @@ export class CheckpointStore {
     const record = await this.#record(id);
     if (!record) throw new Error(`checkpoint ${id} is gone`);
     const temp = `${snapshotTarget}.rollback-${randomBytes(6).toString('hex')}`;
-    if (record.hasSnapshot) await link(join(this.dir, id, SNAPSHOT), temp);
-    if (filesDir && record.files) await this.#restoreFiles(record.files, filesDir);
-    if (record.hasSnapshot) await rename(temp, snapshotTarget);
-    else await rm(snapshotTarget, { force: true });
+    try {
+      if (record.hasSnapshot) await link(join(this.dir, id, SNAPSHOT), temp);
+      if (filesDir && record.files) await this.#restoreFiles(record.files, filesDir);
+      if (record.hasSnapshot) await rename(temp, snapshotTarget);
+      else await rm(snapshotTarget, { force: true });
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
   }
 
   async remove(id: string): Promise<void> {

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { ExecResult, HistoryEntry } from '../shared/types.ts';
 
@@ -12,10 +12,12 @@ type HistoryLine =
 /**
  * A machine's append-only instruction history (JSON lines). Lines are written with a plain
  * write(2) as each instruction starts and ends, so they survive a kill -9 of the server; a torn
- * last line is skipped when read.
+ * last line is skipped when read. A write that fails (a full disk) throws, and leaves no part of
+ * its line for the next one to be glued to.
  */
 export class HistoryLog {
   #fd: number | undefined;
+  #size = 0;
 
   constructor(readonly path: string) {}
 
@@ -80,8 +82,23 @@ export class HistoryLog {
   }
 
   #append(line: HistoryLine): void {
-    this.#fd ??= openSync(this.path, 'a', 0o600);
-    writeSync(this.#fd, JSON.stringify(line) + '\n');
+    const bytes = Buffer.from(JSON.stringify(line) + '\n');
+    try {
+      if (this.#fd === undefined) {
+        this.#fd = openSync(this.path, 'a', 0o600);
+        this.#size = fstatSync(this.#fd).size;
+      }
+      // A short write is followed by another, which says why it fell short.
+      for (let written = 0; written < bytes.length; ) written += writeSync(this.#fd, bytes, written);
+      this.#size += bytes.length;
+    } catch (error) {
+      try {
+        if (this.#fd !== undefined) ftruncateSync(this.#fd, this.#size);
+      } catch {
+        // The write's own error says what went wrong.
+      }
+      throw new Error(`the machine's history could not be written (${(error as Error).message})`, { cause: error });
+    }
   }
 }
 

@@ -262,7 +262,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const now = new Date().toISOString();
     const manifest: MachineManifest = { ...structuredClone(origin.manifest), name: newMachineName(), createdAt: now, lastUsedAt: now, tags: merged, nextSeq: 0, snapshot: null };
     delete manifest.rebuilt;
-    await origin.withSavedState(async (source) => {
+    await origin.withSavedState(`fork machine ${name}`, async (source) => {
       try {
         await this.#store.create(manifest);
         if (source.snapshotPath) {

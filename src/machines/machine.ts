@@ -42,6 +42,18 @@ export class CheckpointNotFoundError extends Error {
   }
 }
 
+/**
+ * The machine's state could not be saved for an operation (a full disk, most often); nothing was
+ * changed: the machine runs on, and its saved state and checkpoints are whole.
+ */
+export class NotSavedError extends Error {
+  static readonly errorCode = 'NotSaved';
+  constructor(what: string, reason: string) {
+    super(`Could not ${what}: ${reason}. Nothing was changed: the machine runs on as it was, and its saved state and checkpoints are whole.`);
+    this.name = 'NotSavedError';
+  }
+}
+
 /** How many finished instructions keep their output and result in memory. */
 const RECENT_INSTRUCTIONS = 64;
 
@@ -66,6 +78,8 @@ interface LiveInstruction extends Instruction {
   resolve(result: ExecResult): void;
   cancelled?: string;
   stopReason?: 'timeout' | 'interrupt';
+  /** Why its start is not in the history, when it is not. */
+  unrecorded?: string;
 }
 
 export type MachineChange =
@@ -178,7 +192,8 @@ export class Machine {
       listeners: new Set(),
       resolve,
     };
-    this.#history.started(seq, code, now);
+    // A full disk does not stop the instruction (it may be what frees space); its result says it is not recorded.
+    instruction.unrecorded = this.#record(() => this.#history.started(seq, code, now));
     this.#recent.set(seq, instruction);
     for (const old of this.#recent.keys()) {
       if (this.#recent.size <= RECENT_INSTRUCTIONS) break;
@@ -284,20 +299,25 @@ export class Machine {
 
   /**
    * Saves the state if it changed, then gives `task` what it is made of, in turn with instructions.
-   * `autoCheckpoint` false: the task keeps that state itself, so the save makes no automatic checkpoint of it.
+   * `what` names the operation in a `NotSavedError` when either fails; `autoCheckpoint` false: the
+   * task keeps that state itself, so the save makes no automatic checkpoint of it.
    */
-  withSavedState<T>(task: (source: CheckpointSource) => Promise<T>, autoCheckpoint = true): Promise<T> {
+  withSavedState<T>(what: string, task: (source: CheckpointSource) => Promise<T>, autoCheckpoint = true): Promise<T> {
     this.#assertAlive();
     this.#clearCheckpoint();
     return this.#serial(async () => {
-      await this.#snapshot({ autoCheckpoint });
-      return task(await this.#source());
+      try {
+        await this.#snapshot({ autoCheckpoint });
+        return await task(await this.#source());
+      } catch (error) {
+        throw new NotSavedError(what, (error as Error).message);
+      }
     });
   }
 
   /** Takes a named (or unnamed) checkpoint of the current state. */
   takeCheckpoint(label: string | null): Promise<CheckpointInfo> {
-    return this.withSavedState((source) => this.#checkpoints.add(source, label, false), false);
+    return this.withSavedState(`take a checkpoint of machine ${this.name}`, (source) => this.#checkpoints.add(source, label, false), false);
   }
 
   checkpoints(): Promise<CheckpointInfo[]> {
@@ -332,19 +352,24 @@ export class Machine {
     ahead.catch(() => {});
     return this.#serial(async () => {
       let checkpoint: CheckpointInfo | undefined;
-      let left: string | null;
+      let left: string | null = null;
       try {
         // By id: the checkpoint the label named when asked, which the engine ahead loads.
         checkpoint = await this.#checkpoints.find(target.id);
         if (!checkpoint) throw new CheckpointNotFoundError(this.name, idOrLabel);
-        // The automatic checkpoint of the state being left must not prune the one rolled back to.
-        left = await this.#snapshot({ spare: checkpoint.id }).then(
-          () => null,
-          (error: Error) => error.message,
-        );
+        try {
+          // The automatic checkpoint of the state being left must not prune the one rolled back to.
+          await this.#snapshot({ spare: checkpoint.id });
+        } catch (error) {
+          // Only a state already gone (its process died) may be left unsaved: a rollback can be undone.
+          if (!(error instanceof EngineExitedError)) throw new NotSavedError(`roll machine ${this.name} back: the state it would leave could not be saved first`, (error as Error).message);
+          left = error.message;
+        }
         // A python engine's old process has stopped before its files are replaced.
         await this.#stopEngine();
-        await this.#checkpoints.restore(checkpoint.id, this.store.snapshotPath(this.name), this.#ownFiles());
+        await this.#checkpoints.restore(checkpoint.id, this.store.snapshotPath(this.name), this.#ownFiles()).catch((error: Error) => {
+          throw new NotSavedError(`roll machine ${this.name} back`, error.message);
+        });
       } catch (error) {
         void ahead.then(({ engine }) => engine.stop()).catch(() => {});
         throw error;
@@ -359,14 +384,18 @@ export class Machine {
       // Failing to come back is the next instruction's to report, as after a swap.
       const warming = this.#warm(ahead).catch(() => {});
       const named = `checkpoint ${checkpoint.id}${checkpoint.label ? ` ("${checkpoint.label}")` : ''}`;
-      const result: ExecResult = {
+      let result: ExecResult = {
         value: null,
         data: { notices: [`Rolled back to ${named}, taken before instruction ${checkpoint.seq} at ${checkpoint.at}.${left ? ` The state it left could not be saved first (${left}).` : ''}`] },
         runtime_ms: 0,
       };
-      this.#history.started(seq, `# perennial: rollback to ${named}`, at);
-      this.#history.finished(seq, result, '', '');
-      await this.store.save(this.manifest);
+      // The rollback has happened: what cannot be recorded now is said, not thrown.
+      const unrecorded = this.#record(() => {
+        this.#history.started(seq, `# perennial: rollback to ${named}`, at);
+        this.#history.finished(seq, result, '', '');
+      });
+      await this.store.save(this.manifest).catch((error: Error) => (result = withNotice(result, `The machine's record could not be updated (${error.message}).`)));
+      if (unrecorded) result = withNotice(result, unrecorded);
       await warming;
       this.onChange(this, { type: 'instruction', seq, result });
       return { checkpoint, seq };
@@ -647,12 +676,24 @@ export class Machine {
     return { ...result, data } as ExecResult;
   }
 
-  #finish(instruction: LiveInstruction, result: ExecResult): void {
+  #finish(instruction: LiveInstruction, outcome: ExecResult): void {
+    const unrecorded = this.#record(() => this.#history.finished(instruction.seq, outcome, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr')));
+    const why = instruction.unrecorded ?? unrecorded;
+    const result = why ? withNotice(outcome, why) : outcome;
     instruction.status = 'done';
     instruction.result = result;
-    this.#history.finished(instruction.seq, result, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr'));
     instruction.resolve(result);
     this.onChange(this, { type: 'instruction', seq: instruction.seq, result });
+  }
+
+  /** Runs a write to the history; when it fails, answers the notice that says what is missing. */
+  #record(write: () => void): string | undefined {
+    try {
+      write();
+      return undefined;
+    } catch (error) {
+      return `This is not in the machine's history: ${(error as Error).message}. Its result is kept in memory only.`;
+    }
   }
 
   #setState(state: MachineState): void {
@@ -673,4 +714,8 @@ export class Machine {
   #assertAlive(): void {
     if (this.#deleted) throw new MachineGoneError(this.name);
   }
+}
+
+function withNotice(result: ExecResult, notice: string): ExecResult {
+  return { ...result, data: { ...(result.data ?? {}), notices: [...(result.data?.notices ?? []), notice] } } as ExecResult;
 }

@@ -17,6 +17,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   EngineExited: 503,
   SnapshotVersionMismatch: 409,
   CheckpointNotFound: 404,
+  NotSaved: 507, // a full disk, most often
 };
 
 /** A machine name from a path, or 404 (it cannot name a machine). */
