@@ -13,7 +13,7 @@ import type { EngineName } from '../src/shared/requests.ts';
 import { kib, median, ms, row, timeIt } from './stats.ts';
 
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
-const ROUNDS = 5;
+const ROUNDS = 9;
 /**
  * Time for what an operation leaves running to end before the next is measured: a sandbox pool
  * booting and warming its next process; a stopped process's exit and the disk's flushes.

@@ -353,6 +353,7 @@ export class Machine {
     return this.#serial(async () => {
       let checkpoint: CheckpointInfo | undefined;
       let left: string | null = null;
+      let old: Engine | undefined;
       try {
         // By id: the checkpoint the label named when asked, which the engine ahead loads.
         checkpoint = await this.#checkpoints.find(target.id);
@@ -365,13 +366,16 @@ export class Machine {
           if (!(error instanceof EngineExitedError)) throw new NotSavedError(`roll machine ${this.name} back: the state it would leave could not be saved first`, (error as Error).message);
           left = error.message;
         }
-        // A python engine's old process has stopped before its files are replaced.
-        await this.#stopEngine();
+        // A python engine's old process stops before its files are replaced. A sandbox one, whose
+        // state is all in its snapshot, stops once the next is up: its exit would slow that load.
+        if (this.#ownFiles() === null) [old, this.#engine] = [this.#engine, undefined];
+        else await this.#stopEngine();
         await this.#checkpoints.restore(checkpoint.id, this.store.snapshotPath(this.name), this.#ownFiles()).catch((error: Error) => {
           throw new NotSavedError(`roll machine ${this.name} back`, error.message);
         });
       } catch (error) {
         void ahead.then(({ engine }) => engine.stop()).catch(() => {});
+        this.#engine ??= old;
         throw error;
       }
       const seq = this.manifest.nextSeq++;
@@ -397,6 +401,8 @@ export class Machine {
       await this.store.save(this.manifest).catch((error: Error) => (result = withNotice(result, `The machine's record could not be updated (${error.message}).`)));
       if (unrecorded) result = withNotice(result, unrecorded);
       await warming;
+      void old?.stop();
+      if (!this.#engine) this.#setState('swapped');
       this.onChange(this, { type: 'instruction', seq, result });
       return { checkpoint, seq };
     });
