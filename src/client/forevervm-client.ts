@@ -5,6 +5,7 @@ import {
   type CheckpointInfo,
   type CheckpointsResponse,
   type Completeness,
+  type Completions,
   type DeleteResponse,
   type ExecResponse,
   type ExecResult,
@@ -244,6 +245,10 @@ export class ForeverVMClient {
 
   async isComplete(name: string, code: string): Promise<Completeness> {
     return (await this.#extension<IsCompleteResponse>('check code', 'POST', `/v1/machine/${encodeURIComponent(name)}/is-complete`, { code })).status;
+  }
+
+  complete(name: string, code: string, cursor?: number): Promise<Completions> {
+    return this.#extension('complete code', 'POST', `/v1/machine/${encodeURIComponent(name)}/complete`, { code, cursor });
   }
 
   status(): Promise<StatusReport> {

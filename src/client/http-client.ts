@@ -1,5 +1,5 @@
 import { base64Content, newMachineBody, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
-import type { Completeness, ForeverVMMachine, ExecResult, HistoryEntry, InterruptResult, MachineEvent, MachineInfo, StatusReport, WrittenFile } from '../shared/types.ts';
+import type { Completeness, Completions, ForeverVMMachine, ExecResult, HistoryEntry, InterruptResult, MachineEvent, MachineInfo, StatusReport, WrittenFile } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client.ts';
 import { ForeverVMEmulation } from './forevervm-emulation.ts';
@@ -179,6 +179,10 @@ export class HttpClient implements PerennialClient {
 
   isComplete(name: string, code: string): Promise<Completeness> {
     return this.#or(() => this.#wire.isComplete(name, code), async () => this.#emulation.isComplete(code));
+  }
+
+  complete(name: string, code: string, cursor?: number): Promise<Completions> {
+    return this.#native(() => this.#wire.complete(name, code, cursor));
   }
 
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {

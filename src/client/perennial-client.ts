@@ -2,6 +2,7 @@ import type { NewMachineOptions } from '../shared/requests.ts';
 import type {
   CheckpointInfo,
   Completeness,
+  Completions,
   ExecResult,
   FileContent,
   FileListing,
@@ -84,6 +85,8 @@ export interface PerennialClient {
   inspect(name: string, expression: string): Promise<ObjectInfo>;
   /** Whether `code` is a whole statement, for an interactive prompt. */
   isComplete(name: string, code: string): Promise<Completeness>;
+  /** What the name before `cursor` (a UTF-16 offset; the end by default) can become, from the machine's namespace. */
+  complete(name: string, code: string, cursor?: number): Promise<Completions>;
   /** Calls `onEvent` for every change to the machines until `signal` aborts or the stream ends. */
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void>;
   /** Lets go of connections; machines are not touched. */

@@ -1,4 +1,4 @@
-import type { Completeness, FileContent, FileListing, ObjectInfo, ResetResult, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+import type { Completeness, Completions, FileContent, FileListing, ObjectInfo, ResetResult, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
 
 /**
  * The kernel's commands that every engine passes straight through (`_command_handlers` in
@@ -8,7 +8,8 @@ import type { Completeness, FileContent, FileListing, ObjectInfo, ResetResult, V
 export interface KernelCommands {
   variables: { args: Record<string, never>; result: VariableSummary[] };
   variable: { args: { name: string }; result: VariableDetail };
-  complete: { args: { text: string }; result: string[] };
+  /** `cursor` counts code points, as Python strings do. */
+  complete: { args: { code: string; cursor: number }; result: Completions };
   inspect: { args: { expr: string }; result: ObjectInfo };
   is_complete: { args: { code: string }; result: Completeness };
   /** A fresh namespace; files and packages stay. */

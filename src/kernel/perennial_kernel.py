@@ -21,6 +21,7 @@ import os
 import pickle
 import pickletools
 import pprint
+import re
 import reprlib
 import rlcompleter
 import signal
@@ -457,6 +458,10 @@ def _save_order(ns, names):
     return sorted(names, key=rank)
 
 
+# A name or dotted path that ends where the cursor is, and does not follow another name's dot.
+_COMPLETION_TOKEN = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*$|$")
+
+
 class _WriteFailed(BaseException):
     """A write to the snapshot file failed (a full disk): not an Exception, so that no value is
     taken for unsaveable because of it; the whole snapshot fails instead."""
@@ -845,16 +850,20 @@ class Kernel:
             **({"size": size} if size is not None else {}),
         }
 
-    def complete(self, text):
+    def complete(self, code, cursor):
+        """What the name or dotted path before ``cursor`` can become, as rlcompleter sees it
+        (callables end in "("), and where that name starts. Only names are looked up: nothing
+        is called but what attribute access itself runs."""
+        token = _COMPLETION_TOKEN.search(code[:cursor]).group()
         completer = rlcompleter.Completer(self.ns)
         matches = []
-        for state in range(500):
-            match = completer.complete(text, state)
+        for state in range(500 if token else 0):
+            match = completer.complete(token, state)
             if match is None:
                 break
             if match not in matches:
                 matches.append(match)
-        return matches
+        return {"matches": matches, "start": cursor - len(token)}
 
     def inspect(self, expr):
         value = self._resolve(expr)
@@ -1213,7 +1222,7 @@ def _command_handlers(kernel):
         "run": lambda m: kernel.run(m["code"], m.get("cell", 0)),
         "variables": lambda m: kernel.variables(),
         "variable": lambda m: kernel.variable(m["name"]),
-        "complete": lambda m: kernel.complete(m["text"]),
+        "complete": lambda m: kernel.complete(m["code"], m["cursor"]),
         "inspect": lambda m: kernel.inspect(m["expr"]),
         "is_complete": lambda m: kernel.is_complete(m["code"]),
         "reset": lambda m: kernel.reset(),

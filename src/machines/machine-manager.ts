@@ -6,6 +6,7 @@ import type { Engine } from '../engines/engine.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
   CheckpointInfo,
+  Completions,
   EngineStatus,
   ExecResult,
   HistoryEntry,
@@ -15,7 +16,7 @@ import type {
   OutputChunk,
   RollbackResult,
 } from '../shared/types.ts';
-import { CheckpointBody, CheckpointRef, ForkBody, InvalidRequestError, NewMachineOptions, Packages, Tags, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
+import { CheckpointBody, CheckpointRef, CompleteBody, ForkBody, InvalidRequestError, NewMachineOptions, Packages, Tags, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
 import { DataDirLock } from '../platform/data-dir-lock.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
@@ -323,6 +324,14 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   /** One of the kernel's commands (variables, files, completion...), swapping the machine in if needed. */
   kernel<Op extends KernelOp>(name: string, op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>> {
     return this.#introspect(name, (e) => e.command(op, args), changesState(op));
+  }
+
+  /** What the name before the cursor can become, from the machine's namespace; offsets in UTF-16 code units, as editors count. */
+  async complete(name: string, request: { code: string; cursor?: number }): Promise<Completions> {
+    const { code, cursor } = parseRequest(CompleteBody, request);
+    const before = [...code.slice(0, cursor)];
+    const { matches, start } = await this.kernel(name, 'complete', { code: before.join(''), cursor: before.length });
+    return { matches, start: before.slice(0, start).join('').length };
   }
 
   /** Saves every warm machine, stops all engines and releases the data dir. */

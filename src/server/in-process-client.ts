@@ -36,6 +36,7 @@ export class InProcessClient implements PerennialClient {
   reset = (name: string) => this.#answer(() => this.manager.kernel(name, 'reset', {}));
   inspect = (name: string, expression: string) => this.#answer(() => this.manager.kernel(name, 'inspect', { expr: expression }));
   isComplete = (name: string, code: string) => this.#answer(() => this.manager.kernel(name, 'is_complete', { code }));
+  complete = (name: string, code: string, cursor?: number) => this.#answer(() => this.manager.complete(name, { code, cursor }));
 
   swap(name: string) {
     return this.#answer(async () => {

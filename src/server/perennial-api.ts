@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { base64Content, CheckpointBody, CodeBody, ForkBody, RollbackBody, FilePath, HistoryLast, InspectBody, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
+import { base64Content, CheckpointBody, CodeBody, CompleteBody, ForkBody, RollbackBody, FilePath, HistoryLast, InspectBody, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
 import type {
   CheckpointsResponse,
   DeleteResponse,
@@ -126,6 +126,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         sendJson(res, 200, await manager.kernel(machineName(raw!), 'inspect', { expr: expression }));
       },
     ],
+    ['POST', /^\/v1\/machine\/([^/]+)\/complete$/, async (req, res, [raw]) => sendJson(res, 200, await manager.complete(machineName(raw!), parseRequest(CompleteBody, await readJson(req))))],
     [
       'POST',
       /^\/v1\/machine\/([^/]+)\/is-complete$/,

@@ -137,4 +137,9 @@ export const CheckpointRef = z.string().min(1).max(128);
 export const RollbackBody = z.object({ checkpoint: CheckpointRef });
 export const CodeBody = z.object({ code: z.string() });
 export const InspectBody = z.object({ expression: DottedName });
+/** Code and a cursor in it (a UTF-16 offset, as editors count; the end of the code when left out). */
+export const CompleteBody = z
+  .object({ code: z.string(), cursor: z.number().int().min(0).optional() })
+  .refine(({ code, cursor }) => cursor === undefined || cursor <= code.length, { message: 'the cursor is past the end of the code', path: ['cursor'] })
+  .transform(({ code, cursor }) => ({ code, cursor: cursor ?? code.length }));
 export const WriteFileBody = z.object({ path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') });

@@ -222,6 +222,14 @@ export interface PackagesResponse {
 export interface IsCompleteResponse {
   status: Completeness;
 }
+/**
+ * What the name before the cursor can become, from the live namespace: each match replaces the
+ * code from `start` to the cursor; a callable's ends in "(".
+ */
+export interface Completions {
+  matches: string[];
+  start: number;
+}
 
 export function isErrorResult(result: ExecResult): result is Extract<ExecResult, { error: string }> {
   return 'error' in result;

@@ -86,6 +86,10 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     assert.deepEqual(await wire.streamResult(name, seq, (c) => replayed.push(c)), result);
     assert.deepEqual(replayed, chunks);
     assert.deepEqual(await wire.result(name, seq), result);
+    // Completion from the live namespace, over the server's route.
+    await client.run(name, 'counter_total = 3');
+    assert.deepEqual(await client.complete(name, 'x = counter_t + 1', 'x = counter_t'.length), { matches: ['counter_total'], start: 4 });
+    await assert.rejects(client.complete(name, 'x', 9), (error: unknown) => error instanceof ForeverVMError && error.status === 400 && /cursor is past the end/.test(error.message));
     for (const attempt of [() => client.run('nonexistent-machine', '1'), () => wire.exec('nonexistent-machine', '1')]) {
       await assert.rejects(attempt(), (error: unknown) => {
         assert.ok(error instanceof ForeverVMError);

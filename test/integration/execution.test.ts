@@ -177,8 +177,12 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(detail.truncated, false);
       assert.ok(detail.repr.includes('999'));
       await assert.rejects(manager.kernel(name, 'variable', { name: 'missing' }), /no variable named 'missing'/);
-      assert.ok((await manager.kernel(name, 'complete', { text: 'gree' })).includes('greet('));
-      assert.ok((await manager.kernel(name, 'complete', { text: 'greeting.up' })).includes('greeting.upper()'), 'no-argument methods complete with ()');
+      assert.ok((await manager.complete(name, { code: 'gree' })).matches.includes('greet('));
+      assert.ok((await manager.complete(name, { code: 'greeting.up' })).matches.includes('greeting.upper()'), 'no-argument methods complete with ()');
+      // The cursor and the start count UTF-16 code units, as editors do, whatever comes before.
+      const code = 'print("🐍", gree) # later';
+      assert.deepEqual(await manager.complete(name, { code, cursor: code.indexOf(')') }), { matches: ['greeting', 'greet('], start: code.indexOf('gree') });
+      await assert.rejects(manager.complete(name, { code: 'gree', cursor: 5 }), /cursor is past the end/);
       const info = await manager.kernel(name, 'inspect', { expr: 'greet' });
       assert.equal(info.signature, "(who: str, punct='!') -> str");
       assert.equal(info.doc, 'Say hello.');
