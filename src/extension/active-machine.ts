@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { machinePicks, newMachine } from './machine-commands.ts';
+import { chooseMachine } from './machine-commands.ts';
 import { allSources, type MachineRef, type Sources } from './machine-source.ts';
 
 const STATE_KEY = 'perennial.activeMachine';
@@ -53,10 +53,7 @@ export class ActiveMachine implements vscode.Disposable {
 
   /** Asks which machine to use (or to create one), and makes it active. */
   async choose(): Promise<MachineRef | undefined> {
-    const create = { label: '$(add) New Machine…', ref: undefined };
-    const picked = await vscode.window.showQuickPick([...(await machinePicks(this.sources)), create], { title: 'Perennial: Select Active Machine', placeHolder: 'Machine to run code in' });
-    if (!picked) return undefined;
-    const machine = picked.ref ?? (await newMachine(this.sources));
+    const machine = await chooseMachine(this.sources, 'Perennial: Select Active Machine', 'Machine to run code in');
     if (machine) await this.set(machine);
     return machine;
   }

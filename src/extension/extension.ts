@@ -4,8 +4,10 @@ import { Backends } from './backends.ts';
 import { registerTokenCommand } from './forevervm-token.ts';
 import { allSources, MachineSource, type Sources } from './machine-source.ts';
 import { registerMachineCommands } from './machine-commands.ts';
+import { registerLiveCompletion } from './live-completion.ts';
 import { MachinesTree } from './machines-tree.ts';
 import { registerMcpProvider } from './mcp-provider.ts';
+import { NotebookKernel } from './notebook-kernel.ts';
 import { OutputPanel } from './output-panel.ts';
 import { registerRunCommands } from './run-code.ts';
 
@@ -20,6 +22,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const tree = new MachinesTree(allSources(sources), async (source) => source.id === 'forevervm' && (await backends.token()) !== undefined);
   const active = new ActiveMachine(context.workspaceState, sources);
   const panel = new OutputPanel(vscode.Uri.joinPath(context.extensionUri, 'media', 'perennial.svg'));
+  const notebooks = new NotebookKernel(sources, context.workspaceState, log);
   const cliPath = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
   context.subscriptions.push(
     log,
@@ -36,6 +39,8 @@ export function activate(context: vscode.ExtensionContext): void {
     panel,
     registerMachineCommands(sources, panel, log),
     registerRunCommands(sources, active, panel, log),
+    notebooks,
+    registerLiveCompletion(sources, active, notebooks),
   );
   log.info(`Perennial activated; backend ${backends.active}`);
 }

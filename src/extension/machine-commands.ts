@@ -95,7 +95,15 @@ async function pickMachine(sources: Sources, placeHolder: string): Promise<Machi
 }
 
 /** Every backend's machines as quick-pick items; a backend that cannot be reached lists none. */
-export async function machinePicks(sources: Sources): Promise<Array<vscode.QuickPickItem & { ref: MachineRef }>> {
+/** Asks for one of the machines or a new one (made with `newMachine`). */
+export async function chooseMachine(sources: Sources, title: string, placeHolder: string): Promise<MachineRef | undefined> {
+  const create = { label: '$(add) New Machine…', ref: undefined };
+  const picked = await vscode.window.showQuickPick([...(await machinePicks(sources)), create], { title, placeHolder });
+  if (!picked) return undefined;
+  return picked.ref ?? newMachine(sources);
+}
+
+async function machinePicks(sources: Sources): Promise<Array<vscode.QuickPickItem & { ref: MachineRef }>> {
   const lists = await Promise.all(allSources(sources).map(async (source) => (await source.list().catch((): MachineInfo[] => [])).map((machine) => machinePick(source, machine))));
   return lists.flat();
 }
@@ -111,7 +119,7 @@ function machinePick(source: MachineSource, machine: MachineInfo): vscode.QuickP
  */
 export async function newMachine(sources: Sources): Promise<MachineRef | undefined> {
   const settings = vscode.workspace.getConfiguration('perennial');
-  const source = settings.get<string>('backend') === 'forevervm' ? sources.forevervm : sources.local;
+  const source = activeSource(sources);
   const options: NewMachineOptions = {};
   if (source.id === 'local') {
     const preferred = settings.get<string>('defaultEngine') === 'python' ? 'python' : 'sandbox';
@@ -132,6 +140,24 @@ export async function newMachine(sources: Sources): Promise<MachineRef | undefin
   });
   if (tagText === undefined) return undefined;
   options.tags = parseTags(tagText)!;
+  return create(source, options);
+}
+
+/** A machine on the active backend with the engine `perennial.defaultEngine` names, asking nothing. */
+export function createDefaultMachine(sources: Sources, tags: Record<string, string>): Promise<MachineRef> {
+  const source = activeSource(sources);
+  if (source.id !== 'local') return create(source, { tags });
+  return vscode.workspace.getConfiguration('perennial').get<string>('defaultEngine') === 'python'
+    ? pythonPath().then((python) => create(source, { engine: 'python', python, tags }))
+    : create(source, { engine: 'sandbox', ...sandboxOptions(), tags });
+}
+
+/** The backend `perennial.backend` names. */
+function activeSource(sources: Sources): MachineSource {
+  return vscode.workspace.getConfiguration('perennial').get<string>('backend') === 'forevervm' ? sources.forevervm : sources.local;
+}
+
+async function create(source: MachineSource, options: NewMachineOptions): Promise<MachineRef> {
   const { name } = await (await source.client()).create(options);
   await source.refresh();
   return { source: source.id, name };

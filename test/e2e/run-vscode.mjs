@@ -6,6 +6,9 @@
 // Env: CS_NODE and CS_ENTRY (from setup-vscode.sh); SHOT_DIR (screenshots, default
 // .cache/e2e/screenshots); CHROMIUM (default /usr/bin/chromium); E2E_TIMEOUT_MS (default 600000);
 // KEEP_STATE=1 keeps the temporary VS Code state even when the suite passes.
+// A suite that writes $PERENNIAL_E2E_RELOAD before it ends gets the window reloaded (the extension
+// host restarts, as with "Developer: Reload Window"); it then runs again and finds that file as
+// $PERENNIAL_E2E_RELOADED, to run what checks the reload.
 // A test asks for a screenshot with console.log('@@screenshot:<name>'); the file appears as
 // $SHOT_DIR/<name>.png. It acts on the page with console.log('@@ui:<id>:<json>'); see uiAction.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -40,7 +43,9 @@ const state = freshState();
 const results = join(state.dir, 'results.json');
 const uiDir = join(state.dir, 'ui');
 mkdirSync(uiDir);
-Object.assign(state.env, { PERENNIAL_E2E_RESULTS: results, PERENNIAL_E2E_SHOTS: shotDir, PERENNIAL_E2E_WORKSPACE: state.workspace, PERENNIAL_E2E_UI: uiDir });
+const reload = join(state.dir, 'reload.json');
+const reloaded = join(state.dir, 'reloaded.json');
+Object.assign(state.env, { PERENNIAL_E2E_RESULTS: results, PERENNIAL_E2E_SHOTS: shotDir, PERENNIAL_E2E_WORKSPACE: state.workspace, PERENNIAL_E2E_UI: uiDir, PERENNIAL_E2E_RELOAD: reload, PERENNIAL_E2E_RELOADED: reloaded });
 const server = await startCodeServer(state);
 say(`code-server on ${server.authority}, state in ${state.dir}`);
 
@@ -58,14 +63,16 @@ async function webviewsReady(page) {
 
 /**
  * What a test asks of the workbench's page (the extension host cannot see it): click an element,
- * read the text of elements. The answer goes to $PERENNIAL_E2E_UI/<id>.json, which the test polls.
+ * read the text of elements, count elements. The answer goes to $PERENNIAL_E2E_UI/<id>.json, which
+ * the test polls.
  */
-async function uiAction(page, { click, text }) {
+async function uiAction(page, { click, text, count }) {
   try {
     if (click) await page.locator(click).first().click({ timeout: 10_000 });
-    // Text is read in every frame: webviews live in nested iframes.
+    // Read in every frame: webviews (and notebook outputs) live in nested iframes.
     const texts = text ? await Promise.all(page.frames().map((frame) => frame.locator(text).allInnerTexts().catch(() => []))) : [];
-    return { ok: true, text: texts.flat() };
+    const counts = count ? await Promise.all(page.frames().map((frame) => frame.locator(count).count().catch(() => 0))) : [];
+    return { ok: true, text: texts.flat(), count: counts.reduce((a, b) => a + b, 0) };
   } catch (error) {
     return { ok: false, error: error.message };
   }
@@ -86,7 +93,7 @@ try {
     if (message.type() === 'error' && !noise.test(message.text())) console.log('[workbench]', message.text().slice(0, 300));
   });
   let finish;
-  const finished = new Promise((done) => (finish = done));
+  let finished = new Promise((done) => (finish = done));
   await page.exposeFunction('codeAutomationLog', async (_type, args) => {
     const text = format(...(args ?? []));
     const ui = /^@@ui:([\w.-]+):(.*)$/s.exec(text);
@@ -107,7 +114,16 @@ try {
   });
   await page.exposeFunction('codeAutomationExit', async (code) => finish(code));
   await page.goto(`http://${authority}/?folder=${encodeURIComponent(state.workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
-  const code = await Promise.race([finished, new Promise((done) => setTimeout(() => done('timeout'), timeoutMs).unref())]);
+  const deadline = new Promise((done) => setTimeout(() => done('timeout'), timeoutMs).unref());
+  let code = await Promise.race([finished, deadline]);
+  if (code !== 'timeout' && existsSync(reload)) {
+    say('the suite asked for a window reload');
+    renameSync(reload, reloaded);
+    finished = new Promise((done) => (finish = done));
+    await page.reload();
+    const next = await Promise.race([finished, deadline]);
+    code = next === 'timeout' ? next : Math.max(code, next);
+  }
   await page.screenshot({ path: join(shotDir, 'final.png') }).catch(() => {});
   exitCode = code === 'timeout' ? 2 : code;
   say('the extension host finished with', code);

@@ -5,21 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { defaultDataDir } from '../../../src/platform/data-dir.ts';
+import { eventually, screenshot, ui } from './workbench.ts';
 import { foreverVMOnlyProxy } from '../../helpers/forevervm-only-proxy.ts';
 
 const EXTENSION_ID = 'perennial.perennial-repl';
 const MCP_SERVER_ID = `${EXTENSION_ID}/Perennial Python REPLs`;
-
-/** Polls `probe` until it returns something, for state that VS Code updates asynchronously. */
-async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** A tool by its MCP name: VS Code prefixes it with the server's name, in a way that varies by version. */
 function tool(name: string): vscode.LanguageModelToolInformation | undefined {
@@ -29,25 +19,6 @@ function tool(name: string): vscode.LanguageModelToolInformation | undefined {
 async function invoke(name: string, input: object): Promise<string> {
   const result = await vscode.lm.invokeTool(tool(name)!.name, { input, toolInvocationToken: undefined });
   return result.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : '')).join('');
-}
-
-let actions = 0;
-
-/** Acts on the workbench page through the runner (see run-vscode.mjs): clicks, reads text. */
-async function ui(action: { click?: string; text?: string }): Promise<string[]> {
-  const id = `action-${++actions}`;
-  console.log(`@@ui:${id}:${JSON.stringify(action)}`);
-  const file = join(process.env.PERENNIAL_E2E_UI!, `${id}.json`);
-  const answer = await eventually(() => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; text: string[]; error?: string }) : undefined), `the page to answer ${id}`);
-  if (!answer.ok) throw new Error(`the page could not ${JSON.stringify(action)}: ${answer.error}`);
-  return answer.text;
-}
-
-async function screenshot(name: string): Promise<void> {
-  const file = join(process.env.PERENNIAL_E2E_SHOTS!, `${name}.png`);
-  rmSync(file, { force: true });
-  console.log(`@@screenshot:${name}`);
-  await eventually(() => existsSync(file) || undefined, `the screenshot ${name}`);
 }
 
 /** The rows of the Machines view, as shown. */

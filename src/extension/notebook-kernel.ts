@@ -1,0 +1,228 @@
+import { posix } from 'node:path';
+import * as vscode from 'vscode';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { viewResult } from '../shared/result-format.ts';
+import type { ExecResult, OutputChunk, StreamName } from '../shared/types.ts';
+import { chooseMachine, createDefaultMachine, reporting } from './machine-commands.ts';
+import type { MachineRef, Sources } from './machine-source.ts';
+
+/** VS Code's own ipynb support: no Jupyter extension needed. */
+const NOTEBOOK_TYPE = 'jupyter-notebook';
+const CONTROLLER_ID = 'perennial';
+/** Where a notebook's machine is kept: the ipynb file's own metadata, `metadata.perennial`. */
+const METADATA_KEY = 'perennial';
+/** Where it is kept too, for a notebook whose metadata was not saved (workspace state, by URI). */
+const STATE_KEY = 'perennial.notebookMachines';
+
+/**
+ * The "Perennial" notebook kernel: each notebook runs in a machine of its own (or one the user
+ * picks), named in the notebook's metadata, so its state outlives reloads, restarts and reboots.
+ * Cells run in order per machine; their outputs are standard notebook outputs.
+ */
+export class NotebookKernel implements vscode.Disposable {
+  readonly #controller = vscode.notebooks.createNotebookController(CONTROLLER_ID, NOTEBOOK_TYPE, 'Perennial');
+  readonly #subscriptions: vscode.Disposable[];
+  /** Per machine, the end of what was queued on it: cells run one after another, in order. */
+  readonly #queues = new Map<string, Promise<void>>();
+  /** Executions of each notebook that have not ended, so that an interrupt can end the queued ones. */
+  readonly #pending = new Map<string, Set<CellRun>>();
+
+  constructor(
+    private readonly sources: Sources,
+    private readonly state: vscode.Memento,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.#controller.supportedLanguages = ['python'];
+    this.#controller.supportsExecutionOrder = true;
+    this.#controller.description = 'Python whose state survives restarts';
+    this.#controller.detail = 'Runs the notebook in a Perennial machine, named in its metadata';
+    this.#controller.executeHandler = (cells, notebook) => this.#execute(cells, notebook);
+    this.#controller.interruptHandler = (notebook) => this.#interrupt(notebook);
+    this.#subscriptions = [
+      this.#controller,
+      vscode.commands.registerCommand('perennial.notebook.selectMachine', () => reporting(log, "choose the notebook's machine", () => this.#choose())),
+      vscode.commands.registerCommand('perennial.notebook.restart', () => reporting(log, 'restart the notebook', () => this.#restart())),
+    ];
+  }
+
+  /** The machine a notebook runs in, when it has one; never creates one. */
+  machineOf(notebook: vscode.NotebookDocument): MachineRef | undefined {
+    const ref = (ipynbMetadata(notebook)?.[METADATA_KEY] ?? this.#remembered()[notebook.uri.toString()]) as MachineRef | undefined;
+    return ref && typeof ref.name === 'string' && (ref.source === 'local' || ref.source === 'forevervm') && !this.sources[ref.source].isGone(ref.name) ? { source: ref.source, name: ref.name } : undefined;
+  }
+
+  dispose(): void {
+    for (const subscription of this.#subscriptions) subscription.dispose();
+  }
+
+  async #execute(cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+    // Shown as queued at once; they run in turn on the machine, after what was queued before.
+    const runs = cells.map((cell) => new CellRun(this.#controller.createNotebookCellExecution(cell)));
+    const pending = this.#pending.get(notebook.uri.toString()) ?? new Set();
+    this.#pending.set(notebook.uri.toString(), pending);
+    for (const run of runs) pending.add(run);
+    let machine: MachineRef;
+    try {
+      machine = this.machineOf(notebook) ?? (await this.#assign(notebook, await createDefaultMachine(this.sources, { notebook: posix.basename(notebook.uri.path) })));
+    } catch (error) {
+      for (const run of runs) run.fail(`Perennial could not start a machine for this notebook: ${(error as Error).message}`);
+      return;
+    } finally {
+      for (const run of runs) if (run.ended) pending.delete(run);
+    }
+    const key = `${machine.source}/${machine.name}`;
+    const turn = (this.#queues.get(key) ?? Promise.resolve()).then(async () => {
+      // As in Jupyter, a failed cell stops the cells queued after it in the same run.
+      let failed = false;
+      for (const run of runs) {
+        if (failed) run.skip();
+        else if (!run.ended) failed = !(await run.run(this.sources, machine));
+        pending.delete(run);
+      }
+    });
+    this.#queues.set(
+      key,
+      turn.catch(() => {}),
+    );
+    await turn;
+  }
+
+  async #interrupt(notebook: vscode.NotebookDocument): Promise<void> {
+    for (const run of this.#pending.get(notebook.uri.toString()) ?? []) if (!run.started) run.skip();
+    const machine = this.machineOf(notebook);
+    if (machine) await (await this.sources[machine.source].client()).interrupt(machine.name);
+  }
+
+  /** Asks which machine the active notebook runs in: an existing one or a new one. */
+  async #choose(): Promise<MachineRef | undefined> {
+    const notebook = vscode.window.activeNotebookEditor?.notebook;
+    if (!notebook) return undefined;
+    const machine = await chooseMachine(this.sources, 'Perennial: Select Notebook Machine', `Machine for ${posix.basename(notebook.uri.path)} to run in`);
+    if (machine) await this.#assign(notebook, machine);
+    return machine;
+  }
+
+  /** A fresh namespace in the active notebook's machine (asks first); its files and packages stay. */
+  async #restart(): Promise<void> {
+    const notebook = vscode.window.activeNotebookEditor?.notebook;
+    const machine = notebook && this.machineOf(notebook);
+    if (!machine) return;
+    if (vscode.workspace.getConfiguration('perennial').get<boolean>('confirmRestart', true)) {
+      const answer = await vscode.window.showWarningMessage(`Restart ${machine.name}? Its variables, imports and functions are cleared; its files and installed packages stay.`, { modal: true }, 'Restart');
+      if (answer !== 'Restart') return;
+    }
+    await (await this.sources[machine.source].client()).reset(machine.name);
+    void vscode.window.setStatusBarMessage(`Perennial: restarted ${machine.name}`, 4000);
+  }
+
+  /** Names `machine` in the notebook's metadata (saved with the file) and in the workspace state. */
+  async #assign(notebook: vscode.NotebookDocument, machine: MachineRef): Promise<MachineRef> {
+    await this.state.update(STATE_KEY, { ...this.#remembered(), [notebook.uri.toString()]: machine });
+    const metadata = notebook.metadata as { metadata?: Record<string, unknown> };
+    const edit = new vscode.WorkspaceEdit();
+    edit.set(notebook.uri, [vscode.NotebookEdit.updateNotebookMetadata({ ...metadata, metadata: { ...metadata.metadata, [METADATA_KEY]: machine } })]);
+    if (!(await vscode.workspace.applyEdit(edit))) this.log.warn(`could not name machine ${machine.name} in the metadata of ${notebook.uri.toString()}`);
+    this.log.info(`notebook ${notebook.uri.toString()} runs in ${machine.source} machine ${machine.name}`);
+    return machine;
+  }
+
+  #remembered(): Record<string, MachineRef> {
+    return this.state.get<Record<string, MachineRef>>(STATE_KEY) ?? {};
+  }
+}
+
+/** The ipynb file's own metadata (kernelspec, language_info, …), as VS Code's ipynb support keeps it. */
+function ipynbMetadata(notebook: vscode.NotebookDocument): Record<string, unknown> | undefined {
+  return (notebook.metadata as { metadata?: Record<string, unknown> }).metadata;
+}
+
+/** One cell's execution: queued, then run on a machine with its outputs streamed in. */
+class CellRun {
+  started = false;
+  ended = false;
+  /** Output edits are applied one after another, so that they land in the order they came. */
+  #edits: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly execution: vscode.NotebookCellExecution) {}
+
+  /** Runs the cell; answers whether it succeeded. */
+  async run(sources: Sources, machine: MachineRef): Promise<boolean> {
+    const { execution } = this;
+    this.started = true;
+    execution.start(Date.now());
+    this.#edit(() => execution.clearOutput());
+    const code = execution.cell.document.getText();
+    let stream: { name: StreamName; output: vscode.NotebookCellOutput } | undefined;
+    const onOutput = (chunk: OutputChunk) => {
+      const item = outputItem(chunk.stream, `${chunk.data}\n`);
+      if (stream?.name === chunk.stream) {
+        const { output } = stream;
+        this.#edit(() => execution.appendOutputItems(item, output));
+      } else {
+        const output = new vscode.NotebookCellOutput([item]);
+        stream = { name: chunk.stream, output };
+        this.#edit(() => execution.appendOutput(output));
+      }
+    };
+    try {
+      // 0 is no limit, as in Jupyter: a day, the longest an instruction may run.
+      const timeout = vscode.workspace.getConfiguration('perennial').get<number>('notebookCellTimeoutSeconds') || 24 * 3600;
+      const { seq, result } = await (await sources[machine.source].client()).run(machine.name, code, { timeoutSeconds: timeout, onOutput });
+      execution.executionOrder = seq + 1;
+      this.#edit(() => execution.appendOutput(resultOutputs(result)));
+      return this.#end(!('error' in result));
+    } catch (error) {
+      const gone = error instanceof ForeverVMError && error.code === 'MachineNotFound';
+      const message = gone ? `Machine ${machine.name} no longer exists (it was deleted elsewhere). Choose another with "Perennial: Select Notebook Machine", or run again for a new one.` : (error as Error).message;
+      this.#edit(() => execution.appendOutput(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error({ name: 'Perennial', message })])));
+      return this.#end(false);
+    }
+  }
+
+  /** Ends the cell without running it (an interrupt, or a cell before it failed). */
+  skip(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (!this.started) this.execution.start();
+    this.execution.end(undefined);
+  }
+
+  /** Ends the cell with an error before it ran. */
+  fail(message: string): void {
+    this.execution.start(Date.now());
+    this.#edit(() => this.execution.replaceOutput(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error({ name: 'Perennial', message })])));
+    void this.#end(false);
+  }
+
+  #edit(apply: () => Thenable<void>): void {
+    this.#edits = this.#edits.then(apply, apply);
+  }
+
+  async #end(success: boolean): Promise<boolean> {
+    await this.#edits.catch(() => {});
+    this.ended = true;
+    this.execution.end(success, Date.now());
+    return success;
+  }
+}
+
+function outputItem(stream: StreamName, text: string): vscode.NotebookCellOutputItem {
+  return stream === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
+}
+
+/** A result as notebook outputs: figures and `_repr_png_` images, then the value or the error, then Perennial's notes. */
+function resultOutputs(result: ExecResult): vscode.NotebookCellOutput[] {
+  const view = viewResult(result);
+  const outputs = view.images.map((image) => new vscode.NotebookCellOutput([new vscode.NotebookCellOutputItem(Buffer.from(image.data, 'base64'), image.mimeType)]));
+  if (view.error !== null) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(pythonError(view.error))]));
+  else if (view.value !== null) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.text(view.value, 'text/plain')]));
+  if (view.notes.length) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(view.notes.map((note) => `[perennial] ${note.text}\n`).join(''))]));
+  return outputs;
+}
+
+/** A Python traceback as an Error: its last line names the exception and says what happened. */
+function pythonError(traceback: string): Error {
+  const last = traceback.trimEnd().split('\n').at(-1) ?? traceback;
+  const match = /^([\w.]+)(?::\s?(.*))?$/.exec(last);
+  return { name: match?.[1] ?? 'Error', message: match ? (match[2] ?? '') : last, stack: traceback };
+}

@@ -1,0 +1,19 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as vscode from 'vscode';
+import { openWithPerennial, runCells, shownInOutputs, textOutputs } from './notebooks.ts';
+import { screenshot } from './workbench.ts';
+
+/** Runs in the window notebook.test.ts had reloaded: a new extension host, the same notebook. */
+suite('Perennial notebook kernel, after a window reload', () => {
+  test('the notebook runs in the same machine, and the variables of before the reload are there', async () => {
+    const { file, machine } = JSON.parse(readFileSync(process.env.PERENNIAL_E2E_RELOADED!, 'utf8')) as { file: string; machine: string };
+    const notebook = await openWithPerennial(file);
+    await runCells(notebook, 6, 7);
+    assert.deepEqual(textOutputs(notebook.cellAt(6)), ['82']);
+    assert.equal((notebook.metadata as { metadata: { perennial: { name: string } } }).metadata.perennial.name, machine);
+    await shownInOutputs(6, '82');
+    await screenshot('notebook-after-reload');
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+});

@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { NOTEBOOK_CELLS, openWithPerennial, runCells, shownInOutputs, textOutputs } from './notebooks.ts';
+import { eventually, screenshot, ui } from './workbench.ts';
+
+/**
+ * The Perennial notebook kernel in VS Code's own ipynb support: outputs as the notebook shows
+ * them, interrupt, completion from the machine; then a window reload (after-reload.test.ts).
+ */
+suite('Perennial notebook kernel', () => {
+  const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'analysis.ipynb');
+  let notebook: vscode.NotebookDocument;
+
+  suiteSetup(async () => {
+    const settings = vscode.workspace.getConfiguration('perennial');
+    // matplotlib is in Debian's python3, which the python engine runs.
+    await settings.update('defaultEngine', 'python', vscode.ConfigurationTarget.Global);
+    await settings.update('pythonPath', '/usr/bin/python3', vscode.ConfigurationTarget.Global);
+    const cells = NOTEBOOK_CELLS.map((source) => ({ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source }));
+    writeFileSync(file, JSON.stringify({ cells, metadata: { language_info: { name: 'python' } }, nbformat: 4, nbformat_minor: 5 }, null, 1));
+    notebook = await openWithPerennial(file);
+  });
+
+  test('cells give a stream, a value, a figure and an error, each shown in the notebook', async () => {
+    // As Run All: the cell that fails stops the ones after it.
+    await runCells(notebook, 0, 4);
+    const [first, plot, failing, skipped] = notebook.getCells();
+    assert.deepEqual(textOutputs(first!), ['streamed\n', '42']);
+    assert.equal(first!.executionSummary?.success, true);
+    assert.ok(first!.executionSummary?.executionOrder, 'an execution order');
+    assert.ok(first!.executionSummary?.timing, 'a time');
+    assert.ok(plot!.outputs.some((output) => output.items.some((item) => item.mime === 'image/png')), 'the figure as image/png');
+    const error = failing!.outputs.flatMap((output) => output.items).find((item) => item.mime === 'application/vnd.code.notebook.error');
+    assert.equal((JSON.parse(new TextDecoder().decode(error!.data)) as { name: string }).name, 'ZeroDivisionError');
+    assert.equal(skipped!.executionSummary?.executionOrder, undefined, 'the cell after the error did not run');
+    await shownInOutputs(0, 'streamed');
+    await shownInOutputs(0, '42');
+    await shownInOutputs(2, 'ZeroDivisionError: division by zero');
+    await shownInOutputs(1, { images: 1 });
+    await screenshot('notebook-outputs');
+  });
+
+  test('the interrupt button stops a long cell, and the machine goes on', async () => {
+    const long = notebook.cellAt(3);
+    const running = runCells(notebook, 3, 4);
+    await eventually(() => (textOutputs(long).join('').includes('started') ? true : undefined), 'the long cell to start');
+    await vscode.commands.executeCommand('notebook.cancelExecution');
+    await running;
+    assert.equal(long.executionSummary?.success, false);
+    assert.match(textOutputs(long).join('\n'), /KeyboardInterrupt/);
+    await runCells(notebook, 4, 5);
+    assert.deepEqual(textOutputs(notebook.cellAt(4)), ['42']);
+  });
+
+  test("completion in a cell lists a variable an earlier cell defined, and hover shows its value", async () => {
+    const cell = notebook.cellAt(5);
+    const end = cell.document.lineAt(0).range.end;
+    const completions = await vscode.commands.executeCommand<vscode.CompletionList>('vscode.executeCompletionItemProvider', cell.document.uri, end);
+    const labels = completions.items.map((item) => (typeof item.label === 'string' ? item.label : item.label.label));
+    assert.ok(labels.includes('notebook_total'), `notebook_total among ${labels.slice(0, 20).join(', ')}`);
+    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', notebook.cellAt(4).document.uri, new vscode.Position(0, 3));
+    const hoverText = hovers.flatMap((hover) => hover.contents.map((part) => (typeof part === 'string' ? part : part.value))).join('\n');
+    assert.match(hoverText, /notebook_total: int/);
+    assert.match(hoverText, /42/);
+  });
+
+  test('the machine is named in the saved notebook and shown in the Machines view; then the window reloads', async () => {
+    await notebook.save();
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { metadata: { perennial?: { source: string; name: string } } };
+    const machine = saved.metadata.perennial;
+    assert.equal(machine?.source, 'local');
+    await vscode.commands.executeCommand('perennial.refresh');
+    await vscode.commands.executeCommand('perennial.machines.focus');
+    await eventually(async () => ((await ui({ text: '.part.sidebar .monaco-list-row' })).some((row) => row.includes(machine!.name)) ? true : undefined), 'the machine in the Machines view');
+    writeFileSync(process.env.PERENNIAL_E2E_RELOAD!, JSON.stringify({ file, machine: machine!.name }));
+  });
+});
