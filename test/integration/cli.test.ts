@@ -259,6 +259,35 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.equal(r.code, 0, stderr);
     assert.match(stderr, /Perennial REPL on machine \S+\. Ctrl-C interrupts, Ctrl-D leaves/);
   });
+
+  it('repl in a terminal: Tab completes from the machine and indents a continuation line, which shows "... "', async () => {
+    // `script` gives the REPL a real terminal (a pty), as a person at a shell has.
+    const command = [process.execPath, CLI, '--data-dir', dataDir, 'repl'].map((part) => `'${part}'`).join(' ');
+    const child = spawn('script', ['-qfec', command, '/dev/null'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let screen = '';
+    // What the terminal shows, without its cursor moves.
+    child.stdout!.on('data', (d: Buffer) => (screen += d.toString().replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')));
+    try {
+      await eventually(() => screen.includes('>>> '), 30_000, 'the prompt');
+      child.stdin!.write('completion_target_value = 20\r');
+      await eventually(() => screen.split('>>> ').length > 2, 20_000, 'the next prompt');
+      child.stdin!.write('completion_tar\t');
+      await eventually(() => /completion_target_value$/.test(screen), 20_000, 'the name completed');
+      child.stdin!.write(' + 1\r');
+      await eventually(() => screen.includes('21\r\n'), 20_000, 'the completed line run');
+      child.stdin!.write('if completion_target_value:\r');
+      await eventually(() => /\.\.\. $/.test(screen), 20_000, 'the continuation prompt');
+      // A key at a time, as typed: readline takes a Tab inside pasted text for text.
+      child.stdin!.write('\t');
+      await eventually(() => /\.\.\. {5}$/.test(screen), 20_000, 'the indentation');
+      child.stdin!.write('print("in" + "dented")\r\r');
+      await eventually(() => screen.includes('indented\r\n'), 20_000, 'the indented block run');
+      assert.match(screen, /\.\.\. {5}print\("in" \+ "dented"\)/, 'Tab indented the line by four spaces');
+    } finally {
+      child.stdin!.end();
+      child.kill();
+    }
+  });
 });
 
 function finished(child: ChildProcess): Promise<CliRun> {

@@ -6,6 +6,7 @@ import { withClient, type CliContext } from '../context.ts';
 import { printChunk, printResult } from '../result-printer.ts';
 
 const HISTORY_SIZE = 1000;
+const INDENT = '    ';
 
 export interface ReplCommandOptions {
   engine?: EngineName;
@@ -15,8 +16,9 @@ export interface ReplCommandOptions {
 
 /**
  * `perennial repl [NAME]`: an interactive prompt on a machine (a new one without NAME). Lines
- * gather until they form a whole statement, as in Python's own prompt; Ctrl-C interrupts the
- * running cell or drops the line being typed; Ctrl-D leaves, and the machine stays.
+ * gather until they form a whole statement, as in Python's own prompt (continuation lines show
+ * `... `); Tab completes from the machine's namespace, or indents at the start of a line; Ctrl-C
+ * interrupts the running cell or drops the line being typed; Ctrl-D leaves, and the machine stays.
  */
 export async function replCommand(ctx: CliContext, name: string | undefined, options: ReplCommandOptions): Promise<void> {
   await withClient(ctx, async (client) => {
@@ -30,6 +32,14 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
       history: await loadHistory(ctx.historyFile),
       historySize: HISTORY_SIZE,
       removeHistoryDuplicates: true,
+      completer: (line: string, answer: (error: null, result: [string[], string]) => void) => {
+        // Before any code, Tab indents, as in Python's prompt.
+        if (!line.trim()) return answer(null, [[`${line}${INDENT}`], line]);
+        client.complete(machine, line).then(
+          ({ matches, start }) => answer(null, [matches, line.slice(start)]),
+          () => answer(null, [[], line]),
+        );
+      },
     });
     let history: string[] = [];
     rl.on('history', (entries: string[]) => (history = entries));
