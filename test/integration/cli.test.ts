@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
 import { runningServer } from '../../src/client/local-server-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
@@ -266,7 +267,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     const child = spawn('script', ['-qfec', command, '/dev/null'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
     let screen = '';
     // What the terminal shows, without its cursor moves.
-    child.stdout!.on('data', (d: Buffer) => (screen += d.toString().replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')));
+    child.stdout!.on('data', (d: Buffer) => (screen += stripVTControlCharacters(d.toString())));
     try {
       await eventually(() => screen.includes('>>> '), 30_000, 'the prompt');
       child.stdin!.write('completion_target_value = 20\r');
