@@ -40,7 +40,8 @@ export class NotebookKernel implements vscode.Disposable {
     this.#controller.interruptHandler = (notebook) => this.#interrupt(notebook);
     this.#subscriptions = [
       this.#controller,
-      vscode.commands.registerCommand('perennial.notebook.selectMachine', () => reporting(log, "choose the notebook's machine", () => this.#choose())),
+      // With a machine (from a keybinding or a script), no question is asked.
+      vscode.commands.registerCommand('perennial.notebook.selectMachine', (machine?: MachineRef) => reporting(log, "choose the notebook's machine", () => this.#choose(machine))),
       vscode.commands.registerCommand('perennial.notebook.restart', () => reporting(log, 'restart the notebook', () => this.#restart())),
     ];
   }
@@ -93,11 +94,11 @@ export class NotebookKernel implements vscode.Disposable {
     if (machine) await (await this.sources[machine.source].client()).interrupt(machine.name);
   }
 
-  /** Asks which machine the active notebook runs in: an existing one or a new one. */
-  async #choose(): Promise<MachineRef | undefined> {
+  /** Sets the machine the active notebook runs in: `given`, else one the user picks or creates. */
+  async #choose(given?: MachineRef): Promise<MachineRef | undefined> {
     const notebook = vscode.window.activeNotebookEditor?.notebook;
     if (!notebook) return undefined;
-    const machine = await chooseMachine(this.sources, 'Perennial: Select Notebook Machine', `Machine for ${posix.basename(notebook.uri.path)} to run in`);
+    const machine = given ?? (await chooseMachine(this.sources, 'Perennial: Select Notebook Machine', `Machine for ${posix.basename(notebook.uri.path)} to run in`));
     if (machine) await this.#assign(notebook, machine);
     return machine;
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
-import { openWithPerennial, runCells, shownInOutputs, textOutputs } from './notebooks.ts';
+import { machineOf, openWithPerennial, runCells, shownInOutputs, textOutputs } from './notebooks.ts';
 import { screenshot } from './workbench.ts';
 
 /** Runs in the window notebook.test.ts had reloaded: a new extension host, the same notebook. */
@@ -11,9 +11,18 @@ suite('Perennial notebook kernel, after a window reload', () => {
     const notebook = await openWithPerennial(file);
     await runCells(notebook, 6, 7);
     assert.deepEqual(textOutputs(notebook.cellAt(6)), ['82']);
-    assert.equal((notebook.metadata as { metadata: { perennial: { name: string } } }).metadata.perennial.name, machine);
+    assert.equal(machineOf(notebook).name, machine);
     await shownInOutputs(6, '82');
     await screenshot('notebook-after-reload');
+  });
+
+  test('Restart gives the same machine a fresh namespace', async () => {
+    const notebook = vscode.window.activeNotebookEditor!.notebook;
+    const machine = machineOf(notebook);
+    await vscode.commands.executeCommand('perennial.notebook.restart');
+    await runCells(notebook, 9, 10);
+    assert.deepEqual(textOutputs(notebook.cellAt(9)), ['False']);
+    assert.deepEqual(machineOf(notebook), machine);
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 });

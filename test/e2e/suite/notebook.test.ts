@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { NOTEBOOK_CELLS, openWithPerennial, runCells, shownInOutputs, textOutputs } from './notebooks.ts';
+import { NOTEBOOK_CELLS, machineOf, openWithPerennial, runCells, shownInOutputs, textOutputs, writeNotebook } from './notebooks.ts';
 import { eventually, screenshot, ui } from './workbench.ts';
 
 /**
@@ -18,8 +18,8 @@ suite('Perennial notebook kernel', () => {
     // matplotlib is in Debian's python3, which the python engine runs.
     await settings.update('defaultEngine', 'python', vscode.ConfigurationTarget.Global);
     await settings.update('pythonPath', '/usr/bin/python3', vscode.ConfigurationTarget.Global);
-    const cells = NOTEBOOK_CELLS.map((source) => ({ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source }));
-    writeFileSync(file, JSON.stringify({ cells, metadata: { language_info: { name: 'python' } }, nbformat: 4, nbformat_minor: 5 }, null, 1));
+    await settings.update('confirmRestart', false, vscode.ConfigurationTarget.Global);
+    writeNotebook(file, NOTEBOOK_CELLS);
     notebook = await openWithPerennial(file);
   });
 
@@ -64,6 +64,30 @@ suite('Perennial notebook kernel', () => {
     const hoverText = hovers.flatMap((hover) => hover.contents.map((part) => (typeof part === 'string' ? part : part.value))).join('\n');
     assert.match(hoverText, /notebook_total: int/);
     assert.match(hoverText, /42/);
+  });
+
+  test('two notebooks on one machine run their cells in the order given; a Python file completes from the active machine', async () => {
+    const machine = machineOf(notebook);
+    await runCells(notebook, 7, 8);
+    const second = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'second.ipynb');
+    writeNotebook(second, ['order.append("second")\norder']);
+    const other = await openWithPerennial(second);
+    await vscode.commands.executeCommand('perennial.notebook.selectMachine', machine);
+    assert.deepEqual(machineOf(other), machine);
+    await vscode.window.showNotebookDocument(notebook);
+    const first = runCells(notebook, 8, 9);
+    await eventually(() => notebook.cellAt(8).executionSummary?.timing?.startTime ?? undefined, 'the first cell to start');
+    await vscode.window.showNotebookDocument(other);
+    await runCells(other, 0, 1);
+    await first;
+    assert.deepEqual(textOutputs(other.cellAt(0)), ["['first', 'second']"]);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    // A Python file's code runs in the active machine: its names complete from there.
+    await vscode.commands.executeCommand('perennial.selectMachine', machine);
+    const script = await vscode.workspace.openTextDocument({ language: 'python', content: 'notebook_tot' });
+    const completions = await vscode.commands.executeCommand<vscode.CompletionList>('vscode.executeCompletionItemProvider', script.uri, new vscode.Position(0, 12));
+    assert.ok(completions.items.some((item) => (typeof item.label === 'string' ? item.label : item.label.label) === 'notebook_total'));
+    await vscode.window.showNotebookDocument(notebook);
   });
 
   test('the machine is named in the saved notebook and shown in the Machines view; then the window reloads', async () => {

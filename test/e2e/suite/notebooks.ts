@@ -1,4 +1,5 @@
 /** A notebook the notebook tests share, and what they do with it. */
+import { writeFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { count, eventually, ui } from './workbench.ts';
 
@@ -11,7 +12,21 @@ export const NOTEBOOK_CELLS = [
   'notebook_total = x + 1\nnotebook_total',
   'notebook_tot',
   'x * 2',
+  'order = []',
+  'import time\ntime.sleep(1)\norder.append("first")',
+  '"x" in globals()',
 ];
+
+/** Writes an .ipynb of code cells. */
+export function writeNotebook(file: string, sources: string[]): void {
+  const cells = sources.map((source) => ({ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source }));
+  writeFileSync(file, JSON.stringify({ cells, metadata: { language_info: { name: 'python' } }, nbformat: 4, nbformat_minor: 5 }, null, 1));
+}
+
+/** The machine a notebook runs in, as its metadata names it. */
+export function machineOf(notebook: vscode.NotebookDocument): { source: 'local' | 'forevervm'; name: string } {
+  return (notebook.metadata as { metadata: { perennial: { source: 'local' | 'forevervm'; name: string } } }).metadata.perennial;
+}
 
 /** Opens the notebook in an editor and picks the Perennial kernel for it, as from the kernel picker. */
 export async function openWithPerennial(file: string): Promise<vscode.NotebookDocument> {
