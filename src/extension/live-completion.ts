@@ -10,15 +10,19 @@ const DOTTED = /[A-Za-z_][\w.]*/;
 
 /**
  * Completions and hovers from the live machine: in a notebook cell from the notebook's machine,
- * in a Python file from the active machine (when one is set). They come after what the Python
+ * in a Python file from the active machine (when one is set, and local). They come after what the Python
  * extension offers from the source, and name what only the running namespace knows.
  */
 export function registerLiveCompletion(sources: Sources, active: ActiveMachine, notebooks: NotebookKernel): vscode.Disposable {
-  /** The machine a document's code runs in, when it is known and not busy (it would answer late). */
+  /**
+   * The machine a document's code runs in, when it is known and not busy (it would answer late).
+   * Local only: hosted ForeverVM has no introspection but an instruction, which every keystroke
+   * or hover would add to the machine's history.
+   */
   const machineFor = (document: vscode.TextDocument): MachineRef | undefined => {
     const notebook = vscode.workspace.notebookDocuments.find((candidate) => candidate.getCells().some((cell) => cell.document === document));
     const machine = notebook ? notebooks.machineOf(notebook) : active.machine;
-    return machine && sources[machine.source].get(machine.name)?.state !== 'busy' ? machine : undefined;
+    return machine?.source === 'local' && sources.local.get(machine.name)?.state !== 'busy' ? machine : undefined;
   };
   const selector: vscode.DocumentSelector = [
     { language: 'python', notebookType: 'jupyter-notebook' },

@@ -70,6 +70,7 @@ export class NotebookKernel implements vscode.Disposable {
       return;
     } finally {
       for (const run of runs) if (run.ended) pending.delete(run);
+      if (!pending.size) this.#pending.delete(notebook.uri.toString());
     }
     const key = `${machine.source}/${machine.name}`;
     const turn = (this.#queues.get(key) ?? Promise.resolve()).then(async () => {
@@ -80,6 +81,7 @@ export class NotebookKernel implements vscode.Disposable {
         else if (!run.ended) failed = !(await run.run(this.sources, machine));
         pending.delete(run);
       }
+      if (!pending.size) this.#pending.delete(notebook.uri.toString());
     });
     this.#queues.set(
       key,
@@ -190,6 +192,7 @@ class CellRun {
 
   /** Ends the cell with an error before it ran. */
   fail(message: string): void {
+    this.started = true;
     this.execution.start(Date.now());
     this.#edit(() => this.execution.replaceOutput(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error({ name: 'Perennial', message })])));
     void this.#end(false);
@@ -200,8 +203,8 @@ class CellRun {
   }
 
   async #end(success: boolean): Promise<boolean> {
-    await this.#edits.catch(() => {});
     this.ended = true;
+    await this.#edits.catch(() => {});
     this.execution.end(success, Date.now());
     return success;
   }
