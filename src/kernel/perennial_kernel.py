@@ -458,10 +458,6 @@ def _save_order(ns, names):
     return sorted(names, key=rank)
 
 
-# A name or dotted path that ends where the cursor is, and does not follow another name's dot.
-_COMPLETION_TOKEN = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*$|$")
-
-
 class _WriteFailed(BaseException):
     """A write to the snapshot file failed (a full disk): not an Exception, so that no value is
     taken for unsaveable because of it; the whole snapshot fails instead."""
@@ -608,6 +604,10 @@ def _rebase(old, new):
         return lambda path: path
     prefix = old.rstrip(os.sep) + os.sep
     return lambda path: new + path[len(old):] if path == old or path.startswith(prefix) else path
+
+
+# A name or dotted path that ends where the cursor is, and does not follow another name's dot.
+_COMPLETION_TOKEN = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*$|$")
 
 
 class Kernel:
