@@ -94,7 +94,6 @@ async function pickMachine(sources: Sources, placeHolder: string): Promise<Machi
   return (await vscode.window.showQuickPick(picks, { placeHolder }))?.ref;
 }
 
-/** Every backend's machines as quick-pick items; a backend that cannot be reached lists none. */
 /** Asks for one of the machines or a new one (made with `newMachine`). */
 export async function chooseMachine(sources: Sources, title: string, placeHolder: string): Promise<MachineRef | undefined> {
   const create = { label: '$(add) New Machine…', ref: undefined };
@@ -103,6 +102,7 @@ export async function chooseMachine(sources: Sources, title: string, placeHolder
   return picked.ref ?? newMachine(sources);
 }
 
+/** Every backend's machines as quick-pick items; a backend that cannot be reached lists none. */
 async function machinePicks(sources: Sources): Promise<Array<vscode.QuickPickItem & { ref: MachineRef }>> {
   const lists = await Promise.all(allSources(sources).map(async (source) => (await source.list().catch((): MachineInfo[] => [])).map((machine) => machinePick(source, machine))));
   return lists.flat();
