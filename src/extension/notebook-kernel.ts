@@ -83,10 +83,7 @@ export class NotebookKernel implements vscode.Disposable {
       }
       if (!pending.size) this.#pending.delete(notebook.uri.toString());
     });
-    this.#queues.set(
-      key,
-      turn.catch(() => {}),
-    );
+    this.#queues.set(key, turn.catch(() => {}));
     await turn;
   }
 

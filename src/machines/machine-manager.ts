@@ -329,8 +329,9 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   /** What the name before the cursor can become, from the machine's namespace; offsets in UTF-16 code units, as editors count. */
   async complete(name: string, request: { code: string; cursor?: number }): Promise<Completions> {
     const { code, cursor } = parseRequest(CompleteBody, request);
+    // Python counts code points.
     const before = [...code.slice(0, cursor)];
-    const { matches, start } = await this.kernel(name, 'complete', { code: before.join(''), cursor: before.length });
+    const { matches, start } = await this.kernel(name, 'complete', { code, cursor: before.length });
     return { matches, start: before.slice(0, start).join('').length };
   }
 
