@@ -38,6 +38,18 @@ describe('memory patches and machine image files', () => {
     assert.deepEqual(base, baseCopy);
   });
 
+  it('a snapshot that sits at an odd offset of its buffer (as after IPC) makes the same patch', () => {
+    const heap = heapOf(1 << 16, 3);
+    heap[100] = 42;
+    const original = snapshot(64, heap);
+    const expected = makeMemoryPatch(new Uint8Array(original), base);
+    const carrier = new Uint8Array(original.length + 3);
+    carrier.set(original, 3);
+    const patch = makeMemoryPatch(carrier.subarray(3), base);
+    assert.deepEqual(patch, expected);
+    assert.deepEqual(applyMemoryPatch(patch, base).subarray(0, original.length), original);
+  });
+
   it('a machine equal to its base is a patch of its header alone', () => {
     const patch = makeMemoryPatch(new Uint8Array(base), base);
     assert.equal(patch.length, 8 + 64);

@@ -34,12 +34,15 @@ function xorInto(target: Uint8Array, source: Uint8Array): void {
 
 /**
  * The patch that turns `base` into `snapshot`. It XORs `snapshot`'s heap in place (the snapshot is
- * consumed), which must start at a 4-byte boundary. Wasm memory never moves, so heaps line up.
+ * consumed). Wasm memory never moves, so heaps line up.
  */
 export function makeMemoryPatch(snapshot: Uint8Array, base: Uint8Array): Uint8Array {
   const start = heapOffset(snapshot);
-  xorInto(snapshot.subarray(start), base.subarray(heapOffset(base)));
-  const heap = snapshot.subarray(start);
+  // The heap is scanned as words. A snapshot that crossed IPC whole (a machine loaded from an
+  // older base) may sit at any offset of its buffer: its heap is then copied to a word boundary.
+  let heap = snapshot.subarray(start);
+  if (heap.byteOffset % 4 !== 0) heap = heap.slice();
+  xorInto(heap, base.subarray(heapOffset(base)));
   const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >>> 2);
   const runs: Array<[number, number]> = [];
   for (let i = 0; i < words.length; i++) {
