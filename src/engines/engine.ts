@@ -41,8 +41,11 @@ export interface Engine {
    * open: a rollback may put the checkpoint's files in its place before the next call.
    */
   start(): Promise<void>;
-  /** Loads the state a snapshot holds; what it could not keep comes with the next result. */
-  restore(snapshotPath: string): Promise<void>;
+  /**
+   * Loads the state a snapshot holds; what it could not keep comes with the next result. Answers
+   * what else that result should say about the restore.
+   */
+  restore(snapshotPath: string): Promise<RestoreReport>;
   /** Resolves once calls can run: a machine without a snapshot is loaded fresh by now. */
   ready(): Promise<void>;
   /** Runs one cell; output is streamed to `onOutput` while it runs. */
@@ -59,6 +62,11 @@ export interface Engine {
   stop(): Promise<void>;
   /** Resolves when the interpreter has exited, for whatever reason. */
   readonly exited: Promise<EngineExit>;
+}
+
+export interface RestoreReport {
+  /** Sentences for the next result (the machine came back, but something about it is worth knowing). */
+  notices: string[];
 }
 
 export interface EngineExit {

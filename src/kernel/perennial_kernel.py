@@ -166,6 +166,16 @@ class StreamWriter(io.TextIOBase):
         return _BinaryWriter(self)
 
 
+def _stream_writer(sink, name, fd, earlier):
+    """A ``StreamWriter`` into ``sink``: the earlier kernel's own object when there is one, made
+    over into this kernel's class, so that what code kept of it (a logging handler) writes on."""
+    if earlier is None:
+        return StreamWriter(sink, name, fd)
+    earlier.__class__ = StreamWriter
+    StreamWriter.__init__(earlier, sink, name, fd)
+    return earlier
+
+
 class _BinaryWriter(io.RawIOBase):
     """``sys.stdout.buffer``: bytes are decoded and join the text stream."""
 
@@ -611,28 +621,35 @@ _COMPLETION_TOKEN = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*$|$")
 
 
 class Kernel:
-    """One REPL: a namespace, result semantics, introspection and swap."""
+    """One REPL: a namespace, result semantics, introspection and swap.
 
-    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None)):
+    ``adopt``: the kernel of an earlier build, running in this interpreter, that this one takes
+    over (a sandbox machine carries its kernel in its memory): its namespace, cells and losses,
+    and the stream objects that code may still hold."""
+
+    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None):
         global _KERNEL
         _KERNEL = self
-        self.module = types.ModuleType("__main__")
-        self.module.__dict__["__builtins__"] = builtins
+        if adopt is None:
+            self.module = types.ModuleType("__main__")
+            self.module.__dict__["__builtins__"] = builtins
+        else:
+            self.module = adopt.module
         sys.modules["__main__"] = self.module
         self.ns = self.module.__dict__
         self.sink = OutputSink(send_output, output_limit)
-        self.stdout = StreamWriter(self.sink, "stdout", fds[0])
-        self.stderr = StreamWriter(self.sink, "stderr", fds[1])
+        self.stdout = _stream_writer(self.sink, "stdout", fds[0], getattr(adopt, "stdout", None))
+        self.stderr = _stream_writer(self.sink, "stderr", fds[1], getattr(adopt, "stderr", None))
         sys.stdout, sys.stderr = self.stdout, self.stderr
         builtins.input = _no_input
         self.running = False
-        self.future_flags = 0
-        self.cells = {}
+        self.future_flags = getattr(adopt, "future_flags", 0)
+        self.cells = dict(getattr(adopt, "cells", {}))
         self.images = []
         # Where the machine started: a snapshot's paths under it move with the machine (a fork).
-        self.workdir = os.getcwd()
-        self.lost = []
-        self._loop = None
+        self.workdir = getattr(adopt, "workdir", None) or os.getcwd()
+        self.lost = list(getattr(adopt, "lost", []))
+        self._loop = getattr(adopt, "_loop", None)
         _install_pyplot_hook(self)
 
     # -- running cells ---------------------------------------------------------------------------
@@ -1143,6 +1160,8 @@ class _PyplotHook:
 def _install_pyplot_hook(kernel):
     import importlib.util  # noqa: F401 - used by the hook
 
+    # An earlier kernel's hook, when this one takes over from it.
+    sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "_PyplotHook"]
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
         plt.show = kernel.make_show()
@@ -1342,17 +1361,18 @@ class EmscriptenDriver:
     whose handlers the sandbox process sets, so Python holds no JS object and the machine's memory
     can always be snapshotted."""
 
-    def __init__(self, output_limit):
-        self.kernel = Kernel(self._send, output_limit, fds=(1, 2))
+    def __init__(self, kernel, adopt=None):
+        """``adopt``: the driver of an earlier kernel that ``kernel`` took over."""
+        self.kernel = kernel
         self.handlers = _command_handlers(self.kernel)
         self.handlers["configure"] = self._configure
-        self.installable = frozenset()
-        self.installable_id = None
-        self.snapshot_lost = []
+        self.installable = getattr(adopt, "installable", frozenset())
+        self.installable_id = getattr(adopt, "installable_id", None)
+        self.snapshot_lost = list(getattr(adopt, "snapshot_lost", []))
         # Each write leaves at once; the sandbox process gathers them before they cross to the host.
         self.kernel.sink.coalesce = False
         _install_interrupt_handler(self.kernel)
-        time.sleep = _sliced_sleep(time.sleep, self.kernel)
+        time.sleep = _sliced_sleep(_unsliced(time.sleep), self.kernel)
 
     @staticmethod
     def _send(stream, text):
@@ -1481,11 +1501,37 @@ def _sliced_sleep(original, kernel):
             kernel.sink.flush()
 
     sleep.__doc__ = original.__doc__
+    sleep.__wrapped__ = original
     return sleep
+
+
+def _unsliced(sleep):
+    """The interpreter's own ``time.sleep`` under an earlier kernel's sliced one, if it is that."""
+    if isinstance(sleep, types.BuiltinFunctionType):
+        return sleep
+    original = getattr(sleep, "__wrapped__", None)
+    if original is None:
+        cells = [cell.cell_contents for cell in getattr(sleep, "__closure__", None) or ()]
+        original = next((c for c in cells if isinstance(c, types.BuiltinFunctionType) and c.__name__ == "sleep"), sleep)
+    return original
 
 
 def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
     """Called once by the sandbox process when it boots a fresh machine."""
     global _DRIVER
-    _DRIVER = EmscriptenDriver(output_limit)
+    _DRIVER = EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2)))
+    return _DRIVER
+
+
+def adopt_emscripten(earlier):
+    """Called by the sandbox process when it restores a machine whose kernel (the module
+    ``earlier``) an earlier build made: this kernel takes over that one's state in the same
+    interpreter, so the machine answers today's commands with everything it held."""
+    global _DRIVER
+    driver = earlier._DRIVER
+    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel)
+    # Builds before 0.2.0 bound the kernel module in the user's namespace.
+    if kernel.ns.get("perennial_kernel") is earlier:
+        del kernel.ns["perennial_kernel"]
+    _DRIVER = EmscriptenDriver(kernel, adopt=driver)
     return _DRIVER

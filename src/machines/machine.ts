@@ -71,6 +71,8 @@ export interface Instruction {
 interface EngineAhead {
   engine: Engine;
   restored: boolean;
+  /** What the restore has for the next result. */
+  notices: string[];
 }
 
 interface LiveInstruction extends Instruction {
@@ -527,14 +529,13 @@ export class Machine {
    */
   async #engineAhead(snapshot: string | null): Promise<EngineAhead> {
     const engine = await this.#startEngine();
-    if (!snapshot) return { engine, restored: false };
+    if (!snapshot) return { engine, restored: false, notices: [] };
     try {
-      await engine.restore(snapshot);
+      return { engine, restored: true, ...(await engine.restore(snapshot)) };
     } catch (error) {
       await engine.stop();
       throw error;
     }
-    return { engine, restored: true };
   }
 
   async #startEngine(): Promise<Engine> {
@@ -561,9 +562,10 @@ export class Machine {
     }
     const early = await ahead?.catch(() => undefined);
     const engine = early?.engine ?? (await this.#startEngine());
-    if (!early?.restored && (await this.store.hasSnapshot(this.name))) {
+    if (early?.restored) this.#notices.push(...early.notices);
+    else if (await this.store.hasSnapshot(this.name)) {
       try {
-        await engine.restore(this.store.snapshotPath(this.name));
+        this.#notices.push(...(await engine.restore(this.store.snapshotPath(this.name))).notices);
       } catch (error) {
         await engine.stop();
         // A snapshot of another engine build is sound, just not for this build: refuse, and

@@ -13,6 +13,7 @@ import {
   type EngineExit,
   type EngineOptions,
   type OutputListener,
+  type RestoreReport,
   type SnapshotReport,
 } from '../engine.ts';
 
@@ -143,8 +144,10 @@ export class PythonEngine implements Engine {
     await ready;
   }
 
-  async restore(snapshotPath: string): Promise<void> {
+  async restore(snapshotPath: string): Promise<RestoreReport> {
+    // Its kernel is today's, loaded from disk at start: what the snapshot lost comes with the next result.
     await this.#call('restore', { path: snapshotPath });
+    return { notices: [] };
   }
 
   async ready(): Promise<void> {

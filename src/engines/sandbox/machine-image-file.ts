@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { LostItem } from '../../shared/types.ts';
 import { imageCodec } from './image-codec.ts';
-import { applyMemoryPatch } from './memory-patch.ts';
-import type { ImageMeta, MachineImage } from './protocol.ts';
+import type { ImageMeta } from './protocol.ts';
 
 const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-2\n';
 /** Images of pre-release builds stored the memory as a whole XOR delta. */
@@ -97,10 +96,4 @@ async function readSections(bytes: Uint8Array, expectedVersion: string): Promise
   const memoryEnd = start + header.memoryBytes;
   const files = await imageCodec.decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes));
   return { header, memorySection: bytes.subarray(start, memoryEnd), files };
-}
-
-/** The whole image: a patch applied to the memory of its base. */
-export async function wholeImage(stored: StoredImage, baseSnapshot: (id: string) => Promise<Uint8Array>): Promise<MachineImage> {
-  const snapshot = stored.base ? applyMemoryPatch(stored.memory, await baseSnapshot(stored.base)) : stored.memory;
-  return { snapshot, files: stored.files, meta: stored.meta };
 }

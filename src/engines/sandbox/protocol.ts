@@ -23,6 +23,11 @@ export interface ImageMeta {
   tableLength: number;
   /** Objects that proxies held at the snapshot, released at a restore (absent in images of older builds). */
   proxiedObjects?: number[];
+  /**
+   * The kernel the machine runs (`kernelId`). Absent in images of builds before 0.2.0; a machine
+   * whose kernel is not the current one has it upgraded in place when it is restored.
+   */
+  kernel?: string;
 }
 
 /** A machine's state: the Pyodide memory snapshot, an archive of its files, and their metadata. */
@@ -58,7 +63,7 @@ export interface MachineConfig {
 }
 
 export type HostMessage =
-  /** Boot a machine: fresh from `kernelSource`, or from an image. */
+  /** Boot a machine: fresh from `kernelSource`, or from an image (with `kernelSource` when its kernel is to be upgraded). */
   | { type: 'load'; id: number; config: MachineConfig; image?: LoadImage; kernelSource?: string }
   /** Limits of the machine now loaded (a pooled machine was booted with defaults). */
   | { type: 'configure'; id: number; memoryMb: number; outputLimit: number; importNames: ImportNames }
@@ -70,7 +75,8 @@ export type HostMessage =
 
 export type ChildMessage =
   | { type: 'waiting' }
-  | { type: 'loaded'; id: number; ms: number }
+  /** `notices`: what the machine's next result should say about its load (a kernel left as it was). */
+  | { type: 'loaded'; id: number; ms: number; notices: string[] }
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string }
   | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }> }

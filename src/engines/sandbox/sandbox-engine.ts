@@ -1,6 +1,6 @@
 import { open, readFile } from 'node:fs/promises';
 import type { ExecResult } from '../../shared/types.ts';
-import type { Engine, EngineExit, EngineOptions, OutputListener, SnapshotReport } from '../engine.ts';
+import type { Engine, EngineExit, EngineOptions, OutputListener, RestoreReport, SnapshotReport } from '../engine.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
@@ -38,9 +38,9 @@ export class SandboxEngine implements Engine {
     // Nothing to do yet: whether the machine is fresh or restored is known at the next call.
   }
 
-  async restore(snapshotPath: string): Promise<void> {
+  async restore(snapshotPath: string): Promise<RestoreReport> {
     this.#attach(this.runtime.restore(this.#placement, this.#config, new Uint8Array(await readFile(snapshotPath))));
-    await this.#process;
+    return { notices: (await this.#process!).notices };
   }
 
   async ready(): Promise<void> {

@@ -38,6 +38,7 @@ export class SandboxProcess {
   #stopRequested = false;
   #stderr = '';
   #interrupts: Writable;
+  #notices: string[] = [];
 
   constructor(launch: SandboxLaunch, isolation: Isolation) {
     const { command, args } = sandboxCommand(launch, isolation);
@@ -92,12 +93,20 @@ export class SandboxProcess {
     return !this.#exit;
   }
 
-  /** Boots the process's one machine: fresh from the kernel source, or from an image. */
-  async load(config: MachineConfig, source: { image: LoadImage } | { kernelSource: string }): Promise<number> {
+  /** What the machine's next result should say about its load. */
+  get notices(): string[] {
+    return this.#notices;
+  }
+
+  /**
+   * Boots the process's one machine: fresh from the kernel source, or from an image, whose kernel
+   * is upgraded to `kernelSource` when that is given too.
+   */
+  async load(config: MachineConfig, source: { image: LoadImage; kernelSource?: string } | { kernelSource: string }): Promise<void> {
     await this.#waiting;
     const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
     if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);
-    return reply.ms;
+    this.#notices = Array.isArray(reply.notices) ? reply.notices.map(String) : [];
   }
 
   async configure(memoryMb: number, outputLimit: number, importNames: ImportNames): Promise<void> {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
-import { encodeImage, readImage, readImageFiles, wholeImage } from './machine-image-file.ts';
+import { encodeImage, readImage, readImageFiles } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
 import type { BaseFile, ImageMeta, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
@@ -81,6 +81,9 @@ export class SandboxRuntime {
   readonly #memoryDir: string;
   readonly packages: PackageCache;
   #base?: Promise<BaseImage>;
+  /** Older bases' memory files, by id: machines made before an upgrade stay patches on theirs. */
+  readonly #olderBases = new Map<string, Promise<BaseFile>>();
+  #kernel?: { source: string; id: string };
   /** Processes holding a fresh machine. */
   #fresh: Array<{ sandbox: Promise<SandboxProcess>; loaded: boolean }> = [];
   /** Processes with Pyodide booted ahead and no machine yet. */
@@ -111,19 +114,21 @@ export class SandboxRuntime {
     return this.#acquire(placement, config, async (pooled) => (pooled ? await this.#takeFresh() : undefined) ?? this.#freshProcess(placement, config));
   }
 
-  /** A process holding the machine of the image file `bytes`, with `config`'s limits. */
+  /**
+   * A process holding the machine of the image file `bytes`, with `config`'s limits. A machine an
+   * earlier build made has its kernel upgraded to this build's as it loads.
+   */
   async restore(placement: SandboxPlacement, config: MachineConfig, bytes: Uint8Array): Promise<SandboxProcess> {
     const stored = await readImage(bytes, this.pyodideVersion);
+    const kernel = this.#kernelSource();
     return this.#acquire(placement, config, async (pooled) => {
-      const base = await this.base();
       const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
       try {
-        // Against the current base, only what differs from it crosses into the sandbox.
-        const image: LoadImage =
-          stored.base === base.id
-            ? { patch: stored.memory, base: base.file, files: stored.files, meta: stored.meta }
-            : await wholeImage(stored, (id) => this.baseSnapshot(id));
-        await sandbox.load(config, { image });
+        // As a patch on its base, only what differs from it crosses into the sandbox.
+        const image: LoadImage = stored.base
+          ? { patch: stored.memory, base: await this.#baseFile(stored.base), files: stored.files, meta: stored.meta }
+          : { snapshot: stored.memory, files: stored.files, meta: stored.meta };
+        await sandbox.load(config, { image, ...(stored.meta.kernel === kernel.id ? {} : { kernelSource: kernel.source }) });
       } catch (error) {
         await sandbox.kill();
         throw error;
@@ -160,24 +165,57 @@ export class SandboxRuntime {
     await Promise.all(pooled.map((p) => p.then((sandbox) => sandbox.kill()).catch(() => {})));
   }
 
-  /** The memory snapshot of base image `id`, for decoding deltas. */
+  /** The memory snapshot of base image `id`, for decoding patches. */
   async baseSnapshot(id: string): Promise<Uint8Array> {
+    return new Uint8Array(await readFile((await this.#baseFile(id)).path));
+  }
+
+  /**
+   * A machine's image file; its memory is stored as a patch on its base. Every machine a runtime
+   * holds runs this build's kernel: a restore upgraded any other.
+   */
+  async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
+    const files = image.files;
+    const meta = { ...image.meta, kernel: this.#kernelSource().id };
+    if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost);
+    const base = await this.base();
+    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost);
+  }
+
+  /** The memory file of base `id`: the current base's, or an older one's, made from its image when missing. */
+  async #baseFile(id: string): Promise<BaseFile> {
     const current = await this.base();
-    if (current.id === id) return new Uint8Array(await readFile(current.file.path));
-    // An older base, from before an upgrade of Perennial: machines made then still need it.
+    if (current.id === id) return current.file;
+    let file = this.#olderBases.get(id);
+    if (!file) {
+      file = this.#olderBaseFile(id);
+      this.#olderBases.set(id, file);
+      file.catch(() => this.#olderBases.delete(id));
+    }
+    return file;
+  }
+
+  async #olderBaseFile(id: string): Promise<BaseFile> {
     const path = this.#basePath(id);
     const bytes = await readFile(path).catch(() => {
       throw new Error(`the base image ${id} that this machine's snapshot needs is missing (${path})`);
     });
-    return (await readImage(new Uint8Array(bytes), this.pyodideVersion)).memory;
+    const { header } = await readImageFiles(new Uint8Array(bytes), this.pyodideVersion);
+    const file = { id, path: join(this.#memoryDir, `${id}.snapshot`) };
+    if (!header.memorySha256 || (await sha256Of(file.path)) !== header.memorySha256) {
+      await mkdir(this.#memoryDir, { recursive: true, mode: 0o700 });
+      await writeFileAtomic(file.path, (await readImage(new Uint8Array(bytes), this.pyodideVersion)).memory);
+    }
+    return file;
   }
 
-  /** A machine's image file; its memory is stored as a patch on the base. */
-  async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
-    const { files, meta } = image;
-    if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost);
-    const base = await this.base();
-    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost);
+  /** This build's kernel: its source, and the id its machines' images record. */
+  #kernelSource(): { source: string; id: string } {
+    if (!this.#kernel) {
+      const source = readFileSync(KERNEL_PATH, 'utf8');
+      this.#kernel = { source, id: createHash('sha256').update(source).digest('hex').slice(0, 16) };
+    }
+    return this.#kernel;
   }
 
   base(): Promise<BaseImage> {
@@ -262,7 +300,7 @@ export class SandboxRuntime {
   }
 
   async #loadOrMakeBase(): Promise<BaseImage> {
-    const kernelSource = readFileSync(KERNEL_PATH, 'utf8');
+    const { source: kernelSource, id: kernelId } = this.#kernelSource();
     const id = createHash('sha256')
       .update(this.pyodideVersion)
       .update(kernelSource)
@@ -295,7 +333,8 @@ export class SandboxRuntime {
       await sandbox.load(POOL_CONFIG, { kernelSource });
       const { image } = await sandbox.snapshot();
       if (!('snapshot' in image)) throw new Error('a cold boot returned a patch');
-      const { snapshot, files, meta } = image;
+      const { snapshot, files } = image;
+      const meta = { ...image.meta, kernel: kernelId };
       await mkdir(this.#cacheDir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(path, await encodeImage({ base: null, memory: snapshot, files, meta }));
       return await this.#withMemoryFile(id, { snapshot, files, meta });

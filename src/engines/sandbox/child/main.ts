@@ -46,7 +46,7 @@ let memoryLimit = Infinity;
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const started = performance.now();
   const { config, image, kernelSource } = message;
-  const py = await (await loader).load({ image, kernelSource, outputLimit: config.outputLimit });
+  const { instance: py, notices } = await (await loader).load({ image, kernelSource, outputLimit: config.outputLimit });
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;
   machine = { py, call: connect(py, config) };
@@ -55,7 +55,7 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   // collection takes ~40 ms, which right away would delay the swap-in's first result.
   delete py._api.config._loadSnapshot;
   setTimeout(() => (globalThis as { gc?: () => void }).gc?.(), GC_AFTER_LOAD_MS);
-  post({ type: 'loaded', id: message.id, ms: performance.now() - started });
+  post({ type: 'loaded', id: message.id, ms: performance.now() - started, notices });
 }
 
 /** What every boot needs again: streams, the interrupt buffer, the workspace mount. */

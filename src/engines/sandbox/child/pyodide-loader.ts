@@ -77,11 +77,20 @@ interface Prefetched {
   bytes: Uint8Array;
 }
 
-/** What a load is given: the machine's image (none for a cold boot), or the kernel to boot with. */
+/**
+ * What a load is given: the machine's image (none for a cold boot), and the kernel to boot with,
+ * or to upgrade the image's to.
+ */
 export interface LoadRequest {
   image?: LoadImage;
   kernelSource?: string;
   outputLimit: number;
+}
+
+/** A machine as loaded, and what its next result should say about the load. */
+export interface LoadedMachine {
+  instance: Pyodide;
+  notices: string[];
 }
 
 /** Boots or restores a sandbox's one machine; see `prepare` for what it does before that. */
@@ -156,7 +165,7 @@ export class PyodideLoader {
   }
 
   /** The machine; called once. */
-  async load({ image, kernelSource, outputLimit }: LoadRequest): Promise<Pyodide> {
+  async load({ image, kernelSource, outputLimit }: LoadRequest): Promise<LoadedMachine> {
     const boot = this.#ahead;
     if (!boot) throw new Error('this sandbox has loaded its machine already');
     this.#ahead = undefined;
@@ -166,12 +175,12 @@ export class PyodideLoader {
     if (image && 'base' in image) this.#base = image.base;
     if (image && memory && !image.meta.dynlibs.length) {
       boot.supply(memory);
-      return restored(await boot.instance, image);
+      return restored(await boot.instance, image, kernelSource);
     }
     boot.supply(null);
     await boot.instance.catch(() => {});
-    if (image && memory) return restoreWithDynlibs(this.start, image, memory.whole());
-    return bootCold(this.start, kernelSource ?? '', outputLimit);
+    if (image && memory) return restoreWithDynlibs(this.start, image, memory.whole(), kernelSource);
+    return { instance: await bootCold(this.start, kernelSource ?? '', outputLimit), notices: [] };
   }
 }
 
@@ -300,12 +309,46 @@ async function warmUp(start: StartPyodide, base: Uint8Array, superseded: () => b
 /** A new machine from nothing: a few seconds, done once per version to make the base image. */
 async function bootCold(start: StartPyodide, kernelSource: string, outputLimit: number): Promise<Pyodide> {
   const instance = await start();
-  instance.FS.mkdirTree(KERNEL_DIR);
-  instance.FS.writeFile(`${KERNEL_DIR}/perennial_kernel.py`, new TextEncoder().encode(kernelSource));
+  writeKernel(instance, kernelSource);
   instance.runPython(
     `import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport perennial_kernel\nsys.path.remove(${JSON.stringify(KERNEL_DIR)})\nperennial_kernel.start_emscripten(${outputLimit})`,
   );
   return instance;
+}
+
+/** Puts the kernel's source where the machine imports it from. */
+function writeKernel(instance: Pyodide, kernelSource: string): void {
+  instance.FS.mkdirTree(KERNEL_DIR);
+  instance.FS.writeFile(`${KERNEL_DIR}/perennial_kernel.py`, new TextEncoder().encode(kernelSource));
+}
+
+/**
+ * Imports today's kernel beside the one a machine of an earlier build carries in its memory, and
+ * has it take that one's state over (`adopt_emscripten`). It runs in a scope of its own: a
+ * restored machine's `__main__` is the user's namespace.
+ */
+const UPGRADE_KERNEL = `import sys
+earlier = sys.modules.pop("perennial_kernel")
+sys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})
+try:
+    import perennial_kernel
+    perennial_kernel.adopt_emscripten(earlier)
+except BaseException:
+    sys.modules["perennial_kernel"] = earlier
+    raise
+finally:
+    sys.path.remove(${JSON.stringify(KERNEL_DIR)})`;
+
+/** Upgrades a restored machine's kernel; when that fails it runs on with its own, and the answer says so. */
+function upgradeKernel(instance: Pyodide, kernelSource: string): string[] {
+  try {
+    writeKernel(instance, kernelSource);
+    instance.runPython(`exec(${JSON.stringify(UPGRADE_KERNEL)}, {})`);
+    return [];
+  } catch (error) {
+    const reason = (error instanceof Error ? error.message : String(error)).trim().split('\n').at(-1);
+    return [`This machine's Perennial kernel, from an earlier version, could not be upgraded (${reason}); it runs on with its own, which may not answer every command (completion, reset).`];
+  }
 }
 
 /**
@@ -340,7 +383,7 @@ function memoryOf(image: LoadImage, prefetched: Prefetched | undefined): Machine
 }
 
 /** A machine with side modules: they are loaded again at their places before the heap is copied in. */
-async function restoreWithDynlibs(start: StartPyodide, image: LoadImage, snapshot: Uint8Array): Promise<Pyodide> {
+async function restoreWithDynlibs(start: StartPyodide, image: LoadImage, snapshot: Uint8Array, kernelSource: string | undefined): Promise<LoadedMachine> {
   const instance = await withDynlibReplay(
     image.meta.dynlibs,
     snapshot.subarray(heapOffset(snapshot)),
@@ -348,16 +391,19 @@ async function restoreWithDynlibs(start: StartPyodide, image: LoadImage, snapsho
     (module) => restoreFiles((module as unknown as { FS: EmscriptenFS }).FS, image.files),
     () => start(snapshot),
   );
-  return restored(instance, image, false);
+  return restored(instance, image, kernelSource, false);
 }
 
-/** What a restore does once the heap is in: files, the packages Pyodide knows of, the kernel. */
-function restored(instance: Pyodide, image: LoadImage, withFiles = true): Pyodide {
+/**
+ * What a restore does once the heap is in: files, the packages Pyodide knows of, the kernel (and
+ * its upgrade to `kernelSource`, when given).
+ */
+function restored(instance: Pyodide, image: LoadImage, kernelSource: string | undefined, withFiles = true): LoadedMachine {
   if (withFiles) restoreFiles(instance.FS, image.files);
   Object.assign(instance.loadedPackages, image.meta.loadedPackages);
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
   releaseProxied(instance._module, image.meta.proxiedObjects ?? []);
   instance.runPython('__import__("perennial_kernel")._DRIVER.after_restore()');
-  return instance;
+  return { instance, notices: kernelSource === undefined ? [] : upgradeKernel(instance, kernelSource) };
 }
 

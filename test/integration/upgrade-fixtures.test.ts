@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { FIXTURE_FILE, type FixtureMachine, type FixtureRecord } from '../fixtures/data-dirs/fixture-record.ts';
+import { ENGINES_UNDER_TEST, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+import { expectedOn, KINDS } from '../helpers/state-kinds.ts';
+
+const FIXTURES = fileURLToPath(new URL('../fixtures/data-dirs/', import.meta.url));
+
+/** Every fixture: a data dir written by an earlier build (scripts/make-data-dir-fixture.sh). */
+const fixtures = readdirSync(FIXTURES, { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(join(FIXTURES, entry.name, FIXTURE_FILE)))
+  .map((entry) => ({ dir: join(FIXTURES, entry.name), record: JSON.parse(readFileSync(join(FIXTURES, entry.name, FIXTURE_FILE), 'utf8')) as FixtureRecord }));
+
+/** Each of the machine's state kinds gives what it gave in the build that wrote it. */
+async function checkKinds(manager: MachineManager, machine: FixtureMachine): Promise<void> {
+  for (const kind of KINDS.filter((k) => machine.kinds.includes(k.kind))) {
+    const { result } = await run(manager, machine.name, kind.check);
+    assert.equal(valueOf(result), expectedOn(kind, machine.engine), `${kind.kind} on ${machine.engine}`);
+  }
+}
+
+const has = async (manager: MachineManager, name: string, variable: string) => valueOf((await run(manager, name, `${JSON.stringify(variable)} in globals()`)).result);
+
+/**
+ * Today's build opens a copy of each data dir that an earlier build wrote: every variable comes
+ * back as that build kept it, and the machine then runs, saves, swaps, takes checkpoints, forks
+ * and rolls back, to the old build's checkpoints too.
+ */
+for (const { dir, record } of fixtures) {
+  describe(`a data dir written by Perennial ${record.version} (${record.commit.slice(0, 7)})`, { timeout: 600_000 }, () => {
+    let manager: MachineManager;
+    let cleanup: () => Promise<void>;
+
+    before(async () => {
+      const data = await tempDataDir();
+      cleanup = data.cleanup;
+      await cp(dir, data.dir, { recursive: true });
+      manager = await openManager({ dataDir: data.dir });
+    });
+    after(async () => {
+      await manager?.close();
+      await cleanup?.();
+    });
+
+    for (const machine of record.machines.filter((m) => ENGINES_UNDER_TEST.includes(m.engine))) {
+      it(`${machine.engine} machine: its ${machine.kinds.length} kinds of state, with nothing lost and nothing to say`, async () => {
+        const { result } = await run(manager, machine.name, 'None');
+        assert.deepEqual(result.data ?? null, null, 'no losses, no notices');
+        await checkKinds(manager, machine);
+      });
+
+      it(`${machine.engine} machine: runs, swaps, takes a checkpoint, forks`, async () => {
+        valueOf((await run(manager, machine.name, 'fixture_new = "after the upgrade"')).result);
+        await manager.swap(machine.name);
+        assert.equal(valueOf((await run(manager, machine.name, 'fixture_new')).result), "'after the upgrade'");
+        await manager.checkpointNamed(machine.name, { label: 'upgraded' });
+        const fork = await manager.fork(machine.name);
+        assert.equal(valueOf((await run(manager, fork.name, 'fixture_new, k_count')).result), "('after the upgrade', 5)");
+        const cleared = await manager.kernel(fork.name, 'reset', {});
+        assert.ok(cleared.cleared > machine.kinds.length, `reset cleared ${cleared.cleared} names`);
+        assert.equal(await has(manager, fork.name, 'k_count'), 'False');
+      });
+
+      it(`${machine.engine} machine: completes and lists its variables with today's kernel commands`, async () => {
+        const { matches } = await manager.complete(machine.name, { code: 'k_coun', cursor: 6 });
+        assert.ok(matches.includes('k_count') && matches.some((m) => m.startsWith('k_counter(')), matches.join(', '));
+        const variables = await manager.kernel(machine.name, 'variables', {});
+        assert.ok(variables.some((v) => v.name === 'k_count' && v.type === 'int'));
+      });
+
+      if (machine.checkpoint) {
+        it(`${machine.engine} machine: rolls back to the checkpoint the old build took, and forward again`, async () => {
+          await manager.rollback(machine.name, 'fixture');
+          assert.equal(await has(manager, machine.name, 'fixture_after_checkpoint'), 'False');
+          await checkKinds(manager, machine);
+          await manager.rollback(machine.name, 'upgraded');
+          assert.equal(valueOf((await run(manager, machine.name, 'fixture_new, fixture_after_checkpoint')).result), "('after the upgrade', 'made after the checkpoint')");
+        });
+      }
+
+      if (machine.fork) {
+        it(`${machine.engine} machine: the fork the old build made has its own state`, async () => {
+          assert.equal(valueOf((await run(manager, machine.fork!, 'fixture_in_fork, k_count')).result), "('only in the fork', 5)");
+          assert.equal(await has(manager, machine.name, 'fixture_in_fork'), 'False');
+        });
+      }
+    }
+  });
+}
