@@ -3,9 +3,10 @@ import type { EngineName } from '../shared/requests.ts';
 import type { EngineStatus } from '../shared/types.ts';
 import type { EngineFactory } from './engine.ts';
 import { PythonEngine } from './python/python-engine.ts';
-import { pyodideVersion, sandboxChildDir } from './sandbox/sandbox-assets.ts';
-import { SandboxEngine } from './sandbox/sandbox-engine.ts';
-import { SandboxRuntime } from './sandbox/sandbox-runtime.ts';
+import { CURRENT_PYODIDE, installedPyodideVersion, pyodideRuntime, pyodideRuntimes, type PyodideRuntime } from './sandbox/pyodide-runtimes.ts';
+import { sandboxChildDir } from './sandbox/sandbox-assets.ts';
+import { SandboxEngine, type SandboxRuntimes } from './sandbox/sandbox-engine.ts';
+import { defaultPackageSource, SandboxRuntime } from './sandbox/sandbox-runtime.ts';
 
 /** Default memory cap per engine, in MiB. */
 export const DEFAULT_MEMORY_MB: Record<EngineName, number> = {
@@ -32,32 +33,57 @@ export interface EngineSetOptions {
 }
 
 export function openEngines(options: EngineSetOptions): EngineSet {
-  let runtime: SandboxRuntime | undefined;
-  const sandbox = () => (runtime ??= new SandboxRuntime({ cacheDir: join(options.dataDir, 'engines', 'sandbox'), poolSize: options.sandboxPoolSize, poolIdleSeconds: options.sandboxPoolIdleSeconds }));
+  const made = new Map<string, SandboxRuntime>();
+  const runtimeOf = (pyodide: PyodideRuntime): SandboxRuntime => {
+    let runtime = made.get(pyodide.version);
+    if (!runtime) {
+      const current = pyodide === CURRENT_PYODIDE;
+      runtime = new SandboxRuntime({
+        cacheDir: join(options.dataDir, 'engines', 'sandbox', pyodide.cacheFolder),
+        pyodide,
+        packageSource: defaultPackageSource(pyodide, current),
+        // Machines of older builds are few: they start a process each, with no pool kept for them.
+        poolSize: current ? options.sandboxPoolSize : 0,
+        poolIdleSeconds: options.sandboxPoolIdleSeconds,
+      });
+      made.set(pyodide.version, runtime);
+    }
+    return runtime;
+  };
+  const runtimes: SandboxRuntimes = {
+    current: () => runtimeOf(CURRENT_PYODIDE),
+    of: (version) => {
+      const pyodide = pyodideRuntime(version);
+      return pyodide && runtimeOf(pyodide);
+    },
+    versions: pyodideRuntimes().map((r) => r.version),
+  };
   const sandboxProblem = sandboxUnavailable();
+  const older = pyodideRuntimes().filter((r) => r !== CURRENT_PYODIDE);
   return {
     factories: {
       python: (engineOptions) => new PythonEngine(engineOptions),
-      ...(sandboxProblem ? {} : { sandbox: (engineOptions) => new SandboxEngine(sandbox(), engineOptions) }),
+      ...(sandboxProblem ? {} : { sandbox: (engineOptions) => new SandboxEngine(runtimes, engineOptions) }),
     },
     status() {
-      const isolation = sandboxProblem ? null : sandbox().isolation;
+      const isolation = sandboxProblem ? null : runtimes.current().isolation;
+      const kept = older.length ? `; machines made on ${older.map((r) => `Pyodide ${r.version}`).join(' or ')} stay on it until upgraded` : '';
       return [
         {
           name: 'sandbox',
           available: !sandboxProblem,
-          detail: sandboxProblem ?? `Pyodide ${pyodideVersion()}, ${isolation!.bubblewrap ? 'bubblewrap + ' : ''}Node permission model`,
+          detail: sandboxProblem ?? `Pyodide ${CURRENT_PYODIDE.version} (Python ${CURRENT_PYODIDE.python}), ${isolation!.bubblewrap ? 'bubblewrap + ' : ''}Node permission model${kept}`,
           warning: isolation?.warning ?? null,
-          ready: runtime?.pooled ?? 0,
+          ready: made.get(CURRENT_PYODIDE.version)?.pooled ?? 0,
         },
         { name: 'python', available: true, detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`, warning: null, ready: 0 },
       ];
     },
     prewarm() {
-      if (!sandboxProblem) sandbox().prewarm();
+      if (!sandboxProblem) runtimes.current().prewarm();
     },
     async close() {
-      await runtime?.close();
+      await Promise.all([...made.values()].map((runtime) => runtime.close()));
     },
   };
 }
@@ -65,7 +91,11 @@ export function openEngines(options: EngineSetOptions): EngineSet {
 function sandboxUnavailable(): string | null {
   try {
     sandboxChildDir();
-    pyodideVersion();
+    for (const runtime of pyodideRuntimes()) {
+      const installed = installedPyodideVersion(runtime);
+      // Snapshots record the version Pyodide reports: a different one would strand every machine.
+      if (installed !== runtime.version) return `the package ${runtime.packageName} is Pyodide ${installed}, not the ${runtime.version} this build was made for (reinstall Perennial)`;
+    }
     return null;
   } catch (error) {
     return (error as Error).message;

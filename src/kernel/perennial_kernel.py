@@ -12,6 +12,7 @@ import base64
 import builtins
 import dataclasses
 import enum
+import functools
 import importlib
 import io
 import json
@@ -26,6 +27,7 @@ import reprlib
 import rlcompleter
 import signal
 import sys
+import textwrap
 import threading
 import time
 import traceback
@@ -205,24 +207,108 @@ def _no_input(prompt=""):
     raise EOFError("input() is not available: a machine has no keyboard; put the value in the code instead")
 
 
+# The cache tag of the Python that wrote the snapshot being restored, while it is restored.
+_RESTORING_TAG = None
+
+
 def _make_function(code_bytes, name, ncells, own_globals):
-    code = marshal.loads(code_bytes)
+    """A REPL function as snapshots of builds before 0.2.0 saved it: its bytecode alone, which
+    only the Python that wrote it can run."""
+    if _RESTORING_TAG not in (None, sys.implementation.cache_tag):
+        raise _Unsaveable(f"its bytecode is for {_RESTORING_TAG}, and the Perennial that saved it kept no source")
+    return _new_function(marshal.loads(code_bytes), name, own_globals)
+
+
+def _rebuild_function(code_bytes, cache_tag, source, name, own_globals):
+    """A REPL function: its bytecode when this is the Python that wrote it, else compiled again
+    from its source (``_function_source``), as after a change of interpreter or of Pyodide."""
+    if cache_tag == sys.implementation.cache_tag:
+        code = marshal.loads(code_bytes)
+    elif source is not None:
+        code = _compile_function(*source)
+    else:
+        raise _Unsaveable(f"its bytecode is for {cache_tag}, and its source could not be found when it was saved")
+    return _new_function(code, name, own_globals)
+
+
+def _new_function(code, name, own_globals):
     if own_globals is None:
         globs = _KERNEL.ns
     else:
         globs = dict(own_globals)
         globs.setdefault("__builtins__", builtins)
-    closure = tuple(types.CellType() for _ in range(ncells)) or None
+    closure = tuple(types.CellType() for _ in code.co_freevars) or None
     return types.FunctionType(code, globs, name, None, closure)
 
 
 def _set_function_state(func, state):
-    for cell, value in zip(func.__closure__ or (), state.pop("closure")):
+    """``closure``: the values of the free variables, by name (or in their order, in snapshots of
+    builds before 0.2.0)."""
+    closure = state.pop("closure")
+    cells = func.__closure__ or ()
+    values = [closure.get(n, EMPTY_CELL) for n in func.__code__.co_freevars] if isinstance(closure, dict) else closure
+    for cell, value in zip(cells, values):
         if value is not EMPTY_CELL:
             cell.cell_contents = value
     for key, value in state.items():
         setattr(func, key, value)
     return func
+
+
+_FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _function_source(code):
+    """Where a REPL function's code can be compiled again from: (its source, the line it starts
+    on, the cell's name, its free variables), or None. The source is the ``def`` (without its
+    decorators, which have run) or the ``lambda``, found in the cell it was defined in."""
+    text = "".join(linecache.getlines(code.co_filename))
+    tree = _parse_cell(text) if text else None
+    if tree is None:
+        return None
+    lambda_args = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, _FUNCTION_NODES):
+            continue
+        first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno
+        if first != code.co_firstlineno and node.lineno != code.co_firstlineno:
+            continue
+        if isinstance(node, ast.Lambda):
+            names = tuple(a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
+            if code.co_name == "<lambda>" and names == lambda_args:
+                found.append(node)
+        elif node.name == code.co_name:
+            found.append(node)
+    if len(found) != 1:
+        return None  # none, or several alike on one line: which one is not known
+    segment = ast.get_source_segment(text, found[0], padded=True)
+    return None if segment is None else (segment, found[0].lineno, code.co_filename, code.co_freevars)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_cell(text):
+    """A cell's syntax tree, parsed once for all the functions a snapshot finds in it."""
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def _compile_function(segment, lineno, filename, freevars):
+    """The code of a function from its source (``_function_source``), compiled in a scope that
+    gives it the same free variables, at its own lines of its cell."""
+    node = ast.parse(textwrap.dedent(segment)).body[0]
+    ast.increment_lineno(node, lineno - 1)
+    if isinstance(node, ast.Expr):  # a lambda
+        node = ast.Assign(targets=[ast.Name("__perennial_function__", ast.Store())], value=node.value, lineno=lineno)
+    # A scope that assigns each free variable makes them the function's cells, as they were.
+    scope = ast.parse("def __perennial_scope__():\n    pass").body[0]
+    scope.body = [ast.parse(f"{name} = None").body[0] for name in freevars] + [node]
+    module = ast.Module(body=[scope], type_ignores=[])
+    ast.fix_missing_locations(module)
+    outer = next(c for c in compile(module, filename, "exec").co_consts if isinstance(c, types.CodeType))
+    return next(c for c in outer.co_consts if isinstance(c, types.CodeType))
 
 
 def _make_class(metaclass, name, bases, slots, qualname):
@@ -385,12 +471,12 @@ class NamespacePickler(pickle.Pickler):
             own_globals = None
         else:
             own_globals = {n: func.__globals__[n] for n in _code_global_names(code) if n in func.__globals__}
-        closure = []
-        for cell in func.__closure__ or ():
+        closure = {}
+        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
             try:
-                closure.append(cell.cell_contents)
+                closure[name] = cell.cell_contents
             except ValueError:
-                closure.append(EMPTY_CELL)
+                closure[name] = EMPTY_CELL
         state = {
             "closure": closure,
             "__qualname__": func.__qualname__,
@@ -401,8 +487,8 @@ class NamespacePickler(pickle.Pickler):
             "__module__": func.__module__,
             "__dict__": func.__dict__,
         }
-        args = (marshal.dumps(code), func.__name__, len(closure), own_globals)
-        return _make_function, args, state, None, None, _set_function_state
+        args = (marshal.dumps(code), sys.implementation.cache_tag, _function_source(code), func.__name__, own_globals)
+        return _rebuild_function, args, state, None, None, _set_function_state
 
     @staticmethod
     def _reduce_class(cls):
@@ -971,6 +1057,9 @@ class Kernel:
                 segments, failed = _write_segments(f, [(n, self.ns[n]) for n in values] + [("\0rng", _rng_state())])
             except _WriteFailed as failure:
                 raise failure.args[0] from None
+            finally:
+                # The cells' syntax trees served this snapshot; kept, they would fill the machine's memory.
+                _parse_cell.cache_clear()
             lost = [{"name": _display_name(n), "reason": r} for n, r in failed.items()]
             footer = json.dumps(
                 {
@@ -1004,14 +1093,6 @@ class Kernel:
         footer_len = int.from_bytes(blob[end - 8 : end], "little")
         meta = json.loads(blob[end - 8 - footer_len : end - 8])
         lost = list(meta.get("lost", []))
-        if meta.get("cache_tag") != sys.implementation.cache_tag:
-            lost.append(
-                {
-                    "name": "*",
-                    "reason": f"snapshot written by Python {meta.get('python', '?').split()[0]}, "
-                    f"restored into {sys.version.split()[0]}: functions and classes may not load",
-                }
-            )
         self.cells.update(meta.get("cells", {}))
         for filename, code in self.cells.items():
             self._remember_cell(filename, code)
@@ -1029,7 +1110,14 @@ class Kernel:
                 self.ns[name] = importlib.import_module(module_name)
             except BaseException as exc:
                 lost.append({"name": name, "reason": f"import {module_name} failed: {_short_error(exc)}"})
-        for name, value in _load_segments(blob, meta.get("segments", []), lost):
+        global _RESTORING_TAG
+        # Functions saved by another Python are compiled again from their source (see _rebuild_function).
+        _RESTORING_TAG = meta.get("cache_tag")
+        try:
+            loaded = _load_segments(blob, meta.get("segments", []), lost)
+        finally:
+            _RESTORING_TAG = None
+        for name, value in loaded:
             if name == "\0rng":
                 _set_rng_state(value)
             else:

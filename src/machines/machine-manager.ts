@@ -18,6 +18,8 @@ import type {
 } from '../shared/types.ts';
 import { CheckpointBody, CheckpointRef, CompleteBody, ForkBody, InvalidRequestError, NewMachineOptions, Packages, Tags, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
 import { DataDirLock } from '../platform/data-dir-lock.ts';
+import { checkDataDirFormat, markDataDir } from '../platform/data-dir-format.ts';
+import { VERSION } from '../shared/version.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
@@ -110,10 +112,17 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     }
   }
 
-  /** Takes the data dir's lock and loads every machine in it (all swapped out). */
+  /**
+   * Takes the data dir's lock and loads every machine in it (all swapped out). A data dir that a
+   * newer Perennial wrote in a format this one cannot read is refused before anything is written.
+   */
   static async open(options: MachineManagerOptions): Promise<MachineManager> {
+    await checkDataDirFormat(options.dataDir, VERSION);
     const lock = await DataDirLock.acquire(options.dataDir);
     try {
+      // Again under the lock: a newer build may have taken the data dir meanwhile.
+      await checkDataDirFormat(options.dataDir, VERSION);
+      await markDataDir(options.dataDir, VERSION);
       const store = new MachineStore(options.dataDir);
       await store.init();
       const manager = new MachineManager(options, store, lock);

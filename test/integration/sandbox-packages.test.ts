@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { CURRENT_PYODIDE } from '../../src/engines/sandbox/pyodide-runtimes.ts';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
 import { errorOf, managerFixture, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 
@@ -82,7 +83,7 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     const r = await run(manager, name, 'import tinypkg\ntinypkg.greet("sandbox"), tinypkg.VERSION', 60);
     assert.equal(valueOf(r.result), "('hello sandbox', '0.1.0')");
     assert.match(r.stderr, /perennial: installing tinydep 0\.2\.0, tinypkg 0\.1\.0/);
-    const cache = join(manager.dataDir, 'engines', 'sandbox', 'packages');
+    const cache = join(manager.dataDir, 'engines', 'sandbox', CURRENT_PYODIDE.cacheFolder, 'packages');
     assert.deepEqual((await readdir(cache)).sort(), ['tinydep-0.2.0-py3-none-any.whl', 'tinypkg-0.1.0-py3-none-any.whl']);
     await manager.swap(name);
     // A submodule never imported before the swap: the files of site-packages came back too.
@@ -101,7 +102,7 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     const name = (await manager.create({ engine: 'sandbox' })).name;
     const error = errorOf((await run(manager, name, 'import ghostpkg')).result);
     assert.match(error, /^ModuleNotFoundError: Package "ghostpkg" 1\.0\.0 is not in the package cache and could not be fetched from .*ghostpkg-1\.0\.0-py3-none-any\.whl/);
-    assert.match(error, /To provide it offline, put ghostpkg-1\.0\.0-py3-none-any\.whl in .*engines\/sandbox\/packages, or point PERENNIAL_PYODIDE_PACKAGES at a folder of Pyodide wheels/);
+    assert.match(error, /To provide it offline, put ghostpkg-1\.0\.0-py3-none-any\.whl in .*engines\/sandbox\/pyodide-314\.0\.7\/packages, or point PERENNIAL_PYODIDE_PACKAGES at a folder of Pyodide wheels/);
     assert.equal(valueOf((await run(manager, name, '"still fine"')).result), "'still fine'");
   });
 

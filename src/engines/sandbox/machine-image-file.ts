@@ -22,11 +22,11 @@ export interface ImageHeader {
   lost: LostItem[];
 }
 
-/** A snapshot made by another Pyodide build: restoring it would corrupt the machine. */
+/** A snapshot made by a Pyodide build this Perennial does not ship: restoring it would corrupt the machine. */
 export class ImageVersionError extends Error {
   static readonly errorCode = 'SnapshotVersionMismatch';
-  constructor(found: string, expected: string) {
-    super(`the machine's snapshot was made by Pyodide ${found}, but this Perennial runs Pyodide ${expected}; keep the Perennial version that made it to use this machine`);
+  constructor(found: string, shipped: string[]) {
+    super(`the machine's snapshot was made by Pyodide ${found}, which this Perennial does not ship (it runs Pyodide ${shipped.join(' and ')}); use the Perennial version that made it`);
     this.name = 'ImageVersionError';
   }
 }
@@ -91,7 +91,7 @@ export async function readImageFiles(bytes: Uint8Array, expectedVersion: string)
 
 async function readSections(bytes: Uint8Array, expectedVersion: string): Promise<{ header: ImageHeader; memorySection: Uint8Array; files: Uint8Array }> {
   const header = readImageHeader(bytes);
-  if (header.pyodideVersion !== expectedVersion) throw new ImageVersionError(header.pyodideVersion, expectedVersion);
+  if (header.pyodideVersion !== expectedVersion) throw new ImageVersionError(header.pyodideVersion, [expectedVersion]);
   const start = MAGIC.length + 4 + new TextEncoder().encode(JSON.stringify(header)).length;
   const memoryEnd = start + header.memoryBytes;
   const files = await imageCodec.decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes));

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -15,14 +14,4 @@ export function sandboxChildDir(): string {
   const found = candidates.find((dir) => existsSync(join(dir, 'main.js')));
   if (!found) throw new Error(`The sandbox engine is not built: none of ${candidates.join(', ')} holds main.js (run npm run build)`);
   return found;
-}
-
-/** The pinned Pyodide package's folder. */
-export function pyodideDir(): string {
-  return dirname(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs'));
-}
-
-/** The Pyodide version this build pins; snapshots record it and refuse any other. */
-export function pyodideVersion(): string {
-  return (createRequire(import.meta.url)('pyodide/package.json') as { version: string }).version;
 }

@@ -2,19 +2,31 @@ import { open, readFile } from 'node:fs/promises';
 import type { ExecResult } from '../../shared/types.ts';
 import type { Engine, EngineExit, EngineOptions, OutputListener, RestoreReport, SnapshotReport } from '../engine.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
+import { ImageVersionError, readImageHeader } from './machine-image-file.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
 import type { SandboxProcess } from './sandbox-process.ts';
 
+/** The sandbox runtimes of a data dir, one per Pyodide build it ships, each made when first needed. */
+export interface SandboxRuntimes {
+  /** The build new machines run. */
+  current(): SandboxRuntime;
+  /** The runtime of a build, when this Perennial ships it. */
+  of(pyodideVersion: string): SandboxRuntime | undefined;
+  /** The versions shipped, newest first. */
+  readonly versions: string[];
+}
+
 /**
  * The `sandbox` engine: Pyodide in a locked-down process (bubblewrap + the Node permission model),
- * swapped with exact memory snapshots. A machine is loaded lazily: `restore()` loads its image,
- * anything else first takes a fresh machine from the runtime's pool.
+ * swapped with exact memory snapshots. A machine is loaded lazily: `restore()` loads its image on
+ * the Pyodide build that made it, anything else first takes a fresh machine of the current build.
  */
 export class SandboxEngine implements Engine {
   readonly name = 'sandbox' as const;
   readonly exited: Promise<EngineExit>;
   #resolveExit!: (exit: EngineExit) => void;
+  #runtime?: SandboxRuntime;
   #process?: Promise<SandboxProcess>;
   #stopped = false;
   #pid?: number;
@@ -22,7 +34,7 @@ export class SandboxEngine implements Engine {
   readonly #placement: SandboxPlacement;
 
   constructor(
-    private readonly runtime: SandboxRuntime,
+    private readonly runtimes: SandboxRuntimes,
     options: EngineOptions,
   ) {
     this.exited = new Promise((resolve) => (this.#resolveExit = resolve));
@@ -38,8 +50,18 @@ export class SandboxEngine implements Engine {
     // Nothing to do yet: whether the machine is fresh or restored is known at the next call.
   }
 
+  /** The Pyodide build the machine runs, once it is loaded or being loaded. */
+  get pyodide(): SandboxRuntime['pyodide'] | undefined {
+    return this.#runtime?.pyodide;
+  }
+
   async restore(snapshotPath: string): Promise<RestoreReport> {
-    this.#attach(this.runtime.restore(this.#placement, this.#config, new Uint8Array(await readFile(snapshotPath))));
+    const bytes = new Uint8Array(await readFile(snapshotPath));
+    const { pyodideVersion } = readImageHeader(bytes);
+    const runtime = this.runtimes.of(pyodideVersion);
+    if (!runtime) throw new ImageVersionError(pyodideVersion, this.runtimes.versions);
+    this.#runtime = runtime;
+    this.#attach(runtime.restore(this.#placement, this.#config, bytes));
     return { notices: (await this.#process!).notices };
   }
 
@@ -70,8 +92,9 @@ export class SandboxEngine implements Engine {
 
   async installPackages(packages: string[]): Promise<string> {
     const process = await this.#loaded();
-    const wanted = await this.runtime.packages.resolve(packages);
-    await process.loadPackages(await this.runtime.packages.ensure(wanted));
+    const { packages: cache } = this.#runtime!;
+    const wanted = await cache.resolve(packages);
+    await process.loadPackages(await cache.ensure(wanted));
     await process.call('refresh_imports', {});
     return wanted.map((p) => `${p.name} ${p.version}`).join(', ') || 'nothing (already installed)';
   }
@@ -86,7 +109,7 @@ export class SandboxEngine implements Engine {
 
   async snapshot(path: string): Promise<SnapshotReport> {
     const { image, lost } = await (await this.#loaded()).snapshot();
-    const bytes = await this.runtime.encode(image, lost);
+    const bytes = await this.#runtime!.encode(image, lost);
     const handle = await open(path, 'w', 0o600);
     try {
       await handle.writeFile(bytes);
@@ -109,7 +132,10 @@ export class SandboxEngine implements Engine {
   }
 
   #loaded(): Promise<SandboxProcess> {
-    if (!this.#process) this.#attach(this.runtime.fresh(this.#placement, this.#config));
+    if (!this.#process) {
+      this.#runtime = this.runtimes.current();
+      this.#attach(this.#runtime.fresh(this.#placement, this.#config));
+    }
     return this.#process!;
   }
 

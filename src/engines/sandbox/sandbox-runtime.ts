@@ -8,7 +8,8 @@ import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation
 import { encodeImage, readImage, readImageFiles } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
 import type { BaseFile, ImageMeta, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
-import { pyodideDir, pyodideVersion, sandboxChildDir } from './sandbox-assets.ts';
+import { pyodideDir, type PyodideRuntime } from './pyodide-runtimes.ts';
+import { sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
 
@@ -18,29 +19,32 @@ export const DEFAULT_POOL_IDLE_SECONDS = 300;
 const POOL_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
 
 export interface SandboxRuntimeOptions {
-  /** Where base images and the package cache are kept (`<data dir>/engines/sandbox`). */
+  /** Where base images and the package cache are kept. */
   cacheDir: string;
+  /** The Pyodide build its machines run. */
+  pyodide: PyodideRuntime;
   /**
    * Sandbox processes kept ready of each kind: holding a fresh machine (for new machines), and
-   * with Pyodide booted ahead (for restores). Default 1.
+   * with Pyodide booted ahead (for restores); 0 for none. Default 1.
    */
   poolSize?: number;
   /** The pools are emptied after this long without a sandbox machine made or swapped in. Default 300 s. */
   poolIdleSeconds?: number;
-  /** Where packages come from; default the lock file Pyodide ships and its public CDN. */
-  packageSource?: PackageSource;
+  /** Where packages come from (`defaultPackageSource`). */
+  packageSource: PackageSource;
 }
 
 /**
- * The package source from the environment: `PERENNIAL_PYODIDE_PACKAGES` (a folder or URL of
- * wheels; its own pyodide-lock.json is used when it has one) and `PERENNIAL_PYODIDE_LOCK`.
+ * The package source of a Pyodide build. For the current one, the environment may name another:
+ * `PERENNIAL_PYODIDE_PACKAGES` (a folder or URL of wheels; its own pyodide-lock.json is used when
+ * it has one) and `PERENNIAL_PYODIDE_LOCK`.
  */
-export function defaultPackageSource(env: NodeJS.ProcessEnv = process.env): PackageSource {
-  const wheels = env.PERENNIAL_PYODIDE_PACKAGES;
+export function defaultPackageSource(pyodide: PyodideRuntime, current: boolean, env: NodeJS.ProcessEnv = process.env): PackageSource {
+  const wheels = current ? env.PERENNIAL_PYODIDE_PACKAGES : undefined;
   const ownLock = wheels && !/^https?:/.test(wheels) && existsSync(join(wheels, 'pyodide-lock.json')) ? join(wheels, 'pyodide-lock.json') : undefined;
   return {
-    lockFile: env.PERENNIAL_PYODIDE_LOCK || ownLock || join(pyodideDir(), 'pyodide-lock.json'),
-    baseUrl: wheels || `https://cdn.jsdelivr.net/pyodide/v${pyodideVersion()}/full/`,
+    lockFile: (current && env.PERENNIAL_PYODIDE_LOCK) || ownLock || join(pyodideDir(pyodide), 'pyodide-lock.json'),
+    baseUrl: wheels || `https://cdn.jsdelivr.net/pyodide/v${pyodide.version}/full/`,
   };
 }
 
@@ -70,13 +74,14 @@ interface BaseImage {
  */
 export class SandboxRuntime {
   readonly isolation: Isolation = detectIsolation();
-  readonly pyodideVersion = pyodideVersion();
+  readonly pyodide: PyodideRuntime;
+  readonly pyodideVersion: string;
   readonly #cacheDir: string;
   readonly #poolSize: number;
   readonly #poolIdleMs: number;
   #poolIdle?: NodeJS.Timeout;
   readonly #childDir = sandboxChildDir();
-  readonly #pyodideDir = pyodideDir();
+  readonly #pyodideDir: string;
   /** Base images' memory as plain files, mounted read-only into every sandbox. */
   readonly #memoryDir: string;
   readonly packages: PackageCache;
@@ -92,11 +97,14 @@ export class SandboxRuntime {
   #imports?: Promise<ImportNames>;
 
   constructor(options: SandboxRuntimeOptions) {
+    this.pyodide = options.pyodide;
+    this.pyodideVersion = options.pyodide.version;
+    this.#pyodideDir = pyodideDir(options.pyodide);
     this.#cacheDir = options.cacheDir;
     this.#memoryDir = join(options.cacheDir, 'memory');
     this.#poolSize = options.poolSize ?? 1;
     this.#poolIdleMs = (options.poolIdleSeconds ?? DEFAULT_POOL_IDLE_SECONDS) * 1000;
-    this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource ?? defaultPackageSource());
+    this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource);
   }
 
   /** Starts filling the pools now rather than after the first sandbox machine. */

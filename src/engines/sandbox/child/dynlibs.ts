@@ -69,12 +69,12 @@ function wasmFunctionIII(fn: (a: number, b: number) => number): (a: number, b: n
 
 interface EmscriptenSettings {
   instantiateWasm(
-    imports: { env: { __indirect_function_table: WebAssembly.Table } },
+    imports: { env: { __indirect_function_table?: WebAssembly.Table } },
     success: (instance: { exports: Record<string, unknown> }, module: WebAssembly.Module) => void,
   ): unknown;
 }
 
-type CreateModule = (settings: EmscriptenSettings) => Promise<EmscriptenModule>;
+export type CreateModule = (settings: EmscriptenSettings) => Promise<EmscriptenModule>;
 
 /**
  * Steers Emscripten's `getMemory` to chosen addresses. It allocates a side module's memory with
@@ -91,32 +91,44 @@ class CallocSteering {
     const original = settings.instantiateWasm.bind(settings);
     settings.instantiateWasm = (imports, success) =>
       original(imports, (instance, module) => {
-        const real = instance.exports.calloc as (n: number, size: number) => number;
-        const hooked = wasmFunctionIII((n, size) => {
-          const forced = this.forced;
-          if (forced && size === 1 && n >= forced.size && n <= forced.size + 65536) {
-            forced.used = true;
-            this.forced = null;
-            return forced.addr;
-          }
-          return real(n, size);
-        });
-        // calloc is address-taken: the hook takes its very slot, or one extra slot would shift
-        // every later table base.
-        const table = imports.env.__indirect_function_table;
-        for (let i = 0; i < table.length; i++) {
-          if (table.get(i) === real) {
-            this.#slot = i;
-            break;
-          }
+        try {
+          success(this.#hook(imports, instance), module);
+        } catch (error) {
+          // Emscripten gives this callback no way to fail: left to itself the load would wait forever.
+          process.nextTick(() => {
+            throw error;
+          });
         }
-        if (this.#slot >= 0) table.set(this.#slot, hooked);
-        this.#real = real;
-        this.#table = table;
-        const exports: Record<string, unknown> = Object.assign(Object.create(null), instance.exports);
-        for (const key of Object.keys(exports)) if (exports[key] === real) exports[key] = hooked;
-        success({ exports }, module);
       });
+  }
+
+  /** The main module's exports with calloc replaced by the hook, which also takes calloc's table slot. */
+  #hook(imports: { env: { __indirect_function_table?: WebAssembly.Table } }, instance: { exports: Record<string, unknown> }): { exports: Record<string, unknown> } {
+    const real = instance.exports.calloc as (n: number, size: number) => number;
+    const hooked = wasmFunctionIII((n, size) => {
+      const forced = this.forced;
+      if (forced && size === 1 && n >= forced.size && n <= forced.size + 65536) {
+        forced.used = true;
+        this.forced = null;
+        return forced.addr;
+      }
+      return real(n, size);
+    });
+    // calloc is address-taken: the hook takes its very slot, or one extra slot would shift
+    // every later table base. Pyodide up to 0.29 imports the table; later builds export it.
+    const table = imports.env.__indirect_function_table ?? (instance.exports.__indirect_function_table as WebAssembly.Table);
+    for (let i = 0; i < table.length; i++) {
+      if (table.get(i) === real) {
+        this.#slot = i;
+        break;
+      }
+    }
+    if (this.#slot >= 0) table.set(this.#slot, hooked);
+    this.#real = real;
+    this.#table = table;
+    const exports: Record<string, unknown> = Object.assign(Object.create(null), instance.exports);
+    for (const key of Object.keys(exports)) if (exports[key] === real) exports[key] = hooked;
+    return { exports };
   }
 
   /** Puts the real calloc back into its slot, for C code that calls it through a pointer. */
@@ -126,24 +138,23 @@ class CallocSteering {
 }
 
 /**
- * Runs `load` (which must call `loadPyodide` with `_loadSnapshot`) with a module factory that,
- * after the runtime is up and before the snapshot is copied in, restores the files (`prepare`)
- * and loads every recorded side module at its recorded bases. pyodide.asm.js must be loaded.
+ * Runs `load` (which must call `loadPyodide` with `_loadSnapshot` and the factory it is given)
+ * with a module factory that wraps `create`: after the runtime is up and before the snapshot is
+ * copied in, it restores the files (`prepare`) and loads every recorded side module at its
+ * recorded bases.
  */
 export async function withDynlibReplay<T>(
   libs: DynlibRecord[],
   heap: Uint8Array,
   tableLength: number,
   prepare: (module: EmscriptenModule) => void,
-  load: () => Promise<T>,
+  create: CreateModule,
+  load: (replay: CreateModule) => Promise<T>,
 ): Promise<T> {
-  const scope = globalThis as { _createPyodideModule?: CreateModule };
-  const original = scope._createPyodideModule;
-  if (typeof original !== 'function') throw new Error('pyodide.asm.js must be loaded before a replay');
   const steering = new CallocSteering();
-  scope._createPyodideModule = async (settings) => {
+  return load(async (settings) => {
     steering.install(settings);
-    const module = await original(settings);
+    const module = await create(settings);
     prepare(module);
     // The snapshot's heap already holds the forced regions as allocated chunks, so mallocs made
     // by constructors during the replay cannot land on them.
@@ -168,10 +179,5 @@ export async function withDynlibReplay<T>(
     if (table.length < tableLength) table.grow(tableLength - table.length);
     steering.uninstall();
     return module;
-  };
-  try {
-    return await load();
-  } finally {
-    scope._createPyodideModule = original;
-  }
+  });
 }

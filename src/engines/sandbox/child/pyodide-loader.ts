@@ -2,7 +2,7 @@
  * How a sandbox process gets its one Pyodide machine: booted cold (once per version, to make the
  * base image), or restored from a memory snapshot, sent whole or as a patch on a base snapshot.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -10,9 +10,9 @@ import { applyMemoryPatch, heapOffset, patchedSnapshot, writePatchedHeap } from 
 import type { BaseFile, LoadImage } from '../protocol.ts';
 import type { MemoryAccess } from './dead-memory.ts';
 import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
-import { withDynlibReplay, type EmscriptenModule } from './dynlibs.ts';
+import { withDynlibReplay, type CreateModule as ReplayCreateModule, type EmscriptenModule } from './dynlibs.ts';
 import { restoreFiles, type EmscriptenFS } from './fs-archive.ts';
-import { importedMemoryMinimum } from './wasm-imports.ts';
+import { initialMemoryBytes } from './wasm-memory.ts';
 
 /** The parts of the Pyodide API the sandbox uses. */
 export interface Pyodide {
@@ -30,8 +30,11 @@ export interface Pyodide {
   _api: { config: Record<string, unknown>; sitepackages: string; dsodir: string };
 }
 type LoadPyodide = (options: Record<string, unknown>) => Promise<Pyodide>;
-/** Pyodide booted with the sandbox's options: cold, or from a memory snapshot. */
-type StartPyodide = (snapshot?: Uint8Array) => Promise<Pyodide>;
+/**
+ * Pyodide booted with the sandbox's options: cold, or from a memory snapshot; its module made by
+ * `create` when given, else by the loader's own factory.
+ */
+type StartPyodide = (snapshot?: Uint8Array, create?: CreateModule) => Promise<Pyodide>;
 /** What `loadPyodide` gets from Emscripten's module factory, before it copies a snapshot in. */
 interface CreatedModule {
   HEAPU8: Uint8Array;
@@ -102,6 +105,7 @@ export class PyodideLoader {
 
   private constructor(
     private readonly start: StartPyodide,
+    private readonly create: CreateModule,
     ahead: BootAhead,
   ) {
     this.#ahead = ahead;
@@ -109,20 +113,16 @@ export class PyodideLoader {
 
   /**
    * What does not depend on the machine, done as the process starts (before its `load` arrives):
-   * - pyodide.asm.js is loaded as a plain script. `loadPyodide` would `import()` it, and Node's ESM
-   *   loader spends ~150 ms detecting the format of this 1 MB file and scanning it for exports;
-   *   with `_createPyodideModule` defined, `loadPyodide` uses it as it is.
+   * - Emscripten's module factory is loaded (`moduleFactory`) and handed to `loadPyodide`.
    * - The wasm module is compiled, and `loadPyodide`'s instantiation is given the compiled module.
    * - Every module it makes has its proxies followed from the start (see proxy-references.ts).
    * - Pyodide is booted ahead on that module, to wait for the snapshot (`bootAhead`).
    * - Once told the base (`prefetch`), a throwaway machine warms the module up (`warmUp`).
    */
   static async prepare(pyodideDir: string): Promise<PyodideLoader> {
-    createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
-    const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
-    const create = scope._createPyodideModule;
-    scope._createPyodideModule = async (settings) => {
-      const module = await create(settings);
+    const factory = await moduleFactory(pyodideDir);
+    const create: CreateModule = async (settings) => {
+      const module = await factory(settings);
       // Emscripten's module is the settings object, and Pyodide's `instantiateWasm` there holds the
       // wasm file it read (8.6 MB) for as long as the machine lives; it has done its one call.
       delete (settings as { instantiateWasm?: unknown }).instantiateWasm;
@@ -139,8 +139,13 @@ export class PyodideLoader {
     } as typeof WebAssembly.instantiate;
     const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: LoadPyodide };
     const options = bootOptions(pyodideDir);
-    const start: StartPyodide = (snapshot) => loadPyodide(snapshot ? { ...options, _loadSnapshot: snapshot } : options);
-    return new PyodideLoader(start, bootAhead(start, memoryMinimum));
+    const scope = globalThis as unknown as { _createPyodideModule?: CreateModule };
+    const start: StartPyodide = (snapshot, made = create) => {
+      // Builds up to 0.29 take the factory from this global when they make the module; later ones from the option.
+      scope._createPyodideModule = made;
+      return loadPyodide({ ...options, createPyodideModule: made, ...(snapshot ? { _loadSnapshot: snapshot } : {}) });
+    };
+    return new PyodideLoader(start, create, bootAhead(start, create, memoryMinimum));
   }
 
   /** The base the machine was loaded from: its snapshots are patches on it. */
@@ -179,9 +184,21 @@ export class PyodideLoader {
     }
     boot.supply(null);
     await boot.instance.catch(() => {});
-    if (image && memory) return restoreWithDynlibs(this.start, image, memory.whole(), kernelSource);
+    if (image && memory) return restoreWithDynlibs(this.start, this.create, image, memory.whole(), kernelSource);
     return { instance: await bootCold(this.start, kernelSource ?? '', outputLimit), notices: [] };
   }
+}
+
+/**
+ * Emscripten's module factory. Pyodide 314 and later ship it as an ES module. Earlier builds ship
+ * a plain script that defines it globally, loaded as such: through `import()`, Node's ESM loader
+ * would spend ~150 ms detecting the format of the 1 MB file and scanning it for exports.
+ */
+async function moduleFactory(pyodideDir: string): Promise<CreateModule> {
+  const esm = join(pyodideDir, 'pyodide.asm.mjs');
+  if (existsSync(esm)) return ((await import(pathToFileURL(esm).href)) as { default: CreateModule }).default;
+  createRequire(import.meta.url)(join(pyodideDir, 'pyodide.asm.js'));
+  return (globalThis as unknown as { _createPyodideModule: CreateModule })._createPyodideModule;
 }
 
 /**
@@ -190,7 +207,7 @@ export class PyodideLoader {
  */
 async function compileMain(pyodideDir: string): Promise<{ compiled: WebAssembly.Module; byteLength: number; memoryMinimum: number }> {
   const wasm = readFileSync(join(pyodideDir, 'pyodide.asm.wasm'));
-  return { compiled: await WebAssembly.compile(wasm), byteLength: wasm.length, memoryMinimum: importedMemoryMinimum(wasm) };
+  return { compiled: await WebAssembly.compile(wasm), byteLength: wasm.length, memoryMinimum: initialMemoryBytes(wasm) };
 }
 
 /** Where Pyodide's folder is mounted (read-only) in a machine's file system, for its standard library. */
@@ -252,15 +269,12 @@ function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
  * `supply(null)` gives the instance up: a cold boot and a restore that replays side modules take
  * the normal path.
  */
-function bootAhead(start: StartPyodide, minimumBytes: number): BootAhead {
+function bootAhead(start: StartPyodide, create: CreateModule, minimumBytes: number): BootAhead {
   let supply!: (memory: MachineMemory | null) => void;
   let madeModule!: () => void;
   const created = new Promise<void>((resolve) => (madeModule = resolve));
   const supplied = new Promise<MachineMemory | null>((resolve) => (supply = resolve));
-  const scope = globalThis as unknown as { _createPyodideModule: CreateModule };
-  const create = scope._createPyodideModule;
-  scope._createPyodideModule = async (settings) => {
-    scope._createPyodideModule = create;
+  const createAhead: CreateModule = async (settings) => {
     const module = await create(settings);
     madeModule();
     const machine = await supplied;
@@ -278,7 +292,7 @@ function bootAhead(start: StartPyodide, minimumBytes: number): BootAhead {
     };
     return module;
   };
-  const instance = start(new Uint8Array(minimumBytes));
+  const instance = start(new Uint8Array(minimumBytes), createAhead);
   instance.catch(() => {});
   return { instance, created, supply };
 }
@@ -383,13 +397,14 @@ function memoryOf(image: LoadImage, prefetched: Prefetched | undefined): Machine
 }
 
 /** A machine with side modules: they are loaded again at their places before the heap is copied in. */
-async function restoreWithDynlibs(start: StartPyodide, image: LoadImage, snapshot: Uint8Array, kernelSource: string | undefined): Promise<LoadedMachine> {
+async function restoreWithDynlibs(start: StartPyodide, create: CreateModule, image: LoadImage, snapshot: Uint8Array, kernelSource: string | undefined): Promise<LoadedMachine> {
   const instance = await withDynlibReplay(
     image.meta.dynlibs,
     snapshot.subarray(heapOffset(snapshot)),
     image.meta.tableLength,
     (module) => restoreFiles((module as unknown as { FS: EmscriptenFS }).FS, image.files),
-    () => start(snapshot),
+    create as unknown as ReplayCreateModule,
+    (replay) => start(snapshot, replay as unknown as CreateModule),
   );
   return restored(instance, image, kernelSource, false);
 }

@@ -1,13 +1,14 @@
-/** The wasm binary format's import section, and the kinds of import it lists. */
+/** The wasm binary format's import and memory sections, and the kinds of import it lists. */
 const IMPORT_SECTION = 2;
+const MEMORY_SECTION = 5;
 const KIND = { function: 0, table: 1, memory: 2, global: 3, tag: 4 } as const;
 const WASM_PAGE = 65536;
 
 /**
- * The initial memory, in bytes, that a wasm binary's `env.memory` import asks for: read from the
- * import section without compiling the module.
+ * The initial memory, in bytes, of a wasm binary's memory: the `env.memory` it imports (Pyodide up
+ * to 0.29), or else the first it defines itself (314 and later). Read without compiling the module.
  */
-export function importedMemoryMinimum(wasm: Uint8Array): number {
+export function initialMemoryBytes(wasm: Uint8Array): number {
   let at = 8; // past the magic number and the version
   const leb = (): number => {
     let value = 0;
@@ -26,6 +27,15 @@ export function importedMemoryMinimum(wasm: Uint8Array): number {
   while (at < wasm.length) {
     const section = wasm[at++]!;
     const size = leb();
+    if (section === MEMORY_SECTION) {
+      const end = at + size;
+      if (leb() > 0) {
+        leb(); // flags
+        return leb() * WASM_PAGE;
+      }
+      at = end;
+      continue;
+    }
     if (section !== IMPORT_SECTION) {
       at += size;
       continue;
@@ -50,7 +60,6 @@ export function importedMemoryMinimum(wasm: Uint8Array): number {
         leb();
       } else throw new Error(`unknown import kind ${kind}`);
     }
-    break;
   }
-  throw new Error('the wasm binary imports no env.memory');
+  throw new Error('the wasm binary has no memory: it neither imports env.memory nor defines one');
 }
