@@ -4,7 +4,7 @@ import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
 import { execCommand } from './commands/exec.ts';
 import { checkpointCommand, checkpointsCommand, rollbackCommand } from './commands/checkpoint.ts';
-import { machineForkCommand, machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand } from './commands/machine.ts';
+import { machineForkCommand, machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand, machineUpgradeCommand } from './commands/machine.ts';
 import { replCommand } from './commands/repl.ts';
 import { serveCommand } from './commands/serve.ts';
 import { mcpCommand } from './commands/mcp.ts';
@@ -119,6 +119,11 @@ function buildProgram(): Command {
     .argument('<name>')
     .option('--tag <key=value>', 'tag the fork (repeatable), on top of the origin\'s tags and forked_from', collectTag)
     .action((name: string, options) => machineForkCommand(context(), name, options));
+  machine
+    .command('upgrade')
+    .description('move a machine made on an older runtime (Pyodide) onto the newest, keeping a checkpoint of the state before')
+    .argument('<name>')
+    .action((name: string) => machineUpgradeCommand(context(), name));
   machine
     .command('rm')
     .description('delete machines and all their files')

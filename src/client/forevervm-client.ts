@@ -24,6 +24,7 @@ import {
   type PackagesResponse,
   type ResultResponse,
   type RollbackResult,
+  type UpgradeResult,
   type StatusReport,
   type StreamResultLine,
   type VariableDetail,
@@ -233,6 +234,10 @@ export class ForeverVMClient {
 
   rollback(name: string, checkpoint: string): Promise<RollbackResult> {
     return this.#extension('roll machines back', 'POST', `/v1/machine/${encodeURIComponent(name)}/rollback`, { checkpoint });
+  }
+
+  upgrade(name: string): Promise<UpgradeResult> {
+    return this.#extension('upgrade machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/upgrade`);
   }
 
   reset(name: string): Promise<ResetResult> {

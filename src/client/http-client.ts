@@ -169,6 +169,10 @@ export class HttpClient implements PerennialClient {
     return this.#native(() => this.#wire.rollback(name, checkpoint));
   }
 
+  upgrade(name: string) {
+    return this.#native(() => this.#wire.upgrade(name));
+  }
+
   reset(name: string) {
     return this.#or(() => this.#wire.reset(name), () => this.#emulation.reset(name));
   }
@@ -256,6 +260,8 @@ function fromListing(machine: ForeverVMMachine): MachineInfo {
     createdAt: machine.created_at,
     tags: machine.tags,
     engine: 'forevervm',
+    runtime: null,
+    upgradeTo: null,
     memoryMb: 0,
     state: machine.running ? (machine.has_pending_instruction ? 'busy' : 'warm') : 'swapped',
     nextSeq: 0,

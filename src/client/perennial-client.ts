@@ -14,6 +14,7 @@ import type {
   OutputChunk,
   ResetResult,
   RollbackResult,
+  UpgradeResult,
   StatusReport,
   VariableDetail,
   VariableSummary,
@@ -79,6 +80,11 @@ export interface PerennialClient {
   deleteCheckpoint(name: string, checkpoint: string): Promise<void>;
   /** Returns the machine to a checkpoint (by id or label); what runs is interrupted first. */
   rollback(name: string, checkpoint: string): Promise<RollbackResult>;
+  /**
+   * Moves a machine made on an older runtime (a sandbox machine on an older Pyodide) onto the
+   * newest one, keeping a checkpoint of the state it leaves to roll back to.
+   */
+  upgrade(name: string): Promise<UpgradeResult>;
   /** Clears the namespace (every variable, function, import); files and packages stay. */
   reset(name: string): Promise<ResetResult>;
   /** Type, signature and docstring of a variable or a dotted path from one; nothing is called. */

@@ -1,4 +1,4 @@
-import type { ExecResult, LostItem, StreamName } from '../shared/types.ts';
+import type { ExecResult, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
 import type { EngineName } from '../shared/requests.ts';
 import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
 
@@ -36,6 +36,8 @@ export interface Engine {
   readonly name: EngineName;
   /** The operating-system process running the machine, once there is one. */
   readonly pid: number | undefined;
+  /** What the machine runs on, once its interpreter is up. */
+  readonly runtime: MachineRuntime | undefined;
   /**
    * Starts the interpreter. It must not depend on the working directory's contents, nor hold it
    * open: a rollback may put the checkpoint's files in its place before the next call.
@@ -56,12 +58,34 @@ export interface Engine {
   command<Op extends KernelOp>(op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>>;
   /** Installs packages into the machine; answers what was installed, in words. */
   installPackages(packages: string[]): Promise<string>;
+  /**
+   * Moves the machine onto the newest runtime this Perennial ships, when it runs on an older one
+   * (a sandbox machine on an older Pyodide); the engine keeps running, on the new one. Absent
+   * where the user chose the runtime (the python engine's interpreter).
+   */
+  upgrade?(): Promise<UpgradeReport>;
   /** Writes the machine's state to `path`; the engine keeps running. */
   snapshot(path: string): Promise<SnapshotReport>;
   /** Stops the interpreter at once; pending calls fail with EngineExitedError. */
   stop(): Promise<void>;
   /** Resolves when the interpreter has exited, for whatever reason. */
   readonly exited: Promise<EngineExit>;
+}
+
+export interface UpgradeReport {
+  from: MachineRuntime;
+  to: MachineRuntime;
+  /** What could not be carried, each with its reason. */
+  lost: LostItem[];
+}
+
+/** The machine runs on the newest runtime already. */
+export class AlreadyCurrentError extends Error {
+  static readonly errorCode = 'AlreadyCurrent';
+  constructor(runtime: string) {
+    super(`it runs ${runtime} already, the newest this Perennial has`);
+    this.name = 'AlreadyCurrentError';
+  }
 }
 
 export interface RestoreReport {

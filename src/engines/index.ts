@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { EngineName } from '../shared/requests.ts';
-import type { EngineStatus } from '../shared/types.ts';
+import type { EngineStatus, MachineRuntime } from '../shared/types.ts';
+import { readImageHeaderFile } from './sandbox/machine-image-file.ts';
 import type { EngineFactory } from './engine.ts';
 import { PythonEngine } from './python/python-engine.ts';
 import { CURRENT_PYODIDE, installedPyodideVersion, pyodideRuntime, pyodideRuntimes, type PyodideRuntime } from './sandbox/pyodide-runtimes.ts';
@@ -19,6 +20,10 @@ export const DEFAULT_MEMORY_MB: Record<EngineName, number> = {
 export interface EngineSet {
   readonly factories: Partial<Record<EngineName, EngineFactory>>;
   status(): EngineStatus[];
+  /** The newest runtime an engine's machines can be upgraded to; none where the user chose it (python). */
+  newestRuntime(engine: EngineName): MachineRuntime | undefined;
+  /** What the snapshot file at `path` runs on, when its engine can tell without loading it. */
+  snapshotRuntime(engine: EngineName, path: string): Promise<MachineRuntime | undefined>;
   /** Starts what makes the first machine fast (the sandbox pool). */
   prewarm(): void;
   close(): Promise<void>;
@@ -78,6 +83,14 @@ export function openEngines(options: EngineSetOptions): EngineSet {
         },
         { name: 'python', available: true, detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`, warning: null, ready: 0 },
       ];
+    },
+    newestRuntime(engine) {
+      return engine === 'sandbox' ? { python: CURRENT_PYODIDE.python, pyodide: CURRENT_PYODIDE.version } : undefined;
+    },
+    async snapshotRuntime(engine, path) {
+      if (engine !== 'sandbox') return undefined;
+      const pyodide = pyodideRuntime((await readImageHeaderFile(path)).pyodideVersion);
+      return pyodide && { python: pyodide.python, pyodide: pyodide.version };
     },
     prewarm() {
       if (!sandboxProblem) runtimes.current().prewarm();

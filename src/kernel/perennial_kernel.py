@@ -10,6 +10,7 @@ The sandbox engine drives ``Kernel`` from JavaScript instead and never calls ``m
 import ast
 import base64
 import builtins
+import collections
 import dataclasses
 import enum
 import functools
@@ -300,6 +301,7 @@ def _compile_function(segment, lineno, filename, freevars):
     gives it the same free variables, at its own lines of its cell."""
     node = ast.parse(textwrap.dedent(segment)).body[0]
     ast.increment_lineno(node, lineno - 1)
+    name = getattr(node, "name", "<lambda>")
     if isinstance(node, ast.Expr):  # a lambda
         node = ast.Assign(targets=[ast.Name("__perennial_function__", ast.Store())], value=node.value, lineno=lineno)
     # A scope that assigns each free variable makes them the function's cells, as they were.
@@ -307,8 +309,9 @@ def _compile_function(segment, lineno, filename, freevars):
     scope.body = [ast.parse(f"{name} = None").body[0] for name in freevars] + [node]
     module = ast.Module(body=[scope], type_ignores=[])
     ast.fix_missing_locations(module)
-    outer = next(c for c in compile(module, filename, "exec").co_consts if isinstance(c, types.CodeType))
-    return next(c for c in outer.co_consts if isinstance(c, types.CodeType))
+    # By name: since Python 3.14 an annotated function has an `__annotate__` code object beside it.
+    outer = next(c for c in compile(module, filename, "exec").co_consts if isinstance(c, types.CodeType) and c.co_name == "__perennial_scope__")
+    return next(c for c in outer.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
 
 
 def _make_class(metaclass, name, bases, slots, qualname):
@@ -369,6 +372,64 @@ def _set_enum_state(cls, state):
     return _set_class_state(cls, attrs)
 
 
+def _reduce_namedtuple(cls):
+    """A namedtuple class (typing.NamedTuple's too) is made again by ``namedtuple`` where it is
+    loaded: what that generates differs between Python versions. The class's own methods and
+    attributes are then set as on any class."""
+    generated = collections.namedtuple(cls.__name__, cls._fields)
+    attrs = {k: v for k, v in cls.__dict__.items() if k not in _CLASS_SKIP and (k not in vars(generated) or k == "__doc__")}
+    if attrs.get("__doc__") == generated.__doc__:
+        del attrs["__doc__"]
+    defaults = tuple(cls._field_defaults[f] for f in cls._fields if f in cls._field_defaults)
+    return _make_namedtuple, (cls.__name__, cls._fields, defaults, cls.__qualname__), attrs, None, None, _set_class_state
+
+
+def _make_namedtuple(name, fields, defaults, qualname):
+    cls = collections.namedtuple(name, fields, defaults=defaults, module="__main__")
+    cls.__qualname__ = qualname
+    return cls
+
+
+# What the dataclass decorator writes into a class besides the methods it generates.
+_DATACLASS_MADE = frozenset({"__dataclass_params__", "__dataclass_fields__", "__match_args__"})
+
+
+def _dataclass_state(cls, params, attrs):
+    """A dataclass is saved as its class without what ``@dataclass`` generated (those methods are
+    compiled from text of its own, and differ between Python versions), with the decorator's
+    options and its fields as plain values, so that the decorator makes them again where it is
+    loaded (``_set_dataclass_state``)."""
+    options = {name: getattr(params, name) for name in _DATACLASS_OPTIONS if hasattr(params, name)}
+    fields = {
+        name: {option: getattr(f, option) for option in _FIELD_OPTIONS if hasattr(f, option)}
+        for name, f in cls.__dict__["__dataclass_fields__"].items()
+        if f._field_type is dataclasses._FIELD
+    }
+    kept = {k: v for k, v in attrs.items() if k not in _DATACLASS_MADE and not _made_by_dataclass(v)}
+    return kept, options, fields
+
+
+_DATACLASS_OPTIONS = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "weakref_slot")
+_FIELD_OPTIONS = ("default", "default_factory", "init", "repr", "hash", "compare", "metadata", "kw_only", "doc")
+
+
+def _made_by_dataclass(value):
+    """Whether a class attribute is a method ``@dataclass`` generated (compiled from a string)."""
+    func = getattr(value, "__wrapped__", value)
+    return isinstance(func, types.FunctionType) and func.__code__.co_filename == "<string>"
+
+
+def _set_dataclass_state(cls, state):
+    attrs, options, fields = state
+    _set_class_state(cls, attrs)
+    accepted = inspect.signature(dataclasses.field).parameters
+    for name, saved in fields.items():
+        given = {k: v for k, v in saved.items() if k in accepted and v is not dataclasses.MISSING}
+        setattr(cls, name, dataclasses.field(**given))
+    accepted = inspect.signature(dataclasses.dataclass).parameters
+    return dataclasses.dataclass(cls, **{k: v for k, v in options.items() if k in accepted})
+
+
 def _make_mappingproxy(mapping):
     return types.MappingProxyType(mapping)
 
@@ -427,7 +488,7 @@ def _reduce_process_bound(obj):
     if isinstance(obj, threading.Thread) and obj.is_alive():
         raise _Unsaveable("a running thread stops at a swap")
     if isinstance(obj, _SUSPENDED_TYPES):
-        raise _Unsaveable(f"CPython cannot save a paused {type(obj).__name__} (sandbox machines keep them)")
+        raise _Unsaveable(f"a paused {type(obj).__name__} cannot be pickled (only a sandbox machine's memory snapshot keeps one)")
     if _KERNEL is not None and (obj is _KERNEL.stdout or obj is _KERNEL.stderr):
         return getattr, (sys, "stdout" if obj is _KERNEL.stdout else "stderr")
     if isinstance(obj, (io.FileIO, io.BufferedIOBase, io.TextIOWrapper)) and not isinstance(obj, _NOT_DESCRIPTORS) and obj.closed:
@@ -494,6 +555,8 @@ class NamespacePickler(pickle.Pickler):
     def _reduce_class(cls):
         if isinstance(cls, enum.EnumMeta):
             return _reduce_enum(cls)
+        if issubclass(cls, tuple) and "_fields" in cls.__dict__:
+            return _reduce_namedtuple(cls)
         slots = cls.__dict__.get("__slots__")
         if isinstance(slots, str):
             slots = (slots,)
@@ -504,6 +567,9 @@ class NamespacePickler(pickle.Pickler):
             if k not in _CLASS_SKIP and k not in slot_names
         }
         args = (type(cls), cls.__name__, cls.__bases__, slots, cls.__qualname__)
+        params = cls.__dict__.get("__dataclass_params__")
+        if params is not None and not getattr(params, "slots", False):
+            return _make_class, args, _dataclass_state(cls, params, attrs), None, None, _set_dataclass_state
         return _make_class, args, attrs, None, None, _set_class_state
 
 
@@ -668,8 +734,9 @@ class _MendedMemo(dict):
 
 def _load_segments_mended(blob, segments, lost):
     """Reads each segment with a fresh pure-Python unpickler over one memo dict, mended after a
-    failure: every index the failed segment would have made (its MEMOIZE opcodes) is marked, so a
-    later segment that refers to one fails and says why, and the others get the right objects."""
+    failure: each index the failed segment would have made (its MEMOIZE opcodes) gets what the
+    pickle states outright there (``_stated_memo``), or else a mark, so that a later segment that
+    refers to a marked one fails and says why, and the others get the right objects."""
     memo = _MendedMemo()
     loaded = []
     for name, start, stop, label in segments:
@@ -684,10 +751,79 @@ def _load_segments_mended(blob, segments, lost):
             loaded.append((name, unpickler.load()))
         except BaseException as exc:
             lost.append({"name": _display_name(name), "reason": _short_error(exc)})
-            made = sum(1 for op, _, _ in pickletools.genops(data) if op.name == "MEMOIZE")
-            for index in range(made_before, made_before + made):
-                memo[index] = _LostEntry(_display_name(name))
+            dict.update(memo, _stated_memo(data, memo, made_before, _LostEntry(_display_name(name))))
     return loaded
+
+
+# Opcodes that push a value given in the pickle itself.
+_STATED = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING",
+           "SHORT_BINBYTES", "BINBYTES", "BINBYTES8", "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4",
+           "FLOAT", "BINFLOAT"}
+_CONSTANTS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
+_MARK = object()
+
+
+def _stated_memo(data, memo, first, unknown):
+    """The memo entries a segment makes, where the pickle states them outright: strings, numbers,
+    and objects named by module and name (classes, functions, modules), imported as the unpickler
+    would. Whatever else it makes is ``unknown``: a failed segment's objects may be half built.
+    Most segments share names like ``builtins.int`` with others: without this, one variable that
+    fails to load would take every later one that mentions the same class with it."""
+    stack, made, index = [], {}, first
+
+    def known(value):
+        return value is not unknown and value is not _MARK
+
+    for op, arg, _ in pickletools.genops(data):
+        name = op.name
+        if name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
+            key = index if name == "MEMOIZE" else arg
+            made[key] = stack[-1] if stack and known(stack[-1]) else unknown
+            index += name == "MEMOIZE"
+            continue
+        if name in ("GET", "BINGET", "LONG_BINGET"):
+            value = made.get(arg, dict.get(memo, arg, unknown))
+            stack.append(value if not isinstance(value, _LostEntry) else unknown)
+            continue
+        if name in _STATED:
+            stack.append(arg)
+            continue
+        if name in _CONSTANTS:
+            stack.append(_CONSTANTS[name])
+            continue
+        if name == "GLOBAL":
+            stack.append(_named_object(*arg.split(" ", 1), unknown))
+            continue
+        if name == "STACK_GLOBAL":
+            qualname = stack.pop() if stack else unknown
+            module = stack.pop() if stack else unknown
+            stack.append(_named_object(module, qualname, unknown))
+            continue
+        if name == "MARK":
+            stack.append(_MARK)
+            continue
+        before = op.stack_before
+        if pickletools.markobject in before:
+            while stack and stack.pop() is not _MARK:
+                pass
+            pops = before.index(pickletools.markobject)
+        else:
+            pops = len(before)
+        del stack[len(stack) - min(pops, len(stack)):]
+        stack.extend(unknown for _ in op.stack_after)
+    return made
+
+
+def _named_object(module, qualname, unknown):
+    if not (isinstance(module, str) and isinstance(qualname, str)) or module == "__main__":
+        return unknown
+    try:
+        value = importlib.import_module(module)
+        for part in qualname.split("."):
+            value = getattr(value, part)
+        return value
+    except Exception:
+        return unknown
 
 
 def _short_error(exc):
@@ -1083,10 +1219,14 @@ class Kernel:
             size = f.tell()
         return {"bytes": size, "lost": lost, "saved": len(names) - len(lost)}
 
-    def restore(self, path):
-        """Loads a snapshot written by ``snapshot``; returns what could not be brought back."""
+    def restore(self, path, transfer=False):
+        """Loads a snapshot written by ``snapshot``; returns what could not be brought back, which
+        the next result also reports, unless this is a ``transfer``: then the file is removed
+        once read, and the caller reports the losses."""
         with open(path, "rb") as f:
             blob = f.read()
+        if transfer:
+            os.unlink(path)
         if not (blob.startswith(SNAPSHOT_MAGIC) and blob.endswith(SNAPSHOT_MAGIC)):
             raise ValueError("not a Perennial python snapshot (bad magic)")
         end = len(blob) - len(SNAPSHOT_MAGIC)
@@ -1122,7 +1262,8 @@ class Kernel:
                 _set_rng_state(value)
             else:
                 self.ns[name] = value
-        self.lost = lost
+        if not transfer:
+            self.lost = lost
         return {"lost": lost}
 
 
@@ -1338,6 +1479,10 @@ def _command_handlers(kernel):
         "read_file": lambda m: kernel.read_file(m["path"], int(m["limit"])),
         "write_file": lambda m: kernel.write_file(m["path"], m["content"]),
         "ping": lambda m: {"python": sys.version.split()[0], "platform": sys.platform},
+        # The namespace pickled to a file and back: the python engine's swap, and a sandbox
+        # machine's move to another Pyodide build (a transfer: the file goes, the losses are answered).
+        "snapshot": lambda m: kernel.snapshot(m["path"]),
+        "restore": lambda m: kernel.restore(m["path"], transfer=bool(m.get("transfer"))),
     }
 
 
@@ -1412,8 +1557,6 @@ def main():
 
     threading.Thread(target=flusher, name="perennial-flusher", daemon=True).start()
     handlers = _command_handlers(kernel)
-    handlers["snapshot"] = lambda m: kernel.snapshot(m["path"])
-    handlers["restore"] = lambda m: kernel.restore(m["path"])
     workdir = os.environ.pop("PERENNIAL_WORKDIR", None)
     commands = os.fdopen(3, "rb")
     channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})

@@ -22,6 +22,8 @@ type CheckpointRecord = z.infer<typeof CheckpointRecord>;
 type FileEntry = NonNullable<CheckpointRecord['files']>[number];
 
 const RECORD = 'checkpoint.json';
+/** The highest id ever given: ids are never given twice, not even after the newest is deleted. */
+const LAST_ID = 'last-id';
 const SNAPSHOT = 'snapshot';
 const BLOBS = 'blobs';
 
@@ -69,7 +71,9 @@ export class CheckpointStore {
         bytes += saved.newBytes;
       }
       const records = await this.#records();
-      const id = String(Math.max(0, ...records.map((r) => Number(r.id))) + 1);
+      const lastId = Number(await readFile(join(this.dir, LAST_ID), 'utf8').catch(() => '0')) || 0;
+      const id = String(Math.max(lastId, ...records.map((r) => Number(r.id))) + 1);
+      await writeFileAtomic(join(this.dir, LAST_ID), id);
       const record: CheckpointRecord = { id, label, seq: source.seq, at: new Date().toISOString(), bytes, auto, hasSnapshot: source.snapshotPath !== null, files };
       await writeFileAtomic(join(temp, RECORD), JSON.stringify(record));
       await rename(temp, join(this.dir, id));

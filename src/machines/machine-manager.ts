@@ -15,6 +15,7 @@ import type {
   MachineInfo,
   OutputChunk,
   RollbackResult,
+  UpgradeResult,
 } from '../shared/types.ts';
 import { CheckpointBody, CheckpointRef, CompleteBody, ForkBody, InvalidRequestError, NewMachineOptions, Packages, Tags, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
 import { DataDirLock } from '../platform/data-dir-lock.ts';
@@ -311,6 +312,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#machine(name).rollback(parseRequest(CheckpointRef, checkpoint));
   }
 
+  /** Moves a machine onto the newest runtime this Perennial ships, keeping a checkpoint of the state it leaves. */
+  upgrade(name: string): Promise<UpgradeResult> {
+    return this.#machine(name).upgrade();
+  }
+
   async delete(name: string): Promise<void> {
     const machine = this.#machine(name);
     this.#machines.delete(name);
@@ -363,8 +369,12 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   // ---- internals ------------------------------------------------------------------------------
 
   async #load(): Promise<void> {
-    const { manifests, damaged } = this.#store.list();
-    for (const manifest of manifests) this.#adopt(manifest).noteUncleanStop();
+    const { manifests, damaged, newer } = this.#store.list();
+    for (const manifest of manifests) {
+      await this.#recordRuntime(manifest);
+      this.#adopt(manifest).noteUncleanStop();
+    }
+    for (const { name, reason } of newer) this.#emit({ type: 'error', name, message: `Machine ${name} is left as it is: ${reason}.` });
     for (const entry of damaged) {
       const manifest = await rebuildManifest(this.#store, entry, { engine: this.#options.defaultEngine, memoryMb: DEFAULT_MEMORY_MB });
       this.#adopt(manifest).noteRebuilt();
@@ -372,11 +382,25 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     }
   }
 
-  /** A machine's info, with the warnings of its engine. */
+  /**
+   * A machine an earlier build made has no runtime in its manifest: it is read from its snapshot,
+   * where the engine can tell, and written into the manifest (atomically, as every manifest write).
+   */
+  async #recordRuntime(manifest: MachineManifest): Promise<void> {
+    if (manifest.runtime || !manifest.snapshot) return;
+    const runtime = await this.#engines.snapshotRuntime(manifest.engine, this.#store.snapshotPath(manifest.name)).catch(() => undefined);
+    if (!runtime) return;
+    manifest.runtime = runtime;
+    await this.#store.save(manifest).catch(() => {});
+  }
+
+  /** A machine's info, with the warnings of its engine and the runtime an upgrade would move it to. */
   #info(machine: Machine, engineWarnings = this.#engineWarnings()): MachineInfo {
     const info = machine.info();
     const warning = engineWarnings.get(info.engine);
     if (warning) info.warnings = [warning, ...info.warnings];
+    const newest = info.engine === 'forevervm' ? undefined : this.#engines.newestRuntime(info.engine);
+    if (newest && info.runtime && info.runtime.pyodide !== newest.pyodide) info.upgradeTo = newest;
     return info;
   }
 

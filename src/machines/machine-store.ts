@@ -5,9 +5,16 @@ import { z } from 'zod';
 import { commitFile, tempPathFor, writeFileAtomic } from '../platform/atomic-file.ts';
 import { HistoryLog } from './history-log.ts';
 
+/**
+ * The manifest's format. Like the data dir's, it goes up only for a change older builds would
+ * misread; fields they may ignore are added without it, and kept when this build writes a manifest
+ * a newer one extended.
+ */
+const MANIFEST_VERSION = 1;
+
 /** What is kept on disk about a machine, besides its history and snapshot (`machine.json`). */
-export const ManifestSchema = z.object({
-  version: z.literal(1),
+export const ManifestSchema = z.looseObject({
+  version: z.literal(MANIFEST_VERSION),
   name: z.string(),
   createdAt: z.string(),
   tags: z.record(z.string(), z.string()),
@@ -22,6 +29,8 @@ export const ManifestSchema = z.object({
   nextSeq: z.number().int().nonnegative(),
   lastUsedAt: z.string(),
   snapshot: z.object({ at: z.string(), seq: z.number().int().nonnegative(), bytes: z.number().nonnegative() }).nullable(),
+  /** What the machine last ran on (absent in manifests of builds before 0.2.0 until the machine runs). */
+  runtime: z.object({ python: z.string(), pyodide: z.string().optional() }).optional(),
   /** Set when the manifest was rebuilt because it could not be read: what happened, in words. */
   rebuilt: z.string().optional(),
 });
@@ -110,19 +119,21 @@ export class MachineStore {
    * Read with blocking calls: this runs once, before anything is served, and with thousands of
    * machines a round trip to the thread pool per file is what would take long.
    */
-  list(): { manifests: MachineManifest[]; damaged: DamagedManifest[] } {
+  list(): { manifests: MachineManifest[]; damaged: DamagedManifest[]; newer: Array<{ name: string; reason: string }> } {
     const names = existsSync(this.root) ? readdirSync(this.root).filter((name) => !name.startsWith('.')) : [];
     const manifests: MachineManifest[] = [];
     const damaged: DamagedManifest[] = [];
+    const newer = [];
     for (const name of names) {
       const entry = this.#read(name);
       if ('manifest' in entry) manifests.push(entry.manifest);
       else if ('damaged' in entry) damaged.push(entry.damaged);
+      else if ('newer' in entry) newer.push({ name, reason: entry.newer });
     }
-    return { manifests, damaged };
+    return { manifests, damaged, newer };
   }
 
-  #read(name: string): { manifest: MachineManifest } | { damaged: DamagedManifest } | { absent: true } {
+  #read(name: string): { manifest: MachineManifest } | { damaged: DamagedManifest } | { newer: string } | { absent: true } {
     let text: string | null;
     try {
       text = readFileSync(this.manifestPath(name), 'utf8');
@@ -138,6 +149,9 @@ export class MachineStore {
     } catch (error) {
       return { damaged: { name, reason: `machine.json is not JSON (${(error as Error).message})` } };
     }
+    const version = (parsed as { version?: unknown } | null)?.version;
+    // Written by a newer Perennial in a format this one cannot read: left as it is, never rebuilt.
+    if (typeof version === 'number' && version > MANIFEST_VERSION) return { newer: `its machine.json has format ${version}, and this Perennial reads format ${MANIFEST_VERSION}: update Perennial to use it` };
     const manifest = ManifestSchema.safeParse(parsed);
     if (!manifest.success) return { damaged: { name, reason: `machine.json is not a manifest (${z.prettifyError(manifest.error).replace(/\n/g, '; ')})`, parsed } };
     if (manifest.data.name !== name) return { damaged: { name, reason: `machine.json names another machine (${manifest.data.name})`, parsed } };

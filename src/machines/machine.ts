@@ -1,5 +1,6 @@
 import { stat, unlink } from 'node:fs/promises';
 import {
+  AlreadyCurrentError,
   EngineExitedError,
   type Engine,
   type EngineFactory,
@@ -14,8 +15,10 @@ import type {
   MachineState,
   OutputChunk,
   ResultData,
+  UpgradeResult,
 } from '../shared/types.ts';
 import { streamText } from '../shared/types.ts';
+import { describeRuntime } from '../shared/result-format.ts';
 import { CheckpointStore, type CheckpointSource } from './checkpoint-store.ts';
 import type { HistoryLog } from './history-log.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
@@ -89,6 +92,15 @@ export type MachineChange =
   | { type: 'instruction'; seq: number; result: ExecResult }
   | { type: 'checkpoint'; bytes: number }
   | { type: 'error'; message: string };
+
+/** The machine cannot be upgraded (it is on the newest runtime, or its engine has none to move to); nothing was changed. */
+export class UpgradeRefusedError extends Error {
+  static readonly errorCode = 'UpgradeRefused';
+  constructor(machine: string, why: string) {
+    super(`Machine ${machine} cannot be upgraded: ${why}.`);
+    this.name = 'UpgradeRefusedError';
+  }
+}
 
 /** The machine was deleted while something waited for it. */
 export class MachineGoneError extends Error {
@@ -169,6 +181,8 @@ export class Machine {
       pendingInstructions: this.#pending.length + (this.#current ? 1 : 0),
       lastUsedAt: m.lastUsedAt,
       snapshot: m.snapshot,
+      runtime: m.runtime ?? null,
+      upgradeTo: null,
       warnings: [
         ...(m.rebuilt ? [m.rebuilt] : []),
         ...(this.#swapError ? [`It cannot be swapped out, so it stays in memory: ${this.#swapError}`] : []),
@@ -410,6 +424,54 @@ export class Machine {
     });
   }
 
+  /**
+   * Moves the machine onto the newest runtime this Perennial ships (a sandbox machine made on an
+   * older Pyodide), in turn with instructions. A named checkpoint keeps the state it leaves, on the
+   * runtime it leaves, to roll back to; the history records the upgrade and what it could not carry.
+   */
+  upgrade(): Promise<UpgradeResult> {
+    this.#assertAlive();
+    this.#clearCheckpoint();
+    return this.#serial(async () => {
+      const engine = await this.#warm();
+      if (!engine.upgrade) throw new UpgradeRefusedError(this.name, `its ${engine.name} engine runs the interpreter it was given (${describeRuntime(engine.runtime)}); there is nothing to upgrade`);
+      const leaving = describeRuntime(engine.runtime);
+      try {
+        await this.#snapshot({ autoCheckpoint: false });
+      } catch (error) {
+        throw new NotSavedError(`upgrade machine ${this.name}: the state it would leave could not be saved first`, (error as Error).message);
+      }
+      const checkpoint = await this.#checkpoints.add(await this.#source(), `before-upgrade-from-${engine.runtime?.pyodide ?? engine.runtime?.python ?? 'unknown'}`, false).catch((error: Error) => {
+        throw new NotSavedError(`upgrade machine ${this.name}: no checkpoint of the state it would leave could be taken`, error.message);
+      });
+      let report;
+      try {
+        report = await engine.upgrade();
+      } catch (error) {
+        await this.#checkpoints.remove(checkpoint.id).catch(() => {});
+        if (error instanceof AlreadyCurrentError) throw new UpgradeRefusedError(this.name, error.message);
+        throw new Error(`Could not upgrade machine ${this.name} from ${leaving}: ${(error as Error).message}. Nothing was changed: it runs on as it was.`, { cause: error });
+      }
+      this.#dirty = true;
+      this.manifest.runtime = report.to;
+      const seq = this.manifest.nextSeq++;
+      const at = new Date();
+      this.manifest.lastUsedAt = at.toISOString();
+      const notice = `Upgraded from ${describeRuntime(report.from)} to ${describeRuntime(report.to)}; checkpoint ${checkpoint.id} ("${checkpoint.label}") holds the state before, on ${describeRuntime(report.from)}.`;
+      let result: ExecResult = { value: null, data: { notices: [notice], ...(report.lost.length ? { lost: report.lost } : {}) }, runtime_ms: 0 };
+      const unrecorded = this.#record(() => {
+        this.#history.started(seq, `# perennial: upgrade to ${describeRuntime(report.to)}`, at);
+        this.#history.finished(seq, result, '', '');
+      });
+      if (unrecorded) result = withNotice(result, unrecorded);
+      this.#completedSeq = seq;
+      // The upgraded state is saved now: the next swap-in must not go back to the old runtime.
+      await this.#snapshot().catch((error: Error) => this.onChange(this, { type: 'error', message: `the upgraded state could not be saved yet: ${error.message}` }));
+      this.onChange(this, { type: 'instruction', seq, result });
+      return { from: report.from, to: report.to, lost: report.lost, checkpoint, seq };
+    });
+  }
+
   /** Stops everything and removes the machine's files. */
   async delete(): Promise<void> {
     this.#deleted = true;
@@ -592,6 +654,8 @@ export class Machine {
     }
     this.#engine = engine;
     this.#dirty = false;
+    // Written with the manifest's next save, as the machine's state is.
+    if (engine.runtime) this.manifest.runtime = engine.runtime;
     void engine.exited.then((exit) => {
       if (this.#engine !== engine || exit.requested) return;
       // Died between instructions (killed from outside, out of memory): come back on next use.

@@ -18,6 +18,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   SnapshotVersionMismatch: 409,
   CheckpointNotFound: 404,
   NotSaved: 507, // a full disk, most often
+  UpgradeRefused: 409,
 };
 
 /** A machine name from a path, or 404 (it cannot name a machine). */

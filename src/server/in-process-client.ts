@@ -33,6 +33,7 @@ export class InProcessClient implements PerennialClient {
   checkpoints = (name: string) => this.#answer(() => this.manager.checkpoints(name));
   deleteCheckpoint = (name: string, checkpoint: string) => this.#answer(() => this.manager.deleteCheckpoint(name, checkpoint));
   rollback = (name: string, checkpoint: string) => this.#answer(() => this.manager.rollback(name, checkpoint));
+  upgrade = (name: string) => this.#answer(() => this.manager.upgrade(name));
   reset = (name: string) => this.#answer(() => this.manager.kernel(name, 'reset', {}));
   inspect = (name: string, expression: string) => this.#answer(() => this.manager.kernel(name, 'inspect', { expr: expression }));
   isComplete = (name: string, code: string) => this.#answer(() => this.manager.kernel(name, 'is_complete', { code }));

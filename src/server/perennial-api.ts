@@ -117,6 +117,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       /^\/v1\/machine\/([^/]+)\/rollback$/,
       async (req, res, [raw]) => sendJson(res, 200, await manager.rollback(machineName(raw!), parseRequest(RollbackBody, await readJson(req)).checkpoint)),
     ],
+    ['POST', /^\/v1\/machine\/([^/]+)\/upgrade$/, async (_req, res, [raw]) => sendJson(res, 200, await manager.upgrade(machineName(raw!)))],
     ['POST', /^\/v1\/machine\/([^/]+)\/reset$/, async (_req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'reset', {}))],
     [
       'POST',

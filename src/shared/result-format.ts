@@ -1,4 +1,4 @@
-import { isErrorResult, resultImages, type ExecResult, type ImageData, type LostItem, type OutputChunk } from './types.ts';
+import { isErrorResult, resultImages, type ExecResult, type ImageData, type LostItem, type MachineRuntime, type OutputChunk } from './types.ts';
 
 /** Something Perennial says about an instruction besides its result: a notice or a loss. */
 export interface ResultNote {
@@ -47,4 +47,10 @@ export function resultText(chunks: OutputChunk[], result: ExecResult, more: stri
   for (const note of [...view.notes.map((n) => n.text), ...more]) parts.push(`[perennial] ${note}`);
   const figures = view.images.length;
   return parts.filter(Boolean).join('\n') || (figures ? `(${figures} figure${figures === 1 ? '' : 's'})` : '(no output, no value)');
+}
+
+/** A runtime in words: "Pyodide 0.29.0 (Python 3.13.2)", "Python 3.11.2". */
+export function describeRuntime(runtime: MachineRuntime | null | undefined): string {
+  if (!runtime) return 'an unknown runtime';
+  return runtime.pyodide ? `Pyodide ${runtime.pyodide} (Python ${runtime.python})` : `Python ${runtime.python}`;
 }

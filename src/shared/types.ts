@@ -54,6 +54,12 @@ export interface ForeverVMMachine {
 
 export type MachineState = 'warm' | 'busy' | 'swapped';
 
+/** What a machine's Python runs on: the interpreter's version, and for a sandbox machine Pyodide's. */
+export interface MachineRuntime {
+  python: string;
+  pyodide?: string;
+}
+
 export interface MachineInfo {
   name: string;
   createdAt: string;
@@ -67,6 +73,10 @@ export interface MachineInfo {
   pendingInstructions: number;
   lastUsedAt: string;
   snapshot: SnapshotInfo | null;
+  /** What its Python runs on; null while not known (a machine of an earlier build that has not run since). */
+  runtime: MachineRuntime | null;
+  /** The newer runtime `upgrade` would move it to (a sandbox machine made on an older Pyodide); null when there is none. */
+  upgradeTo: MachineRuntime | null;
   /** Plain-words warnings: network isolation off, why the machine cannot be swapped out... */
   warnings: string[];
 }
@@ -132,6 +142,17 @@ export interface CheckpointInfo {
 /** `POST /v1/machine/{name}/rollback`: the checkpoint returned to, and the history entry that records it. */
 export interface RollbackResult {
   checkpoint: CheckpointInfo;
+  seq: number;
+}
+
+/** What a machine's upgrade did: the runtime it left and the one it runs now, what it could not carry, the checkpoint to roll back to. */
+export interface UpgradeResult {
+  from: MachineRuntime;
+  to: MachineRuntime;
+  lost: LostItem[];
+  /** The state before the upgrade, on the runtime it left. */
+  checkpoint: CheckpointInfo;
+  /** The instruction that records the upgrade in the machine's history. */
   seq: number;
 }
 

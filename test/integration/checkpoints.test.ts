@@ -135,6 +135,9 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         assert.equal((await fetch(`${server.url}/v1/machine/${replId}/checkpoints/${good.id}`, { method: 'DELETE', headers })).status, 200);
         assert.equal((await fetch(`${server.url}/v1/machine/${replId}/checkpoints/${good.id}`, { method: 'DELETE', headers })).status, 404);
         assert.equal(await value(replId, 'kept'), '[1, 2, 3]');
+        // An id is never given twice: the next checkpoint does not take the deleted one's.
+        const next = ((await call('checkpoint-python-repl', { replId, label: 'next' })).structuredContent as { checkpoint: CheckpointInfo }).checkpoint;
+        assert.ok(Number(next.id) > Number(good.id), `${next.id} after ${good.id}`);
         await call('delete-python-repl', { replId });
       });
     });

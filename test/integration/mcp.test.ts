@@ -360,7 +360,7 @@ describe('MCP server', { timeout: 240_000 }, () => {
         const structured = resumed.structuredContent as { value: string; notes: string[]; lost: Array<{ name: string }> };
         assert.equal(structured.value, '14');
         assert.deepEqual(structured.lost.map((l) => l.name), ['gen']);
-        assert.match(structured.notes[0]!, /^Not kept across the swap: gen \(CPython cannot save a paused generator/);
+        assert.match(structured.notes[0]!, /^Not kept across the swap: gen \(a paused generator cannot be pickled/);
         assert.match(textOf(resumed), /Out: 14\n\[perennial\] Not kept across the swap: gen/);
         const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string }> };
         assert.deepEqual(variables.variables.map((v) => v.name), ['data']);

@@ -1,3 +1,4 @@
+import { describeRuntime } from '../../shared/result-format.ts';
 import type { MachineInfo } from '../../shared/types.ts';
 import type { EngineName } from '../../shared/requests.ts';
 import { withClient, type CliContext } from '../context.ts';
@@ -50,6 +51,15 @@ export async function machineListCommand(ctx: CliContext, options: { tag?: Recor
 export async function machineForkCommand(ctx: CliContext, name: string, options: { tag?: Record<string, string> }): Promise<void> {
   const fork = await withClient(ctx, (client) => client.fork(name, options.tag ? { tags: options.tag } : {}));
   ctx.term.out.write(fork.name + '\n');
+}
+
+/** `perennial machine upgrade NAME`: a machine made on an older runtime moves to the newest. */
+export async function machineUpgradeCommand(ctx: CliContext, name: string): Promise<void> {
+  const upgraded = await withClient(ctx, (client) => client.upgrade(name));
+  ctx.term.err.write(`${name} now runs ${describeRuntime(upgraded.to)}; it ran ${describeRuntime(upgraded.from)}.\n`);
+  for (const item of upgraded.lost) ctx.term.err.write(`  not carried: ${item.name} (${item.reason})\n`);
+  const label = upgraded.checkpoint.label ?? upgraded.checkpoint.id;
+  ctx.term.err.write(`The state before is checkpoint ${upgraded.checkpoint.id}; to go back to it: perennial rollback ${name} ${label}\n`);
 }
 
 export async function machineRemoveCommand(ctx: CliContext, names: string[]): Promise<void> {

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
-import type { ExecResult } from '../../shared/types.ts';
+import type { ExecResult, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
   EngineExitedError,
@@ -42,6 +42,8 @@ interface KernelEvent {
   ok?: boolean;
   result?: unknown;
   error?: string;
+  /** With `ready`: the interpreter's version. */
+  python?: string;
 }
 
 interface PendingCall {
@@ -58,6 +60,7 @@ export class PythonEngine implements Engine {
   readonly name = 'python' as const;
   readonly exited: Promise<EngineExit>;
   #options: EngineOptions;
+  #runtime?: MachineRuntime;
   #child?: ChildProcess;
   #commands?: Writable;
   #nextId = 1;
@@ -76,6 +79,10 @@ export class PythonEngine implements Engine {
 
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  get runtime(): MachineRuntime | undefined {
+    return this.#runtime;
   }
 
   #python(): string {
@@ -115,8 +122,9 @@ export class PythonEngine implements Engine {
         child.kill('SIGKILL');
       }, START_TIMEOUT_MS);
       this.#pending.set(0, {
-        resolve: () => {
+        resolve: (python) => {
           clearTimeout(timer);
+          this.#runtime = { python: String(python) };
           resolve();
         },
         reject: (error) => {
@@ -236,7 +244,8 @@ export class PythonEngine implements Engine {
     const call = this.#pending.get(id);
     if (!call) return;
     this.#pending.delete(id);
-    if (event.ev === 'ready' || event.ok) call.resolve(event.result);
+    if (event.ev === 'ready') call.resolve(event.python);
+    else if (event.ok) call.resolve(event.result);
     else call.reject(new KernelCommandError(event.error ?? 'the kernel rejected the command'));
   }
 

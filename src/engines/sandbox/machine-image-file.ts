@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
 import type { LostItem } from '../../shared/types.ts';
 import { imageCodec } from './image-codec.ts';
 import type { ImageMeta } from './protocol.ts';
@@ -72,6 +73,22 @@ export function readImageHeader(bytes: Uint8Array): ImageHeader {
   if (bytes.length < MAGIC.length + 4 || text(MAGIC.length) !== MAGIC) throw new Error('not a Perennial sandbox snapshot (bad magic)');
   const headerLength = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 4).getUint32(0, true);
   return JSON.parse(new TextDecoder().decode(bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + headerLength))) as ImageHeader;
+}
+
+/** The header of the image file at `path`, read from its start alone. */
+export async function readImageHeaderFile(path: string): Promise<ImageHeader> {
+  const file = await open(path, 'r');
+  try {
+    const start = new Uint8Array(MAGIC.length + 4);
+    await file.read(start, 0, start.length, 0);
+    const headerLength = new DataView(start.buffer).getUint32(MAGIC.length, true);
+    if (headerLength > 1 << 24) throw new Error('not a Perennial sandbox snapshot (its header would be larger than any is)');
+    const bytes = new Uint8Array(start.length + headerLength);
+    await file.read(bytes, 0, bytes.length, 0);
+    return readImageHeader(bytes);
+  } finally {
+    await file.close();
+  }
 }
 
 /** An image file read back; `lost` is what its machine could not carry when it was saved. */

@@ -49,6 +49,12 @@ export type LoadImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array
 /** A machine's image as a snapshot returns it: a patch on the base it was loaded from, if any. */
 export type TakenImage = Omit<MachineImage, 'snapshot'> & ({ snapshot: Uint8Array } | { patch: Uint8Array; base: string });
 
+/** What `exportFiles` answers. */
+export interface ExportedFiles {
+  archive: Uint8Array;
+  packages: string[];
+}
+
 /** The import names machines may auto-install, with an id for the set, so a kernel that already has it is not sent it again. */
 export interface ImportNames {
   id: string;
@@ -70,6 +76,10 @@ export type HostMessage =
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }
   | { type: 'snapshot'; id: number }
   | { type: 'loadPackages'; id: number; paths: string[] }
+  /** The machine's own files (home and /tmp) as an archive, and the packages it has loaded: what an upgrade carries to another build. */
+  | { type: 'exportFiles'; id: number }
+  /** Puts an archive's files in place. */
+  | { type: 'importFiles'; id: number; archive: Uint8Array }
   /** Read this base's memory now, while waiting for a machine: a restore from it need not. */
   | { type: 'prefetch'; base: BaseFile };
 

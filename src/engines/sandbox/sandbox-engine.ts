@@ -1,11 +1,14 @@
 import { open, readFile } from 'node:fs/promises';
-import type { ExecResult } from '../../shared/types.ts';
-import type { Engine, EngineExit, EngineOptions, OutputListener, RestoreReport, SnapshotReport } from '../engine.ts';
+import type { ExecResult, LostItem, MachineRuntime } from '../../shared/types.ts';
+import { AlreadyCurrentError, type Engine, type EngineExit, type EngineOptions, type OutputListener, type RestoreReport, type SnapshotReport, type UpgradeReport } from '../engine.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import { ImageVersionError, readImageHeader } from './machine-image-file.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
 import type { SandboxProcess } from './sandbox-process.ts';
+
+/** Where an upgrade's pickled namespace crosses between builds, inside the machine's files. */
+const UPGRADE_TRANSFER = '/tmp/.perennial-upgrade.pickle';
 
 /** The sandbox runtimes of a data dir, one per Pyodide build it ships, each made when first needed. */
 export interface SandboxRuntimes {
@@ -50,9 +53,9 @@ export class SandboxEngine implements Engine {
     // Nothing to do yet: whether the machine is fresh or restored is known at the next call.
   }
 
-  /** The Pyodide build the machine runs, once it is loaded or being loaded. */
-  get pyodide(): SandboxRuntime['pyodide'] | undefined {
-    return this.#runtime?.pyodide;
+  get runtime(): MachineRuntime | undefined {
+    const pyodide = this.#runtime?.pyodide;
+    return pyodide && { python: pyodide.python, pyodide: pyodide.version };
   }
 
   async restore(snapshotPath: string): Promise<RestoreReport> {
@@ -120,6 +123,45 @@ export class SandboxEngine implements Engine {
     return { bytes: bytes.length, lost };
   }
 
+  /**
+   * Moves the machine onto the current Pyodide build. A memory snapshot loads only into the build
+   * that made it, so the state goes through the kernel's pickling path, as the python engine swaps:
+   * the namespace is pickled to a file, the machine's own files (with that one) and the names of
+   * its packages go to a fresh machine of the current build, which installs those packages from
+   * its own set and loads the namespace. The old process stops only once all of that succeeded.
+   */
+  async upgrade(): Promise<UpgradeReport> {
+    const old = await this.#loaded();
+    const from = this.#runtime!;
+    const to = this.runtimes.current();
+    if (from === to) throw new AlreadyCurrentError(`Pyodide ${to.pyodide.version} (Python ${to.pyodide.python})`);
+    // What the pickling could not save comes back with what the loading could not load.
+    await old.call('snapshot', { path: UPGRADE_TRANSFER });
+    const { archive, packages } = await old.exportFiles();
+    const lost: LostItem[] = [];
+    const next = await to.fresh(this.#placement, this.#config);
+    try {
+      await next.importFiles(archive);
+      for (const name of packages) {
+        try {
+          await next.loadPackages(await to.packages.ensure(await to.packages.resolve([name])));
+        } catch (error) {
+          lost.push({ name: `package ${name}`, reason: `not installed on Pyodide ${to.pyodideVersion}: ${(error as Error).message}` });
+        }
+      }
+      if (packages.length) await next.call('refresh_imports', {});
+      lost.push(...((await next.call('restore', { path: UPGRADE_TRANSFER, transfer: true })) as { lost: LostItem[] }).lost);
+    } catch (error) {
+      await next.kill();
+      throw error;
+    }
+    const report = { from: this.runtime!, to: { python: to.pyodide.python, pyodide: to.pyodideVersion }, lost };
+    this.#runtime = to;
+    this.#attach(Promise.resolve(next));
+    await old.kill();
+    return report;
+  }
+
   async stop(): Promise<void> {
     this.#stopped = true;
     if (!this.#process) {
@@ -145,7 +187,10 @@ export class SandboxEngine implements Engine {
         await process.kill();
         throw new Error('the machine was stopped while it was being loaded');
       }
-      void process.exited.then((exit) => this.#resolveExit(exit));
+      // Only the current process's exit is the machine's: an upgrade stops the one it replaced.
+      void process.exited.then((exit) => {
+        if (this.#pid === process.pid) this.#resolveExit(exit);
+      });
       this.#pid = process.pid;
       return process;
     });

@@ -3,7 +3,7 @@ import type { Writable } from 'node:stream';
 import { MALLOC_ENV } from '../../platform/malloc-env.ts';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
-import type { BaseFile, ChildMessage, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
+import type { BaseFile, ChildMessage, ExportedFiles, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
@@ -123,6 +123,15 @@ export class SandboxProcess {
     if (reply.type === 'reply' && !reply.ok) throw new KernelCommandError(`the machine cannot be swapped out: ${reply.error}`);
     if (reply.type !== 'image') throw new KernelCommandError(`the sandbox answered ${reply.type} to snapshot`);
     return { image: reply.image, lost: reply.lost };
+  }
+
+  /** The machine's own files and loaded packages, for an upgrade to carry to another build. */
+  async exportFiles(): Promise<ExportedFiles> {
+    return this.#result(await this.#request({ type: 'exportFiles' }, LOAD_TIMEOUT_MS)) as ExportedFiles;
+  }
+
+  async importFiles(archive: Uint8Array): Promise<void> {
+    this.#result(await this.#request({ type: 'importFiles', archive }, LOAD_TIMEOUT_MS));
   }
 
   async loadPackages(paths: string[]): Promise<void> {

@@ -89,6 +89,7 @@ export class SandboxRuntime {
   /** Older bases' memory files, by id: machines made before an upgrade stay patches on theirs. */
   readonly #olderBases = new Map<string, Promise<BaseFile>>();
   #kernel?: { source: string; id: string };
+  #baseId?: string;
   /** Processes holding a fresh machine. */
   #fresh: Array<{ sandbox: Promise<SandboxProcess>; loaded: boolean }> = [];
   /** Processes with Pyodide booted ahead and no machine yet. */
@@ -192,8 +193,8 @@ export class SandboxRuntime {
 
   /** The memory file of base `id`: the current base's, or an older one's, made from its image when missing. */
   async #baseFile(id: string): Promise<BaseFile> {
-    const current = await this.base();
-    if (current.id === id) return current.file;
+    // A machine made before an upgrade needs only its own base: the current one is not made for it.
+    if (id === this.#currentBaseId()) return (await this.base()).file;
     let file = this.#olderBases.get(id);
     if (!file) {
       file = this.#olderBaseFile(id);
@@ -215,6 +216,17 @@ export class SandboxRuntime {
       await writeFileAtomic(file.path, (await readImage(new Uint8Array(bytes), this.pyodideVersion)).memory);
     }
     return file;
+  }
+
+  /** The id of the base this build makes for this Pyodide: it changes with the kernel and the sandbox process. */
+  #currentBaseId(): string {
+    this.#baseId ??= createHash('sha256')
+      .update(this.pyodideVersion)
+      .update(this.#kernelSource().source)
+      .update(readFileSync(join(this.#childDir, 'main.js')))
+      .digest('hex')
+      .slice(0, 16);
+    return this.#baseId;
   }
 
   /** This build's kernel: its source, and the id its machines' images record. */
@@ -309,12 +321,7 @@ export class SandboxRuntime {
 
   async #loadOrMakeBase(): Promise<BaseImage> {
     const { source: kernelSource, id: kernelId } = this.#kernelSource();
-    const id = createHash('sha256')
-      .update(this.pyodideVersion)
-      .update(kernelSource)
-      .update(readFileSync(join(this.#childDir, 'main.js')))
-      .digest('hex')
-      .slice(0, 16);
+    const id = this.#currentBaseId();
     const path = this.#basePath(id);
     const stored = await readFile(path).catch(() => null);
     if (stored) {

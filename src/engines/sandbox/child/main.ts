@@ -7,11 +7,11 @@
 import './harden.ts';
 import { readFileSync } from 'node:fs';
 import { makeMemoryPatch } from '../memory-patch.ts';
-import type { ChildMessage, HostMessage, MachineConfig, TakenImage } from '../protocol.ts';
+import type { ChildMessage, ExportedFiles, HostMessage, MachineConfig, TakenImage } from '../protocol.ts';
 import { blankDeadMemory, memoryLayout, type MemoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
-import { archiveFiles } from './fs-archive.ts';
+import { archiveFiles, restoreFiles } from './fs-archive.ts';
 import { HostChannel } from './host-channel.ts';
 import { HOME, PyodideLoader, type DriverCall, type Pyodide } from './pyodide-loader.ts';
 
@@ -179,7 +179,13 @@ process.on('message', (message: HostMessage) => {
       else if (message.type === 'call') await runCommand(id, message.op, message.args);
       else if (message.type === 'configure') await configure(id, message);
       else if (message.type === 'snapshot') await snapshot(id);
-      else if (message.type === 'loadPackages') {
+      else if (message.type === 'exportFiles') {
+        const result: ExportedFiles = { archive: archiveFiles(machine.py.FS, [HOME, '/tmp']), packages: Object.keys(machine.py.loadedPackages) };
+        post({ type: 'reply', id, ok: true, result });
+      } else if (message.type === 'importFiles') {
+        restoreFiles(machine.py.FS, message.archive);
+        post({ type: 'reply', id, ok: true, result: null });
+      } else if (message.type === 'loadPackages') {
         const errors: string[] = [];
         await machine.py.loadPackage(message.paths, { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
         post({ type: 'reply', id, ok: errors.length === 0, ...(errors.length ? { error: errors.join('\n') } : { result: null }) } as ChildMessage);
