@@ -304,9 +304,11 @@ def _compile_function(segment, lineno, filename, freevars):
     name = getattr(node, "name", "<lambda>")
     if isinstance(node, ast.Expr):  # a lambda
         node = ast.Assign(targets=[ast.Name("__perennial_function__", ast.Store())], value=node.value, lineno=lineno)
-    # A scope that assigns each free variable makes them the function's cells, as they were.
+    # A scope that assigns each free variable makes them the function's cells, as they were. The
+    # def's own name is declared global there, as it was: else a recursive call would be a cell too.
     scope = ast.parse("def __perennial_scope__():\n    pass").body[0]
-    scope.body = [ast.parse(f"{name} = None").body[0] for name in freevars] + [node]
+    own = [] if name == "<lambda>" or name in freevars else [ast.parse(f"global {name}").body[0]]
+    scope.body = own + [ast.parse(f"{free} = None").body[0] for free in freevars] + [node]
     module = ast.Module(body=[scope], type_ignores=[])
     ast.fix_missing_locations(module)
     # By name: since Python 3.14 an annotated function has an `__annotate__` code object beside it.

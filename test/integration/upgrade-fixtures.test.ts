@@ -16,13 +16,20 @@ const fixtures = readdirSync(FIXTURES, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(join(FIXTURES, entry.name, FIXTURE_FILE)))
   .map((entry) => ({ dir: join(FIXTURES, entry.name), record: JSON.parse(readFileSync(join(FIXTURES, entry.name, FIXTURE_FILE), 'utf8')) as FixtureRecord }));
 
-/** Each of the machine's state kinds gives what it gave in the build that wrote it. */
-async function checkKinds(manager: MachineManager, machine: FixtureMachine): Promise<void> {
+/**
+ * Each of the machine's state kinds gives what it gave in the build that wrote it; `as` the engine
+ * whose expectations hold (a sandbox machine upgraded through pickling keeps what the python engine keeps).
+ */
+async function checkKinds(manager: MachineManager, machine: FixtureMachine, name = machine.name, as = machine.engine): Promise<void> {
   for (const kind of KINDS.filter((k) => machine.kinds.includes(k.kind))) {
-    const { result } = await run(manager, machine.name, kind.check);
-    assert.equal(valueOf(result), expectedOn(kind, machine.engine), `${kind.kind} on ${machine.engine}`);
+    const { result } = await run(manager, name, kind.check);
+    assert.equal(valueOf(result), expectedOn(kind, as), `${kind.kind} on ${machine.engine}`);
   }
 }
+
+/** The names the pickling path cannot carry (what the python engine loses) that the machine still had. */
+const unpicklable = (machine: FixtureMachine) =>
+  KINDS.filter((k) => machine.kinds.includes(k.kind)).flatMap((k) => (k.lost?.python ?? []).filter((name) => !k.lost?.[machine.engine]?.includes(name)));
 
 const has = async (manager: MachineManager, name: string, variable: string) => valueOf((await run(manager, name, `${JSON.stringify(variable)} in globals()`)).result);
 
@@ -35,12 +42,15 @@ for (const { dir, record } of fixtures) {
   describe(`a data dir written by Perennial ${record.version} (${record.commit.slice(0, 7)})`, { timeout: 600_000 }, () => {
     let manager: MachineManager;
     let cleanup: () => Promise<void>;
+    /** A fork of each machine made before anything ran: its state is the old build's, untouched. */
+    const pristine = new Map<string, string>();
 
     before(async () => {
       const data = await tempDataDir();
       cleanup = data.cleanup;
       await cp(dir, data.dir, { recursive: true });
       manager = await openManager({ dataDir: data.dir });
+      for (const machine of record.machines) pristine.set(machine.name, (await manager.fork(machine.name)).name);
     });
     after(async () => {
       await manager?.close();
@@ -80,6 +90,35 @@ for (const { dir, record } of fixtures) {
           await checkKinds(manager, machine);
           await manager.rollback(machine.name, 'upgraded');
           assert.equal(valueOf((await run(manager, machine.name, 'fixture_new, fixture_after_checkpoint')).result), "('after the upgrade', 'made after the checkpoint')");
+        });
+      }
+
+      if (machine.engine === 'sandbox') {
+        it('sandbox machine: runs on the Pyodide that made it, then `upgrade` moves it to 314 with its state, and rolls back to the old one', async () => {
+          const name = pristine.get(machine.name)!;
+          assert.deepEqual(manager.get(name).runtime, { pyodide: '0.29.0', python: '3.13.2' });
+          assert.deepEqual(manager.get(name).upgradeTo, { pyodide: '314.0.7', python: '3.14.2' });
+          assert.equal(valueOf((await run(manager, name, 'import sys; sys.version[:4]')).result), "'3.13'");
+          const upgraded = await manager.upgrade(name);
+          assert.deepEqual(upgraded.from, { pyodide: '0.29.0', python: '3.13.2' });
+          assert.deepEqual(upgraded.to, { pyodide: '314.0.7', python: '3.14.2' });
+          assert.deepEqual(upgraded.lost.map((item) => item.name).sort(), unpicklable(machine).sort(), JSON.stringify(upgraded.lost));
+          assert.deepEqual(manager.get(name).runtime, upgraded.to);
+          assert.equal(manager.get(name).upgradeTo, null);
+          const recorded = (await manager.history(name)).at(-1)!;
+          assert.equal(recorded.seq, upgraded.seq);
+          assert.match(JSON.stringify(recorded.result), /Upgraded from Pyodide 0\.29\.0 \(Python 3\.13\.2\) to Pyodide 314\.0\.7/);
+          await manager.swap(name);
+          assert.equal(valueOf((await run(manager, name, 'import sys; sys.version[:4]')).result), "'3.14'");
+          await checkKinds(manager, machine, name, 'python');
+          await assert.rejects(manager.upgrade(name), /cannot be upgraded: it runs Pyodide 314\.0\.7 \(Python 3\.14\.2\) already/);
+          await manager.rollback(name, upgraded.checkpoint.id);
+          assert.equal(valueOf((await run(manager, name, 'import sys; sys.version[:4], k_count')).result), "('3.13', 5)");
+          assert.deepEqual(manager.get(name).runtime, upgraded.from);
+        });
+      } else {
+        it('python machine: there is nothing to upgrade, and it says why', async () => {
+          await assert.rejects(manager.upgrade(pristine.get(machine.name)!), /cannot be upgraded: its python engine runs the interpreter it was given \(Python 3\.\d+\.\d+\)/);
         });
       }
 
