@@ -1,7 +1,7 @@
 // Builds the .vsix: the production bundle, with the two packages the local server reads from disk
 // at run time (Pyodide's runtime and the zstd wasm) placed beside it in dist/node_modules.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
 const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: 'inherit' });
@@ -9,10 +9,16 @@ run(process.execPath, ['scripts/build.mjs']);
 
 const modules = new URL('dist/node_modules/', root);
 rmSync(modules, { recursive: true, force: true });
-const pyodide = new URL('pyodide/', modules);
-mkdirSync(pyodide, { recursive: true });
-for (const file of ['package.json', 'pyodide.mjs', 'pyodide.asm.js', 'pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide-lock.json']) {
-  cpSync(new URL(`node_modules/pyodide/${file}`, root), new URL(file, pyodide));
+// Every Pyodide build the sandbox ships (src/engines/sandbox/pyodide-runtimes.ts): machines made on an
+// older one keep running on it. Builds up to 0.29 load pyodide.asm.js, later ones pyodide.asm.mjs.
+const { dependencies } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
+for (const name of Object.keys(dependencies).filter((dependency) => /^pyodide(-|$)/.test(dependency))) {
+  const pyodide = new URL(`${name}/`, modules);
+  mkdirSync(pyodide, { recursive: true });
+  for (const file of ['package.json', 'pyodide.mjs', 'pyodide.asm.js', 'pyodide.asm.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide-lock.json']) {
+    const from = new URL(`node_modules/${name}/${file}`, root);
+    if (existsSync(from)) cpSync(from, new URL(file, pyodide));
+  }
 }
 const zstd = new URL('@bokuweb/zstd-wasm/', modules);
 mkdirSync(zstd, { recursive: true });

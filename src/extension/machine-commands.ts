@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { NewMachineOptions } from '../shared/requests.ts';
-import type { MachineInfo } from '../shared/types.ts';
+import { describeRuntime } from '../shared/result-format.ts';
+import type { MachineInfo, UpgradeResult } from '../shared/types.ts';
 import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
 import type { CheckpointNode, MachineNode } from './machines-tree.ts';
 import type { OutputPanel } from './output-panel.ts';
@@ -64,6 +65,12 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
       reporting(log, 'roll the machine back', async () => {
         const chosen = node && 'kind' in node && node.kind === 'checkpoint' ? { source: node.source.id, name: node.machine, checkpoint: node.checkpoint.id } : await rollbackTarget(sources, await target(node as MachineNode | MachineRef | undefined, 'Machine to roll back'), checkpoint);
         if (chosen) await rollback(sources[chosen.source], chosen.name, chosen.checkpoint, panel);
+      }),
+    ),
+    vscode.commands.registerCommand('perennial.upgradeMachine', (node?: MachineNode | MachineRef) =>
+      reporting(log, 'upgrade the machine', async () => {
+        const machine = await target(node, 'Machine to upgrade');
+        return machine && upgrade(sources[machine.source], machine.name, panel);
       }),
     ),
     vscode.commands.registerCommand('perennial.copyMachineName', async (node?: MachineNode | MachineRef) => {
@@ -201,6 +208,25 @@ async function rollback(source: MachineSource, name: string, checkpoint: string,
   const label = rolled.checkpoint.label ? ` ("${rolled.checkpoint.label}")` : '';
   panel.start(name, `# perennial: rollback to checkpoint ${rolled.checkpoint.id}${label}`).finish(await client.result(name, rolled.seq));
   await source.refresh();
+}
+
+/**
+ * Moves a machine made on an older runtime to the newest. It is not asked first: a checkpoint keeps
+ * the state before, and the message that says what was not carried offers to roll back to it.
+ */
+async function upgrade(source: MachineSource, name: string, panel: OutputPanel): Promise<UpgradeResult> {
+  const client = await source.client();
+  const upgraded = await client.upgrade(name);
+  panel.start(name, `# perennial: upgrade to ${describeRuntime(upgraded.to)}`).finish(await client.result(name, upgraded.seq));
+  await source.refresh();
+  const lost = upgraded.lost.length ? ` Not carried: ${upgraded.lost.map((item) => item.name).join(', ')} (see the output).` : '';
+  void vscode.window
+    .showInformationMessage(`${name} now runs ${describeRuntime(upgraded.to)}.${lost}`, 'Roll Back', 'Show Output')
+    .then(async (choice) => {
+      if (choice === 'Show Output') panel.show();
+      if (choice === 'Roll Back') await rollback(source, name, upgraded.checkpoint.id, panel);
+    });
+  return upgraded;
 }
 
 /** `k=v, k2=v2` as tags; null when malformed. */

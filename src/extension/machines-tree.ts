@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { describeRuntime } from '../shared/result-format.ts';
 import { byteSize } from '../shared/byte-size.ts';
 import type { CheckpointInfo, MachineInfo, VariableSummary } from '../shared/types.ts';
 import type { MachineSource } from './machine-source.ts';
@@ -106,11 +107,14 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
   const item = new vscode.TreeItem(machine.name, vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `${source.id}/${machine.name}`;
   const tags = Object.entries(machine.tags).map(([key, value]) => `${key}=${value}`);
-  item.description = [...tags, machine.state].join(' · ');
+  item.description = [...tags, machine.state, ...(machine.upgradeTo ? [`${describeRuntime(machine.runtime)}, upgrade available`] : [])].join(' · ');
   item.iconPath = new vscode.ThemeIcon(STATE_ICONS[machine.state]);
-  item.contextValue = 'machine';
+  // `machine-upgradable` also matches the menus' `viewItem =~ /^machine/`.
+  item.contextValue = machine.upgradeTo ? 'machine-upgradable' : 'machine';
   const tooltip = new vscode.MarkdownString(`**${machine.name}** — ${machine.state}\n\n`);
   tooltip.appendMarkdown(`- engine: ${machine.engine}\n- created: ${new Date(machine.createdAt).toLocaleString()}\n`);
+  // Absent from what a server of a build before 0.2.0 says.
+  if (machine.runtime) tooltip.appendMarkdown(`- runtime: ${describeRuntime(machine.runtime)}${machine.upgradeTo ? ` (${describeRuntime(machine.upgradeTo)} available: Upgrade Machine)` : ''}\n`);
   if (machine.memoryMb) tooltip.appendMarkdown(`- memory cap: ${machine.memoryMb} MiB\n`);
   if (machine.snapshot) tooltip.appendMarkdown(`- last snapshot: ${(machine.snapshot.bytes / 1024).toFixed(0)} KiB\n`);
   for (const warning of machine.warnings) tooltip.appendMarkdown(`\n⚠ ${warning}\n`);

@@ -27,7 +27,7 @@ export function statusReport(manager: MachineManager): StatusReport {
     version: VERSION,
     pid: process.pid,
     dataDir: manager.dataDir,
-    machines: { total: machines.length, warm: machines.length - swapped, swapped },
+    machines: { total: machines.length, warm: machines.length - swapped, swapped, upgradable: machines.filter((m) => m.upgradeTo).length },
     defaultEngine: manager.defaultEngine,
     engines: manager.engineStatus(),
   };

@@ -199,7 +199,8 @@ export interface StatusReport {
   version: string;
   pid: number;
   dataDir: string;
-  machines: { total: number; warm: number; swapped: number };
+  /** `upgradable`: machines on an older runtime than the newest this Perennial ships (`upgradeTo`). */
+  machines: { total: number; warm: number; swapped: number; upgradable: number };
   defaultEngine: EngineName;
   engines: EngineStatus[];
 }

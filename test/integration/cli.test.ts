@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
@@ -101,8 +101,8 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       { name, tags: { team: 'cli', env: 'test' }, memoryMb: 512, state: 'swapped', nextSeq: 1 },
     );
     const table = (await cli(['machine', 'list'])).stdout;
-    assert.match(table, /^NAME\s+ENGINE\s+STATE\s+INSTRUCTIONS\s+CREATED\s+TAGS$/m);
-    assert.match(table, new RegExp(`^${name}\\s+sandbox\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'), 'the sandbox is the default engine');
+    assert.match(table, /^NAME\s+ENGINE\s+RUNTIME\s+STATE\s+INSTRUCTIONS\s+CREATED\s+TAGS$/m);
+    assert.match(table, new RegExp(`^${name}\\s+sandbox\\s+Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\)\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'), 'the sandbox is the default engine');
     assert.equal((await cli(['machine', 'list', '--tag', 'team=none'])).stdout, '');
     const resumed = await cli(['exec', '-m', name, 'y']);
     assert.equal(resumed.stdout, '2\n');
@@ -288,6 +288,47 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       child.stdin!.end();
       child.kill();
     }
+  });
+});
+
+describe('perennial machine upgrade, on a data dir an earlier build wrote', { timeout: 180_000 }, () => {
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+  const fixture = fileURLToPath(new URL('../fixtures/data-dirs/bc367fb/', import.meta.url));
+  const { machines } = JSON.parse(readFileSync(join(fixture, 'fixture.json'), 'utf8')) as { machines: Array<{ engine: string; name: string }> };
+  const sandbox = machines.find((m) => m.engine === 'sandbox')!.name;
+  const python = machines.find((m) => m.engine === 'python')!.name;
+  const cli = (args: string[]) => finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }));
+
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir());
+    cpSync(fixture, dataDir, { recursive: true });
+  });
+  after(async () => {
+    await stopServer(dataDir);
+    await cleanup();
+  });
+
+  it('lists the runtime of each machine, marks the ones on an older one, and says how to upgrade them', async () => {
+    const listed = await cli(['machine', 'list']);
+    assert.match(listed.stdout, new RegExp(`^${sandbox}\\s+sandbox\\s+Pyodide 0\\.29\\.0 \\(Python 3\\.13\\.2\\)\\*\\s+swapped`, 'm'));
+    assert.match(listed.stderr, new RegExp(`${sandbox}.*: on an older runtime; move to Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\) with: perennial machine upgrade NAME`));
+    assert.match((await cli(['status'])).stdout, /machines: 4 .*\n {2}2 on an older runtime: see perennial machine list, and perennial machine upgrade NAME/);
+  });
+
+  it('upgrades a sandbox machine, says what it could not carry and how to go back, and refuses what it cannot do', async () => {
+    const upgraded = await cli(['machine', 'upgrade', sandbox]);
+    assert.equal(upgraded.code, 0, upgraded.stderr);
+    assert.match(upgraded.stderr, new RegExp(`^${sandbox} now runs Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\); it ran Pyodide 0\\.29\\.0 \\(Python 3\\.13\\.2\\)\\.$`, 'm'));
+    assert.match(upgraded.stderr, /^ {2}not carried: k_gen \(a paused generator cannot be pickled/m);
+    assert.match(upgraded.stderr, new RegExp(`to go back to it: perennial rollback ${sandbox} before-upgrade-from-0\\.29\\.0$`, 'm'));
+    assert.equal((await cli(['exec', '-m', sandbox, 'import sys; sys.version[:4], k_count'])).stdout, "('3.14', 5)\n");
+    const again = await cli(['machine', 'upgrade', sandbox]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /cannot be upgraded: it runs Pyodide 314\.0\.7 \(Python 3\.14\.2\) already, the newest this Perennial has/);
+    const pythonMachine = await cli(['machine', 'upgrade', python]);
+    assert.equal(pythonMachine.code, 1);
+    assert.match(pythonMachine.stderr, /cannot be upgraded: its python engine runs the interpreter it was given/);
   });
 });
 

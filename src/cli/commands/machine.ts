@@ -41,6 +41,8 @@ export async function machineListCommand(ctx: CliContext, options: { tag?: Recor
     return;
   }
   ctx.term.out.write(formatTable(machines) + '\n');
+  const older = machines.filter((m) => m.upgradeTo);
+  if (older.length) ctx.term.err.write(`perennial: ${older.map((m) => m.name).join(', ')}: on an older runtime; move to ${describeRuntime(older[0]!.upgradeTo)} with: perennial machine upgrade NAME\n`);
   // Each warning once, with the machines it concerns (an engine's warning holds for all of them).
   const concerned = new Map<string, string[]>();
   for (const machine of machines) for (const warning of machine.warnings) concerned.set(warning, [...(concerned.get(warning) ?? []), machine.name]);
@@ -74,12 +76,19 @@ export async function machineSwapCommand(ctx: CliContext, names: string[]): Prom
   });
 }
 
+/** "Pyodide 0.29.0 (Python 3.13.2)*" where an upgrade is available; "-" while not known. */
+function runtimeCell(machine: MachineInfo): string {
+  if (!machine.runtime) return '-';
+  return `${describeRuntime(machine.runtime)}${machine.upgradeTo ? '*' : ''}`;
+}
+
 function formatTable(machines: MachineInfo[]): string {
   return table([
-    ['NAME', 'ENGINE', 'STATE', 'INSTRUCTIONS', 'CREATED', 'TAGS'],
+    ['NAME', 'ENGINE', 'RUNTIME', 'STATE', 'INSTRUCTIONS', 'CREATED', 'TAGS'],
     ...machines.map((m) => [
       m.name,
       m.engine,
+      runtimeCell(m),
       m.state,
       String(m.nextSeq),
       m.createdAt.replace('T', ' ').slice(0, 19),

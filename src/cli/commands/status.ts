@@ -27,6 +27,8 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     `Perennial ${status.version} server, pid ${status.pid}, at ${info.url}`,
     `data dir: ${ctx.dataDir}`,
     `machines: ${status.machines.total} (${status.machines.warm} warm, ${status.machines.swapped} swapped)`,
+    // Absent from the report of a server of a build before 0.2.0.
+    ...(status.machines.upgradable ? [`  ${status.machines.upgradable} on an older runtime: see perennial machine list, and perennial machine upgrade NAME`] : []),
     `default engine: ${status.defaultEngine}`,
     ...status.engines.map((e) => `engine ${e.name}: ${e.available ? 'available' : 'unavailable'} (${e.detail}${e.ready ? `; ${e.ready} processes ready` : ''})${e.warning ? `\n  warning: ${e.warning}` : ''}`),
   ];
