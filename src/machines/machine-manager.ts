@@ -358,7 +358,10 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     await Promise.all(
       [...this.#machines.values()].map(async (machine) => {
         machine.interrupt();
-        await machine.checkpoint().catch((error: Error) => this.#emit({ type: 'error', name: machine.name, message: `could not save on close: ${error.message}` }));
+        await machine.checkpoint().catch(async (error: Error) => {
+          this.#emit({ type: 'error', name: machine.name, message: `could not save on close: ${error.message}` });
+          await machine.noteUnsavedAtStop(error.message);
+        });
         await machine.close();
       }),
     );

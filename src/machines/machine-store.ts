@@ -29,6 +29,8 @@ export const ManifestSchema = z.looseObject({
   nextSeq: z.number().int().nonnegative(),
   lastUsedAt: z.string(),
   snapshot: z.object({ at: z.string(), seq: z.number().int().nonnegative(), bytes: z.number().nonnegative() }).nullable(),
+  /** Set when the server stopped and could not save the machine: when, and why. */
+  unsaved: z.object({ at: z.string(), reason: z.string() }).optional(),
   /** What the machine last ran on (absent in manifests of builds before 0.2.0 until the machine runs). */
   runtime: z.object({ python: z.string(), pyodide: z.string().optional() }).optional(),
   /** Set when the manifest was rebuilt because it could not be read: what happened, in words. */

@@ -271,9 +271,15 @@ export class Machine {
    */
   noteUncleanStop(): void {
     const from = this.manifest.snapshot?.seq ?? 0;
-    if (this.#completedSeq >= from) {
-      this.#notices.push(`The server stopped unexpectedly. ${this.#restoreNotice()}`);
-    }
+    const unsaved = this.manifest.unsaved;
+    if (unsaved) this.#notices.push(`When the server stopped (${unsaved.at}), this machine could not be saved: ${unsaved.reason}. ${this.#restoreNotice()}`);
+    else if (this.#completedSeq >= from) this.#notices.push(`The server stopped unexpectedly. ${this.#restoreNotice()}`);
+  }
+
+  /** Called when the server stops and this machine's state could not be saved: the next start says why. */
+  async noteUnsavedAtStop(reason: string): Promise<void> {
+    this.manifest.unsaved = { at: new Date().toISOString(), reason };
+    await this.store.save(this.manifest).catch(() => {});
   }
 
   /** Called when the manifest was just rebuilt: the first result says so, and what was reset. */
@@ -685,6 +691,7 @@ export class Machine {
     this.#swapError = null;
     await this.store.commitSnapshot(this.name, temp);
     this.manifest.snapshot = { at: new Date().toISOString(), seq: this.#completedSeq + 1, bytes: report.bytes };
+    delete this.manifest.unsaved;
     await this.store.save(this.manifest);
     this.#dirty = false;
     this.onChange(this, { type: 'checkpoint', bytes: report.bytes });

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { DataDirLockedError } from '../../src/platform/data-dir-lock.ts';
+import { VERSION } from '../../src/shared/version.ts';
 import { MachineGoneError, type MachineManager } from '../../src/machines/machine-manager.ts';
 import {
   ENGINES_UNDER_TEST,
@@ -367,6 +368,64 @@ describe('an unreadable snapshot', { timeout: 60_000 }, () => {
     const kept = /it was kept as (\S+)$/.exec(lost?.reason ?? '')?.[1];
     assert.match(kept ?? '', /snapshot\.unreadable-\d+$/);
     assert.equal(await readFile(kept!, 'utf8'), 'not a snapshot');
+  });
+});
+
+describe('the data dir format', { timeout: 60_000 }, () => {
+  it('a data dir a newer Perennial wrote in a format this one cannot read is refused in one sentence, and left as it was', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      const record = JSON.stringify({ format: 99, writtenBy: '9.0.0' });
+      await writeFile(join(dir, 'data-dir.json'), record);
+      await assert.rejects(
+        openManager({ dataDir: dir }),
+        new RegExp(`^NewerDataDirError: The data dir ${dir} was written by Perennial 9\\.0\\.0 in data format 99, which this Perennial \\(${VERSION.replace(/\./g, '\\.')}\\) cannot read \\(it reads format 1\\); update Perennial, or give this one another data dir \\(--data-dir or PERENNIAL_HOME\\)\\. Nothing was changed\\.$`),
+      );
+      assert.deepEqual(await readdir(dir), ['data-dir.json'], 'no lock, no machines folder');
+      assert.equal(await readFile(join(dir, 'data-dir.json'), 'utf8'), record);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('a data dir of an earlier build is marked with the format and the version of the build that opens it', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      await (await openManager({ dataDir: dir })).close();
+      assert.deepEqual(JSON.parse(await readFile(join(dir, 'data-dir.json'), 'utf8')), { format: 1, writtenBy: VERSION });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('the version Perennial reports is the package\'s', async () => {
+    const { version } = JSON.parse(await readFile(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string };
+    assert.equal(VERSION, version);
+  });
+});
+
+describe('a machine the server could not save when it stopped', { timeout: 120_000 }, () => {
+  it('says so, and why, at its next result: not that the server stopped unexpectedly', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      let manager = await openManager({ dataDir: dir });
+      const name = (await manager.create({ engine: 'sandbox' })).name;
+      await run(manager, name, 'saved = 1');
+      await manager.swap(name);
+      // A JavaScript object held by Python: no snapshot of the machine can be taken.
+      await run(manager, name, 'import js\nholder = js.Object.new()\nlost_at_stop = 2');
+      await manager.close();
+      manager = await openManager({ dataDir: dir });
+      const r = await run(manager, name, '"saved" in globals(), "lost_at_stop" in globals()');
+      assert.equal(valueOf(r.result), '(True, False)');
+      const notice = r.result.data?.notices?.join('\n') ?? '';
+      assert.match(notice, /^When the server stopped \(.+\), this machine could not be saved: .*Python holds a JavaScript Object.* The machine goes back to its snapshot of .+\. Effects of instructions \d+–\d+ are lost\.$/);
+      assert.doesNotMatch(notice, /unexpectedly/);
+      assert.equal((await run(manager, name, 'None')).result.data, null, 'said once');
+      await manager.close();
+    } finally {
+      await cleanup();
+    }
   });
 });
 
