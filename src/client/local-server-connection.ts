@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MALLOC_ENV } from '../platform/malloc-env.ts';
 import { isProcessAlive } from '../platform/process-liveness.ts';
-import { readServerInfo, type ServerInfo } from '../platform/server-info.ts';
+import { readServerInfo, startedInBackground, type ServerInfo } from '../platform/server-info.ts';
+import { VERSION } from '../shared/version.ts';
 import type { EngineName } from '../shared/requests.ts';
 import { HttpClient } from './http-client.ts';
 
@@ -51,9 +52,33 @@ export async function connectToLocalServer(dataDir: string, options: LocalConnec
   });
 }
 
-/** The local server of `dataDir`: the running one, or one started now (unless `autoStart` is false). */
+/** A server a person started runs a Perennial older than this client's wire API needs. */
+export class OlderServerError extends Error {
+  static readonly errorCode = 'ServerTooOld';
+  constructor(dataDir: string, server: ServerInfo) {
+    super(
+      `The Perennial server of ${dataDir} (pid ${server.pid}, ${server.url}) is version ${server.version}, and this perennial (${VERSION}) needs ${apiLine(VERSION)} or newer. ` +
+        `It was started by hand, so it is left running: stop it (Ctrl-C where it runs, or kill ${server.pid}; it saves every machine) and start it again with this version: perennial serve --data-dir ${dataDir}`,
+    );
+    this.name = 'OlderServerError';
+  }
+}
+
+/** How long a replaced background server may take to save its machines and stop. */
+const REPLACE_TIMEOUT_MS = 120_000;
+
+/**
+ * The local server of `dataDir`: the running one, or one started now (unless `autoStart` is false).
+ * A running server older than this client's wire API is replaced when a client started it in the
+ * background (it saves every machine as it stops), and refused with what to do when a person did.
+ */
 export async function localServer(dataDir: string, options: LocalConnectionOptions = {}): Promise<ServerInfo> {
-  const running = await runningServer(dataDir);
+  let running = await runningServer(dataDir);
+  if (running && isOlder(running.version, VERSION)) {
+    if (!startedInBackground(running)) throw new OlderServerError(dataDir, running);
+    await replace(running);
+    running = await runningServer(dataDir);
+  }
   if (running) return running;
   if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
   return startServer(dataDir, options);
@@ -69,6 +94,32 @@ export async function runningServer(dataDir: string): Promise<ServerInfo | null>
   } catch {
     return null;
   }
+}
+
+/** Stops an older background server (it saves every machine first) and waits until it has gone. */
+async function replace(server: ServerInfo): Promise<void> {
+  try {
+    process.kill(server.pid, 'SIGTERM');
+  } catch {
+    return; // gone already
+  }
+  const deadline = Date.now() + REPLACE_TIMEOUT_MS;
+  while (isProcessAlive(server.pid)) {
+    if (Date.now() > deadline) throw new LocalServerUnavailableError(`The Perennial ${server.version} server (pid ${server.pid}) did not stop within ${REPLACE_TIMEOUT_MS / 1000} s to make way for ${VERSION}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** "0.2": the part of a version that changes with the wire API and the formats (0.x releases). */
+function apiLine(version: string): string {
+  return version.split('.').slice(0, 2).join('.');
+}
+
+/** Whether `version`'s wire API is older than `own`'s. */
+function isOlder(version: string, own: string): boolean {
+  const [major, minor] = version.split('.').map(Number);
+  const [ownMajor, ownMinor] = own.split('.').map(Number);
+  return major! < ownMajor! || (major === ownMajor && minor! < ownMinor!);
 }
 
 async function startServer(dataDir: string, options: LocalConnectionOptions): Promise<ServerInfo> {

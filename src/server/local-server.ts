@@ -20,6 +20,8 @@ export interface LocalServerOptions extends MachineManagerOptions {
   host?: string;
   /** Port; default 0 (any free port, written to server.json). */
   port?: number;
+  /** Started by a client, in the background: a newer client may replace it (server.json says so). */
+  background?: boolean;
 }
 
 const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
@@ -66,7 +68,7 @@ export class LocalServer {
       const port = (http.address() as { port: number }).port;
       access.listeningOn(port, host);
       // The sandbox pools fill at the first sandbox machine: an editor that never runs code pays for the server alone.
-      await writeServerInfo(options.dataDir, { pid: process.pid, url: server.url, token, version: VERSION, startedAt: new Date().toISOString() });
+      await writeServerInfo(options.dataDir, { pid: process.pid, url: server.url, token, version: VERSION, startedAt: new Date().toISOString(), background: options.background ?? false });
       return server;
     } catch (error) {
       await manager.close();

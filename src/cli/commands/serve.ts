@@ -17,7 +17,16 @@ export interface ServeCommandOptions {
 
 /** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
-  const server = await LocalServer.start({ dataDir: ctx.dataDir, host: options.host, port: options.port, idleSeconds: options.idleSeconds, poolIdleSeconds: options.poolIdleSeconds, defaultEngine: options.engine });
+  const server = await LocalServer.start({
+    dataDir: ctx.dataDir,
+    host: options.host,
+    port: options.port,
+    idleSeconds: options.idleSeconds,
+    poolIdleSeconds: options.poolIdleSeconds,
+    defaultEngine: options.engine,
+    // Clients start their background server with an idle limit; a person's `serve` has none.
+    background: options.exitWhenIdle !== undefined,
+  });
   ctx.term.err.write(`Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it.\n`);
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
