@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEngines } from '../src/engines/index.ts';
+import { pyodideRuntimes, type PyodideRuntime } from '../src/engines/sandbox/pyodide-runtimes.ts';
 import { MachineManager } from '../src/machines/machine-manager.ts';
 import { kib, median, ms, row, timeIt, treeMemory } from './stats.ts';
 
@@ -21,8 +22,8 @@ export const SPEED = {
   'sort 1M floats': 'import random\nrandom.seed(1)\nvalues = [random.random() for _ in range(1_000_000)]\nsorted(values)[0] >= 0',
 };
 
-async function openManager(dataDir: string, poolSize: number): Promise<MachineManager> {
-  return MachineManager.open({ dataDir, checkpointDelayMs: 600_000, engines: openEngines({ dataDir, sandboxPoolSize: poolSize }) });
+async function openRuntimeManager(dataDir: string, poolSize: number, pyodide: PyodideRuntime): Promise<MachineManager> {
+  return MachineManager.open({ dataDir, checkpointDelayMs: 600_000, engines: openEngines({ dataDir, sandboxPoolSize: poolSize, sandboxPyodide: pyodide }) });
 }
 
 /** Waits until a manager's pool holds a ready machine, by timing an instant create + run. */
@@ -31,19 +32,25 @@ async function settle(manager: MachineManager): Promise<void> {
   await new Promise((r) => setTimeout(r, 4000));
 }
 
+/** Every Pyodide build the sandbox ships, the current one first: machines made on an older one still run it. */
 export async function benchSandboxEngine(): Promise<void> {
+  for (const pyodide of pyodideRuntimes()) await benchRuntime(pyodide);
+}
+
+async function benchRuntime(pyodide: PyodideRuntime): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-sandbox-'));
+  const openManager = (poolSize: number) => openRuntimeManager(dataDir, poolSize, pyodide);
   try {
-    console.log('\nsandbox engine (Pyodide)');
+    console.log(`\nsandbox engine (Pyodide ${pyodide.version}, Python ${pyodide.python})`);
     // The base image: booted cold once per Pyodide and kernel version, then kept in the data dir.
-    let manager = await openManager(dataDir, 0);
+    let manager = await openManager(0);
     const firstEver = await timeIt(async () => {
       const name = (await manager.create({ engine: 'sandbox' })).name;
       await manager.run(name, '1+1');
     });
     await manager.close();
 
-    manager = await openManager(dataDir, 0);
+    manager = await openManager(0);
     const cold: number[] = [];
     for (let i = 0; i < 3; i++) {
       cold.push(
@@ -55,7 +62,7 @@ export async function benchSandboxEngine(): Promise<void> {
     }
     await manager.close();
 
-    manager = await openManager(dataDir, 1);
+    manager = await openManager(1);
     const pooled: number[] = [];
     for (let i = 0; i < SAMPLES; i++) {
       await settle(manager);

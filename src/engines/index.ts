@@ -35,14 +35,17 @@ export interface EngineSetOptions {
   sandboxPoolSize?: number;
   /** The sandbox pools are emptied after this long without a sandbox machine made or swapped in. */
   sandboxPoolIdleSeconds?: number;
+  /** The Pyodide build new sandbox machines run and upgrades go to; default the newest (benchmarks compare builds with it). */
+  sandboxPyodide?: PyodideRuntime;
 }
 
 export function openEngines(options: EngineSetOptions): EngineSet {
+  const newest = options.sandboxPyodide ?? CURRENT_PYODIDE;
   const made = new Map<string, SandboxRuntime>();
   const runtimeOf = (pyodide: PyodideRuntime): SandboxRuntime => {
     let runtime = made.get(pyodide.version);
     if (!runtime) {
-      const current = pyodide === CURRENT_PYODIDE;
+      const current = pyodide === newest;
       runtime = new SandboxRuntime({
         cacheDir: join(options.dataDir, 'engines', 'sandbox', pyodide.cacheFolder),
         pyodide,
@@ -56,7 +59,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
     return runtime;
   };
   const runtimes: SandboxRuntimes = {
-    current: () => runtimeOf(CURRENT_PYODIDE),
+    current: () => runtimeOf(newest),
     of: (version) => {
       const pyodide = pyodideRuntime(version);
       return pyodide && runtimeOf(pyodide);
@@ -64,7 +67,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
     versions: pyodideRuntimes().map((r) => r.version),
   };
   const sandboxProblem = sandboxUnavailable();
-  const older = pyodideRuntimes().filter((r) => r !== CURRENT_PYODIDE);
+  const older = pyodideRuntimes().slice(pyodideRuntimes().indexOf(newest) + 1);
   return {
     factories: {
       python: (engineOptions) => new PythonEngine(engineOptions),
@@ -77,15 +80,15 @@ export function openEngines(options: EngineSetOptions): EngineSet {
         {
           name: 'sandbox',
           available: !sandboxProblem,
-          detail: sandboxProblem ?? `Pyodide ${CURRENT_PYODIDE.version} (Python ${CURRENT_PYODIDE.python}), ${isolation!.bubblewrap ? 'bubblewrap + ' : ''}Node permission model${kept}`,
+          detail: sandboxProblem ?? `Pyodide ${newest.version} (Python ${newest.python}), ${isolation!.bubblewrap ? 'bubblewrap + ' : ''}Node permission model${kept}`,
           warning: isolation?.warning ?? null,
-          ready: made.get(CURRENT_PYODIDE.version)?.pooled ?? 0,
+          ready: made.get(newest.version)?.pooled ?? 0,
         },
         { name: 'python', available: true, detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`, warning: null, ready: 0 },
       ];
     },
     newestRuntime(engine) {
-      return engine === 'sandbox' ? { python: CURRENT_PYODIDE.python, pyodide: CURRENT_PYODIDE.version } : undefined;
+      return engine === 'sandbox' ? { python: newest.python, pyodide: newest.version } : undefined;
     },
     async snapshotRuntime(engine, path) {
       if (engine !== 'sandbox') return undefined;

@@ -6,7 +6,14 @@ import { z } from 'zod';
 import { writeFileAtomic } from '../platform/atomic-file.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 
-const CheckpointRecord = z.object({
+/**
+ * The format of a checkpoint's record (absent in records of 0.1.0, which are the same format). A
+ * record of a newer format is not listed, and neither it nor the blobs it may name are removed.
+ */
+const CHECKPOINT_FORMAT = 1;
+
+const CheckpointRecord = z.looseObject({
+  version: z.literal(CHECKPOINT_FORMAT).optional(),
   id: z.string(),
   label: z.string().nullable(),
   seq: z.number().int().nonnegative(),
@@ -22,7 +29,7 @@ type CheckpointRecord = z.infer<typeof CheckpointRecord>;
 type FileEntry = NonNullable<CheckpointRecord['files']>[number];
 
 const RECORD = 'checkpoint.json';
-/** The highest id ever given: ids are never given twice, not even after the newest is deleted. */
+/** The highest id of a checkpoint removed while it was the newest: ids are never given twice. */
 const LAST_ID = 'last-id';
 const SNAPSHOT = 'snapshot';
 const BLOBS = 'blobs';
@@ -70,11 +77,8 @@ export class CheckpointStore {
         files = saved.files;
         bytes += saved.newBytes;
       }
-      const records = await this.#records();
-      const lastId = Number(await readFile(join(this.dir, LAST_ID), 'utf8').catch(() => '0')) || 0;
-      const id = String(Math.max(lastId, ...records.map((r) => Number(r.id))) + 1);
-      await writeFileAtomic(join(this.dir, LAST_ID), id);
-      const record: CheckpointRecord = { id, label, seq: source.seq, at: new Date().toISOString(), bytes, auto, hasSnapshot: source.snapshotPath !== null, files };
+      const id = String((await this.#highestId()) + 1);
+      const record: CheckpointRecord = { version: CHECKPOINT_FORMAT, id, label, seq: source.seq, at: new Date().toISOString(), bytes, auto, hasSnapshot: source.snapshotPath !== null, files };
       await writeFileAtomic(join(temp, RECORD), JSON.stringify(record));
       await rename(temp, join(this.dir, id));
       return info(record);
@@ -114,6 +118,7 @@ export class CheckpointStore {
   }
 
   async remove(id: string): Promise<void> {
+    await this.#rememberId(id);
     // Renamed away first, so a crash midway never leaves a checkpoint without its parts.
     const doomed = join(this.dir, `.gone-${id}-${randomBytes(4).toString('hex')}`);
     await rename(join(this.dir, id), doomed);
@@ -126,21 +131,43 @@ export class CheckpointStore {
     const autos = (await this.#records()).filter((r) => r.auto && r.id !== spare);
     const old = autos.slice(0, Math.max(0, autos.length - keep));
     if (!old.length) return;
-    for (const record of old) await rm(join(this.dir, record.id), { recursive: true, force: true });
+    for (const record of old) {
+      await this.#rememberId(record.id);
+      await rm(join(this.dir, record.id), { recursive: true, force: true });
+    }
     await this.#collectBlobs();
   }
 
+  /** The highest id given so far: of the checkpoints there are, or one removed while it was the newest. */
+  async #highestId(): Promise<number> {
+    const removed = Number(await readFile(join(this.dir, LAST_ID), 'utf8').catch(() => '0')) || 0;
+    return Math.max(removed, ...(await this.#ids()).map(Number));
+  }
+
+  /** Before the newest checkpoint goes, its id is written down, so that the next one does not take it. */
+  async #rememberId(id: string): Promise<void> {
+    if (Number(id) >= (await this.#highestId())) await writeFileAtomic(join(this.dir, LAST_ID), id);
+  }
+
+  /** The ids of every checkpoint folder, readable or not. */
+  async #ids(): Promise<string[]> {
+    return (await readdir(this.dir).catch(() => [] as string[])).filter((n) => /^\d+$/.test(n));
+  }
+
   async #records(): Promise<CheckpointRecord[]> {
-    const names = await readdir(this.dir).catch(() => [] as string[]);
-    const records = await Promise.all(names.filter((n) => /^\d+$/.test(n)).map((n) => this.#record(n)));
+    const records = await Promise.all((await this.#ids()).map((n) => this.#record(n)));
     return records.filter((r) => r !== undefined).sort((a, b) => Number(a.id) - Number(b.id));
   }
 
   async #record(id: string): Promise<CheckpointRecord | undefined> {
     if (!/^\d+$/.test(id)) return undefined;
     const text = await readFile(join(this.dir, id, RECORD), 'utf8').catch(() => null);
-    const parsed = text === null ? null : CheckpointRecord.safeParse(JSON.parse(text));
-    return parsed?.success ? parsed.data : undefined;
+    try {
+      const parsed = text === null ? null : CheckpointRecord.safeParse(JSON.parse(text));
+      return parsed?.success ? parsed.data : undefined;
+    } catch {
+      return undefined; // damaged: not listed, and nothing it names is removed
+    }
   }
 
   /** Stores every file of `root` by content (the new ones only) and answers the listing and the bytes it added. */
@@ -219,9 +246,11 @@ export class CheckpointStore {
     await Promise.all(leftovers.map((path) => rm(path, { recursive: true, force: true })));
   }
 
-  /** Removes the blobs no checkpoint names any more. */
+  /** Removes the blobs no checkpoint names any more; none while a checkpoint cannot be read (it may name any). */
   async #collectBlobs(): Promise<void> {
-    const used = new Set((await this.#records()).flatMap((r) => (r.files ?? []).map((f) => f.sha256).filter((s) => s !== undefined)));
+    const records = await this.#records();
+    if (records.length !== (await this.#ids()).length) return;
+    const used = new Set(records.flatMap((r) => (r.files ?? []).map((f) => f.sha256).filter((s) => s !== undefined)));
     const blobs = await readdir(join(this.dir, BLOBS)).catch(() => [] as string[]);
     await Promise.all(blobs.filter((b) => !used.has(b)).map((b) => rm(join(this.dir, BLOBS, b), { force: true })));
   }

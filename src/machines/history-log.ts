@@ -5,7 +5,14 @@ import type { ExecResult, HistoryEntry } from '../shared/types.ts';
 /** Text kept per stream in the history; the live stream is capped separately. */
 const HISTORY_OUTPUT_CHARS = 8192;
 
+/**
+ * The history's format, named by the first line of files written since 0.2.0 (those of 0.1.0 have
+ * none, and are the same format). Readers skip lines without a seq, so older builds skip it too.
+ */
+const HISTORY_FORMAT = 1;
+
 type HistoryLine =
+  | { t: 'format'; version: number }
   | { t: 'start'; seq: number; code: string; at: string }
   | { t: 'end'; seq: number; result: ExecResult; stdout?: string; stderr?: string };
 
@@ -81,15 +88,35 @@ export class HistoryLog {
     this.#fd = undefined;
   }
 
+  /** Opens the file to append; a new one starts with its format, one of a newer format is not written to. */
+  #open(): number {
+    const fd = openSync(this.path, 'a+', 0o600);
+    try {
+      const size = fstatSync(fd).size;
+      if (size === 0) writeSync(fd, JSON.stringify({ t: 'format', version: HISTORY_FORMAT } satisfies HistoryLine) + '\n');
+      else {
+        const start = Buffer.alloc(Math.min(size, 256));
+        readSync(fd, start, 0, start.length, 0);
+        const header = parseHeader(start.toString('utf8').split('\n')[0]!);
+        if (header?.t === 'format' && header.version > HISTORY_FORMAT) {
+          throw new Error(`it was written by a newer Perennial in format ${header.version} (this one writes format ${HISTORY_FORMAT}), and is left as it is`);
+        }
+      }
+      this.#size = fstatSync(fd).size;
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    this.#fd = fd;
+    return fd;
+  }
+
   #append(line: HistoryLine): void {
     const bytes = Buffer.from(JSON.stringify(line) + '\n');
     try {
-      if (this.#fd === undefined) {
-        this.#fd = openSync(this.path, 'a', 0o600);
-        this.#size = fstatSync(this.#fd).size;
-      }
+      const fd = this.#fd ?? this.#open();
       // A short write is followed by another, which says why it fell short.
-      for (let written = 0; written < bytes.length; ) written += writeSync(this.#fd, bytes, written);
+      for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
       this.#size += bytes.length;
     } catch (error) {
       try {
@@ -102,11 +129,19 @@ export class HistoryLog {
   }
 }
 
-function parseLine(raw: string): HistoryLine | null {
+function parseHeader(raw: string): HistoryLine | undefined {
+  try {
+    return JSON.parse(raw) as HistoryLine;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseLine(raw: string): Exclude<HistoryLine, { t: 'format' }> | null {
   if (!raw) return null;
   try {
-    const line = JSON.parse(raw) as HistoryLine;
-    return typeof line.seq === 'number' ? line : null;
+    const line = JSON.parse(raw) as { seq?: unknown };
+    return typeof line.seq === 'number' ? (line as Exclude<HistoryLine, { t: 'format' }>) : null;
   } catch {
     return null;
   }

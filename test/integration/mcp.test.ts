@@ -87,7 +87,7 @@ const stdio = (server: LocalServer) =>
   new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
 const streamable = (server: LocalServer) => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
 
-describe('MCP server', { timeout: 240_000 }, () => {
+describe('MCP server', { timeout: 480_000 }, () => {
   /**
    * The same tools through both implementations of the client: `perennial mcp` (stdio) reaches the
    * server over HTTP, and the server's own /mcp and /sse call its machines in process.

@@ -398,6 +398,42 @@ describe('the data dir format', { timeout: 60_000 }, () => {
     }
   });
 
+  it('a history and a checkpoint name their format; ones a newer Perennial wrote are left as they are', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      const manager = await openManager({ dataDir: dir });
+      const name = (await manager.create(machineOptions('python'))).name;
+      await run(manager, name, 'open("kept.txt", "w").write("blob")');
+      const machineDir = join(dir, 'machines', name);
+      assert.equal((await readFile(join(machineDir, 'history.jsonl'), 'utf8')).split('\n')[0], '{"t":"format","version":1}');
+      const first = await manager.checkpointNamed(name, { label: 'mine' });
+      assert.equal(JSON.parse(await readFile(join(machineDir, 'checkpoints', first.id, 'checkpoint.json'), 'utf8')).version, 1);
+      // A checkpoint of a newer format, naming the blob: not listed, its id and the blob kept.
+      const newer = join(machineDir, 'checkpoints', '99');
+      await mkdir(newer);
+      const record = JSON.stringify({ version: 2, id: '99', somethingNew: true });
+      await writeFile(join(newer, 'checkpoint.json'), record);
+      await manager.deleteCheckpoint(name, first.id);
+      assert.deepEqual((await manager.checkpoints(name)).map((c) => c.id).includes('99'), false);
+      assert.ok((await readdir(join(machineDir, 'checkpoints', 'blobs'))).length > 0, 'blobs a newer record may name are kept');
+      assert.equal(await readFile(join(newer, 'checkpoint.json'), 'utf8'), record);
+      assert.ok(Number((await manager.checkpointNamed(name, { label: 'next' })).id) > 99, 'its id is not given again');
+      await manager.close();
+      // A history of a newer format: read, never written to; the result says the instruction is not in it.
+      const history = join(machineDir, 'history.jsonl');
+      const lines = (await readFile(history, 'utf8')).split('\n');
+      await writeFile(history, ['{"t":"format","version":2}', ...lines.slice(1)].join('\n'));
+      const reopened = await openManager({ dataDir: dir });
+      const r = await run(reopened, name, '1 + 1');
+      assert.equal(valueOf(r.result), '2');
+      assert.match(r.result.data?.notices?.join('\n') ?? '', /not in the machine's history: .*written by a newer Perennial in format 2 \(this one writes format 1\), and is left as it is/);
+      assert.equal((await readFile(history, 'utf8')).split('\n')[0], '{"t":"format","version":2}');
+      await reopened.close();
+    } finally {
+      await cleanup();
+    }
+  });
+
   it('the version Perennial reports is the package\'s', async () => {
     const { version } = JSON.parse(await readFile(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string };
     assert.equal(VERSION, version);
