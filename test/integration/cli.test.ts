@@ -8,15 +8,10 @@ import { stripVTControlCharacters } from 'node:util';
 import { runningServer } from '../../src/client/local-server-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { finished, type CliRun } from '../helpers/processes.ts';
 
 /** The built CLI; `npm test` builds it first. */
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /** Stops the server a command started on `dir` (clients start one when none runs). */
 async function stopServer(dir: string): Promise<void> {
@@ -332,10 +327,3 @@ describe('perennial machine upgrade, on a data dir an earlier build wrote', { ti
   });
 });
 
-function finished(child: ChildProcess): Promise<CliRun> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}

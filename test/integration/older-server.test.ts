@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -7,26 +7,13 @@ import { readServerInfo } from '../../src/platform/server-info.ts';
 import { isProcessAlive } from '../../src/platform/process-liveness.ts';
 import { VERSION } from '../../src/shared/version.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { finished, type CliRun } from '../helpers/processes.ts';
 
-/** Today's built CLI, and the CLI of an earlier build (scripts/make-build-fixture.sh). */
+/** Today's built CLI, and the CLI of an earlier build (scripts/make-fixture.sh build). */
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const OLD = new URL('../fixtures/builds/bc367fb/', import.meta.url);
 const OLD_CLI = fileURLToPath(new URL('dist/cli.js', OLD));
 const OLD_COMMIT = readFileSync(new URL('COMMIT', OLD), 'utf8').trim().slice(0, 7);
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function finished(child: ChildProcess): Promise<CliRun> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
 
 function perennial(cli: string, dataDir: string, args: string[]): Promise<CliRun> {
   return finished(spawn(process.execPath, [cli, '--data-dir', dataDir, ...args], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON }, stdio: ['ignore', 'pipe', 'pipe'] }));

@@ -11,7 +11,7 @@ import { expectedOn, KINDS } from '../helpers/state-kinds.ts';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/data-dirs/', import.meta.url));
 
-/** Every fixture: a data dir written by an earlier build (scripts/make-data-dir-fixture.sh). */
+/** Every fixture: a data dir written by an earlier build (scripts/make-fixture.sh data-dir). */
 const fixtures = readdirSync(FIXTURES, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(join(FIXTURES, entry.name, FIXTURE_FILE)))
   .map((entry) => ({ dir: join(FIXTURES, entry.name), record: JSON.parse(readFileSync(join(FIXTURES, entry.name, FIXTURE_FILE), 'utf8')) as FixtureRecord }));
