@@ -113,6 +113,15 @@ export class EngineExitedError extends Error {
   }
 }
 
+/** A snapshot a newer Perennial wrote, in a format this build cannot read: refused, and left as it is. */
+export class NewerSnapshotError extends Error {
+  static readonly errorCode = 'SnapshotVersionMismatch';
+  constructor(detail: string) {
+    super(`${detail}; update Perennial to use this machine`);
+    this.name = 'NewerSnapshotError';
+  }
+}
+
 /** The engine could not start (interpreter missing, too old, sandbox unavailable...). */
 export class EngineStartError extends Error {
   static readonly errorCode = 'EngineStartFailed';

@@ -622,6 +622,10 @@ def _save_order(ns, names):
     return sorted(names, key=rank)
 
 
+class NewerSnapshotError(ValueError):
+    """A snapshot in a format a newer Perennial wrote: sound, only not for this build."""
+
+
 class _WriteFailed(BaseException):
     """A write to the snapshot file failed (a full disk): not an Exception, so that no value is
     taken for unsaveable because of it; the whole snapshot fails instead."""
@@ -1230,6 +1234,9 @@ class Kernel:
         if transfer:
             os.unlink(path)
         if not (blob.startswith(SNAPSHOT_MAGIC) and blob.endswith(SNAPSHOT_MAGIC)):
+            newer = re.match(rb"PERENNIAL-PY-SNAPSHOT-(\d+)\n", blob)
+            if newer and int(newer.group(1)) > 1:
+                raise NewerSnapshotError(f"the snapshot was written by a newer Perennial in format {int(newer.group(1))}, and this one reads format 1")
             raise ValueError("not a Perennial python snapshot (bad magic)")
         end = len(blob) - len(SNAPSHOT_MAGIC)
         footer_len = int.from_bytes(blob[end - 8 : end], "little")

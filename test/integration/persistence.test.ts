@@ -434,6 +434,25 @@ describe('the data dir format', { timeout: 60_000 }, () => {
     }
   });
 
+  it('a python snapshot a newer Perennial wrote is refused and left as it is, not set aside', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      const manager = await openManager({ dataDir: dir });
+      const name = (await manager.create(machineOptions('python'))).name;
+      await run(manager, name, 'kept = 1');
+      await manager.swap(name);
+      const path = join(dir, 'machines', name, 'snapshot');
+      const newer = (await readFile(path, 'latin1')).replaceAll('PERENNIAL-PY-SNAPSHOT-1\n', 'PERENNIAL-PY-SNAPSHOT-2\n');
+      await writeFile(path, newer, 'latin1');
+      const r = await run(manager, name, 'kept');
+      assert.match(errorOf(r.result), /the snapshot was written by a newer Perennial in format 2, and this one reads format 1; update Perennial to use this machine/);
+      assert.equal(await readFile(path, 'latin1'), newer, 'left as it was');
+      await manager.close();
+    } finally {
+      await cleanup();
+    }
+  });
+
   it('the version Perennial reports is the package\'s', async () => {
     const { version } = JSON.parse(await readFile(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string };
     assert.equal(VERSION, version);

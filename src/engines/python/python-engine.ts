@@ -9,6 +9,7 @@ import {
   EngineExitedError,
   EngineStartError,
   KernelCommandError,
+  NewerSnapshotError,
   type Engine,
   type EngineExit,
   type EngineOptions,
@@ -154,7 +155,10 @@ export class PythonEngine implements Engine {
 
   async restore(snapshotPath: string): Promise<RestoreReport> {
     // Its kernel is today's, loaded from disk at start: what the snapshot lost comes with the next result.
-    await this.#call('restore', { path: snapshotPath });
+    await this.#call('restore', { path: snapshotPath }).catch((error: Error) => {
+      const newer = /^NewerSnapshotError: (.*)$/.exec(error.message);
+      throw newer ? new NewerSnapshotError(newer[1]!) : error;
+    });
     return { notices: [] };
   }
 
