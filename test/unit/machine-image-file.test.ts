@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createHash } from 'node:crypto';
-import { encodeImage, ImageVersionError, readImage, readImageFiles, readImageHeader } from '../../src/engines/sandbox/machine-image-file.ts';
+import { encodeImage, ImageVersionError, PreReleaseImageError, readImage, readImageFiles, readImageHeader } from '../../src/engines/sandbox/machine-image-file.ts';
 import { applyMemoryPatch, identityPatch, makeMemoryPatch } from '../../src/engines/sandbox/memory-patch.ts';
 
 /** A Pyodide-shaped snapshot: a header whose second word is the heap's offset, then the heap. */
@@ -94,7 +94,12 @@ describe('memory patches and machine image files', () => {
 
   it('rejects what is not an image, an image of a pre-release format, or a damaged one', async () => {
     await assert.rejects(readImage(new TextEncoder().encode('hello'), '0.29.0'), /not a Perennial sandbox snapshot/);
-    await assert.rejects(readImage(new TextEncoder().encode('PERENNIAL-SANDBOX-IMAGE-1\n....'), '0.29.0'), /pre-release build/);
+    await assert.rejects(readImage(new TextEncoder().encode('PERENNIAL-SANDBOX-IMAGE-1\n....'), '0.29.0'), (error: unknown) => {
+      assert.ok(error instanceof PreReleaseImageError);
+      assert.equal(PreReleaseImageError.errorCode, 'SnapshotVersionMismatch', 'refused and left as it is, like another build\'s');
+      assert.match(error.message, /pre-release build of Perennial \(sandbox image format 1\)/);
+      return true;
+    });
     const bytes = await encodeImage({ base: null, memory: new Uint8Array(base), files: new Uint8Array(0), meta });
     await assert.rejects(readImage(bytes.subarray(0, bytes.length - 40), '0.29.0'));
   });

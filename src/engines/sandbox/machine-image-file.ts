@@ -32,6 +32,15 @@ export class ImageVersionError extends Error {
   }
 }
 
+/** A snapshot in the format of pre-release builds (1): refused, and left as it is, like one of another build. */
+export class PreReleaseImageError extends Error {
+  static readonly errorCode = 'SnapshotVersionMismatch';
+  constructor() {
+    super("the machine's snapshot was made by a pre-release build of Perennial (sandbox image format 1), whose format this version cannot load; it is left as it is");
+    this.name = 'PreReleaseImageError';
+  }
+}
+
 /** An image as stored: a base image's memory whole, a machine's as a patch on its base (see memory-patch.ts). */
 export interface StoredImage {
   base: string | null;
@@ -69,7 +78,7 @@ export async function encodeImage(image: StoredImage, lost: LostItem[] = []): Pr
 /** The header alone: which base an image needs, and its version. */
 export function readImageHeader(bytes: Uint8Array): ImageHeader {
   const text = (length: number) => new TextDecoder().decode(bytes.subarray(0, length));
-  if (text(OLD_MAGIC.length) === OLD_MAGIC) throw new Error('this snapshot was made by a pre-release build of Perennial, whose format this version cannot read');
+  if (text(OLD_MAGIC.length) === OLD_MAGIC) throw new PreReleaseImageError();
   if (bytes.length < MAGIC.length + 4 || text(MAGIC.length) !== MAGIC) throw new Error('not a Perennial sandbox snapshot (bad magic)');
   const headerLength = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 4).getUint32(0, true);
   return JSON.parse(new TextDecoder().decode(bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + headerLength))) as ImageHeader;
