@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
-import { encodeImage, readImage, readImageFiles } from './machine-image-file.ts';
+import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
 import type { BaseFile, ImageMeta, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, type PyodideRuntime } from './pyodide-runtimes.ts';
@@ -209,11 +209,19 @@ export class SandboxRuntime {
     const bytes = await readFile(path).catch(() => {
       throw new Error(`the base image ${id} that this machine's snapshot needs is missing (${path})`);
     });
-    const { header } = await readImageFiles(new Uint8Array(bytes), this.pyodideVersion);
+    const image = new Uint8Array(bytes);
+    return this.#memoryFile(id, image, (await readImageFiles(image, this.pyodideVersion)).header);
+  }
+
+  /**
+   * The plain copy of a stored base's memory, which sandboxes read: when its hash is the image's,
+   * the memory need not be decompressed here at all; else it is written again from the image.
+   */
+  async #memoryFile(id: string, image: Uint8Array, header: ImageHeader): Promise<BaseFile> {
     const file = { id, path: join(this.#memoryDir, `${id}.snapshot`) };
     if (!header.memorySha256 || (await sha256Of(file.path)) !== header.memorySha256) {
       await mkdir(this.#memoryDir, { recursive: true, mode: 0o700 });
-      await writeFileAtomic(file.path, (await readImage(new Uint8Array(bytes), this.pyodideVersion)).memory);
+      await writeFileAtomic(file.path, (await readImage(image, this.pyodideVersion)).memory);
     }
     return file;
   }
@@ -329,14 +337,8 @@ export class SandboxRuntime {
         const bytes = new Uint8Array(stored);
         const { header, files } = await readImageFiles(bytes, this.pyodideVersion);
         if (header.base === null) {
-          // The plain copy of its memory is what sandboxes read: when it is intact, the memory
-          // need not be decompressed here at all.
-          const file = { id, path: join(this.#memoryDir, `${id}.snapshot`) };
-          if (header.memorySha256 && (await sha256Of(file.path)) === header.memorySha256) {
-            return { id, files, meta: header.meta, file, freshPatch: identityPatch(await snapshotHeader(file.path), header.memoryLength) };
-          }
-          const { memory, meta } = await readImage(bytes, this.pyodideVersion);
-          return await this.#withMemoryFile(id, { snapshot: memory, files, meta });
+          const file = await this.#memoryFile(id, bytes, header);
+          return { id, files, meta: header.meta, file, freshPatch: identityPatch(await snapshotHeader(file.path), header.memoryLength) };
         }
       } catch {
         // Damaged: make it again below.
