@@ -1,7 +1,7 @@
 // Bundles the CLI, the sandbox process and the VS Code extension with esbuild, and ships the
 // Python kernel beside them.
 import { build } from 'esbuild';
-import { copyFile, mkdir, chmod } from 'node:fs/promises';
+import { copyFile, mkdir, chmod, readdir, rm } from 'node:fs/promises';
 
 const outdir = new URL('../dist/', import.meta.url);
 await mkdir(outdir, { recursive: true });
@@ -30,5 +30,11 @@ await build({
   define: { 'import.meta.url': '__importMetaUrl' },
   banner: { js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
-await copyFile(new URL('../src/kernel/perennial_kernel.py', import.meta.url), new URL('perennial_kernel.py', outdir));
+// The kernel package: its modules only (a python engine run from src/ leaves __pycache__ beside them).
+const kernelSource = new URL('../src/kernel/perennial_kernel/', import.meta.url);
+const kernelOut = new URL('perennial_kernel/', outdir);
+await rm(new URL('perennial_kernel.py', outdir), { force: true });
+await rm(kernelOut, { recursive: true, force: true });
+await mkdir(kernelOut);
+for (const name of (await readdir(kernelSource)).filter((n) => n.endsWith('.py'))) await copyFile(new URL(name, kernelSource), new URL(name, kernelOut));
 await chmod(new URL('cli.js', outdir), 0o755);

@@ -35,7 +35,13 @@ alias="pyodide-${pinned%.*}"
 out="test/fixtures/builds/$name"
 rm -rf "$out"
 mkdir -p "$out/dist/sandbox" "$out/node_modules"
-cp "$work/build/dist/cli.js" "$work/build/dist/perennial_kernel.py" "$out/dist/"
+cp "$work/build/dist/cli.js" "$out/dist/"
+# The kernel: one module in builds before it became a package.
+if [ -d "$work/build/dist/perennial_kernel" ]; then
+  mkdir "$out/dist/perennial_kernel" && cp "$work/build/dist/perennial_kernel/"*.py "$out/dist/perennial_kernel/"
+else
+  cp "$work/build/dist/perennial_kernel.py" "$out/dist/"
+fi
 cp "$work/build/dist/sandbox/main.js" "$out/dist/sandbox/"
 ln -s "../../../../../node_modules/$alias" "$out/node_modules/pyodide"
 echo "$commit" > "$out/COMMIT"

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { KERNEL_PATH } from '../../src/kernel/kernel-path.ts';
+import { KERNEL_ROOT } from '../../src/kernel/kernel-package.ts';
 import { TEST_PYTHON, tempDataDir } from '../helpers/machines.ts';
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/kernel-portability.py', import.meta.url));
@@ -13,6 +12,7 @@ interface Report {
   portable: Record<string, string>;
   cascade_lost: string[];
   cascade: string;
+  named_helpers: string[];
 }
 
 /**
@@ -28,7 +28,7 @@ describe('the kernel across Python versions', () => {
   before(async () => {
     const work = await tempDataDir();
     cleanup = work.cleanup;
-    report = JSON.parse(execFileSync(TEST_PYTHON, [SCRIPT, dirname(KERNEL_PATH), work.dir], { encoding: 'utf8' })) as Report;
+    report = JSON.parse(execFileSync(TEST_PYTHON, [SCRIPT, KERNEL_ROOT, work.dir], { encoding: 'utf8' })) as Report;
   });
   after(() => cleanup?.());
 
@@ -55,6 +55,14 @@ describe('the kernel across Python versions', () => {
 
   it("a traceback of a function compiled again points at its cell's line", () => {
     assert.match(report.portable['traceback line']!, /File "<cell 0>", line 3, in k_func\n {4}return a \+ b \+ c/);
+  });
+
+  it("a snapshot names the kernel's helpers by the package's top-level names, as the single-module kernel did", () => {
+    assert.ok(report.named_helpers.includes('perennial_kernel._rebuild_function'), report.named_helpers.join(', '));
+    assert.deepEqual(
+      report.named_helpers.filter((name) => !/^perennial_kernel\.[A-Za-z_]+$/.test(name)),
+      [],
+    );
   });
 
   it('a variable that fails to load takes only itself: the later ones that share a class and a string with it load', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,7 +15,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INSPECTOR_VERSION = '2.12.0';
 const CLAUDE_CODE_VERSION = '2.1.330';
 /** What the package must hold: what `perennial` runs, and the files npm always adds. */
-const SHIPPED = ['CHANGELOG.md', 'LICENSE', 'README.md', 'dist/cli.js', 'dist/perennial_kernel.py', 'dist/sandbox/main.js', 'package.json'];
+const KERNEL_MODULES = readdirSync(join(ROOT, 'src/kernel/perennial_kernel')).filter((name) => name.endsWith('.py'));
+const SHIPPED = ['CHANGELOG.md', 'LICENSE', 'README.md', 'dist/cli.js', ...KERNEL_MODULES.map((name) => `dist/perennial_kernel/${name}`), 'dist/sandbox/main.js', 'package.json'].sort();
 
 const npm = (args: string[], cwd: string) => execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
-import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
+import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
 import type { ExecResult, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
@@ -29,10 +29,10 @@ const BOOTSTRAP = `import sys
 if sys.version_info < (3, 8):
     sys.stderr.write("Perennial needs Python 3.8 or newer, this is " + sys.version.split()[0] + "\\n")
     sys.exit(2)
-sys.path.insert(0, ${JSON.stringify(dirname(KERNEL_PATH))})
-import perennial_kernel
+sys.path.insert(0, ${JSON.stringify(KERNEL_ROOT)})
+import perennial_kernel.cpython_driver
 del sys.path[0]
-perennial_kernel.main()
+perennial_kernel.cpython_driver.main()
 `;
 
 interface KernelEvent {

@@ -3,6 +3,11 @@
  * pipe of their own (see host-channel.ts): IPC is read only when no Python runs.
  */
 
+import type { KernelPackage } from '../../kernel/kernel-package.ts';
+
+/** The kernel package's modules, by file name, as a sandbox machine is given them. */
+export type KernelFiles = KernelPackage['files'];
+
 /** Where a memory snapshot's side modules sat, so that they can be loaded there again. */
 export interface DynlibRecord {
   name: string;
@@ -69,8 +74,8 @@ export interface MachineConfig {
 }
 
 export type HostMessage =
-  /** Boot a machine: fresh from `kernelSource`, or from an image (with `kernelSource` when its kernel is to be upgraded). */
-  | { type: 'load'; id: number; config: MachineConfig; image?: LoadImage; kernelSource?: string }
+  /** Boot a machine: fresh with `kernel`, or from an image (with `kernel` when the image's is to be upgraded to it). */
+  | { type: 'load'; id: number; config: MachineConfig; image?: LoadImage; kernel?: KernelFiles }
   /** Limits of the machine now loaded (a pooled machine was booted with defaults). */
   | { type: 'configure'; id: number; memoryMb: number; outputLimit: number; importNames: ImportNames }
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }

@@ -3,7 +3,7 @@ import type { Writable } from 'node:stream';
 import { MALLOC_ENV } from '../../platform/malloc-env.ts';
 import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
-import type { BaseFile, ChildMessage, ExportedFiles, HostMessage, ImportNames, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
+import type { BaseFile, ChildMessage, ExportedFiles, HostMessage, ImportNames, KernelFiles, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
@@ -99,10 +99,10 @@ export class SandboxProcess {
   }
 
   /**
-   * Boots the process's one machine: fresh from the kernel source, or from an image, whose kernel
-   * is upgraded to `kernelSource` when that is given too.
+   * Boots the process's one machine: fresh with `kernel`, or from an image, whose kernel is
+   * upgraded to `kernel` when that is given too.
    */
-  async load(config: MachineConfig, source: { image: LoadImage; kernelSource?: string } | { kernelSource: string }): Promise<void> {
+  async load(config: MachineConfig, source: { image: LoadImage; kernel?: KernelFiles } | { kernel: KernelFiles }): Promise<void> {
     await this.#waiting;
     const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
     if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);

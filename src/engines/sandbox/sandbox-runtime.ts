@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { KERNEL_PATH } from '../../kernel/kernel-path.ts';
+import { readKernelPackage } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
@@ -88,7 +88,6 @@ export class SandboxRuntime {
   #base?: Promise<BaseImage>;
   /** Older bases' memory files, by id: machines made before an upgrade stay patches on theirs. */
   readonly #olderBases = new Map<string, Promise<BaseFile>>();
-  #kernel?: { source: string; id: string };
   #baseId?: string;
   /** Processes holding a fresh machine. */
   #fresh: Array<{ sandbox: Promise<SandboxProcess>; loaded: boolean }> = [];
@@ -129,7 +128,7 @@ export class SandboxRuntime {
    */
   async restore(placement: SandboxPlacement, config: MachineConfig, bytes: Uint8Array): Promise<SandboxProcess> {
     const stored = await readImage(bytes, this.pyodideVersion);
-    const kernel = this.#kernelSource();
+    const kernel = readKernelPackage();
     return this.#acquire(placement, config, async (pooled) => {
       const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
       try {
@@ -137,7 +136,7 @@ export class SandboxRuntime {
         const image: LoadImage = stored.base
           ? { patch: stored.memory, base: await this.#baseFile(stored.base), files: stored.files, meta: stored.meta }
           : { snapshot: stored.memory, files: stored.files, meta: stored.meta };
-        await sandbox.load(config, { image, ...(stored.meta.kernel === kernel.id ? {} : { kernelSource: kernel.source }) });
+        await sandbox.load(config, { image, ...(stored.meta.kernel === kernel.id ? {} : { kernel: kernel.files }) });
       } catch (error) {
         await sandbox.kill();
         throw error;
@@ -185,7 +184,7 @@ export class SandboxRuntime {
    */
   async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
     const files = image.files;
-    const meta = { ...image.meta, kernel: this.#kernelSource().id };
+    const meta = { ...image.meta, kernel: readKernelPackage().id };
     if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost);
     const base = await this.base();
     return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost);
@@ -230,20 +229,11 @@ export class SandboxRuntime {
   #currentBaseId(): string {
     this.#baseId ??= createHash('sha256')
       .update(this.pyodideVersion)
-      .update(this.#kernelSource().source)
+      .update(readKernelPackage().id)
       .update(readFileSync(join(this.#childDir, 'main.js')))
       .digest('hex')
       .slice(0, 16);
     return this.#baseId;
-  }
-
-  /** This build's kernel: its source, and the id its machines' images record. */
-  #kernelSource(): { source: string; id: string } {
-    if (!this.#kernel) {
-      const source = readFileSync(KERNEL_PATH, 'utf8');
-      this.#kernel = { source, id: createHash('sha256').update(source).digest('hex').slice(0, 16) };
-    }
-    return this.#kernel;
   }
 
   base(): Promise<BaseImage> {
@@ -328,7 +318,7 @@ export class SandboxRuntime {
   }
 
   async #loadOrMakeBase(): Promise<BaseImage> {
-    const { source: kernelSource, id: kernelId } = this.#kernelSource();
+    const kernel = readKernelPackage();
     const id = this.#currentBaseId();
     const path = this.#basePath(id);
     const stored = await readFile(path).catch(() => null);
@@ -347,11 +337,11 @@ export class SandboxRuntime {
     // Boot a machine cold (a few seconds, once per version) and keep its image.
     const sandbox = this.#spawn({ network: false });
     try {
-      await sandbox.load(POOL_CONFIG, { kernelSource });
+      await sandbox.load(POOL_CONFIG, { kernel: kernel.files });
       const { image } = await sandbox.snapshot();
       if (!('snapshot' in image)) throw new Error('a cold boot returned a patch');
       const { snapshot, files } = image;
-      const meta = { ...image.meta, kernel: kernelId };
+      const meta = { ...image.meta, kernel: kernel.id };
       await mkdir(this.#cacheDir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(path, await encodeImage({ base: null, memory: snapshot, files, meta }));
       return await this.#withMemoryFile(id, { snapshot, files, meta });

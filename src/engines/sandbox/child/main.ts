@@ -45,8 +45,8 @@ let memoryLimit = Infinity;
 
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const started = performance.now();
-  const { config, image, kernelSource } = message;
-  const { instance: py, notices } = await (await loader).load({ image, kernelSource, outputLimit: config.outputLimit });
+  const { config, image, kernel } = message;
+  const { instance: py, notices } = await (await loader).load({ image, kernel, outputLimit: config.outputLimit });
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;
   machine = { py, call: connect(py, config) };

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { applyMemoryPatch, heapOffset, patchedSnapshot, writePatchedHeap } from '../memory-patch.ts';
-import type { BaseFile, LoadImage } from '../protocol.ts';
+import type { BaseFile, KernelFiles, LoadImage } from '../protocol.ts';
 import type { MemoryAccess } from './dead-memory.ts';
 import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
 import { withDynlibReplay, type CreateModule as ReplayCreateModule, type EmscriptenModule } from './dynlibs.ts';
@@ -86,7 +86,7 @@ interface Prefetched {
  */
 export interface LoadRequest {
   image?: LoadImage;
-  kernelSource?: string;
+  kernel?: KernelFiles;
   outputLimit: number;
 }
 
@@ -170,7 +170,7 @@ export class PyodideLoader {
   }
 
   /** The machine; called once. */
-  async load({ image, kernelSource, outputLimit }: LoadRequest): Promise<LoadedMachine> {
+  async load({ image, kernel, outputLimit }: LoadRequest): Promise<LoadedMachine> {
     const boot = this.#ahead;
     if (!boot) throw new Error('this sandbox has loaded its machine already');
     this.#ahead = undefined;
@@ -180,12 +180,13 @@ export class PyodideLoader {
     if (image && 'base' in image) this.#base = image.base;
     if (image && memory && !image.meta.dynlibs.length) {
       boot.supply(memory);
-      return restored(await boot.instance, image, kernelSource);
+      return restored(await boot.instance, image, kernel);
     }
     boot.supply(null);
     await boot.instance.catch(() => {});
-    if (image && memory) return restoreWithDynlibs(this.start, this.create, image, memory.whole(), kernelSource);
-    return { instance: await bootCold(this.start, kernelSource ?? '', outputLimit), notices: [] };
+    if (image && memory) return restoreWithDynlibs(this.start, this.create, image, memory.whole(), kernel);
+    if (!kernel) throw new Error('a fresh machine needs the kernel');
+    return { instance: await bootCold(this.start, kernel, outputLimit), notices: [] };
   }
 }
 
@@ -321,19 +322,30 @@ async function warmUp(start: StartPyodide, base: Uint8Array, superseded: () => b
 }
 
 /** A new machine from nothing: a few seconds, done once per version to make the base image. */
-async function bootCold(start: StartPyodide, kernelSource: string, outputLimit: number): Promise<Pyodide> {
+async function bootCold(start: StartPyodide, kernel: KernelFiles, outputLimit: number): Promise<Pyodide> {
   const instance = await start();
-  writeKernel(instance, kernelSource);
+  writeKernel(instance, kernel);
   instance.runPython(
-    `import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport perennial_kernel\nsys.path.remove(${JSON.stringify(KERNEL_DIR)})\nperennial_kernel.start_emscripten(${outputLimit})`,
+    `import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport perennial_kernel.pyodide_driver\nsys.path.remove(${JSON.stringify(KERNEL_DIR)})\nperennial_kernel.pyodide_driver.start_emscripten(${outputLimit})`,
   );
   return instance;
 }
 
-/** Puts the kernel's source where the machine imports it from. */
-function writeKernel(instance: Pyodide, kernelSource: string): void {
-  instance.FS.mkdirTree(KERNEL_DIR);
-  instance.FS.writeFile(`${KERNEL_DIR}/perennial_kernel.py`, new TextEncoder().encode(kernelSource));
+/**
+ * Puts the kernel package where the machine imports it from, in place of what an earlier build
+ * put there: its modules, or the single module kernels were before they became a package.
+ */
+function writeKernel(instance: Pyodide, kernel: KernelFiles): void {
+  const FS = instance.FS;
+  const folder = `${KERNEL_DIR}/perennial_kernel`;
+  try {
+    FS.unlink(`${KERNEL_DIR}/perennial_kernel.py`);
+  } catch {
+    // A fresh machine, or one whose kernel is a package already.
+  }
+  FS.mkdirTree(folder);
+  for (const name of FS.readdir(folder)) if (name.endsWith('.py')) FS.unlink(`${folder}/${name}`);
+  for (const [name, source] of Object.entries(kernel)) FS.writeFile(`${folder}/${name}`, new TextEncoder().encode(source));
 }
 
 /**
@@ -341,22 +353,25 @@ function writeKernel(instance: Pyodide, kernelSource: string): void {
  * has it take that one's state over (`adopt_emscripten`). It runs in a scope of its own: a
  * restored machine's `__main__` is the user's namespace.
  */
-const UPGRADE_KERNEL = `import sys
-earlier = sys.modules.pop("perennial_kernel")
+const UPGRADE_KERNEL = `import importlib, sys
+old = {name: sys.modules.pop(name) for name in list(sys.modules) if name == "perennial_kernel" or name.startswith("perennial_kernel.")}
+importlib.invalidate_caches()
 sys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})
 try:
-    import perennial_kernel
-    perennial_kernel.adopt_emscripten(earlier)
+    import perennial_kernel.pyodide_driver
+    perennial_kernel.pyodide_driver.adopt_emscripten(old["perennial_kernel"])
 except BaseException:
-    sys.modules["perennial_kernel"] = earlier
+    for name in [name for name in sys.modules if name == "perennial_kernel" or name.startswith("perennial_kernel.")]:
+        del sys.modules[name]
+    sys.modules.update(old)
     raise
 finally:
     sys.path.remove(${JSON.stringify(KERNEL_DIR)})`;
 
 /** Upgrades a restored machine's kernel; when that fails it runs on with its own, and the answer says so. */
-function upgradeKernel(instance: Pyodide, kernelSource: string): string[] {
+function upgradeKernel(instance: Pyodide, kernel: KernelFiles): string[] {
   try {
-    writeKernel(instance, kernelSource);
+    writeKernel(instance, kernel);
     instance.runPython(`exec(${JSON.stringify(UPGRADE_KERNEL)}, {})`);
     return [];
   } catch (error) {
@@ -397,7 +412,7 @@ function memoryOf(image: LoadImage, prefetched: Prefetched | undefined): Machine
 }
 
 /** A machine with side modules: they are loaded again at their places before the heap is copied in. */
-async function restoreWithDynlibs(start: StartPyodide, create: CreateModule, image: LoadImage, snapshot: Uint8Array, kernelSource: string | undefined): Promise<LoadedMachine> {
+async function restoreWithDynlibs(start: StartPyodide, create: CreateModule, image: LoadImage, snapshot: Uint8Array, kernel: KernelFiles | undefined): Promise<LoadedMachine> {
   const instance = await withDynlibReplay(
     image.meta.dynlibs,
     snapshot.subarray(heapOffset(snapshot)),
@@ -406,19 +421,19 @@ async function restoreWithDynlibs(start: StartPyodide, create: CreateModule, ima
     create as unknown as ReplayCreateModule,
     (replay) => start(snapshot, replay as unknown as CreateModule),
   );
-  return restored(instance, image, kernelSource, false);
+  return restored(instance, image, kernel, false);
 }
 
 /**
  * What a restore does once the heap is in: files, the packages Pyodide knows of, the kernel (and
- * its upgrade to `kernelSource`, when given).
+ * its upgrade to `kernel`, when given).
  */
-function restored(instance: Pyodide, image: LoadImage, kernelSource: string | undefined, withFiles = true): LoadedMachine {
+function restored(instance: Pyodide, image: LoadImage, kernel: KernelFiles | undefined, withFiles = true): LoadedMachine {
   if (withFiles) restoreFiles(instance.FS, image.files);
   Object.assign(instance.loadedPackages, image.meta.loadedPackages);
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
   releaseProxied(instance._module, image.meta.proxiedObjects ?? []);
   instance.runPython('__import__("perennial_kernel")._DRIVER.after_restore()');
-  return { instance, notices: kernelSource === undefined ? [] : upgradeKernel(instance, kernelSource) };
+  return { instance, notices: kernel === undefined ? [] : upgradeKernel(instance, kernel) };
 }
 

@@ -1,0 +1,56 @@
+"""Perennial's kernel: runs REPL cells in one persistent namespace, for both engines.
+
+One module per concern:
+
+- ``output``: a cell's stdout and stderr, capped, on their way to the host.
+- ``reducers``: what the REPL defines, saved by value (functions with their source, classes).
+- ``pickling``: the namespace pickler, and what belongs to the running process.
+- ``snapshot_file``: the python snapshot's format, and reading it back when a variable fails.
+- ``kernel``: ``Kernel``, the cells' result semantics, reset, and the swap to a snapshot.
+- ``introspection``, ``files``: variables, completion and inspection; a machine's files.
+- ``figures``: matplotlib's figures and ``_repr_png_`` as images of a result.
+- ``commands``, ``interrupts``: what both drivers share.
+- ``cpython_driver``: the python engine's child process (``main``).
+- ``pyodide_driver``: the sandbox engine's driver inside Pyodide.
+
+Snapshots name the helpers that rebuild what they hold by this package's top-level name
+(``perennial_kernel._rebuild_function``), as the single-module kernel of earlier builds wrote them:
+those names live here, whichever module defines them, and pickles are written with them, so a
+helper can move between modules without a snapshot noticing.
+"""
+
+from .pickling import _make_closed_file, _make_lock, _make_mappingproxy
+from .reducers import (
+    EMPTY_CELL,
+    _EmptyCell,
+    _make_class,
+    _make_enum,
+    _make_function,
+    _make_namedtuple,
+    _rebuild_function,
+    _set_class_state,
+    _set_dataclass_state,
+    _set_enum_state,
+    _set_function_state,
+)
+
+for _named in (
+    _EmptyCell,
+    _make_class,
+    _make_closed_file,
+    _make_enum,
+    _make_function,
+    _make_lock,
+    _make_mappingproxy,
+    _make_namedtuple,
+    _rebuild_function,
+    _set_class_state,
+    _set_dataclass_state,
+    _set_enum_state,
+    _set_function_state,
+):
+    _named.__module__ = __name__
+del _named
+
+# The sandbox engine's driver, once ``pyodide_driver`` has started one in this process.
+_DRIVER = None

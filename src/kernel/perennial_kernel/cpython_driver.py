@@ -1,0 +1,134 @@
+"""The python engine's driver: the kernel as a child process of the user's own CPython.
+
+Commands arrive as JSON lines on fd 3 and events leave as JSON lines on fd 4, so the user's
+stdout is never the channel; the real stdout and stderr (subprocesses, C code) are the cell's
+output too, captured by the host.
+"""
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+from .commands import command_handlers
+from .interrupts import install_interrupt_handler
+from .kernel import Kernel
+from .output import DEFAULT_OUTPUT_LIMIT, short_error
+
+
+class Channel:
+    """JSON lines on fd 4. An interrupt that arrives while the main thread writes a message is
+    held until the message is whole, so the host never sees half a line."""
+
+    def __init__(self, fd, interruptible):
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._interruptible = interruptible
+        self.critical = False
+        self.interrupt_pending = False
+
+    def send(self, message):
+        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
+            "utf-8", "surrogatepass"
+        )
+        main_thread = threading.current_thread() is threading.main_thread()
+        with self._lock:
+            if main_thread:
+                self.critical = True
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+            finally:
+                if main_thread:
+                    self.critical = False
+        if main_thread and self.interrupt_pending:
+            self.interrupt_pending = False
+            if self._interruptible():
+                raise KeyboardInterrupt
+
+
+def _set_memory_limit(megabytes):
+    if not megabytes:
+        return
+    try:
+        import resource
+    except ImportError:
+        return
+    limit = int(megabytes) * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def _die_with_parent():
+    """On Linux, end this process when the engine's process dies, even by kill -9."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        return
+    expected = os.environ.pop("PERENNIAL_PARENT_PID", None)
+    if expected and os.getppid() != int(expected):  # the parent died before the request took effect
+        os._exit(1)
+
+
+def main():
+    """Runs the kernel as the python engine's child process."""
+    _die_with_parent()
+    # The channel fds must not leak into processes the user's code starts.
+    for fd in (3, 4):
+        os.set_inheritable(fd, False)
+    current = {"id": None, "kernel": None}
+    channel = Channel(4, lambda: current["kernel"] is not None and current["kernel"].running)
+
+    def send_output(stream, text):
+        channel.send({"ev": "out", "id": current["id"], "stream": stream, "text": text})
+
+    limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
+    kernel = current["kernel"] = Kernel(send_output, limit, fds=(1, 2))
+
+    install_interrupt_handler(kernel, channel)
+    _set_memory_limit(os.environ.pop("PERENNIAL_MEMORY_MB", None))
+
+    def flusher():
+        # Partial lines reach the host soon even while the cell blocks.
+        while True:
+            kernel.sink.wake.wait()
+            kernel.sink.wake.clear()
+            time.sleep(0.02)
+            kernel.sink.flush()
+
+    threading.Thread(target=flusher, name="perennial-flusher", daemon=True).start()
+    handlers = command_handlers(kernel)
+    workdir = os.environ.pop("PERENNIAL_WORKDIR", None)
+    commands = os.fdopen(3, "rb")
+    channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    for line in commands:
+        try:
+            message = json.loads(line)
+            current["id"] = message.get("id")
+            if workdir:
+                # Entered at the first command, not at start: the host may have put another
+                # folder in its place meanwhile (a rollback). No command runs anywhere else.
+                os.chdir(workdir)
+                kernel.workdir = os.getcwd()
+                workdir = None
+            handler = handlers[message["op"]]
+            reply = {"ev": "reply", "id": current["id"], "ok": True, "result": handler(message)}
+        except BaseException as exc:  # noqa: BLE001 - the driver must outlive anything a command does
+            reply = {"ev": "reply", "id": current.get("id"), "ok": False, "error": short_error(exc)}
+        try:
+            channel.send(reply)
+        except (TypeError, ValueError) as exc:
+            channel.send({"ev": "reply", "id": current["id"], "ok": False, "error": short_error(exc)})
+        current["id"] = None
+        channel.interrupt_pending = False

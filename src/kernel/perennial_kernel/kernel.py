@@ -1,0 +1,331 @@
+"""``Kernel``: one REPL. A namespace and the result semantics of its cells (the last expression's
+repr, streamed output, tracebacks of the user's own code, figures), a reset, and the swap of the
+namespace to a snapshot file and back.
+"""
+
+import ast
+import builtins
+import importlib
+import inspect
+import linecache
+import os
+import sys
+import time
+import traceback
+import types
+
+from . import snapshot_file
+from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
+from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, no_input, short_error, stream_writer
+from .pickling import save_order
+from .reducers import forget_parsed_cells, restoring
+
+MAX_KEPT_CELLS = 2000
+FUTURE_FLAGS = 0
+for _feature in __import__("__future__").all_feature_names:
+    FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+
+# The kernel's own frames, which a user's traceback leaves out.
+_KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class Kernel:
+    """One REPL: a namespace, result semantics and swap.
+
+    ``adopt``: the kernel of an earlier build, running in this interpreter, that this one takes
+    over (a sandbox machine carries its kernel in its memory): its namespace, cells and losses,
+    and the stream objects that code may still hold. A later kernel reads the same attributes of
+    this one, so their names stay."""
+
+    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None):
+        if adopt is None:
+            self.module = types.ModuleType("__main__")
+            self.module.__dict__["__builtins__"] = builtins
+        else:
+            self.module = adopt.module
+        sys.modules["__main__"] = self.module
+        self.ns = self.module.__dict__
+        self.sink = OutputSink(send_output, output_limit)
+        self.stdout = stream_writer(self.sink, "stdout", fds[0], getattr(adopt, "stdout", None))
+        self.stderr = stream_writer(self.sink, "stderr", fds[1], getattr(adopt, "stderr", None))
+        sys.stdout, sys.stderr = self.stdout, self.stderr
+        builtins.input = no_input
+        self.running = False
+        self.future_flags = getattr(adopt, "future_flags", 0)
+        self.cells = dict(getattr(adopt, "cells", {}))
+        self.images = []
+        # Where the machine started: a snapshot's paths under it move with the machine (a fork).
+        self.workdir = getattr(adopt, "workdir", None) or os.getcwd()
+        self.lost = list(getattr(adopt, "lost", []))
+        self._loop = getattr(adopt, "_loop", None)
+        install_pyplot_hook(self)
+
+    # -- running cells ---------------------------------------------------------------------------
+
+    def run(self, code, cell):
+        """Runs one cell to the end; returns an ExecResult dict (``value``/``data`` or ``error``).
+        Awaits in the cell run on the kernel's own event loop."""
+        return _finished(self._drive(code, cell, self._run_until_complete))
+
+    def run_async(self, code, cell):
+        """``run`` for a host whose event loop must keep turning (Pyodide): awaits in the cell
+        are awaited here instead of blocking."""
+        return self._drive(code, cell, _awaited)
+
+    async def _drive(self, code, cell, settle):
+        """The one step loop: the cell's steps, each awaitable they yield settled by ``settle``
+        and its outcome sent back in."""
+        steps = self._run_steps(code, cell)
+        sent, thrown = None, None
+        while True:
+            try:
+                awaitable = steps.throw(thrown) if thrown is not None else steps.send(sent)
+            except StopIteration as finished:
+                return finished.value
+            sent, thrown = None, None
+            try:
+                sent = await settle(awaitable)
+            except BaseException as exc:  # noqa: BLE001 - handed back to the cell
+                thrown = exc
+
+    async def _run_until_complete(self, awaitable):
+        import asyncio
+
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(awaitable)
+
+    def _run_steps(self, code, cell):
+        """The cell, as a generator that yields each awaitable it needs the result of."""
+        filename = f"<cell {cell}>"
+        self._remember_cell(filename, code)
+        self.sink.reset()
+        self.images = []
+        result = {}
+        started = time.perf_counter()
+        self.running = True
+        try:
+            body, last = self._compile(code, filename)
+            yield from self._evaluate(body)
+            value = (yield from self._evaluate(last)) if last is not None else None
+            result["value"] = None
+            if value is not None:
+                self.ns["_"] = value
+                result["value"] = self._bounded_repr(value)
+                png = repr_png(value)
+                if png:
+                    self.images.append(png)
+        except BaseException as exc:  # noqa: BLE001 - a cell may raise anything, even SystemExit
+            self.running = False
+            result = {"error": _format_exception(exc)}
+        finally:
+            self.running = False
+        try:
+            capture_figures(self.images)
+        except Exception as exc:  # a broken figure must not lose the cell's result
+            self.stderr.write(f"perennial: could not render a figure: {short_error(exc)}\n")
+        self.sink.finish()
+        data = {}
+        if self.images:
+            data["png"] = self.images[0]
+            data["images"] = [{"mimeType": "image/png", "data": d} for d in self.images]
+        if self.lost:
+            data["lost"] = self.lost
+            self.lost = []
+        if "error" not in result:
+            result["data"] = data or None
+        elif data:
+            result["data"] = data
+        result["runtime_ms"] = int((time.perf_counter() - started) * 1000)
+        return result
+
+    def _compile(self, code, filename):
+        flags = self.future_flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(code, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(code, tree.body[-1]):
+            last = ast.Expression(tree.body.pop().value)
+        body = compile(tree, filename, "exec", flags, dont_inherit=True)
+        self.future_flags |= body.co_flags & FUTURE_FLAGS
+        if last is not None:
+            last = compile(last, filename, "eval", flags, dont_inherit=True)
+        return body, last
+
+    def _evaluate(self, code):
+        if code.co_flags & inspect.CO_COROUTINE:
+            return (yield eval(code, self.ns))
+        return eval(code, self.ns)
+        yield  # a generator even when nothing is awaited
+
+    def _remember_cell(self, filename, code):
+        lines = code.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        self.cells[filename] = code
+        linecache.cache[filename] = (len(code), None, lines, filename)
+        while len(self.cells) > MAX_KEPT_CELLS:
+            old = next(iter(self.cells))
+            del self.cells[old]
+            linecache.cache.pop(old, None)
+
+    def _bounded_repr(self, value):
+        limit = self.sink.limit
+        text = repr(value)
+        if len(text) > limit:
+            text = text[:limit] + f"... [perennial: repr truncated, {len(text) - limit} more characters]"
+        return text
+
+    # -- reset ------------------------------------------------------------------------------------
+
+    def reset(self):
+        """A fresh namespace in the same machine: every name the cells made goes (files and
+        installed packages stay), and modules imported from the machine's own folder are
+        forgotten, so that their next import reads them again. Returns how many names went."""
+        names = [n for n in self.ns if not (n.startswith("__") and n.endswith("__"))]
+        self.ns.clear()
+        self.ns.update({"__name__": "__main__", "__doc__": None, "__builtins__": builtins})
+        self.future_flags = 0
+        self.images = []
+        close_figures()
+        own = os.path.realpath(os.getcwd()) + os.sep
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and os.path.realpath(path).startswith(own) and "site-packages" not in path:
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        return {"cleared": len(names)}
+
+    # -- swap ------------------------------------------------------------------------------------
+
+    def snapshot(self, path):
+        """Saves the namespace to ``path``; returns what it could not keep."""
+        names = [n for n in self.ns if not (n.startswith("__") and n.endswith("__"))]
+        modules = {n: self.ns[n].__name__ for n in names if isinstance(self.ns[n], types.ModuleType)}
+        values = save_order(self.ns, [n for n in names if n not in modules])
+        items = [(n, self.ns[n]) for n in values] + [(snapshot_file.RNG_SEGMENT, _rng_state())]
+        meta = {
+            "python": sys.version,
+            "cache_tag": sys.implementation.cache_tag,
+            "modules": modules,
+            "cells": self.cells,
+            "cwd": os.getcwd(),
+            "workdir": self.workdir,
+            "sys_path": sys.path,
+            "future_flags": self.future_flags,
+        }
+        try:
+            size, lost = snapshot_file.write(path, items, meta)
+        finally:
+            forget_parsed_cells()
+        return {"bytes": size, "lost": lost, "saved": len(names) - len(lost)}
+
+    def restore(self, path, transfer=False):
+        """Loads a snapshot written by ``snapshot``; returns what could not be brought back, which
+        the next result also reports, unless this is a ``transfer``: then the file is removed
+        once read, and the caller reports the losses."""
+        blob, meta = snapshot_file.read(path, transfer)
+        lost = list(meta.get("lost", []))
+        self.cells.update(meta.get("cells", {}))
+        for filename, code in self.cells.items():
+            self._remember_cell(filename, code)
+        self.future_flags = meta.get("future_flags", 0)
+        moved = _rebase(meta.get("workdir"), self.workdir)
+        try:
+            os.chdir(moved(meta["cwd"]))
+        except (OSError, KeyError):
+            pass
+        for entry in map(moved, meta.get("sys_path", [])):
+            if entry not in sys.path:
+                sys.path.append(entry)
+        for name, module_name in meta.get("modules", {}).items():
+            try:
+                self.ns[name] = importlib.import_module(module_name)
+            except BaseException as exc:
+                lost.append({"name": name, "reason": f"import {module_name} failed: {short_error(exc)}"})
+        with restoring(meta.get("cache_tag")):
+            loaded = snapshot_file.load_segments(blob, meta.get("segments", []), lost)
+        for name, value in loaded:
+            if name == snapshot_file.RNG_SEGMENT:
+                _set_rng_state(value)
+            else:
+                self.ns[name] = value
+        if not transfer:
+            self.lost = lost
+        return {"lost": lost}
+
+
+async def _awaited(awaitable):
+    return await awaitable
+
+
+def _finished(coroutine):
+    """The value of a coroutine that never waits (one whose awaits all complete at once)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("the kernel's step loop waited outside an event loop")
+
+
+def _format_exception(exc):
+    """The traceback as the user should see it: their cells and the libraries they called,
+    without the kernel's own frames (the runner above the cell, the interrupt handler)."""
+    try:
+        report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        _drop_kernel_frames(report, set())
+        return "".join(report.format()).rstrip("\n")
+    except Exception:
+        return short_error(exc)
+
+
+def _drop_kernel_frames(report, seen):
+    if report is None or id(report) in seen:
+        return
+    seen.add(id(report))
+    kept = [frame for frame in report.stack if os.path.dirname(frame.filename) != _KERNEL_DIR]
+    report.stack = traceback.StackSummary.from_list(kept)
+    _drop_kernel_frames(report.__cause__, seen)
+    _drop_kernel_frames(report.__context__, seen)
+
+
+def _ends_with_semicolon(code, node):
+    """True when the text after the last expression is a ``;`` (the REPL's "no value")."""
+    lines = code.splitlines()
+    if node.end_lineno is None or node.end_lineno > len(lines):
+        return False
+    rest = lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset :].decode("utf-8", "ignore")
+    rest = "".join([rest] + lines[node.end_lineno :])
+    for char in rest:
+        if char.isspace():
+            continue
+        return char == ";"
+    return False
+
+
+def _rebase(old, new):
+    """Maps a path under the workdir a snapshot was taken in to the same place under this one."""
+    if not old or old == new:
+        return lambda path: path
+    prefix = old.rstrip(os.sep) + os.sep
+    return lambda path: new + path[len(old):] if path == old or path.startswith(prefix) else path
+
+
+def _rng_state():
+    state = {}
+    if "random" in sys.modules:
+        state["random"] = sys.modules["random"].getstate()
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        try:
+            state["numpy"] = numpy_random.get_state()
+        except Exception:
+            pass
+    return state
+
+
+def _set_rng_state(state):
+    if "random" in state:
+        importlib.import_module("random").setstate(state["random"])
+    if "numpy" in state:
+        importlib.import_module("numpy.random").set_state(state["numpy"])

@@ -1,0 +1,186 @@
+"""The sandbox engine's driver: the kernel inside Pyodide, called by the sandbox process.
+
+A fresh machine starts it with ``start_emscripten``. A machine restored from an image an earlier
+build made carries that build's kernel in its memory; ``adopt_emscripten`` has this kernel take
+over its state in the same interpreter. Either way the driver is the package's ``_DRIVER``, where
+the sandbox process, and a later kernel that takes over from this one, look for it.
+"""
+
+import json
+import os
+import sys
+import time
+import types
+
+from .commands import command_handlers
+from .interrupts import install_interrupt_handler
+from .kernel import Kernel
+from .output import DEFAULT_OUTPUT_LIMIT, short_error
+from .pickling import descriptor_bound
+
+
+class EmscriptenDriver:
+    """Drives the kernel inside Pyodide for the sandbox engine. Output leaves through fds 1 and 2,
+    whose handlers the sandbox process sets, so Python holds no JS object and the machine's memory
+    can always be snapshotted."""
+
+    def __init__(self, kernel, adopt=None):
+        """``adopt``: the driver of an earlier kernel that ``kernel`` took over."""
+        self.kernel = kernel
+        self.handlers = command_handlers(self.kernel)
+        self.handlers["configure"] = self._configure
+        self.installable = getattr(adopt, "installable", frozenset())
+        self.installable_id = getattr(adopt, "installable_id", None)
+        self.snapshot_lost = list(getattr(adopt, "snapshot_lost", []))
+        # Each write leaves at once; the sandbox process gathers them before they cross to the host.
+        self.kernel.sink.coalesce = False
+        install_interrupt_handler(self.kernel)
+        time.sleep = _sliced_sleep(_unsliced(time.sleep), self.kernel)
+
+    @staticmethod
+    def _send(stream, text):
+        data = text.encode("utf-8", "surrogatepass")
+        fd = 2 if stream == "stderr" else 1
+        while data:
+            data = data[os.write(fd, data) :]
+
+    def _configure(self, message):
+        """The output limit, and the import names the host may install, which are sent only when
+        the machine lacks the set named by ``importNamesId``."""
+        self.kernel.sink.limit = int(message["outputLimit"])
+        if "importNames" in message:
+            self.installable = frozenset(message["importNames"])
+            self.installable_id = message["importNamesId"]
+        return {"importNamesKnown": self.installable_id == message["importNamesId"]}
+
+    def call(self, op, args_json):
+        """One command from the sandbox process, as JSON in and JSON out. ``run`` answers a coroutine
+        that the process awaits, so that awaits in the cell can complete."""
+        args = json.loads(args_json)
+        if op == "run":
+            return self._run(args)
+        try:
+            return json.dumps({"ok": True, "result": self.handlers[op](args)})
+        except BaseException as exc:  # noqa: BLE001 - report everything to the host
+            return json.dumps({"ok": False, "error": short_error(exc)})
+
+    def _missing_imports(self, code):
+        """Modules the cell imports that are not installed but that the package index has."""
+        if not self.installable:
+            return []
+        try:
+            from pyodide.code import find_imports
+
+            names = find_imports(code)
+        except Exception:
+            return []  # the kernel reports the syntax error
+        import importlib.util
+
+        return [n for n in names if n in self.installable and n not in sys.modules and importlib.util.find_spec(n) is None]
+
+    async def _run(self, args):
+        missing = self._missing_imports(args["code"])
+        if missing:
+            # Nothing ran: the host installs them and sends the cell again.
+            return json.dumps({"ok": True, "result": {"needPackages": missing}})
+        try:
+            result = await self.kernel.run_async(args["code"], args.get("cell", 0))
+            return json.dumps({"ok": True, "result": result})
+        except BaseException as exc:  # noqa: BLE001 - report everything to the host
+            return json.dumps({"ok": False, "error": short_error(exc)})
+
+    def prepare_snapshot(self):
+        """Names what a memory snapshot cannot carry: open files and sockets (their descriptors
+        live in JavaScript) and pending asyncio tasks (their timers do). The list is kept in
+        memory, so the restored machine reports and drops them."""
+        import asyncio
+        import gc
+
+        # A snapshot cannot carry JS objects that Python holds. Garbage may still hold some:
+        # cycles (exceptions and their frames) until a collection, and proxies Pyodide frees
+        # lazily, at the next call into JavaScript — so make one.
+        gc.collect()
+        js = sys.modules.get("js")
+        if js is not None:
+            js.Object.keys(js.Object.new())
+        lost = []
+        for name, value in list(self.kernel.ns.items()):
+            reason = None if name.startswith("__") else descriptor_bound(value)
+            if reason:
+                lost.append({"name": name, "reason": reason})
+        for task in asyncio.all_tasks(asyncio.get_event_loop()):
+            lost.append({"name": f"asyncio task {task.get_name()}", "reason": "a pending task stops at a swap"})
+        self.snapshot_lost = lost
+        return json.dumps(lost)
+
+    def after_snapshot(self):
+        self.snapshot_lost = []
+
+    def after_restore(self):
+        # Pyodide puts "" in front of sys.path at every load, a snapshot's too: one more per swap.
+        if sys.path[:1] == [""]:
+            del sys.path[0]
+        # And it imports _pyodide_core into __main__, which is the user's namespace here.
+        if self.kernel.ns.get("_pyodide_core") is sys.modules.get("_pyodide_core"):
+            self.kernel.ns.pop("_pyodide_core", None)
+        for item in self.snapshot_lost:
+            self.kernel.ns.pop(item["name"], None)
+        import asyncio
+
+        for task in asyncio.all_tasks(asyncio.get_event_loop()):
+            task.cancel()
+        self.kernel.lost.extend(self.snapshot_lost)
+        self.snapshot_lost = []
+
+
+def _sliced_sleep(original, kernel):
+    """``time.sleep`` in 20 ms slices: Pyodide's sleep cannot be interrupted, and pending
+    output should reach the host while the cell waits."""
+
+    def sleep(seconds):
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            original(min(left, 0.02))
+            kernel.sink.flush()
+
+    sleep.__doc__ = original.__doc__
+    sleep.__wrapped__ = original
+    return sleep
+
+
+def _unsliced(sleep):
+    """The interpreter's own ``time.sleep`` under an earlier kernel's sliced one, if it is that."""
+    if isinstance(sleep, types.BuiltinFunctionType):
+        return sleep
+    original = getattr(sleep, "__wrapped__", None)
+    if original is None:
+        cells = [cell.cell_contents for cell in getattr(sleep, "__closure__", None) or ()]
+        original = next((c for c in cells if isinstance(c, types.BuiltinFunctionType) and c.__name__ == "sleep"), sleep)
+    return original
+
+
+def _publish(driver):
+    sys.modules[__package__]._DRIVER = driver
+    return driver
+
+
+def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
+    """Called once by the sandbox process when it boots a fresh machine."""
+    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2))))
+
+
+def adopt_emscripten(earlier):
+    """Called by the sandbox process when it restores a machine whose kernel (the module or
+    package ``earlier``) an earlier build made: this kernel takes over that one's state in the
+    same interpreter, so the machine answers today's commands with everything it held."""
+    driver = earlier._DRIVER
+    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel)
+    # Builds before 0.2.0 bound the kernel module in the user's namespace.
+    if kernel.ns.get("perennial_kernel") is earlier:
+        del kernel.ns["perennial_kernel"]
+    return _publish(EmscriptenDriver(kernel, adopt=driver))
