@@ -36,7 +36,7 @@ export async function benchCheckpoints(): Promise<void> {
 async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-'));
   // No automatic checkpoints during the runs: every figure is of the operation measured.
-  const manager = await MachineManager.open({ dataDir, checkpointDelayMs: 600_000, engines: openEngines({ dataDir, sandboxPyodide: pyodide }) });
+  const manager = await MachineManager.open({ dataDir, saveDelayMs: 600_000, engines: openEngines({ dataDir, sandboxPyodide: pyodide }) });
   const lane = pyodide ? `${engine} (Pyodide ${pyodide.version})` : engine;
   try {
     manager.prewarm();
@@ -62,7 +62,7 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
         let id = '';
         checkpoints.push(
           await timeIt(async () => {
-            const checkpoint = await manager.checkpointNamed(name, { label: `round-${i}` });
+            const checkpoint = await manager.checkpoint(name, { label: `round-${i}` });
             id = checkpoint.id;
             sizes.push(checkpoint.bytes);
           }),
@@ -82,7 +82,7 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
         };
         // As a second after an instruction: its change is already saved (an automatic checkpoint).
         await manager.run(name, 'x = 2');
-        await manager.checkpoint(name);
+        await manager.save(name);
         await settle();
         rollbacks.push(await timeIt(rollback));
         // Right after an instruction: the rollback saves the change first.

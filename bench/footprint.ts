@@ -199,7 +199,7 @@ async function sandboxSpeed(): Promise<void> {
   const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: () => Promise<{ runPython(code: string): unknown }> };
   const plain = await loadPyodide();
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-speed-'));
-  const manager = await MachineManager.open({ dataDir, checkpointDelayMs: 600_000 });
+  const manager = await MachineManager.open({ dataDir, saveDelayMs: 600_000 });
   try {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     for (const [label, code] of Object.entries(SPEED)) {

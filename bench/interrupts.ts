@@ -25,7 +25,7 @@ async function interruptLatency(manager: MachineManager, name: string, loop: str
 
 export async function benchInterrupts(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-interrupts-'));
-  const manager = await MachineManager.open({ dataDir, checkpointDelayMs: 600_000 });
+  const manager = await MachineManager.open({ dataDir, saveDelayMs: 600_000 });
   try {
     console.log('\ninterrupts and timeouts (median of 7)');
     row('', 'python', 'sandbox');

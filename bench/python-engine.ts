@@ -40,7 +40,7 @@ async function pipeFloor(): Promise<number[]> {
 
 export async function benchPythonEngine(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-'));
-  const manager = await MachineManager.open({ dataDir, checkpointDelayMs: 60_000 });
+  const manager = await MachineManager.open({ dataDir, saveDelayMs: 60_000 });
   try {
     console.log(`python engine (${PYTHON})`);
     const floor = await pipeFloor();

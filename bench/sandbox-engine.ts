@@ -23,7 +23,7 @@ export const SPEED = {
 };
 
 async function openRuntimeManager(dataDir: string, poolSize: number, pyodide: PyodideRuntime): Promise<MachineManager> {
-  return MachineManager.open({ dataDir, checkpointDelayMs: 600_000, engines: openEngines({ dataDir, sandboxPoolSize: poolSize, sandboxPyodide: pyodide }) });
+  return MachineManager.open({ dataDir, saveDelayMs: 600_000, engines: openEngines({ dataDir, sandboxPoolSize: poolSize, sandboxPyodide: pyodide }) });
 }
 
 /** Waits until a manager's pool holds a ready machine, by timing an instant create + run. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { cp, link, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
@@ -23,6 +23,7 @@ import { checkDataDirFormat, markDataDir } from '../platform/data-dir-format.ts'
 import { VERSION } from '../shared/version.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
+import { createFork } from './fork.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
 
 export const DEFAULT_TIMEOUT_SECONDS = 15;
@@ -45,8 +46,8 @@ export interface MachineManagerOptions {
   outputLimit?: number;
   /** Time between an interrupt and a hard stop. Default 2000 ms. */
   interruptGraceMs?: number;
-  /** Quiet time before a changed machine is checkpointed. Default 1000 ms. */
-  checkpointDelayMs?: number;
+  /** Quiet time before a changed machine is saved (and the save kept as an automatic checkpoint). Default 1000 ms. */
+  saveDelayMs?: number;
   /** Automatic checkpoints kept per machine (one per save of a changed state). Default 10. */
   autoCheckpoints?: number;
   /** Sandbox processes are kept ready for this long after a sandbox machine was last made or swapped in. Default 300 s. */
@@ -102,7 +103,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
       outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
       interruptGraceMs: options.interruptGraceMs ?? 2000,
-      checkpointDelayMs: options.checkpointDelayMs ?? 1000,
+      saveDelayMs: options.saveDelayMs ?? 1000,
       autoCheckpoints: options.autoCheckpoints ?? DEFAULT_AUTO_CHECKPOINTS,
     };
     this.#store = store;
@@ -252,8 +253,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   }
 
   /** Saves the machine's state to disk now, keeping it warm. */
-  async checkpoint(name: string): Promise<void> {
-    await this.#machine(name).checkpoint();
+  async save(name: string): Promise<void> {
+    await this.#machine(name).save();
   }
 
   async swap(name: string): Promise<void> {
@@ -273,27 +274,14 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const now = new Date().toISOString();
     const manifest: MachineManifest = { ...structuredClone(origin.manifest), name: newMachineName(), createdAt: now, lastUsedAt: now, tags: merged, nextSeq: 0, snapshot: null };
     delete manifest.rebuilt;
-    await origin.withSavedState(`fork machine ${name}`, async (source) => {
-      try {
-        await this.#store.create(manifest);
-        if (source.snapshotPath) {
-          await link(source.snapshotPath, this.#store.snapshotPath(manifest.name));
-          manifest.snapshot = { at: now, seq: 0, bytes: (await stat(source.snapshotPath)).size };
-        }
-        if (source.filesDir) await cp(source.filesDir, this.#store.filesDir(manifest.name), { recursive: true, verbatimSymlinks: true });
-        await this.#store.save(manifest);
-      } catch (error) {
-        await this.#store.remove(manifest.name);
-        throw error;
-      }
-    });
+    await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, source));
     const info = this.#info(this.#adopt(manifest));
     this.#emit({ type: 'created', machine: info });
     return info;
   }
 
   /** Takes a checkpoint of the machine's state now, with an optional label. */
-  checkpointNamed(name: string, request: { label?: string } = {}): Promise<CheckpointInfo> {
+  checkpoint(name: string, request: { label?: string } = {}): Promise<CheckpointInfo> {
     const { label } = parseRequest(CheckpointBody, request);
     return this.#machine(name).takeCheckpoint(label ?? null);
   }
@@ -358,7 +346,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     await Promise.all(
       [...this.#machines.values()].map(async (machine) => {
         machine.interrupt();
-        await machine.checkpoint().catch(async (error: Error) => {
+        await machine.save().catch(async (error: Error) => {
           this.#emit({ type: 'error', name: machine.name, message: `could not save on close: ${error.message}` });
           await machine.noteUnsavedAtStop(error.message);
         });
@@ -421,7 +409,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       {
         outputLimit: this.#options.outputLimit,
         interruptGraceMs: this.#options.interruptGraceMs,
-        checkpointDelayMs: this.#options.checkpointDelayMs,
+        saveDelayMs: this.#options.saveDelayMs,
         autoCheckpoints: this.#options.autoCheckpoints,
       },
       (m, change) => this.#onMachineChange(m, change),
@@ -441,7 +429,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         this.#touch(machine);
         this.#emit({ type: 'instruction', name, seq: change.seq, result: change.result });
         break;
-      case 'checkpoint':
+      case 'saved':
+        // On the wire it keeps the name clients of earlier versions listen for.
         this.#emit({ type: 'checkpoint', name, bytes: change.bytes });
         break;
       case 'error':

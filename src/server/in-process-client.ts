@@ -29,7 +29,7 @@ export class InProcessClient implements PerennialClient {
   listFiles = (name: string, path = '') => this.#answer(() => this.manager.kernel(name, 'list_files', { path }));
   readFile = (name: string, path: string) => this.#answer(() => this.manager.kernel(name, 'read_file', { path, limit: MAX_FILE_BYTES }));
   fork = (name: string, options: { tags?: Record<string, string> } = {}) => this.#answer(() => this.manager.fork(name, options));
-  checkpoint = (name: string, label?: string) => this.#answer(() => this.manager.checkpointNamed(name, label === undefined ? {} : { label }));
+  checkpoint = (name: string, label?: string) => this.#answer(() => this.manager.checkpoint(name, label === undefined ? {} : { label }));
   checkpoints = (name: string) => this.#answer(() => this.manager.checkpoints(name));
   deleteCheckpoint = (name: string, checkpoint: string) => this.#answer(() => this.manager.deleteCheckpoint(name, checkpoint));
   rollback = (name: string, checkpoint: string) => this.#answer(() => this.manager.rollback(name, checkpoint));

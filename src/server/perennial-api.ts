@@ -102,7 +102,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       },
     ],
     ['POST', /^\/v1\/machine\/([^/]+)\/fork$/, async (req, res, [raw]) => sendJson(res, 200, await manager.fork(machineName(raw!), parseRequest(ForkBody, await readJson(req))))],
-    ['POST', /^\/v1\/machine\/([^/]+)\/checkpoints$/, async (req, res, [raw]) => sendJson(res, 200, await manager.checkpointNamed(machineName(raw!), parseRequest(CheckpointBody, await readJson(req))))],
+    ['POST', /^\/v1\/machine\/([^/]+)\/checkpoints$/, async (req, res, [raw]) => sendJson(res, 200, await manager.checkpoint(machineName(raw!), parseRequest(CheckpointBody, await readJson(req))))],
     ['GET', /^\/v1\/machine\/([^/]+)\/checkpoints$/, async (_req, res, [raw]) => sendJson(res, 200, { checkpoints: await manager.checkpoints(machineName(raw!)) } satisfies CheckpointsResponse)],
     [
       'DELETE',

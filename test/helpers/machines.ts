@@ -31,7 +31,7 @@ export async function tempDataDir(): Promise<{ dir: string; cleanup(): Promise<v
 
 /** A manager on a fresh data dir, with quick checkpoints so tests need not wait long. */
 export async function openManager(options: Partial<MachineManagerOptions> & { dataDir: string }): Promise<MachineManager> {
-  return MachineManager.open({ checkpointDelayMs: 100, interruptGraceMs: 1000, ...options });
+  return MachineManager.open({ saveDelayMs: 100, interruptGraceMs: 1000, ...options });
 }
 
 /**

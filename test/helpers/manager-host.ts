@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { MachineManager } from '../../src/machines/machine-manager.ts';
 import type { EngineName } from '../../src/shared/requests.ts';
 
-const manager = await MachineManager.open({ dataDir: process.argv[2]!, checkpointDelayMs: 100 });
+const manager = await MachineManager.open({ dataDir: process.argv[2]!, saveDelayMs: 100 });
 const say = (message: object) => process.stdout.write(JSON.stringify(message) + '\n');
 manager.on('event', (event) => {
   say({ event });
@@ -23,7 +23,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     // Writes a new file and takes a checkpoint, again and again, until the test kills this process.
     for (let i = 0; ; i++) {
       await manager.run(command.name!, `open("data${i}.bin", "wb").write(__import__("os").urandom(1 << 20))`);
-      say({ checkpoint: await manager.checkpointNamed(command.name!, { label: `c${i}` }), i });
+      say({ checkpoint: await manager.checkpoint(command.name!, { label: `c${i}` }), i });
     }
   } else {
     const { seq } = manager.exec(command.name!, command.code!, { timeoutSeconds: 600 });

@@ -29,7 +29,7 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
     const data = await tempDataDir();
     cleanup = data.cleanup;
     process.env.PERENNIAL_PYTHON = TEST_PYTHON;
-    server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python', checkpointDelayMs: 100 });
+    server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python', saveDelayMs: 100 });
     client = new Client({ name: 'perennial-tests', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }));
   });
@@ -101,7 +101,7 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         assert.equal(await value(replId, 'total'), '10');
         for (let i = 0; i < 12; i++) {
           await value(replId, `total += 1`);
-          await server.manager.checkpoint(replId);
+          await server.manager.save(replId);
         }
         const autos = (await checkpoints(replId)).filter((c) => c.auto);
         assert.equal(autos.length, 10);

@@ -406,7 +406,7 @@ describe('the data dir format', { timeout: 60_000 }, () => {
       await run(manager, name, 'open("kept.txt", "w").write("blob")');
       const machineDir = join(dir, 'machines', name);
       assert.equal((await readFile(join(machineDir, 'history.jsonl'), 'utf8')).split('\n')[0], '{"t":"format","version":1}');
-      const first = await manager.checkpointNamed(name, { label: 'mine' });
+      const first = await manager.checkpoint(name, { label: 'mine' });
       assert.equal(JSON.parse(await readFile(join(machineDir, 'checkpoints', first.id, 'checkpoint.json'), 'utf8')).version, 1);
       // A checkpoint of a newer format, naming the blob: not listed, its id and the blob kept.
       const newer = join(machineDir, 'checkpoints', '99');
@@ -417,7 +417,7 @@ describe('the data dir format', { timeout: 60_000 }, () => {
       assert.deepEqual((await manager.checkpoints(name)).map((c) => c.id).includes('99'), false);
       assert.ok((await readdir(join(machineDir, 'checkpoints', 'blobs'))).length > 0, 'blobs a newer record may name are kept');
       assert.equal(await readFile(join(newer, 'checkpoint.json'), 'utf8'), record);
-      assert.ok(Number((await manager.checkpointNamed(name, { label: 'next' })).id) > 99, 'its id is not given again');
+      assert.ok(Number((await manager.checkpoint(name, { label: 'next' })).id) > 99, 'its id is not given again');
       await manager.close();
       // A history of a newer format: read, never written to; the result says the instruction is not in it.
       const history = join(machineDir, 'history.jsonl');

@@ -55,7 +55,7 @@ function bumpSideModule(): Buffer {
 }
 
 describe('sandbox engine', { timeout: 240_000 }, () => {
-  const fixture = managerFixture({ checkpointDelayMs: 60_000 });
+  const fixture = managerFixture({ saveDelayMs: 60_000 });
   let manager: MachineManager;
 
   before(() => {

@@ -67,7 +67,7 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     ]);
     process.env.PERENNIAL_PYODIDE_PACKAGES = source;
   });
-  const fixture = managerFixture({ checkpointDelayMs: 60_000 });
+  const fixture = managerFixture({ saveDelayMs: 60_000 });
   let manager: MachineManager;
   before(() => {
     manager = fixture.manager;

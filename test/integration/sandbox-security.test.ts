@@ -51,7 +51,7 @@ for (const bubblewrap of [true, false]) {
       else assert.match(info.warnings.join('\n'), /network isolation is off/);
       await run(manager, name, 'kept = "state before the attacks"');
       // Attacks that end in a hard stop bring the machine back to this snapshot.
-      await manager.checkpoint(name);
+      await manager.save(name);
       const code = (await readFile(ESCAPES, 'utf8'))
         .replace('@CANARY_DIR@', canaryDir)
         .replace('@CANARY_FILE@', join(canaryDir, 'secret.txt'))
@@ -104,7 +104,7 @@ for (const bubblewrap of [true, false]) {
     });
 
     it('survives killing its own parent, coming back from its snapshot', async () => {
-      await manager.checkpoint(name);
+      await manager.save(name);
       const killed = await run(manager, name, 'import js\njs.process.kill(js.process.ppid, 9)\n"survived"', 10);
       if ('error' in killed.result) assert.match(killed.result.error, /Python process|Timed out|disabled in the sandbox/);
       assert.equal(valueOf((await run(manager, name, 'kept')).result), "'state before the attacks'");

@@ -68,7 +68,7 @@ for (const { dir, record } of fixtures) {
         valueOf((await run(manager, machine.name, 'fixture_new = "after the upgrade"')).result);
         await manager.swap(machine.name);
         assert.equal(valueOf((await run(manager, machine.name, 'fixture_new')).result), "'after the upgrade'");
-        await manager.checkpointNamed(machine.name, { label: 'upgraded' });
+        await manager.checkpoint(machine.name, { label: 'upgraded' });
         const fork = await manager.fork(machine.name);
         assert.equal(valueOf((await run(manager, fork.name, 'fixture_new, k_count')).result), "('after the upgrade', 5)");
         const cleared = await manager.kernel(fork.name, 'reset', {});

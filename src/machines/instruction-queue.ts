@@ -1,0 +1,180 @@
+import type { ExecResult, HistoryEntry, OutputChunk } from '../shared/types.ts';
+import { streamText } from '../shared/types.ts';
+import type { HistoryLog } from './history-log.ts';
+import type { MachineManifest } from './machine-store.ts';
+
+/** How many finished instructions keep their output and result in memory. */
+const RECENT_INSTRUCTIONS = 64;
+
+/** An instruction as the machine's callers see it while it is queued, runs, and for a while after. */
+export interface Instruction {
+  readonly seq: number;
+  readonly code: string;
+  readonly timeoutSeconds: number;
+  status: 'pending' | 'running' | 'done';
+  readonly chunks: OutputChunk[];
+  result?: ExecResult;
+  readonly done: Promise<ExecResult>;
+}
+
+/** An instruction as the machine runs it. */
+export interface QueuedInstruction extends Instruction {
+  listeners: Set<(chunk: OutputChunk) => void>;
+  resolve(result: ExecResult): void;
+  cancelled?: string;
+  stopReason?: 'timeout' | 'interrupt';
+  /** Why its start is not in the history, when it is not. */
+  unrecorded?: string;
+}
+
+/**
+ * A machine's instructions: the queue, the recent ones with their output (for `follow` and
+ * `result`), the seq of the last one finished, and their record in the history log. Operations
+ * that are not code (a rollback, an upgrade) are recorded among them as instructions of their own.
+ */
+export class InstructionQueue {
+  readonly pending: QueuedInstruction[] = [];
+  /** The one running, from its swap-in on. */
+  current?: QueuedInstruction;
+  /** The seq of the last instruction or operation that finished: what the machine's state holds. */
+  completedSeq: number;
+  #recent = new Map<number, QueuedInstruction>();
+
+  constructor(
+    private readonly manifest: MachineManifest,
+    private readonly log: HistoryLog,
+    private readonly onFinished: (seq: number, result: ExecResult) => void,
+  ) {
+    this.completedSeq = manifest.nextSeq - 1;
+  }
+
+  /** Nothing running or queued. */
+  get isIdle(): boolean {
+    return !this.current && this.pending.length === 0;
+  }
+
+  /** Queued and running. */
+  get size(): number {
+    return this.pending.length + (this.current ? 1 : 0);
+  }
+
+  /** A new instruction at the end of the queue, its start recorded. */
+  add(code: string, timeoutSeconds: number): QueuedInstruction {
+    const seq = this.manifest.nextSeq++;
+    const now = new Date();
+    this.manifest.lastUsedAt = now.toISOString();
+    let resolve!: (result: ExecResult) => void;
+    const done = new Promise<ExecResult>((r) => (resolve = r));
+    const instruction: QueuedInstruction = { seq, code, timeoutSeconds, status: 'pending', chunks: [], done, listeners: new Set(), resolve };
+    // A full disk does not stop the instruction (it may be what frees space); its result says it is not recorded.
+    instruction.unrecorded = this.#record(() => this.log.started(seq, code, now));
+    this.#recent.set(seq, instruction);
+    for (const old of this.#recent.keys()) {
+      if (this.#recent.size <= RECENT_INSTRUCTIONS) break;
+      if (this.#recent.get(old)!.status === 'done') this.#recent.delete(old);
+    }
+    this.pending.push(instruction);
+    return instruction;
+  }
+
+  /** Takes `instruction` off the queue, to run it (or to finish it, cancelled). */
+  take(instruction: QueuedInstruction): void {
+    this.pending.splice(this.pending.indexOf(instruction), 1);
+  }
+
+  /** Marks every queued instruction cancelled, with `reason` for its result; answers how many. */
+  cancelPending(reason: string): number {
+    for (const instruction of this.pending) instruction.cancelled = reason;
+    return this.pending.length;
+  }
+
+  /** An instruction by seq, with output and result while it is recent. */
+  get(seq: number): Instruction | undefined {
+    return this.#recent.get(seq);
+  }
+
+  /**
+   * Streams an instruction's output from its first chunk, then resolves with its result.
+   * Older instructions come from the history (result only).
+   */
+  async follow(seq: number, onChunk: (chunk: OutputChunk) => void): Promise<ExecResult | undefined> {
+    const live = this.#recent.get(seq);
+    if (!live) return (await this.#historyEntry(seq))?.result;
+    for (const chunk of live.chunks) onChunk(chunk);
+    if (live.status !== 'done') {
+      live.listeners.add(onChunk);
+      try {
+        return await live.done;
+      } finally {
+        live.listeners.delete(onChunk);
+      }
+    }
+    return live.result;
+  }
+
+  /** The result of an instruction, waiting for it when it has not finished. */
+  async result(seq: number): Promise<ExecResult | undefined> {
+    const live = this.#recent.get(seq);
+    if (live) return live.done;
+    return (await this.#historyEntry(seq))?.result;
+  }
+
+  history(last?: number): Promise<HistoryEntry[]> {
+    return this.log.read(last);
+  }
+
+  /** Records an instruction's outcome and hands it to whoever waits for it. */
+  finish(instruction: QueuedInstruction, outcome: ExecResult): void {
+    const unrecorded = this.#record(() => this.log.finished(instruction.seq, outcome, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr')));
+    const why = instruction.unrecorded ?? unrecorded;
+    const result = why ? withNotice(outcome, why) : outcome;
+    instruction.status = 'done';
+    instruction.result = result;
+    instruction.resolve(result);
+    this.onFinished(instruction.seq, result);
+  }
+
+  /**
+   * Records an operation that has happened (a rollback, an upgrade) as an instruction of its own,
+   * `code` a comment that names it: it takes the next seq and is the machine's last completed one.
+   * What cannot be recorded is said in the result it answers, not thrown.
+   */
+  recordOperation(code: string, result: ExecResult, at = new Date()): { seq: number; result: ExecResult } {
+    const seq = this.manifest.nextSeq++;
+    this.manifest.lastUsedAt = at.toISOString();
+    this.completedSeq = seq;
+    const unrecorded = this.#record(() => {
+      this.log.started(seq, code, at);
+      this.log.finished(seq, result, '', '');
+    });
+    return { seq, result: unrecorded ? withNotice(result, unrecorded) : result };
+  }
+
+  close(): void {
+    this.log.close();
+  }
+
+  /** Runs a write to the history; when it fails, answers the notice that says what is missing. */
+  #record(write: () => void): string | undefined {
+    try {
+      write();
+      return undefined;
+    } catch (error) {
+      return `This is not in the machine's history: ${(error as Error).message}. Its result is kept in memory only.`;
+    }
+  }
+
+  async #historyEntry(seq: number): Promise<HistoryEntry | undefined> {
+    const entry = (await this.log.read()).find((e) => e.seq === seq);
+    if (entry && !entry.result) {
+      // Started but never finished: the server stopped while it ran.
+      entry.result = { error: 'The server stopped while this instruction ran; its effects are lost.', runtime_ms: 0 };
+    }
+    return entry;
+  }
+}
+
+/** `result` with one more notice. */
+export function withNotice(result: ExecResult, notice: string): ExecResult {
+  return { ...result, data: { ...(result.data ?? {}), notices: [...(result.data?.notices ?? []), notice] } } as ExecResult;
+}

@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it, mock } from 'node:test';
+import { MachineManager, type MachineManagerOptions, type ManagerEvent } from '../../src/machines/machine-manager.ts';
+import type { ExecResult } from '../../src/shared/types.ts';
+import { fakeEngines, type FakeEngine, type Faults } from '../helpers/fake-engine.ts';
+import { tempDataDir } from '../helpers/machines.ts';
+
+const GRACE_MS = 1000;
+const SAVE_DELAY_MS = 500;
+
+/**
+ * The machine layer on its own: queueing, timeouts, interrupts, the grace-period stop, crashes,
+ * saves, checkpoints, rollback, pruning and a full disk, over the fake engine and `node:test`'s
+ * mock timers, so that each takes milliseconds. The integration suites prove the same through
+ * real interpreters.
+ */
+describe('the machine layer, over a fake engine', () => {
+  let manager: MachineManager;
+  let made: FakeEngine[];
+  let faults: Faults;
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+
+  async function open(options: Partial<MachineManagerOptions> = {}): Promise<string> {
+    const fake = fakeEngines();
+    ({ made, faults } = fake);
+    const data = await tempDataDir();
+    ({ dir: dataDir, cleanup } = data);
+    manager = await MachineManager.open({ dataDir, engines: fake.engines, interruptGraceMs: GRACE_MS, saveDelayMs: SAVE_DELAY_MS, ...options });
+    return (await manager.create()).name;
+  }
+
+  /** The next manager event that `matches`. */
+  function event(matches: (event: ManagerEvent) => boolean): Promise<ManagerEvent> {
+    return new Promise((resolve) => {
+      const listener = (event: ManagerEvent) => {
+        if (!matches(event)) return;
+        manager.off('event', listener);
+        resolve(event);
+      };
+      manager.on('event', listener);
+    });
+  }
+  const state = (name: string, wanted: string) => event((e) => e.type === 'state' && e.name === name && e.state === wanted);
+
+  async function value(name: string, code: string): Promise<string | null> {
+    const { result } = await manager.run(name, code);
+    if ('error' in result) throw new Error(result.error);
+    return result.value;
+  }
+
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
+  afterEach(async () => {
+    mock.timers.reset();
+    await manager?.close();
+    await cleanup?.();
+  });
+
+  it('runs instructions one at a time, in the order given, each with its own output', async () => {
+    const name = await open();
+    const busy = state(name, 'busy');
+    const first = manager.exec(name, 'print one\nsleep 1000\nprint two');
+    const second = manager.exec(name, 'x = 1\nprint three');
+    const third = manager.exec(name, 'x');
+    assert.deepEqual([first.seq, second.seq, third.seq], [0, 1, 2]);
+    await busy;
+    mock.timers.tick(1000);
+    const results = await Promise.all([first.done, second.done, third.done]);
+    assert.deepEqual(made[0]!.ran, ['print one\nsleep 1000\nprint two', 'x = 1\nprint three', 'x']);
+    assert.equal((results[2] as { value: string }).value, '1');
+    const history = await manager.history(name);
+    assert.deepEqual(
+      history.map((entry) => [entry.seq, entry.stdout]),
+      [
+        [0, 'one\ntwo'],
+        [1, 'three'],
+        [2, undefined],
+      ],
+    );
+  });
+
+  it('interrupts an instruction at its timeout, and says so', async () => {
+    const name = await open();
+    const busy = state(name, 'busy');
+    const { done } = manager.exec(name, 'sleep 60000', { timeoutSeconds: 2 });
+    await busy;
+    mock.timers.tick(1999);
+    mock.timers.tick(1);
+    const result = (await done) as { error: string };
+    assert.match(result.error, /^Timed out after 2 s: the instruction was interrupted\.\nKeyboardInterrupt$/);
+    assert.equal(await value(name, 'y = 3\ny'), '3', 'the machine runs on');
+  });
+
+  it('an interrupt stops what runs and cancels what is queued', async () => {
+    const name = await open();
+    const busy = state(name, 'busy');
+    const running = manager.exec(name, 'sleep 60000');
+    const queued = manager.exec(name, 'x = 1');
+    await busy;
+    assert.deepEqual(manager.interrupt(name), { cancelled: 1, interrupted: true });
+    assert.deepEqual(await running.done, { error: 'KeyboardInterrupt', runtime_ms: 0 });
+    assert.match((await queued.done as { error: string }).error, /KeyboardInterrupt: it was cancelled by an interrupt before it started/);
+    await assert.rejects(value(name, 'x'), /NameError/, 'the cancelled instruction never ran');
+  });
+
+  it('stops code that ignores an interrupt after the grace period; the machine goes back to its snapshot', async () => {
+    const name = await open();
+    assert.equal(await value(name, 'x = 1\nx'), '1');
+    await manager.save(name);
+    const busy = state(name, 'busy');
+    const { done } = manager.exec(name, 'x = 2\nstubborn');
+    await busy;
+    manager.interrupt(name);
+    mock.timers.tick(GRACE_MS);
+    const result = (await done) as { error: string };
+    assert.match(result.error, /^Interrupted: the code did not stop within 1 s of the interrupt, so its Python process was stopped\. The machine goes back to its snapshot of [^ ]+\.$/);
+    assert.equal(await value(name, 'x'), '1');
+    assert.equal(made.length, 2, 'a new process');
+  });
+
+  it('a process killed while idle comes back at the next instruction, which says what was lost', async () => {
+    const name = await open();
+    await value(name, 'x = 1');
+    await manager.save(name);
+    await value(name, 'x = 2');
+    const swapped = state(name, 'swapped');
+    made[0]!.kill();
+    await swapped;
+    const { result } = await manager.run(name, 'x');
+    assert.equal((result as { value: string }).value, '1');
+    assert.deepEqual(result.data?.notices, [`The Python process was killed by SIGKILL while idle. The machine goes back to its snapshot of ${manager.get(name).snapshot!.at}. Effects of instructions 1–1 are lost.`]);
+  });
+
+  it('a crash during an instruction is its result; the next one starts again from the snapshot', async () => {
+    const name = await open();
+    await value(name, 'x = 1');
+    await manager.save(name);
+    const { result } = await manager.run(name, 'x = 5\ncrash');
+    assert.match((result as { error: string }).error, /^The Python process exited with code 1 while running this instruction\. The machine goes back to its snapshot/);
+    assert.equal(await value(name, 'x'), '1');
+  });
+
+  it('saves a changed state after a quiet time, and keeps the save as an automatic checkpoint', async () => {
+    const name = await open();
+    await value(name, 'x = 7');
+    const saved = event((e) => e.type === 'checkpoint' && e.name === name);
+    mock.timers.tick(SAVE_DELAY_MS);
+    await saved;
+    // In turn after the save, which keeps its automatic checkpoint before it ends.
+    await manager.save(name);
+    assert.equal(await readFile(join(dataDir, 'machines', name, 'snapshot'), 'utf8'), '{"x":7}');
+    const [auto] = await manager.checkpoints(name);
+    assert.equal(auto?.auto, true);
+    assert.equal(auto?.seq, 1);
+  });
+
+  it('keeps the newest automatic checkpoints, as many as set, and every named one', async () => {
+    const name = await open({ autoCheckpoints: 2 });
+    await value(name, 'x = 0');
+    await manager.checkpoint(name, { label: 'mine' });
+    for (let i = 1; i <= 4; i++) {
+      await value(name, `x = ${i}`);
+      await manager.save(name);
+    }
+    const kept = await manager.checkpoints(name);
+    assert.deepEqual(
+      kept.map((c) => [c.label, c.auto, c.seq]),
+      [
+        ['mine', false, 1],
+        [null, true, 4],
+        [null, true, 5],
+      ],
+    );
+  });
+
+  it('rolls back to a checkpoint, which the history records as an instruction of its own', async () => {
+    const name = await open();
+    await value(name, 'x = 1');
+    const one = await manager.checkpoint(name, { label: 'one' });
+    await value(name, 'x = 2');
+    const { seq } = await manager.rollback(name, 'one');
+    assert.equal(await value(name, 'x'), '1');
+    const entry = (await manager.history(name)).find((e) => e.seq === seq);
+    assert.equal(entry?.code, `# perennial: rollback to checkpoint ${one.id} ("one")`);
+    // The state it left was kept: the rollback can be undone.
+    const left = (await manager.checkpoints(name)).filter((c) => c.auto).at(-1)!;
+    await manager.rollback(name, left.id);
+    assert.equal(await value(name, 'x'), '2');
+  });
+
+  it('on a full disk, refuses a swap and a checkpoint, says why, and loses nothing', async () => {
+    const name = await open();
+    await value(name, 'x = 1');
+    faults.snapshot = 'ENOSPC';
+    await assert.rejects(manager.swap(name), /ENOSPC/);
+    assert.equal(manager.get(name).state, 'warm');
+    assert.match(manager.get(name).warnings.join(' '), /It cannot be swapped out, so it stays in memory: ENOSPC/);
+    await assert.rejects(manager.checkpoint(name, { label: 'full' }), /Could not take a checkpoint of machine .*: ENOSPC.*Nothing was changed/);
+    await assert.rejects(manager.rollback(name, 'nothing'), /has no checkpoint "nothing"/);
+    delete faults.snapshot;
+    assert.equal(await value(name, 'x'), '1');
+    await manager.swap(name);
+    assert.deepEqual(manager.get(name).warnings, []);
+    assert.equal(await value(name, 'x'), '1', 'swapped in again from the snapshot');
+  });
+
+  it('swaps out a machine left idle', async () => {
+    const name = await open({ idleSeconds: 30 });
+    await value(name, 'x = 1');
+    const swapped = state(name, 'swapped');
+    mock.timers.tick(30_000);
+    await swapped;
+    assert.equal(await value(name, 'x'), '1');
+  });
+
+  it('an unreadable snapshot is set aside, and the machine starts empty and says so', async () => {
+    const name = await open();
+    await value(name, 'x = 1');
+    await manager.swap(name);
+    faults.restore = 'the snapshot is damaged';
+    const { result } = await manager.run(name, 'y = 2');
+    delete faults.restore;
+    const lost = (result as ExecResult).data?.lost ?? [];
+    assert.match(lost[0]?.reason ?? '', /^the snapshot could not be restored \(the snapshot is damaged\); it was kept as /);
+    await assert.rejects(value(name, 'x'), /NameError/);
+  });
+});
