@@ -17,6 +17,7 @@ import { connectToLocalServer } from '../client/local-server-connection.ts';
 import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
+import { errorCodeOf } from '../platform/coded-error.ts';
 
 
 function buildProgram(): Command {
@@ -73,12 +74,14 @@ function buildProgram(): Command {
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .option('--idle-seconds <seconds>', 'swap a machine out after this long without instructions (default 300)', positiveNumber)
     .option('--pool-idle-seconds <seconds>', 'stop the sandbox processes kept ready after this long without a sandbox machine made or swapped in (default 300)', positiveNumber)
+    .option('--heartbeat <seconds>', 'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)', positiveNumber)
     .action((options) => serveCommand(context(), options));
 
   program
     .command('mcp')
     .description('run the MCP server on stdin/stdout (for MCP clients that start it); --backend chooses its machines')
     .option('--inline-images <n>', 'figures a result shows as images, 0 to 100; the rest go as resource links only (default 1)', inlineImageCount)
+    .option('--heartbeat <seconds>', 'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)', positiveNumber)
     .action((options) => mcpCommand(context(), options));
 
   program
@@ -166,7 +169,7 @@ async function main(argv: string[]): Promise<number> {
       if (error.message) process.stderr.write(error.message + '\n');
       return error.code;
     }
-    const code = (error as { constructor: { errorCode?: string } }).constructor.errorCode;
+    const code = errorCodeOf(error);
     if (error instanceof DataDirLockedError) {
       process.stderr.write(`perennial: ${error.message}. Stop it, or use --data-dir for another data dir.\n`);
     } else if (code) {

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { HttpClient } from './http-client.ts';
+import { CodedError } from '../platform/coded-error.ts';
 
 export const FOREVERVM_BASE_URL = 'https://api.forevervm.com';
 
@@ -11,11 +12,10 @@ export function foreverVMConfigPath(): string {
 }
 
 /** No ForeverVM token anywhere. */
-export class MissingTokenError extends Error {
-  static readonly errorCode = 'MissingToken';
+export class MissingTokenError extends CodedError {
+  static override readonly errorCode = 'MissingToken';
   constructor() {
     super(`No ForeverVM token: set FOREVERVM_TOKEN, or run perennial login (it writes ${foreverVMConfigPath()})`);
-    this.name = 'MissingTokenError';
   }
 }
 

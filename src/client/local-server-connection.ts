@@ -9,6 +9,7 @@ import { readServerInfo, startedInBackground, type ServerInfo } from '../platfor
 import { VERSION } from '../shared/version.ts';
 import type { EngineName } from '../shared/requests.ts';
 import { HttpClient } from './http-client.ts';
+import { CodedError } from '../platform/coded-error.ts';
 
 /** How long a client waits for a server it started. */
 const START_TIMEOUT_MS = 30_000;
@@ -25,12 +26,8 @@ export interface LocalConnectionOptions {
 }
 
 /** No local server runs on the data dir, and none could be started. */
-export class LocalServerUnavailableError extends Error {
-  static readonly errorCode = 'ServerUnavailable';
-  constructor(message: string) {
-    super(message);
-    this.name = 'LocalServerUnavailableError';
-  }
+export class LocalServerUnavailableError extends CodedError {
+  static override readonly errorCode = 'ServerUnavailable';
 }
 
 /**
@@ -53,14 +50,13 @@ export async function connectToLocalServer(dataDir: string, options: LocalConnec
 }
 
 /** A server a person started runs a Perennial older than this client's wire API needs. */
-export class OlderServerError extends Error {
-  static readonly errorCode = 'ServerTooOld';
+export class OlderServerError extends CodedError {
+  static override readonly errorCode = 'ServerTooOld';
   constructor(dataDir: string, server: ServerInfo) {
     super(
       `The Perennial server of ${dataDir} (pid ${server.pid}, ${server.url}) is version ${server.version}, and this perennial (${VERSION}) needs ${apiLine(VERSION)} or newer. ` +
         `It was started by hand, so it is left running: stop it (Ctrl-C where it runs, or kill ${server.pid}; it saves every machine) and start it again with this version: perennial serve --data-dir ${dataDir}`,
     );
-    this.name = 'OlderServerError';
   }
 }
 

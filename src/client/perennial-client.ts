@@ -20,6 +20,7 @@ import type {
   VariableSummary,
   WrittenFile,
 } from '../shared/types.ts';
+import { CodedError } from '../platform/coded-error.ts';
 
 export interface RunOptions {
   timeoutSeconds?: number;
@@ -30,11 +31,10 @@ export interface RunOptions {
 }
 
 /** The backend has no way to do this (a Perennial extension that hosted ForeverVM lacks). */
-export class UnsupportedByBackendError extends Error {
-  static readonly errorCode = 'UnsupportedByBackend';
+export class UnsupportedByBackendError extends CodedError {
+  static override readonly errorCode = 'UnsupportedByBackend';
   constructor(what: string) {
     super(`This backend cannot ${what} (it is a Perennial extension the backend does not offer)`);
-    this.name = 'UnsupportedByBackendError';
   }
 }
 

@@ -1,6 +1,7 @@
 import type { ExecResult, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
 import type { EngineName } from '../shared/requests.ts';
 import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
+import { CodedError } from '../platform/coded-error.ts';
 
 /** What a machine asks of the engine that runs it. */
 export interface EngineOptions {
@@ -80,11 +81,10 @@ export interface UpgradeReport {
 }
 
 /** The machine runs on the newest runtime already. */
-export class AlreadyCurrentError extends Error {
-  static readonly errorCode = 'AlreadyCurrent';
+export class AlreadyCurrentError extends CodedError {
+  static override readonly errorCode = 'AlreadyCurrent';
   constructor(runtime: string) {
     super(`it runs ${runtime} already, the newest this Perennial has`);
-    this.name = 'AlreadyCurrentError';
   }
 }
 
@@ -101,43 +101,33 @@ export interface EngineExit {
 }
 
 /** The interpreter went away while a call was in flight. */
-export class EngineExitedError extends Error {
-  static readonly errorCode = 'EngineExited';
+export class EngineExitedError extends CodedError {
+  static override readonly errorCode = 'EngineExited';
   constructor(
     readonly exit: EngineExit,
     detail = '',
   ) {
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
     super(`The Python process ${how} while running this instruction${detail ? ` (last error output: ${detail})` : ''}`);
-    this.name = 'EngineExitedError';
   }
 }
 
 /** A snapshot a newer Perennial wrote, in a format this build cannot read: refused, and left as it is. */
-export class NewerSnapshotError extends Error {
-  static readonly errorCode = 'SnapshotVersionMismatch';
+export class NewerSnapshotError extends CodedError {
+  static override readonly errorCode = 'SnapshotVersionMismatch';
   constructor(detail: string) {
     super(`${detail}; update Perennial to use this machine`);
-    this.name = 'NewerSnapshotError';
   }
 }
 
 /** The engine could not start (interpreter missing, too old, sandbox unavailable...). */
-export class EngineStartError extends Error {
-  static readonly errorCode = 'EngineStartFailed';
-  constructor(message: string) {
-    super(message);
-    this.name = 'EngineStartError';
-  }
+export class EngineStartError extends CodedError {
+  static override readonly errorCode = 'EngineStartFailed';
 }
 
 /** A command the kernel itself rejected (unknown variable, bad expression...). */
-export class KernelCommandError extends Error {
-  static readonly errorCode = 'KernelCommandFailed';
-  constructor(message: string) {
-    super(message);
-    this.name = 'KernelCommandError';
-  }
+export class KernelCommandError extends CodedError {
+  static override readonly errorCode = 'KernelCommandFailed';
 }
 
 export type EngineFactory = (options: EngineOptions) => Engine;

@@ -7,7 +7,7 @@ import type { MachineManifest } from './machine-store.ts';
 const RECENT_INSTRUCTIONS = 64;
 
 /** An instruction as the machine's callers see it while it is queued, runs, and for a while after. */
-export interface Instruction {
+export interface QueuedInstruction {
   readonly seq: number;
   readonly code: string;
   readonly timeoutSeconds: number;
@@ -18,7 +18,7 @@ export interface Instruction {
 }
 
 /** An instruction as the machine runs it. */
-export interface QueuedInstruction extends Instruction {
+export interface QueueEntry extends QueuedInstruction {
   listeners: Set<(chunk: OutputChunk) => void>;
   resolve(result: ExecResult): void;
   cancelled?: string;
@@ -33,12 +33,12 @@ export interface QueuedInstruction extends Instruction {
  * that are not code (a rollback, an upgrade) are recorded among them as instructions of their own.
  */
 export class InstructionQueue {
-  readonly pending: QueuedInstruction[] = [];
+  readonly pending: QueueEntry[] = [];
   /** The one running, from its swap-in on. */
-  current?: QueuedInstruction;
+  current?: QueueEntry;
   /** The seq of the last instruction or operation that finished: what the machine's state holds. */
   completedSeq: number;
-  #recent = new Map<number, QueuedInstruction>();
+  #recent = new Map<number, QueueEntry>();
 
   constructor(
     private readonly manifest: MachineManifest,
@@ -59,13 +59,13 @@ export class InstructionQueue {
   }
 
   /** A new instruction at the end of the queue, its start recorded. */
-  add(code: string, timeoutSeconds: number): QueuedInstruction {
+  add(code: string, timeoutSeconds: number): QueueEntry {
     const seq = this.manifest.nextSeq++;
     const now = new Date();
     this.manifest.lastUsedAt = now.toISOString();
     let resolve!: (result: ExecResult) => void;
     const done = new Promise<ExecResult>((r) => (resolve = r));
-    const instruction: QueuedInstruction = { seq, code, timeoutSeconds, status: 'pending', chunks: [], done, listeners: new Set(), resolve };
+    const instruction: QueueEntry = { seq, code, timeoutSeconds, status: 'pending', chunks: [], done, listeners: new Set(), resolve };
     // A full disk does not stop the instruction (it may be what frees space); its result says it is not recorded.
     instruction.unrecorded = this.#record(() => this.log.started(seq, code, now));
     this.#recent.set(seq, instruction);
@@ -78,7 +78,7 @@ export class InstructionQueue {
   }
 
   /** Takes `instruction` off the queue, to run it (or to finish it, cancelled). */
-  take(instruction: QueuedInstruction): void {
+  take(instruction: QueueEntry): void {
     this.pending.splice(this.pending.indexOf(instruction), 1);
   }
 
@@ -89,7 +89,7 @@ export class InstructionQueue {
   }
 
   /** An instruction by seq, with output and result while it is recent. */
-  get(seq: number): Instruction | undefined {
+  get(seq: number): QueuedInstruction | undefined {
     return this.#recent.get(seq);
   }
 
@@ -124,7 +124,7 @@ export class InstructionQueue {
   }
 
   /** Records an instruction's outcome and hands it to whoever waits for it. */
-  finish(instruction: QueuedInstruction, outcome: ExecResult): void {
+  finish(instruction: QueueEntry, outcome: ExecResult): void {
     const unrecorded = this.#record(() => this.log.finished(instruction.seq, outcome, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr')));
     const why = instruction.unrecorded ?? unrecorded;
     const result = why ? withNotice(outcome, why) : outcome;

@@ -7,13 +7,13 @@ import { withNotice, type InstructionQueue } from './instruction-queue.ts';
 import type { MachineEngine } from './machine-engine.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
 import type { StateSaver } from './state-saver.ts';
+import { CodedError } from '../platform/coded-error.ts';
 
 /** No checkpoint of the machine has that id or label. */
-export class CheckpointNotFoundError extends Error {
-  static readonly errorCode = 'CheckpointNotFound';
+export class CheckpointNotFoundError extends CodedError {
+  static override readonly errorCode = 'CheckpointNotFound';
   constructor(machine: string, checkpoint: string) {
     super(`Machine ${machine} has no checkpoint "${checkpoint}" (list them to see their ids and labels)`);
-    this.name = 'CheckpointNotFoundError';
   }
 }
 
@@ -21,20 +21,18 @@ export class CheckpointNotFoundError extends Error {
  * The machine's state could not be saved for an operation (a full disk, most often); nothing was
  * changed: the machine runs on, and its saved state and checkpoints are whole.
  */
-export class NotSavedError extends Error {
-  static readonly errorCode = 'NotSaved';
+export class NotSavedError extends CodedError {
+  static override readonly errorCode = 'NotSaved';
   constructor(what: string, reason: string) {
     super(`Could not ${what}: ${reason}. Nothing was changed: the machine runs on as it was, and its saved state and checkpoints are whole.`);
-    this.name = 'NotSavedError';
   }
 }
 
 /** The machine cannot be upgraded (it is on the newest runtime, or its engine has none to move to); nothing was changed. */
-export class UpgradeRefusedError extends Error {
-  static readonly errorCode = 'UpgradeRefused';
+export class UpgradeRefusedError extends CodedError {
+  static override readonly errorCode = 'UpgradeRefused';
   constructor(machine: string, why: string) {
     super(`Machine ${machine} cannot be upgraded: ${why}.`);
-    this.name = 'UpgradeRefusedError';
   }
 }
 

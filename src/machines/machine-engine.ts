@@ -3,6 +3,7 @@ import type { MachineState } from '../shared/types.ts';
 import type { InstructionQueue } from './instruction-queue.ts';
 import type { MachineNotices } from './machine-notices.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
+import { CodedError, errorCodeOf } from '../platform/coded-error.ts';
 
 /** An engine started before the machine needs it (a rollback's); `restored` once it holds the state it was given. */
 export interface EngineAhead {
@@ -13,11 +14,10 @@ export interface EngineAhead {
 }
 
 /** The machine was deleted while something waited for it. */
-export class MachineGoneError extends Error {
-  static readonly errorCode = 'MachineNotFound';
+export class MachineGoneError extends CodedError {
+  static override readonly errorCode = 'MachineNotFound';
   constructor(readonly machine: string) {
     super(`Machine ${machine} does not exist (it may have been deleted)`);
-    this.name = 'MachineGoneError';
   }
 }
 
@@ -83,7 +83,7 @@ export class MachineEngine {
         await engine.stop();
         // A snapshot of another engine build is sound, just not for this build: refuse, and
         // leave the machine untouched for the version that made it.
-        if ((error as { constructor: { errorCode?: string } }).constructor.errorCode === 'SnapshotVersionMismatch') throw error;
+        if (errorCodeOf(error) === 'SnapshotVersionMismatch') throw error;
         // Keep the unreadable snapshot for inspection and carry on from an empty machine.
         const kept = (await store.setAside(store.snapshotPath(this.#name))) ?? store.snapshotPath(this.#name);
         notices.addLost({ name: '*', reason: `the snapshot could not be restored (${(error as Error).message}); it was kept as ${kept}` });

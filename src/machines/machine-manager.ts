@@ -21,7 +21,7 @@ import { CheckpointBody, CheckpointRef, CompleteBody, ForkBody, InvalidRequestEr
 import { DataDirLock } from '../platform/data-dir-lock.ts';
 import { checkDataDirFormat, markDataDir } from '../platform/data-dir-format.ts';
 import { VERSION } from '../shared/version.ts';
-import { CheckpointNotFoundError, Machine, MachineGoneError, type Instruction, type MachineChange } from './machine.ts';
+import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
@@ -70,7 +70,6 @@ export class InstructionNotFoundError extends InvalidRequestError {
   static override readonly errorCode = 'InstructionNotFound';
   constructor(machine: string, seq: number) {
     super(`Machine ${machine} has no instruction ${seq}`);
-    this.name = 'InstructionNotFoundError';
   }
 }
 
@@ -239,7 +238,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return result;
   }
 
-  instruction(name: string, seq: number): Instruction | undefined {
+  instruction(name: string, seq: number): QueuedInstruction | undefined {
     return this.#machine(name).instruction(seq);
   }
 

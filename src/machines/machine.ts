@@ -1,7 +1,7 @@
 import { EngineExitedError, type Engine, type EngineFactory, type OutputListener } from '../engines/engine.ts';
 import type { CheckpointInfo, ExecResult, HistoryEntry, MachineInfo, MachineState, OutputChunk, UpgradeResult } from '../shared/types.ts';
 import { CheckpointStore, type CheckpointSource } from './checkpoint-store.ts';
-import { InstructionQueue, type Instruction, type QueuedInstruction } from './instruction-queue.ts';
+import { InstructionQueue, type QueuedInstruction, type QueueEntry } from './instruction-queue.ts';
 import { MachineCheckpoints, NotSavedError } from './machine-checkpoints.ts';
 import { MachineEngine, MachineGoneError } from './machine-engine.ts';
 import { MachineNotices } from './machine-notices.ts';
@@ -11,7 +11,7 @@ import { StateSaver } from './state-saver.ts';
 
 export { CheckpointNotFoundError, NotSavedError, UpgradeRefusedError } from './machine-checkpoints.ts';
 export { MachineGoneError } from './machine-engine.ts';
-export type { Instruction } from './instruction-queue.ts';
+export type { QueuedInstruction } from './instruction-queue.ts';
 
 /** Tunables a machine takes from its manager. */
 export interface MachineSettings {
@@ -138,7 +138,7 @@ export class Machine {
   // ---- instructions ---------------------------------------------------------------------------
 
   /** Queues an instruction and returns it at once; `done` settles with its result. */
-  exec(code: string, timeoutSeconds: number): Instruction {
+  exec(code: string, timeoutSeconds: number): QueuedInstruction {
     this.#assertAlive();
     const instruction = this.#queue.add(code, timeoutSeconds);
     this.#saver.cancel();
@@ -147,7 +147,7 @@ export class Machine {
   }
 
   /** An instruction of this machine by seq, with output and result while it is recent. */
-  instruction(seq: number): Instruction | undefined {
+  instruction(seq: number): QueuedInstruction | undefined {
     return this.#queue.get(seq);
   }
 
@@ -303,7 +303,7 @@ export class Machine {
     return next;
   }
 
-  async #run(instruction: QueuedInstruction): Promise<void> {
+  async #run(instruction: QueueEntry): Promise<void> {
     const queue = this.#queue;
     queue.take(instruction);
     if (instruction.cancelled) {
@@ -359,7 +359,7 @@ export class Machine {
   }
 
   /** Interrupts the running instruction, and hard-stops the engine if the code ignores it. */
-  #stop(instruction: QueuedInstruction, reason: 'timeout' | 'interrupt'): void {
+  #stop(instruction: QueueEntry, reason: 'timeout' | 'interrupt'): void {
     instruction.stopReason ??= reason;
     const engine = this.#engine.current;
     if (!engine || this.#queue.current !== instruction) return;
@@ -370,7 +370,7 @@ export class Machine {
     }, this.settings.interruptGraceMs);
   }
 
-  #describeFailure(instruction: QueuedInstruction, error: unknown): string {
+  #describeFailure(instruction: QueueEntry, error: unknown): string {
     if (!(error instanceof EngineExitedError)) return `Perennial could not run the instruction: ${(error as Error).message}`;
     const restore = this.#notices.restoreNotice();
     if (error.exit.requested && instruction.stopReason) {

@@ -43,8 +43,12 @@ export class McpHttpEndpoints {
   readonly #serveModern: NodeMcpRequestHandler;
   readonly #changes: ResourceListChanges;
 
-  constructor(private readonly client: PerennialClient) {
-    this.#modern = createMcpHandler(({ requestInfo }) => createMcpServer(client, connectionOptions(requestInfo?.url)), { legacy: 'reject' });
+  /** `defaults`: what a connection gets unless it chooses otherwise. */
+  constructor(
+    private readonly client: PerennialClient,
+    private readonly defaults: McpOptions = {},
+  ) {
+    this.#modern = createMcpHandler(({ requestInfo }) => createMcpServer(client, { ...defaults, ...connectionOptions(requestInfo?.url) }), { legacy: 'reject' });
     this.#serveModern = toNodeHandler(this.#modern);
     this.#changes = new ResourceListChanges(client, () => this.#modern.notify.resourcesChanged());
   }
@@ -66,7 +70,7 @@ export class McpHttpEndpoints {
     transport.onclose = () => {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
-    await this.#changes.track(createMcpServer(this.client, options)).connect(transport);
+    await this.#changes.track(createMcpServer(this.client, { ...this.defaults, ...options })).connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
@@ -77,7 +81,7 @@ export class McpHttpEndpoints {
     const transport = new LegacySseTransport('/messages', res);
     this.#sse.set(transport.sessionId, transport);
     res.on('close', () => this.#sse.delete(transport.sessionId));
-    await this.#changes.track(createMcpServer(this.client, options)).connect(transport);
+    await this.#changes.track(createMcpServer(this.client, { ...this.defaults, ...options })).connect(transport);
   }
 
   /** `POST /messages?sessionId=…`: a message for a legacy SSE session. */

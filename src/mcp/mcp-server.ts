@@ -19,16 +19,20 @@ export const INSTRUCTIONS = [
 export interface McpOptions {
   /** Figures a result shows as images; the rest only as resource links. */
   inlineImages?: number;
+  /** Longest silence in the progress of a call that asked for progress. Default 10 s. */
+  progressHeartbeatMs?: number;
 }
+
+const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
 
 /**
  * An MCP server whose tools work on the machines `client` reaches. The SDK asks for one per
  * connection (stdio, a 2025-era HTTP session, legacy SSE) or per request (2026-07-28 over HTTP):
  * nothing in it outlives that, the machines' state lives behind `client`.
  */
-export function createMcpServer(client: PerennialClient, { inlineImages = DEFAULT_INLINE_IMAGES }: McpOptions = {}): McpServer {
+export function createMcpServer(client: PerennialClient, { inlineImages = DEFAULT_INLINE_IMAGES, progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS }: McpOptions = {}): McpServer {
   const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
-  registerTools(server, client, inlineImages);
+  registerTools(server, client, { inlineImages, progressHeartbeatMs });
   registerResources(server, client);
   registerPrompts(server, client);
   return server;

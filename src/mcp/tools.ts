@@ -374,11 +374,8 @@ export const TOOLS = [
   }),
 ];
 
-/** Longest silence in the progress of a call that asked for progress. */
-const PROGRESS_HEARTBEAT_MS = 10_000;
-
-/** Registers every tool on `server`, each working on the machines `client` reaches. */
-export function registerTools(server: McpServer, client: PerennialClient, inlineImages: number): void {
+/** Registers every tool on `server`, each working on the machines `client` reaches; `progressHeartbeatMs` is the longest silence in a call's progress. */
+export function registerTools(server: McpServer, client: PerennialClient, { inlineImages, progressHeartbeatMs }: { inlineImages: number; progressHeartbeatMs: number }): void {
   for (const definition of TOOLS as Array<ToolDefinition<z.ZodObject>>) {
     server.registerTool(
       definition.name,
@@ -398,7 +395,7 @@ export function registerTools(server: McpServer, client: PerennialClient, inline
         // Clients drop calls that show no progress for a while: silence is broken with the elapsed time.
         const beat = () => {
           clearTimeout(heartbeat);
-          heartbeat = setTimeout(() => void progress(`Still running (${Math.round((Date.now() - started) / 1000)} s)`), PROGRESS_HEARTBEAT_MS);
+          heartbeat = setTimeout(() => void progress(`Still running (${Math.round((Date.now() - started) / 1000)} s)`), progressHeartbeatMs);
         };
         const progress = async (message: string) => {
           if (token === undefined) return;

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from './atomic-file.ts';
+import { CodedError } from './coded-error.ts';
 
 /**
  * The data dir's format. It goes up only when a change would be misread by the builds before it
@@ -21,14 +22,13 @@ const DataDirRecord = z.looseObject({
 });
 
 /** The data dir was written in a format newer than this build reads; it was left as it was. */
-export class NewerDataDirError extends Error {
-  static readonly errorCode = 'DataDirTooNew';
+export class NewerDataDirError extends CodedError {
+  static override readonly errorCode = 'DataDirTooNew';
   constructor(dataDir: string, found: { format: number; writtenBy: string }, ownVersion: string) {
     super(
       `The data dir ${dataDir} was written by Perennial ${found.writtenBy} in data format ${found.format}, which this Perennial (${ownVersion}) cannot read ` +
         `(it reads format ${DATA_DIR_FORMAT}); update Perennial, or give this one another data dir (--data-dir or PERENNIAL_HOME). Nothing was changed.`,
     );
-    this.name = 'NewerDataDirError';
   }
 }
 

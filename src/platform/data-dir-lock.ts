@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { isProcessAlive } from './process-liveness.ts';
+import { CodedError } from './coded-error.ts';
 
 const LOCK_FILE = 'owner.lock';
 
@@ -16,14 +17,13 @@ interface LockRecord {
 }
 
 /** Another live process owns the data dir. */
-export class DataDirLockedError extends Error {
-  static readonly errorCode = 'DataDirLocked';
+export class DataDirLockedError extends CodedError {
+  static override readonly errorCode = 'DataDirLocked';
   constructor(
     readonly dataDir: string,
     readonly ownerPid: number,
   ) {
     super(`The data dir ${dataDir} is in use by process ${ownerPid}`);
-    this.name = 'DataDirLockedError';
   }
 }
 

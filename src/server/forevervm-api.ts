@@ -5,6 +5,7 @@ import { ExecBody, InvalidRequestError, ListBody, MachineName, NewMachineBody, p
 import { KEEPALIVE_HEADER, type ExecResponse, type ForeverVMMachine, type MachineInfo, type ResultResponse, type StreamResultLine } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { readJson, sendJson } from './http-io.ts';
+import { errorCodeOf } from '../platform/coded-error.ts';
 
 /** Silence after which a result stream that asked for it gets a blank line. */
 const KEEPALIVE_MS = 10_000;
@@ -34,7 +35,7 @@ export function toForeverVMError(error: unknown): ForeverVMError {
   if (error instanceof MachineGoneError) return new ForeverVMError(404, 'MachineNotFound', error.message, error.machine);
   if (error instanceof InstructionNotFoundError) return new ForeverVMError(404, 'InstructionNotFound', error.message);
   if (error instanceof InvalidRequestError) return new ForeverVMError(400, 'BadRequest', error.message);
-  const code = (error as { constructor?: { errorCode?: string } })?.constructor?.errorCode;
+  const code = errorCodeOf(error);
   if (code) return new ForeverVMError(STATUS_BY_CODE[code] ?? 500, code, (error as Error).message);
   return new ForeverVMError(500, 'InternalError', `Internal error: ${(error as Error)?.message ?? String(error)}`);
 }
@@ -58,7 +59,7 @@ export function localAccount(): { account: string } {
 export type Handler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
 
 /** The ForeverVM endpoints (`forevervm-api.md`), as [method, path pattern, handler]. */
-export function foreverVMRoutes(manager: MachineManager): Array<[string, RegExp, Handler]> {
+export function foreverVMRoutes(manager: MachineManager, keepAliveMs = KEEPALIVE_MS): Array<[string, RegExp, Handler]> {
   return [
     ['GET', /^\/v1\/whoami$/, async (_req, res) => sendJson(res, 200, localAccount())],
     [
@@ -116,7 +117,7 @@ export function foreverVMRoutes(manager: MachineManager): Array<[string, RegExp,
         };
         // Blank lines only for clients that asked: other NDJSON readers may not skip them.
         const keepAlive = req.headers[KEEPALIVE_HEADER]
-          ? setInterval(() => Date.now() - lastWrite >= KEEPALIVE_MS && write('\n'), KEEPALIVE_MS / 4)
+          ? setInterval(() => Date.now() - lastWrite >= keepAliveMs && write('\n'), keepAliveMs / 4)
           : undefined;
         const line = (message: StreamResultLine) => write(JSON.stringify(message) + '\n');
         try {

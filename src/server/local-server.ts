@@ -22,6 +22,11 @@ export interface LocalServerOptions extends MachineManagerOptions {
   port?: number;
   /** Started by a client, in the background: a newer client may replace it (server.json says so). */
   background?: boolean;
+  /**
+   * Longest silence a waiting client sees: a result stream that asked for keep-alive gets a blank
+   * line, an MCP call that asked for progress gets the time elapsed. Default 10 s.
+   */
+  heartbeatMs?: number;
 }
 
 const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
@@ -43,9 +48,10 @@ export class LocalServer {
     readonly token: string,
     private readonly http: Server,
     private readonly access: AccessPolicy,
+    heartbeatMs: number | undefined,
   ) {
-    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager));
-    this.#routes = [...foreverVMRoutes(manager), ...perennialRoutes(manager), ...this.#mcpRoutes()];
+    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager), { progressHeartbeatMs: heartbeatMs });
+    this.#routes = [...foreverVMRoutes(manager, heartbeatMs), ...perennialRoutes(manager), ...this.#mcpRoutes()];
     http.on('request', (req, res) => void this.#handle(req, res));
     http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
   }
@@ -59,7 +65,7 @@ export class LocalServer {
       // Long polls for results may wait as long as instructions run.
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
-      const server = new LocalServer(manager, token, http, access);
+      const server = new LocalServer(manager, token, http, access, options.heartbeatMs);
       const host = options.host ?? DEFAULT_HOST;
       await new Promise<void>((resolve, reject) => {
         http.once('error', reject);

@@ -1,11 +1,12 @@
-import type { ForeverVMError as ForeverVMErrorBody } from './types.ts';
+import type { ForeverVMErrorBody } from './types.ts';
+import { CodedError } from '../platform/coded-error.ts';
 
 /**
  * An error answer of the ForeverVM protocol: an HTTP status and a body `{"code": ..., "id": ...}`
  * (Perennial adds a readable `message`). The server answers with it; the client throws it.
  */
-export class ForeverVMError extends Error {
-  static readonly errorCode = 'ForeverVMError';
+export class ForeverVMError extends CodedError {
+  static override readonly errorCode = 'ForeverVMError';
   constructor(
     readonly status: number,
     readonly code: string,
@@ -13,7 +14,6 @@ export class ForeverVMError extends Error {
     readonly id: string | null = null,
   ) {
     super(message);
-    this.name = 'ForeverVMError';
   }
 
   toResponseObject(): ForeverVMErrorBody & { message: string } {

@@ -4,14 +4,11 @@
  * ForeverVM's shapes keep its snake_case names; Perennial's own use camelCase.
  */
 import { z } from 'zod';
+import { CodedError } from '../platform/coded-error.ts';
 
 /** A request the caller can fix (unknown engine, bad tag, a limit passed...). */
-export class InvalidRequestError extends Error {
-  static readonly errorCode: string = 'InvalidRequest';
-  constructor(message: string) {
-    super(message);
-    this.name = 'InvalidRequestError';
-  }
+export class InvalidRequestError extends CodedError {
+  static override readonly errorCode: string = 'InvalidRequest';
 }
 
 /** `value` as `schema` describes it, or an InvalidRequestError that says what is wrong. */

@@ -273,7 +273,8 @@ export function streamText(chunks: OutputChunk[], stream: StreamName): string {
 
 // ---- ForeverVM HTTP and WebSocket messages ----------------------------------------------------
 
-export interface ForeverVMError {
+/** The body of a ForeverVM error answer (the `ForeverVMError` class carries it). */
+export interface ForeverVMErrorBody {
   code: string;
   id: string | null;
 }

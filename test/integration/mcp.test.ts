@@ -14,12 +14,14 @@ import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
+/** The longest silence in a long call's progress, on every server here (10 s unless set). */
+const HEARTBEAT_MS = 2000;
 
 /** A local server on a fresh data dir, whose python-engine machines use the test interpreter. */
 async function startPythonServer(python = TEST_PYTHON): Promise<{ server: LocalServer; stop(): Promise<void> }> {
   const data = await tempDataDir();
   process.env.PERENNIAL_PYTHON = python;
-  const server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+  const server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python', heartbeatMs: HEARTBEAT_MS });
   const stop = async () => {
     await server.close();
     delete process.env.PERENNIAL_PYTHON;
@@ -84,7 +86,7 @@ interface Connection {
 }
 
 const stdio = (server: LocalServer) =>
-  new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
+  new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--heartbeat', String(HEARTBEAT_MS / 1000)], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
 const streamable = (server: LocalServer) => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
 
 describe('MCP server', { timeout: 480_000 }, () => {
@@ -294,15 +296,16 @@ describe('MCP server', { timeout: 480_000 }, () => {
       it('keeps a silent call alive with progress (elapsed time), past a client timeout that progress resets', async () => {
         const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
         const progress: Array<{ progress: number; message?: string }> = [];
-        // The SDK client drops a call after 12 s without progress, as clients do after a few minutes.
-        const result = await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(21)\n"slept"', timeoutSeconds: 60 } }, {
+        // The SDK client drops a call after 3 s without progress, as clients do after a few minutes;
+        // the server breaks a silence after 2 s (10 s unless set).
+        const result = await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(7)\n"slept"', timeoutSeconds: 60 } }, {
           onprogress: (p) => progress.push(p),
-          timeout: 12_000,
+          timeout: 3_000,
           resetTimeoutOnProgress: true,
         });
         assert.equal((result.structuredContent as { value: string }).value, "'slept'");
         const seconds = progress.map((p) => Number(/^Still running \((\d+) s\)$/.exec(p.message ?? '')?.[1]));
-        assert.ok(progress.length >= 2 && seconds.every((n) => n >= 9), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
+        assert.ok(progress.length >= 2 && seconds.every((n) => n >= HEARTBEAT_MS / 1000), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
         assert.ok(seconds.every((n, i) => i === 0 || n > seconds[i - 1]!), 'the elapsed time grows');
       });
 

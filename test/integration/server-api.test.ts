@@ -42,7 +42,7 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
   before(async () => {
     ({ dir: dataDir, cleanup } = await tempDataDir());
     process.env.PERENNIAL_PYTHON = TEST_PYTHON;
-    server = await LocalServer.start({ dataDir, defaultEngine: 'python', checkpointDelayMs: 200 });
+    server = await LocalServer.start({ dataDir, defaultEngine: 'python', saveDelayMs: 200, heartbeatMs: 1000 });
     auth = { authorization: `Bearer ${server.token}` };
   });
   after(async () => {
@@ -223,7 +223,7 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
   it('keeps a silent result stream open with blank lines, only for a client that asks', async () => {
     const { json } = await api('POST', '/v1/machine/new', {});
     const name = json.machine_name as string;
-    const { json: exec } = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'import time\ntime.sleep(11)\n"done"', timeout_seconds: 30 } });
+    const { json: exec } = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'import time\ntime.sleep(2.5)\n"done"', timeout_seconds: 30 } });
     const stream = async (headers: Record<string, string>) => {
       const response = await fetch(`${server.url}/v1/machine/${name}/exec/${exec.instruction_seq as number}/stream-result`, { headers: { ...auth, ...headers } });
       return (await response.text()).split('\n');

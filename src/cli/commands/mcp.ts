@@ -1,5 +1,5 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { createMcpServer, type McpOptions } from '../../mcp/mcp-server.ts';
+import { createMcpServer } from '../../mcp/mcp-server.ts';
 import { ResourceListChanges } from '../../mcp/resource-list-changes.ts';
 import type { CliContext } from '../context.ts';
 
@@ -9,7 +9,8 @@ import type { CliContext } from '../context.ts';
  * the local server (started when needed) or hosted ForeverVM. Nothing else may be written to
  * stdout: it is the protocol.
  */
-export async function mcpCommand(ctx: CliContext, options: McpOptions): Promise<void> {
+export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat }: { inlineImages?: number; heartbeat?: number }): Promise<void> {
+  const options = { inlineImages, progressHeartbeatMs: heartbeat === undefined ? undefined : heartbeat * 1000 };
   const client = await ctx.openClient();
   const closed = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve);

@@ -13,6 +13,8 @@ export interface ServeCommandOptions {
   idleSeconds?: number;
   /** Empty the sandbox pools after this many seconds without a sandbox machine made or swapped in. */
   poolIdleSeconds?: number;
+  /** Longest silence a waiting client sees, in seconds. */
+  heartbeat?: number;
 }
 
 /** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
@@ -24,6 +26,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     idleSeconds: options.idleSeconds,
     poolIdleSeconds: options.poolIdleSeconds,
     defaultEngine: options.engine,
+    heartbeatMs: options.heartbeat === undefined ? undefined : options.heartbeat * 1000,
     // Clients start their background server with an idle limit; a person's `serve` has none.
     background: options.exitWhenIdle !== undefined,
   });

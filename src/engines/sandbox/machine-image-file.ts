@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import type { LostItem } from '../../shared/types.ts';
 import { imageCodec } from './image-codec.ts';
 import type { ImageMeta } from './protocol.ts';
+import { CodedError } from '../../platform/coded-error.ts';
 
 const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-2\n';
 /** Images of pre-release builds stored the memory as a whole XOR delta. */
@@ -24,20 +25,18 @@ export interface ImageHeader {
 }
 
 /** A snapshot made by a Pyodide build this Perennial does not ship: restoring it would corrupt the machine. */
-export class ImageVersionError extends Error {
-  static readonly errorCode = 'SnapshotVersionMismatch';
+export class ImageVersionError extends CodedError {
+  static override readonly errorCode = 'SnapshotVersionMismatch';
   constructor(found: string, shipped: string[]) {
     super(`the machine's snapshot was made by Pyodide ${found}, which this Perennial does not ship (it runs Pyodide ${shipped.join(' and ')}); use the Perennial version that made it`);
-    this.name = 'ImageVersionError';
   }
 }
 
 /** A snapshot in the format of pre-release builds (1): refused, and left as it is, like one of another build. */
-export class PreReleaseImageError extends Error {
-  static readonly errorCode = 'SnapshotVersionMismatch';
+export class PreReleaseImageError extends CodedError {
+  static override readonly errorCode = 'SnapshotVersionMismatch';
   constructor() {
     super("the machine's snapshot was made by a pre-release build of Perennial (sandbox image format 1), whose format this version cannot load; it is left as it is");
-    this.name = 'PreReleaseImageError';
   }
 }
 

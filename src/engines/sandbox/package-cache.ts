@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
+import { CodedError } from '../../platform/coded-error.ts';
 
 /** Where packages come from: a Pyodide lock file, and the folder or URL its wheels live at. */
 export interface PackageSource {
@@ -28,12 +29,8 @@ interface Lockfile {
 }
 
 /** A package that is unknown, or that cannot be had (offline, damaged). */
-export class PackageError extends Error {
-  static readonly errorCode = 'PackageUnavailable';
-  constructor(message: string) {
-    super(message);
-    this.name = 'PackageError';
-  }
+export class PackageError extends CodedError {
+  static override readonly errorCode = 'PackageUnavailable';
 }
 
 const isUrl = (location: string) => /^https?:\/\//.test(location);
