@@ -1,13 +1,22 @@
+import { readFileSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /**
- * The layers' import rules (ARCHITECTURE.md): `vscode` only in the extension, and no layer reaches
- * into one it must not know. Each block lists everything its files may not import, since a later
+ * The layers' import rules, read from ARCHITECTURE.md's table (its "may import" column), so that
+ * the document and the lint cannot disagree: `vscode` only in the extension, and no layer reaches
+ * into one it may not. Each block lists everything its files may not import, since a later
  * block's `no-restricted-imports` replaces an earlier one's for the same files.
  */
-const ALL_LAYERS = ['platform', 'shared', 'kernel', 'engines', 'machines', 'server', 'client', 'mcp', 'cli', 'extension'];
-const restrict = (files, { mayImport, typesOf = [], vscode = false }) => ({
+const LAYERS = Object.fromEntries(
+  [...readFileSync(new URL('./ARCHITECTURE.md', import.meta.url), 'utf8').matchAll(/^\| `src\/(\w+)\/` \|.*\| ([^|]*) \|$/gm)].map(([, layer, imports]) => [
+    layer,
+    imports.trim() === '–' ? [] : imports.split(',').map((name) => name.trim()),
+  ]),
+);
+const ALL_LAYERS = Object.keys(LAYERS);
+if (ALL_LAYERS.length !== 10) throw new Error(`ARCHITECTURE.md's layer table names ${ALL_LAYERS.length} layers; eslint.config.mjs expects 10`);
+const restrict = (files, { mayImport, vscode = false }) => ({
   files,
   rules: {
     '@typescript-eslint/no-restricted-imports': [
@@ -17,8 +26,7 @@ const restrict = (files, { mayImport, typesOf = [], vscode = false }) => ({
         patterns: [
           ...ALL_LAYERS.filter((layer) => !mayImport.includes(layer)).map((layer) => ({
             regex: `^\\.\\.?/(\\.\\./)*${layer}/`,
-            message: `This layer may not import from src/${layer}/${typesOf.includes(layer) ? ' but types' : ''} (see ARCHITECTURE.md).`,
-            allowTypeImports: typesOf.includes(layer),
+            message: `This layer may not import from src/${layer}/ (see ARCHITECTURE.md).`,
           })),
           ...(mayImport.includes('client') && files.some((f) => f.startsWith('src/') && f !== 'src/client/**')
             ? [{ regex: '/client/(forevervm-client|repl-connection|forevervm-emulation)\\.ts$', message: 'Use the client facade (PerennialClient, HttpClient), not its wire layer.' }]
@@ -28,6 +36,8 @@ const restrict = (files, { mayImport, typesOf = [], vscode = false }) => ({
     ],
   },
 });
+/** A layer's own rule: itself and what the table lets it import. */
+const layer = (name, extraFiles = [], options = {}) => restrict([`src/${name}/**`, ...extraFiles], { mayImport: [name, ...LAYERS[name]], ...options });
 
 export default tseslint.config(
   // test/fixtures/builds: real earlier builds, as they were bundled.
@@ -44,14 +54,8 @@ export default tseslint.config(
     },
   },
   restrict(['**/*.ts', '**/*.mjs'], { mayImport: ALL_LAYERS }),
-  restrict(['src/platform/**', 'src/shared/**'], { mayImport: ['platform', 'shared'] }),
-  restrict(['src/engines/**'], { mayImport: ['platform', 'shared', 'kernel', 'engines'] }),
-  restrict(['src/machines/**'], { mayImport: ['platform', 'shared', 'engines', 'machines'] }),
-  restrict(['src/client/**', 'src/mcp/**'], { mayImport: ['platform', 'shared', 'client', 'mcp'] }),
-  // The server implements the client interface in process; it never calls a server itself.
-  restrict(['src/server/**'], { mayImport: ['platform', 'shared', 'machines', 'server', 'mcp'], typesOf: ['client'] }),
-  restrict(['src/cli/**'], { mayImport: ['platform', 'shared', 'server', 'client', 'mcp', 'cli'] }),
-  restrict(['src/extension/**', 'test/e2e/**'], { mayImport: ['platform', 'shared', 'client', 'extension'], vscode: true }),
+  ...ALL_LAYERS.filter((name) => name !== 'extension').map((name) => layer(name)),
+  layer('extension', ['test/e2e/**'], { vscode: true }),
   {
     // The CLI, benchmarks, build scripts and tests talk to a person on the terminal.
     files: ['src/cli/**', 'bench/**', 'scripts/**', 'test/**'],

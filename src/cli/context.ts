@@ -1,4 +1,4 @@
-import type { PerennialClient } from '../client/perennial-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { Terminal } from './result-printer.ts';
 
 /** What every command gets: where machines are, and where to talk. */

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseInlineImages } from '../mcp/figures.ts';
+import { parseInlineImages } from '../shared/requests.ts';
 
 /** Commander collector for repeated `--tag k=v`. */
 export function collectTag(value: string, tags: Record<string, string> = {}): Record<string, string> {

@@ -33,7 +33,7 @@ import {
   type WrittenFile,
 } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
-import { UnsupportedByBackendError } from './perennial-client.ts';
+import { UnsupportedByBackendError } from '../shared/perennial-client.ts';
 
 /** Result streams that break before the result are opened again this many times in a row. */
 const STREAM_REOPENS = 5;

@@ -3,7 +3,7 @@ import type { Completeness, Completions, ForeverVMMachine, ExecResult, HistoryEn
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client.ts';
 import { ForeverVMEmulation } from './forevervm-emulation.ts';
-import { UnsupportedByBackendError, type PerennialClient, type RunOptions } from './perennial-client.ts';
+import { UnsupportedByBackendError, type PerennialClient, type RunOptions } from '../shared/perennial-client.ts';
 import { ReplConnection } from './repl-connection.ts';
 
 /** A machine's WebSocket REPL is closed after this long without an instruction. */

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { UnsupportedByBackendError, type PerennialClient } from '../client/perennial-client.ts';
+import { UnsupportedByBackendError, type PerennialClient } from '../shared/perennial-client.ts';
 import type { MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
 
 export type SourceId = 'local' | 'forevervm';

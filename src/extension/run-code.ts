@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { PerennialClient } from '../client/perennial-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ActiveMachine } from './active-machine.ts';
 import type { MachineRef, Sources } from './machine-source.ts';

@@ -1,4 +1,4 @@
-import type { PerennialClient } from '../client/perennial-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
 
 /** Completes a machine name (a `replId`) from its first characters. */
 export function completeMachineName(client: PerennialClient): (prefix: string) => Promise<string[]> {

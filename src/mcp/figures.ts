@@ -1,22 +1,7 @@
 import { ResourceNotFoundError, type ContentBlock, type ReadResourceResult } from '@modelcontextprotocol/server';
-import { InvalidRequestError } from '../shared/requests.ts';
 import { resultImages, type ExecResult, type HistoryEntry, type ImageData, type ResultData } from '../shared/types.ts';
 
 export const FIGURE_URI_TEMPLATE = 'perennial://machines/{replId}/figures/{seq}/{n}.png';
-
-/**
- * How many figures one result shows inline; the rest go as links only, since a few base64 PNGs
- * of 70-100 KB overflow some clients. One keeps the common single plot in view.
- */
-export const DEFAULT_INLINE_IMAGES = 1;
-const MAX_INLINE_IMAGES = 100;
-
-/** The inline image cap a client asked for (a flag, a URL query), or an error that says what is allowed. */
-export function parseInlineImages(value: string): number {
-  const count = /^\d{1,3}$/.test(value) ? Number(value) : NaN;
-  if (!(count <= MAX_INLINE_IMAGES)) throw new InvalidRequestError(`inlineImages: expected a whole number from 0 to ${MAX_INLINE_IMAGES}, got ${JSON.stringify(value)}`);
-  return count;
-}
 
 /** Figure `n` (from 1) of instruction `seq`. */
 export function figureUri(replId: string, seq: number, n: number): string {

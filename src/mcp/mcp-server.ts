@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
-import type { PerennialClient } from '../client/perennial-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
+import { DEFAULT_INLINE_IMAGES } from '../shared/requests.ts';
 import { VERSION } from '../shared/version.ts';
-import { DEFAULT_INLINE_IMAGES } from './figures.ts';
 import { ICONS } from './icons.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';

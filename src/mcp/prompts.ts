@@ -1,6 +1,6 @@
 import { completable, type GetPromptResult, type McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { PerennialClient } from '../client/perennial-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
 import { viewResult } from '../shared/result-format.ts';
 import type { HistoryEntry, VariableSummary } from '../shared/types.ts';
 import { completeMachineName, completeMachinePath } from './completions.ts';

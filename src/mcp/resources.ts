@@ -1,5 +1,5 @@
 import { ResourceNotFoundError, ResourceTemplate, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
-import type { PerennialClient } from '../client/perennial-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { completeMachineName, completeMachinePath } from './completions.ts';
 import { utf8Text } from './file-text.ts';

@@ -1,6 +1,6 @@
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { PerennialClient } from '../client/perennial-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
 import { CheckpointLabel, CheckpointRef, DottedName, EngineName, ForkBody, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { streamText, type CheckpointInfo, type ExecResult, type OutputChunk } from '../shared/types.ts';

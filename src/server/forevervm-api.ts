@@ -1,43 +1,19 @@
-import { userInfo } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { InstructionNotFoundError, MachineGoneError, type MachineManager } from '../machines/machine-manager.ts';
-import { ExecBody, InvalidRequestError, ListBody, MachineName, NewMachineBody, parseRequest } from '../shared/requests.ts';
+import type { MachineManager } from '../machines/machine-manager.ts';
+import { ExecBody, ListBody, MachineName, NewMachineBody, parseRequest } from '../shared/requests.ts';
 import { KEEPALIVE_HEADER, type ExecResponse, type ForeverVMMachine, type MachineInfo, type ResultResponse, type StreamResultLine } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { readJson, sendJson } from './http-io.ts';
-import { errorCodeOf } from '../platform/coded-error.ts';
+import { localAccount } from './machine-answers.ts';
 
 /** Silence after which a result stream that asked for it gets a blank line. */
 const KEEPALIVE_MS = 10_000;
-
-/** HTTP statuses for the errors the machines layer names with an `errorCode`. */
-const STATUS_BY_CODE: Record<string, number> = {
-  KernelCommandFailed: 400, // no such variable or file, a bad expression: the caller can fix it
-  PackageUnavailable: 400,
-  EngineStartFailed: 503,
-  EngineExited: 503,
-  SnapshotVersionMismatch: 409,
-  CheckpointNotFound: 404,
-  NotSaved: 507, // a full disk, most often
-  UpgradeRefused: 409,
-};
 
 /** A machine name from a path, or 404 (it cannot name a machine). */
 export function machineName(raw: string): string {
   const name = decodeURIComponent(raw);
   if (!MachineName.safeParse(name).success) throw new ForeverVMError(404, 'MachineNotFound', `No machine named ${JSON.stringify(name)}`, name);
   return name;
-}
-
-/** The error a request gets for anything that went wrong, in ForeverVM's shape. */
-export function toForeverVMError(error: unknown): ForeverVMError {
-  if (error instanceof ForeverVMError) return error;
-  if (error instanceof MachineGoneError) return new ForeverVMError(404, 'MachineNotFound', error.message, error.machine);
-  if (error instanceof InstructionNotFoundError) return new ForeverVMError(404, 'InstructionNotFound', error.message);
-  if (error instanceof InvalidRequestError) return new ForeverVMError(400, 'BadRequest', error.message);
-  const code = errorCodeOf(error);
-  if (code) return new ForeverVMError(STATUS_BY_CODE[code] ?? 500, code, (error as Error).message);
-  return new ForeverVMError(500, 'InternalError', `Internal error: ${(error as Error)?.message ?? String(error)}`);
 }
 
 export function toForeverVMMachine(info: MachineInfo): ForeverVMMachine {
@@ -49,11 +25,6 @@ export function toForeverVMMachine(info: MachineInfo): ForeverVMMachine {
     expires_at: null,
     tags: info.tags,
   };
-}
-
-/** `GET /v1/whoami` of the local server: the user it runs as. */
-export function localAccount(): { account: string } {
-  return { account: `${userInfo().username} (Perennial local server)` };
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;

@@ -1,8 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
-
-/** Largest request body accepted (code, files); beyond it the answer is 413. */
-export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+import { MAX_BODY_BYTES } from '../shared/requests.ts';
 
 /** The request body as JSON; an empty body is `{}`. */
 export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {

@@ -1,9 +1,8 @@
-import type { PerennialClient, RunOptions } from '../client/perennial-client.ts';
+import type { PerennialClient, RunOptions } from '../shared/perennial-client.ts';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
 import { base64Content, MAX_FILE_BYTES, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
 import type { MachineEvent } from '../shared/types.ts';
-import { localAccount, toForeverVMError } from './forevervm-api.ts';
-import { statusReport, toMachineEvent } from './perennial-api.ts';
+import { localAccount, statusReport, toForeverVMError, toMachineEvent } from './machine-answers.ts';
 
 /**
  * The machines of this process's MachineManager behind the client interface, for the local

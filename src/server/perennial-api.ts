@@ -6,37 +6,16 @@ import type {
   DeleteResponse,
   HistoryResponse,
   IsCompleteResponse,
-  MachineEvent,
   MachinesResponse,
   PackagesResponse,
-  StatusReport,
   VariablesResponse,
 } from '../shared/types.ts';
-import { VERSION } from '../shared/version.ts';
 import { machineName, type Handler } from './forevervm-api.ts';
 import { readJson, sendJson } from './http-io.ts';
+import { statusReport, toMachineEvent } from './machine-answers.ts';
 
 /** How often an idle event stream gets a comment, so that proxies and clients keep it open. */
 const EVENT_HEARTBEAT_MS = 15_000;
-
-/** What `GET /v1/status` reports. */
-export function statusReport(manager: MachineManager): StatusReport {
-  const machines = manager.list();
-  const swapped = machines.filter((m) => m.state === 'swapped').length;
-  return {
-    version: VERSION,
-    pid: process.pid,
-    dataDir: manager.dataDir,
-    machines: { total: machines.length, warm: machines.length - swapped, swapped, upgradable: machines.filter((m) => m.upgradeTo).length },
-    defaultEngine: manager.defaultEngine,
-    engines: manager.engineStatus(),
-  };
-}
-
-/** A manager event as clients get it: a finished instruction without its result. */
-export function toMachineEvent(event: ManagerEvent): MachineEvent {
-  return event.type === 'instruction' ? { type: event.type, name: event.name, seq: event.seq, error: 'error' in event.result } : event;
-}
 
 /** Perennial's own endpoints under /v1, which its client detects and degrades around. */
 export function perennialRoutes(manager: MachineManager): Array<[string, RegExp, Handler]> {

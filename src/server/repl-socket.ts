@@ -2,7 +2,7 @@ import type { RawData, WebSocket } from 'ws';
 import type { MachineManager } from '../machines/machine-manager.ts';
 import type { ReplServerMessage } from '../shared/types.ts';
 import { InvalidRequestError, ReplExecMessage, parseRequest } from '../shared/requests.ts';
-import { toForeverVMError } from './forevervm-api.ts';
+import { toForeverVMError } from './machine-answers.ts';
 
 /**
  * ForeverVM's WebSocket REPL on one machine (`/v1/machine/{name|new}/repl`): `connected` first,

@@ -48,6 +48,8 @@ export const MemoryMb = z
   .describe('Memory cap in MiB (64 to 1048576)');
 /** The longest an instruction may be given: a day. */
 export const TimeoutSeconds = z.number().positive('a timeout is above 0 seconds').max(24 * 3600, 'a timeout is at most 86400 seconds (a day)');
+/** Largest request body accepted (code, files), and WebSocket message; beyond it the answer is 413. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Largest file read from a machine at once. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** A file path inside a machine. */
@@ -83,6 +85,20 @@ export const NewMachineOptions = z.object({
   network: z.boolean().optional(),
 });
 export type NewMachineOptions = z.infer<typeof NewMachineOptions>;
+
+/**
+ * How many figures one result shows inline; the rest go as links only, since a few base64 PNGs
+ * of 70-100 KB overflow some clients. One keeps the common single plot in view.
+ */
+export const DEFAULT_INLINE_IMAGES = 1;
+const MAX_INLINE_IMAGES = 100;
+
+/** The inline image cap a client asked for (a flag, a URL query), or an error that says what is allowed. */
+export function parseInlineImages(value: string): number {
+  const count = /^\d{1,3}$/.test(value) ? Number(value) : NaN;
+  if (!(count <= MAX_INLINE_IMAGES)) throw new InvalidRequestError(`inlineImages: expected a whole number from 0 to ${MAX_INLINE_IMAGES}, got ${JSON.stringify(value)}`);
+  return count;
+}
 
 // ---- ForeverVM HTTP and WebSocket requests -------------------------------------------------------
 

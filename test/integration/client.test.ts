@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
 import { HttpClient } from '../../src/client/http-client.ts';
-import { UnsupportedByBackendError } from '../../src/client/perennial-client.ts';
+import { UnsupportedByBackendError } from '../../src/shared/perennial-client.ts';
 import { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { connectToLocalServer, runningServer } from '../../src/client/local-server-connection.ts';
 import { ReplConnection } from '../../src/client/repl-connection.ts';

@@ -1,4 +1,4 @@
-import type { NewMachineOptions } from '../shared/requests.ts';
+import type { NewMachineOptions } from './requests.ts';
 import type {
   CheckpointInfo,
   Completeness,
@@ -19,7 +19,7 @@ import type {
   VariableDetail,
   VariableSummary,
   WrittenFile,
-} from '../shared/types.ts';
+} from './types.ts';
 import { CodedError } from '../platform/coded-error.ts';
 
 export interface RunOptions {
