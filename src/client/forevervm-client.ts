@@ -69,6 +69,10 @@ export class ForeverVMClient {
   #baseUrl: string;
   #token: string;
   readonly #refresh?: ForeverVMClientOptions['refresh'];
+  /** Extensions this server lacks, by what they do: each found once, then refused without a request. */
+  readonly #lacking = new Set<string>();
+  /** Whether the server has none of them (hosted ForeverVM), learned at the first one it lacks. */
+  #plain?: Promise<boolean>;
 
   constructor(options: ForeverVMClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -262,13 +266,7 @@ export class ForeverVMClient {
 
   /** Calls `onEvent` for every change to the machines until the stream ends or `signal` aborts. */
   async events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {
-    let response: Response;
-    try {
-      response = await this.#request('GET', '/v1/events', { timeoutMs: 0, signal });
-    } catch (error) {
-      if (error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405)) throw new UnsupportedByBackendError('stream machine events');
-      throw error;
-    }
+    const response = await this.#learning('stream machine events', () => this.#request('GET', '/v1/events', { timeoutMs: 0, signal }));
     // Server-sent events are separated by a blank line; only `data:` lines matter here.
     for await (const block of pieces(response, '\n\n')) {
       const data = block
@@ -282,13 +280,24 @@ export class ForeverVMClient {
 
   // ---- internals ------------------------------------------------------------------------------
 
-  async #extension<T>(what: string, method: string, path: string, body?: unknown): Promise<T> {
+  #extension<T>(what: string, method: string, path: string, body?: unknown): Promise<T> {
+    return this.#learning(what, () => this.#json<T>(method, path, { body }));
+  }
+
+  /**
+   * A Perennial extension's request, or UnsupportedByBackendError where the server lacks it. What
+   * the server lacks is learned once: hosted ForeverVM answers one 404 and lacks them all; a
+   * local server of an older Perennial, still running after an update, lacks only the newest.
+   */
+  async #learning<T>(what: string, send: () => Promise<T>): Promise<T> {
+    if (this.#lacking.has(what) || (await this.#plain)) throw new UnsupportedByBackendError(what);
     try {
-      return await this.#json<T>(method, path, { body });
+      return await send();
     } catch (error) {
-      // A route the backend does not know (as opposed to a machine it does not know).
-      if (error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405)) throw new UnsupportedByBackendError(what);
-      throw error;
+      if (!unknownRoute(error)) throw error;
+      this.#lacking.add(what);
+      this.#plain ??= this.#json('GET', '/v1/status').then(() => false, unknownRoute);
+      throw new UnsupportedByBackendError(what);
     }
   }
 
@@ -345,4 +354,9 @@ async function* pieces(response: Response, separator: string): AsyncGenerator<st
       buffered = buffered.slice(end + separator.length);
     }
   }
+}
+
+/** A route the server does not know, as opposed to a machine or a file it does not know. */
+function unknownRoute(error: unknown): boolean {
+  return error instanceof ForeverVMError && (error.code === 'NotFound' || error.status === 405);
 }

@@ -210,8 +210,8 @@ export class HttpClient implements PerennialClient {
   }
 
   /**
-   * A Perennial extension, or what the ForeverVM protocol offers instead. Tried every time: a
-   * local server of an older Perennial, still running after an upgrade, lacks only the newest.
+   * A Perennial extension, or what the ForeverVM protocol offers instead where the server lacks
+   * it (which the wire layer learns once, and then answers without asking).
    */
   async #or<T>(extension: () => Promise<T>, fallback: () => Promise<T>): Promise<T> {
     try {

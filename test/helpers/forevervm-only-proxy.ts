@@ -10,10 +10,17 @@ const REPL_ROUTE = /^\/v1\/machine\/[^/]+\/repl$/;
  * Perennial's, as the hosted service does; or, with `refused`, answers "not found" to the paths it
  * names (a server of an older Perennial, which lacks the newest extensions).
  */
-export async function foreverVMOnlyProxy(targetUrl: string, refused = (path: string) => !FOREVERVM_ROUTES.test(path)): Promise<{ url: string; close(): void }> {
+export async function foreverVMOnlyProxy(
+  targetUrl: string,
+  refused = (path: string) => !FOREVERVM_ROUTES.test(path),
+): Promise<{ url: string; close(): void; refusals: string[] }> {
   const target = new URL(targetUrl);
+  /** The paths answered "not found", in order. */
+  const refusals: string[] = [];
   const proxy = createServer((req, res) => {
-    if (refused(new URL(req.url ?? '/', target).pathname)) {
+    const path = new URL(req.url ?? '/', target).pathname;
+    if (refused(path)) {
+      refusals.push(path);
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NotFound', id: null }));
       return;
     }
@@ -46,5 +53,5 @@ export async function foreverVMOnlyProxy(targetUrl: string, refused = (path: str
     upstream.end();
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, close: () => proxy.close() };
+  return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, close: () => proxy.close(), refusals };
 }

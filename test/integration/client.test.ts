@@ -144,6 +144,8 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
       const { name } = await client.create({ tags: { by: 'older' } });
       const [listed] = await client.list({ by: 'older' });
       assert.deepEqual([listed!.name, listed!.engine], [name, 'python'], 'each machine with its details, asked one by one');
+      await client.list({ by: 'older' });
+      assert.deepEqual(older.refusals, ['/v1/machines'], 'the listing it lacks is asked for once');
       await client.run(name, 'x = 7');
       assert.deepEqual((await client.variables(name)).map((v) => v.name), ['x'], "the server's own variables, not an emulation");
       assert.equal((await client.history(name)).length, 1);
@@ -158,8 +160,10 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
   describe('against a backend without Perennial\'s extensions (as hosted ForeverVM)', () => {
     let bare: Server;
     let url: string;
+    const requests: string[] = [];
     before(async () => {
       bare = createServer((req, res) => {
+        requests.push(`${req.method} ${req.url}`);
         res.setHeader('content-type', 'application/json');
         if (req.url === '/v1/whoami') res.end(JSON.stringify({ account: 'hosted' }));
         else {
@@ -182,6 +186,17 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
       });
       await assert.rejects(client.swap('m'), UnsupportedByBackendError);
       await assert.rejects(new HttpClient({ baseUrl: url, token: 't' }).installPackages('m', ['six']), /This backend cannot install packages/);
+    });
+
+    it('learns at the first extension it lacks that it has none, and asks for none again', async () => {
+      const client = new HttpClient({ baseUrl: url, token: 't' });
+      requests.length = 0;
+      for (let round = 0; round < 3; round++) {
+        await assert.rejects(client.swap('m'), /This backend cannot swap machines out/);
+        await assert.rejects(client.checkpoints('m'), /This backend cannot keep checkpoints/);
+        await assert.rejects(client.complete('m', 'pri'), /This backend cannot complete code/);
+      }
+      assert.deepEqual(requests, ['POST /v1/machine/m/swap', 'GET /v1/status']);
     });
 
     it('reports an unreachable backend clearly', async () => {
