@@ -297,6 +297,8 @@ export class ForeverVMClient {
       if (!unknownRoute(error)) throw error;
       this.#lacking.add(what);
       this.#plain ??= this.#json('GET', '/v1/status').then(() => false, unknownRoute);
+      // Learned before this call answers, so that no request of it is left in flight.
+      await this.#plain;
       throw new UnsupportedByBackendError(what);
     }
   }
