@@ -29,7 +29,12 @@ const restrict = (files, { mayImport, vscode = false }) => ({
             message: `This layer may not import from src/${layer}/ (see ARCHITECTURE.md).`,
           })),
           ...(mayImport.includes('client') && files.some((f) => f.startsWith('src/') && f !== 'src/client/**')
-            ? [{ regex: '/client/(forevervm-client|repl-connection|forevervm-emulation)\\.ts$', message: 'Use the client facade (PerennialClient, HttpClient), not its wire layer.' }]
+            ? [
+                {
+                  regex: '/client/(forevervm-client|repl-connection|forevervm-emulation)\\.ts$',
+                  message: 'Use the client facade (PerennialClient, HttpClient), not its wire layer.',
+                },
+              ]
             : []),
         ],
       },
@@ -45,7 +50,19 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        setImmediate: 'readonly',
+      },
+    },
     rules: {
       // Library code reports through return values and events; stdout may be a protocol (stdio MCP).
       'no-console': 'error',

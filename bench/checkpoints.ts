@@ -23,7 +23,10 @@ const ROUNDS = 9;
 const SETTLE_MS = { sandbox: 2500, python: 500 };
 
 /** The python engine, and the sandbox on every Pyodide build it ships. */
-const LANES: Array<{ engine: EngineName; pyodide?: PyodideRuntime }> = [{ engine: 'python' }, ...pyodideRuntimes().map((pyodide) => ({ engine: 'sandbox' as const, pyodide }))];
+const LANES: Array<{ engine: EngineName; pyodide?: PyodideRuntime }> = [
+  { engine: 'python' },
+  ...pyodideRuntimes().map((pyodide) => ({ engine: 'sandbox' as const, pyodide })),
+];
 
 export async function benchCheckpoints(): Promise<void> {
   console.log(`fork, checkpoint and rollback (median of ${ROUNDS}; each to the first result after it)`);
@@ -93,7 +96,15 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
         await settle();
         swapIns.push(await timeIt(() => manager.run(name, '1')));
       }
-      row(`${lane}: ${label}`, ms(median(checkpoints)), kib(median(sizes)), ms(median(forks)), ms(median(rollbacks)), ms(median(unsavedRollbacks)), ms(median(swapIns)));
+      row(
+        `${lane}: ${label}`,
+        ms(median(checkpoints)),
+        kib(median(sizes)),
+        ms(median(forks)),
+        ms(median(rollbacks)),
+        ms(median(unsavedRollbacks)),
+        ms(median(swapIns)),
+      );
       await manager.delete(name);
     }
   } finally {

@@ -34,7 +34,10 @@ const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(reso
 
 /** `perennial serve` on a data dir, as a client would start it; resolves once it answers. */
 async function serve(dataDir: string, ...args: string[]): Promise<{ child: ChildProcess; info: ServerInfo; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', ...args], { stdio: 'ignore', env: serverEnv({ ...process.env, PERENNIAL_PYTHON: PYTHON }) });
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', ...args], {
+    stdio: 'ignore',
+    env: serverEnv({ ...process.env, PERENNIAL_PYTHON: PYTHON }),
+  });
   const path = join(dataDir, 'server.json');
   while (!existsSync(path)) await sleep(20);
   const info = JSON.parse(await readFile(path, 'utf8')) as ServerInfo;
@@ -47,7 +50,11 @@ async function serve(dataDir: string, ...args: string[]): Promise<{ child: Child
 }
 
 async function api<T>(info: ServerInfo, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(info.url + path, { method, headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(info.url + path, {
+    method,
+    headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return (await response.json()) as T;
 }
 
@@ -100,7 +107,10 @@ async function firstUse(): Promise<void> {
   const server = await serve(dataDir);
   try {
     const first = await timeIt(() => createAndRun(server.info));
-    while ((await api<{ engines: Array<{ name: string; ready: number }> }>(server.info, 'GET', '/v1/status')).engines.find((e) => e.name === 'sandbox')!.ready < 2) await sleep(50);
+    while (
+      (await api<{ engines: Array<{ name: string; ready: number }> }>(server.info, 'GET', '/v1/status')).engines.find((e) => e.name === 'sandbox')!.ready < 2
+    )
+      await sleep(50);
     // The restore pool's Pyodide boots on after its process counts as ready; on two cores, a
     // create during that boot would measure the competition for CPU, not the pool.
     await sleep(3000);
@@ -133,7 +143,10 @@ async function mcpOverhead(): Promise<void> {
     });
     await new Promise<void>((resolve) => waiting.push(resolve));
     let id = 0;
-    const ws = await p50(() => new Promise<void>((resolve) => (waiting.push(resolve), socket.send(JSON.stringify({ type: 'exec', instruction: { code: '1+1' }, request_id: id++ })))));
+    const ws = await p50(
+      () =>
+        new Promise<void>((resolve) => (waiting.push(resolve), socket.send(JSON.stringify({ type: 'exec', instruction: { code: '1+1' }, request_id: id++ })))),
+    );
     socket.close();
     row('WebSocket REPL, 1+1, python machine, p50', ms(ws));
     const args = { name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } };
@@ -145,10 +158,15 @@ async function mcpOverhead(): Promise<void> {
     ];
     raw.close();
     // ...and with the SDK's client, whose own share (fetch, SSE parsing, validation) is most of it.
-    const eras: Array<[string, VersionNegotiationMode]> = [['SDK client, 2025-11-25 session', 'legacy'], ['SDK client, 2026-07-28', { pin: '2026-07-28' }]];
+    const eras: Array<[string, VersionNegotiationMode]> = [
+      ['SDK client, 2025-11-25 session', 'legacy'],
+      ['SDK client, 2026-07-28', { pin: '2026-07-28' }],
+    ];
     for (const [label, mode] of eras) {
       const client = new Client({ name: 'bench', version: '1.0.0' }, { versionNegotiation: { mode } });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${info.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${info.token}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${info.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${info.token}` } } }),
+      );
       rows.push([label, await p50(() => client.callTool(args))]);
       await client.close();
     }
@@ -174,21 +192,37 @@ async function rawMcpClient(info: ServerInfo) {
       const sent = request(`${info.url}/mcp`, { method: 'POST', agent, headers: headed }, (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => (res.statusCode === 200 || res.statusCode === 202 ? resolve({ sessionId: res.headers['mcp-session-id'] as string | undefined, text }) : reject(new Error(`${res.statusCode}: ${text}`))));
+        res.on('end', () =>
+          res.statusCode === 200 || res.statusCode === 202
+            ? resolve({ sessionId: res.headers['mcp-session-id'] as string | undefined, text })
+            : reject(new Error(`${res.statusCode}: ${text}`)),
+        );
       });
       sent.on('error', reject).end(data);
     });
-  const opened = await post({ id: id++, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }, {});
+  const opened = await post(
+    { id: id++, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } },
+    {},
+  );
   const session = { 'mcp-session-id': opened.sessionId!, 'mcp-protocol-version': '2025-11-25' };
   await post({ method: 'notifications/initialized' }, session);
-  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
   const checked = (answer: { text: string }) => {
     if (!answer.text.includes('"result"')) throw new Error(`no result: ${answer.text.slice(0, 200)}`);
   };
   return {
     session: async (method: string, params: { name: string }) => checked(await post({ id: id++, method, params }, session)),
     modern: async (method: string, params: { name: string }) =>
-      checked(await post({ id: id++, method, params: { ...params, _meta: meta } }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': params.name })),
+      checked(
+        await post(
+          { id: id++, method, params: { ...params, _meta: meta } },
+          { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': params.name },
+        ),
+      ),
     close: () => agent.destroy(),
   };
 }
@@ -196,7 +230,9 @@ async function rawMcpClient(info: ServerInfo) {
 /** Pure Python in a sandbox machine (the kernel's runtime_ms) against Pyodide loaded in this process. */
 async function sandboxSpeed(): Promise<void> {
   const pyodideDir = dirname(createRequire(import.meta.url).resolve('pyodide/package.json'));
-  const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as { loadPyodide: () => Promise<{ runPython(code: string): unknown }> };
+  const { loadPyodide } = (await import(pathToFileURL(join(pyodideDir, 'pyodide.mjs')).href)) as {
+    loadPyodide: () => Promise<{ runPython(code: string): unknown }>;
+  };
   const plain = await loadPyodide();
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-speed-'));
   const manager = await MachineManager.open({ dataDir, saveDelayMs: 600_000 });
@@ -214,7 +250,12 @@ async function sandboxSpeed(): Promise<void> {
         inPlain.push(performance.now() - t);
         inSandbox.push((result as ExecResult).runtime_ms);
       }
-      row(`${label}: sandbox / plain Pyodide (median of ${SPEED_RUNS})`, `${median(inSandbox).toFixed(0)} / ${median(inPlain).toFixed(0)} ms`, `${(median(inSandbox) / median(inPlain)).toFixed(2)}×`, 'target ≤ 1.15×');
+      row(
+        `${label}: sandbox / plain Pyodide (median of ${SPEED_RUNS})`,
+        `${median(inSandbox).toFixed(0)} / ${median(inPlain).toFixed(0)} ms`,
+        `${(median(inSandbox) / median(inPlain)).toFixed(2)}×`,
+        'target ≤ 1.15×',
+      );
     }
   } finally {
     await manager.close();
@@ -230,8 +271,17 @@ async function manyMachines(): Promise<void> {
     for (let i = 0; i < MACHINES; i++) await manager.create({ engine: 'python', tags: { group: String(i % 10) } });
     const seconds = (performance.now() - started) / 1000;
     await manager.close();
-    const bytes = Number(execFileSync('du', ['-sb', join(dataDir, 'machines')]).toString().split('\t')[0]);
-    const blocks = Number(execFileSync('du', ['-sk', join(dataDir, 'machines')]).toString().split('\t')[0]) * 1024;
+    const bytes = Number(
+      execFileSync('du', ['-sb', join(dataDir, 'machines')])
+        .toString()
+        .split('\t')[0],
+    );
+    const blocks =
+      Number(
+        execFileSync('du', ['-sk', join(dataDir, 'machines')])
+          .toString()
+          .split('\t')[0],
+      ) * 1024;
     row(`create ${MACHINES} machines`, `${(MACHINES / seconds).toFixed(0)}/s`);
     row('data dir per machine (bytes / on disk)', `${(bytes / MACHINES).toFixed(0)} B / ${(blocks / MACHINES / 1024).toFixed(1)} KiB`);
     const starts: number[] = [];

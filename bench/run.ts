@@ -9,7 +9,14 @@ import { benchPythonEngine } from './python-engine.ts';
 import { benchSandboxEngine } from './sandbox-engine.ts';
 import { benchServer } from './server.ts';
 
-const suites: Record<string, () => Promise<void>> = { python: benchPythonEngine, sandbox: benchSandboxEngine, interrupts: benchInterrupts, server: benchServer, footprint: benchFootprint, checkpoints: benchCheckpoints };
+const suites: Record<string, () => Promise<void>> = {
+  python: benchPythonEngine,
+  sandbox: benchSandboxEngine,
+  interrupts: benchInterrupts,
+  server: benchServer,
+  footprint: benchFootprint,
+  checkpoints: benchCheckpoints,
+};
 const chosen = process.argv.slice(2).filter((a) => a in suites);
 
 console.log(`Perennial benchmarks — node ${process.version}, ${new Date().toISOString()}`);

@@ -18,7 +18,8 @@ const LONG_LIFE = 100;
 /** Pure-Python work, timed by the kernel's own runtime_ms. */
 export const SPEED = {
   'fib(27)': 'def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(27)',
-  'regex on 4 MB': 'import re\ntext = "the quick brown fox jumps over the lazy dog " * 100000\nlen(re.findall(r"\\b\\w{5}\\b", text)), len(re.sub(r"o+", "0", text))',
+  'regex on 4 MB':
+    'import re\ntext = "the quick brown fox jumps over the lazy dog " * 100000\nlen(re.findall(r"\\b\\w{5}\\b", text)), len(re.sub(r"o+", "0", text))',
   'sort 1M floats': 'import random\nrandom.seed(1)\nvalues = [random.random() for _ in range(1_000_000)]\nsorted(values)[0] >= 0',
 };
 
@@ -117,7 +118,12 @@ async function benchRuntime(pyodide: PyodideRuntime): Promise<void> {
         await manager.swap(machine);
         await manager.run(machine, '1');
       }
-      row(`  on disk after 1 / ${SAMPLES} / ${LONG_LIFE} swaps`, '', '', `${kib(sizes[0]!)} / ${kib(sizes.at(-1)!)} / ${kib(manager.get(machine).snapshot!.bytes)}`);
+      row(
+        `  on disk after 1 / ${SAMPLES} / ${LONG_LIFE} swaps`,
+        '',
+        '',
+        `${kib(sizes[0]!)} / ${kib(sizes.at(-1)!)} / ${kib(manager.get(machine).snapshot!.bytes)}`,
+      );
     }
     console.log('  (swap-in = the first instruction after a swap: a pooled process restores the image, then runs it)');
 

@@ -67,7 +67,10 @@ export async function benchServer(): Promise<void> {
 
     const args = { name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } };
     const mcpHttp = async (mode: VersionNegotiationMode) => {
-      const overHttp = await mcpClient(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }), mode);
+      const overHttp = await mcpClient(
+        new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }),
+        mode,
+      );
       const times = await sample(() => overHttp.callTool(args));
       await overHttp.close();
       return times;

@@ -1,7 +1,6 @@
 /** Small helpers the benchmarks share: timing, percentiles and memory. */
 import { readdirSync, readFileSync } from 'node:fs';
 
-
 export function percentile(samples: number[], p: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;

@@ -7,7 +7,16 @@ const outdir = new URL('../dist/', import.meta.url);
 await mkdir(outdir, { recursive: true });
 
 // Names kept: an error's name is its class's (CodedError), which the bundle must not rename.
-const common = { outdir: outdir.pathname, bundle: true, platform: 'node', format: 'esm', target: 'node20', sourcemap: true, logLevel: 'warning', keepNames: true };
+const common = {
+  outdir: outdir.pathname,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  logLevel: 'warning',
+  keepNames: true,
+};
 
 await build({
   ...common,

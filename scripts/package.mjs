@@ -23,7 +23,10 @@ for (const name of Object.keys(dependencies).filter((dependency) => /^pyodide(-|
 const zstd = new URL('@bokuweb/zstd-wasm/', modules);
 mkdirSync(zstd, { recursive: true });
 cpSync(new URL('node_modules/@bokuweb/zstd-wasm/package.json', root), new URL('package.json', zstd));
-cpSync(new URL('node_modules/@bokuweb/zstd-wasm/dist/common/', root), new URL('dist/common/', zstd), { recursive: true, filter: (path) => !path.endsWith('.map') });
+cpSync(new URL('node_modules/@bokuweb/zstd-wasm/dist/common/', root), new URL('dist/common/', zstd), {
+  recursive: true,
+  filter: (path) => !path.endsWith('.map'),
+});
 
 const { name, version } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
 const out = `${name}-${version}.vsix`;

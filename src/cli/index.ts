@@ -4,7 +4,14 @@ import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
 import { execCommand } from './commands/exec.ts';
 import { checkpointCommand, checkpointsCommand, rollbackCommand } from './commands/checkpoint.ts';
-import { machineForkCommand, machineListCommand, machineNewCommand, machineRemoveCommand, machineSwapCommand, machineUpgradeCommand } from './commands/machine.ts';
+import {
+  machineForkCommand,
+  machineListCommand,
+  machineNewCommand,
+  machineRemoveCommand,
+  machineSwapCommand,
+  machineUpgradeCommand,
+} from './commands/machine.ts';
 import { replCommand } from './commands/repl.ts';
 import { serveCommand } from './commands/serve.ts';
 import { mcpCommand } from './commands/mcp.ts';
@@ -18,7 +25,6 @@ import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumb
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 import { errorCodeOf } from '../platform/coded-error.ts';
-
 
 function buildProgram(): Command {
   const program = new Command('perennial')
@@ -45,7 +51,7 @@ function buildProgram(): Command {
   program
     .command('exec')
     .description('run code on a machine (a new one without --machine) and print its output and value')
-    .argument('<code>', "Python code, or - to read it from stdin")
+    .argument('<code>', 'Python code, or - to read it from stdin')
     .option('-m, --machine <name>', 'machine to run on')
     .addOption(engineOption())
     .option('-t, --timeout <seconds>', 'instruction timeout (default 15)', positiveNumber)
@@ -73,15 +79,27 @@ function buildProgram(): Command {
     )
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .option('--idle-seconds <seconds>', 'swap a machine out after this long without instructions (default 300)', positiveNumber)
-    .option('--pool-idle-seconds <seconds>', 'stop the sandbox processes kept ready after this long without a sandbox machine made or swapped in (default 300)', positiveNumber)
-    .option('--heartbeat <seconds>', 'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)', positiveNumber)
+    .option(
+      '--pool-idle-seconds <seconds>',
+      'stop the sandbox processes kept ready after this long without a sandbox machine made or swapped in (default 300)',
+      positiveNumber,
+    )
+    .option(
+      '--heartbeat <seconds>',
+      'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)',
+      positiveNumber,
+    )
     .action((options) => serveCommand(context(), options));
 
   program
     .command('mcp')
     .description('run the MCP server on stdin/stdout (for MCP clients that start it); --backend chooses its machines')
     .option('--inline-images <n>', 'figures a result shows as images, 0 to 100; the rest go as resource links only (default 1)', inlineImageCount)
-    .option('--heartbeat <seconds>', 'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)', positiveNumber)
+    .option(
+      '--heartbeat <seconds>',
+      'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)',
+      positiveNumber,
+    )
     .action((options) => mcpCommand(context(), options));
 
   program
@@ -120,7 +138,7 @@ function buildProgram(): Command {
     .command('fork')
     .description("make a new machine with this one's state now, and print its name")
     .argument('<name>')
-    .option('--tag <key=value>', 'tag the fork (repeatable), on top of the origin\'s tags and forked_from', collectTag)
+    .option('--tag <key=value>', "tag the fork (repeatable), on top of the origin's tags and forked_from", collectTag)
     .action((name: string, options) => machineForkCommand(context(), name, options));
   machine
     .command('upgrade')

@@ -162,7 +162,11 @@ export class ForeverVMClient {
       }
       if (++breaks > STREAM_REOPENS) {
         if (cause instanceof ForeverVMError) throw cause;
-        throw new ForeverVMError(502, 'StreamEnded', `The result stream of instruction ${seq} kept breaking: ${cause instanceof Error ? cause.message : String(cause)}`);
+        throw new ForeverVMError(
+          502,
+          'StreamEnded',
+          `The result stream of instruction ${seq} kept breaking: ${cause instanceof Error ? cause.message : String(cause)}`,
+        );
       }
     }
   }
@@ -340,7 +344,12 @@ export class ForeverVMClient {
     } catch {
       // not JSON: keep the text
     }
-    throw new ForeverVMError(response.status, parsed.code ?? `HTTP${response.status}`, parsed.message ?? `${response.status} ${text.slice(0, 300)}`, parsed.id ?? null);
+    throw new ForeverVMError(
+      response.status,
+      parsed.code ?? `HTTP${response.status}`,
+      parsed.message ?? `${response.status} ${text.slice(0, 300)}`,
+      parsed.id ?? null,
+    );
   }
 }
 

@@ -1,4 +1,15 @@
-import type { Completeness, ExecResult, FileContent, FileListing, HistoryEntry, ObjectInfo, ResetResult, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+import type {
+  Completeness,
+  ExecResult,
+  FileContent,
+  FileListing,
+  HistoryEntry,
+  ObjectInfo,
+  ResetResult,
+  VariableDetail,
+  VariableSummary,
+  WrittenFile,
+} from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
 

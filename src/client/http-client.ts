@@ -1,5 +1,16 @@
 import { base64Content, newMachineBody, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
-import type { Completeness, Completions, ForeverVMMachine, ExecResult, HistoryEntry, InterruptResult, MachineEvent, MachineInfo, StatusReport, WrittenFile } from '../shared/types.ts';
+import type {
+  Completeness,
+  Completions,
+  ForeverVMMachine,
+  ExecResult,
+  HistoryEntry,
+  InterruptResult,
+  MachineEvent,
+  MachineInfo,
+  StatusReport,
+  WrittenFile,
+} from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client.ts';
 import { ForeverVMEmulation } from './forevervm-emulation.ts';
@@ -49,7 +60,8 @@ export class HttpClient implements PerennialClient {
     const name = await this.#wire.createMachine(newMachineBody(options));
     return this.#or(
       () => this.#wire.machine(name),
-      async () => fromListing({ name, created_at: new Date().toISOString(), running: true, has_pending_instruction: false, expires_at: null, tags: options.tags ?? {} }),
+      async () =>
+        fromListing({ name, created_at: new Date().toISOString(), running: true, has_pending_instruction: false, expires_at: null, tags: options.tags ?? {} }),
     );
   }
 
@@ -119,15 +131,24 @@ export class HttpClient implements PerennialClient {
   }
 
   variables(name: string) {
-    return this.#or(() => this.#wire.variables(name), () => this.#emulation.variables(name));
+    return this.#or(
+      () => this.#wire.variables(name),
+      () => this.#emulation.variables(name),
+    );
   }
 
   variable(name: string, variable: string) {
-    return this.#or(() => this.#wire.variable(name, variable), () => this.#emulation.variable(name, variable));
+    return this.#or(
+      () => this.#wire.variable(name, variable),
+      () => this.#emulation.variable(name, variable),
+    );
   }
 
   history(name: string, last?: number): Promise<HistoryEntry[]> {
-    return this.#or(() => this.#wire.history(name, last), async () => this.#emulation.history(name, last));
+    return this.#or(
+      () => this.#wire.history(name, last),
+      async () => this.#emulation.history(name, last),
+    );
   }
 
   installPackages(name: string, packages: string[]): Promise<string> {
@@ -135,11 +156,17 @@ export class HttpClient implements PerennialClient {
   }
 
   listFiles(name: string, path = '') {
-    return this.#or(() => this.#wire.listFiles(name, path), () => this.#emulation.listFiles(name, path));
+    return this.#or(
+      () => this.#wire.listFiles(name, path),
+      () => this.#emulation.listFiles(name, path),
+    );
   }
 
   readFile(name: string, path: string) {
-    return this.#or(() => this.#wire.readFile(name, path), () => this.#emulation.readFile(name, path));
+    return this.#or(
+      () => this.#wire.readFile(name, path),
+      () => this.#emulation.readFile(name, path),
+    );
   }
 
   writeFile(name: string, path: string, content: string, encoding: FileEncoding = 'utf8'): Promise<WrittenFile> {
@@ -174,15 +201,24 @@ export class HttpClient implements PerennialClient {
   }
 
   reset(name: string) {
-    return this.#or(() => this.#wire.reset(name), () => this.#emulation.reset(name));
+    return this.#or(
+      () => this.#wire.reset(name),
+      () => this.#emulation.reset(name),
+    );
   }
 
   inspect(name: string, expression: string) {
-    return this.#or(() => this.#wire.inspect(name, expression), () => this.#emulation.inspect(name, expression));
+    return this.#or(
+      () => this.#wire.inspect(name, expression),
+      () => this.#emulation.inspect(name, expression),
+    );
   }
 
   isComplete(name: string, code: string): Promise<Completeness> {
-    return this.#or(() => this.#wire.isComplete(name, code), async () => this.#emulation.isComplete(code));
+    return this.#or(
+      () => this.#wire.isComplete(name, code),
+      async () => this.#emulation.isComplete(code),
+    );
   }
 
   complete(name: string, code: string, cursor?: number): Promise<Completions> {
@@ -249,7 +285,10 @@ export class HttpClient implements PerennialClient {
     if (!repl) return;
     this.#repls.delete(name);
     clearTimeout(repl.idle);
-    void repl.connection.then((connection) => connection.close(), () => {});
+    void repl.connection.then(
+      (connection) => connection.close(),
+      () => {},
+    );
   }
 }
 

@@ -76,7 +76,8 @@ export async function localServer(dataDir: string, options: LocalConnectionOptio
     running = await runningServer(dataDir);
   }
   if (running) return running;
-  if (options.autoStart === false) throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
+  if (options.autoStart === false)
+    throw new LocalServerUnavailableError(`No Perennial server runs on ${dataDir}; start one with: perennial serve --data-dir ${dataDir}`);
   return startServer(dataDir, options);
 }
 
@@ -101,7 +102,10 @@ async function replace(server: ServerInfo): Promise<void> {
   }
   const deadline = Date.now() + REPLACE_TIMEOUT_MS;
   while (isProcessAlive(server.pid)) {
-    if (Date.now() > deadline) throw new LocalServerUnavailableError(`The Perennial ${server.version} server (pid ${server.pid}) did not stop within ${REPLACE_TIMEOUT_MS / 1000} s to make way for ${VERSION}`);
+    if (Date.now() > deadline)
+      throw new LocalServerUnavailableError(
+        `The Perennial ${server.version} server (pid ${server.pid}) did not stop within ${REPLACE_TIMEOUT_MS / 1000} s to make way for ${VERSION}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -132,7 +136,9 @@ async function startServer(dataDir: string, options: LocalConnectionOptions): Pr
     if (child.exitedAt !== undefined && Date.now() - child.exitedAt > 1000) child = spawnServer();
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new LocalServerUnavailableError(`The Perennial server did not start on ${dataDir} within ${START_TIMEOUT_MS / 1000} s; see ${join(dataDir, 'server.log')}`);
+  throw new LocalServerUnavailableError(
+    `The Perennial server did not start on ${dataDir} within ${START_TIMEOUT_MS / 1000} s; see ${join(dataDir, 'server.log')}`,
+  );
 }
 
 function spawnDetachedServer(dataDir: string, extraArgs: string[]): { exitedAt?: number } {

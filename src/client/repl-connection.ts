@@ -79,7 +79,14 @@ export class ReplConnection {
         if (!connected && message.type === 'error') {
           // Refused before connecting (no such machine): the close that follows carries this.
           const status = message.code === 'MachineNotFound' ? 404 : 400;
-          refusal = new ForeverVMError(status, message.code, message.code === 'MachineNotFound' ? `Machine ${this.machine} does not exist (it may have been deleted)` : `The server refused the REPL (${message.code})`, message.id);
+          refusal = new ForeverVMError(
+            status,
+            message.code,
+            message.code === 'MachineNotFound'
+              ? `Machine ${this.machine} does not exist (it may have been deleted)`
+              : `The server refused the REPL (${message.code})`,
+            message.id,
+          );
           return;
         }
         if (message.type === 'connected') {

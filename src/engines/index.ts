@@ -80,11 +80,19 @@ export function openEngines(options: EngineSetOptions): EngineSet {
         {
           name: 'sandbox',
           available: !sandboxProblem,
-          detail: sandboxProblem ?? `Pyodide ${newest.version} (Python ${newest.python}), ${isolation!.bubblewrap ? 'bubblewrap + ' : ''}Node permission model${kept}`,
+          detail:
+            sandboxProblem ??
+            `Pyodide ${newest.version} (Python ${newest.python}), ${isolation!.bubblewrap ? 'bubblewrap + ' : ''}Node permission model${kept}`,
           warning: isolation?.warning ?? null,
           ready: made.get(newest.version)?.pooled ?? 0,
         },
-        { name: 'python', available: true, detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`, warning: null, ready: 0 },
+        {
+          name: 'python',
+          available: true,
+          detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`,
+          warning: null,
+          ready: 0,
+        },
       ];
     },
     newestRuntime(engine) {
@@ -110,7 +118,8 @@ function sandboxUnavailable(): string | null {
     for (const runtime of pyodideRuntimes()) {
       const installed = installedPyodideVersion(runtime);
       // Snapshots record the version Pyodide reports: a different one would strand every machine.
-      if (installed !== runtime.version) return `the package ${runtime.packageName} is Pyodide ${installed}, not the ${runtime.version} this build was made for (reinstall Perennial)`;
+      if (installed !== runtime.version)
+        return `the package ${runtime.packageName} is Pyodide ${installed}, not the ${runtime.version} this build was made for (reinstall Perennial)`;
     }
     return null;
   } catch (error) {

@@ -1,4 +1,14 @@
-import type { Completeness, Completions, FileContent, FileListing, ObjectInfo, ResetResult, VariableDetail, VariableSummary, WrittenFile } from '../shared/types.ts';
+import type {
+  Completeness,
+  Completions,
+  FileContent,
+  FileListing,
+  ObjectInfo,
+  ResetResult,
+  VariableDetail,
+  VariableSummary,
+  WrittenFile,
+} from '../shared/types.ts';
 
 /**
  * The kernel's commands that every engine passes straight through (`_command_handlers` in

@@ -68,7 +68,9 @@ export class ActiveMachine implements vscode.Disposable {
     const state = active && source?.get(active.name)?.state;
     const where = active?.source === 'forevervm' ? ' on ForeverVM' : '';
     this.#item.text = active ? `$(vm) ${active.name}${where}${state ? ` (${state})` : ''}` : '$(vm) Perennial: no machine';
-    this.#item.tooltip = active ? `Code runs in Perennial machine ${active.name}${where}. Click to choose another.` : 'Choose the Perennial machine to run code in';
+    this.#item.tooltip = active
+      ? `Code runs in Perennial machine ${active.name}${where}. Click to choose another.`
+      : 'Choose the Perennial machine to run code in';
     this.#item.show();
   }
 }

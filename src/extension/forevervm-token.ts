@@ -5,13 +5,16 @@ import type { Backends } from './backends.ts';
 export function registerTokenCommand(backends: Backends): vscode.Disposable {
   // A token passed as an argument (from another extension or a script) is stored without asking.
   return vscode.commands.registerCommand('perennial.setForeverVMToken', async (given?: string) => {
-    const token = typeof given === 'string' && given.trim() ? given : await vscode.window.showInputBox({
-      title: 'ForeverVM token',
-      prompt: 'The token of your ForeverVM account (kept in VS Code\'s secret storage)',
-      password: true,
-      ignoreFocusOut: true,
-      validateInput: (value) => (/^\S+$/.test(value.trim()) ? undefined : 'A token is one word, without spaces'),
-    });
+    const token =
+      typeof given === 'string' && given.trim()
+        ? given
+        : await vscode.window.showInputBox({
+            title: 'ForeverVM token',
+            prompt: "The token of your ForeverVM account (kept in VS Code's secret storage)",
+            password: true,
+            ignoreFocusOut: true,
+            validateInput: (value) => (/^\S+$/.test(value.trim()) ? undefined : 'A token is one word, without spaces'),
+          });
     if (token === undefined) return;
     await backends.setToken(token.trim());
     void vscode.window.showInformationMessage('Perennial: ForeverVM token saved.');

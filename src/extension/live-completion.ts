@@ -55,7 +55,10 @@ export function registerLiveCompletion(sources: Sources, active: ActiveMachine, 
         const end = text.indexOf('.', document.offsetAt(position) - document.offsetAt(range.start));
         const expression = (end < 0 ? text : text.slice(0, end)).replace(/\.$/, '');
         const client = await sources[machine.source].client();
-        const [info, variable] = await Promise.all([inTime(client.inspect(machine.name, expression)), expression.includes('.') ? undefined : inTime(client.variable(machine.name, expression))]);
+        const [info, variable] = await Promise.all([
+          inTime(client.inspect(machine.name, expression)),
+          expression.includes('.') ? undefined : inTime(client.variable(machine.name, expression)),
+        ]);
         if (!info) return undefined;
         const hover = new vscode.MarkdownString();
         hover.appendCodeblock(`${expression}${info.signature ?? ''}: ${info.type}`, 'python');
@@ -76,7 +79,10 @@ function completionItem(match: string, range: vscode.Range): vscode.CompletionIt
   const callable = match.endsWith('(');
   const keyword = /[ :]$/.test(match);
   const text = callable || keyword ? match.slice(0, -1) : match;
-  const item = new vscode.CompletionItem({ label: text.slice(text.lastIndexOf('.') + 1), description: 'Perennial' }, callable ? vscode.CompletionItemKind.Function : keyword ? vscode.CompletionItemKind.Keyword : vscode.CompletionItemKind.Variable);
+  const item = new vscode.CompletionItem(
+    { label: text.slice(text.lastIndexOf('.') + 1), description: 'Perennial' },
+    callable ? vscode.CompletionItemKind.Function : keyword ? vscode.CompletionItemKind.Keyword : vscode.CompletionItemKind.Variable,
+  );
   item.insertText = text;
   item.filterText = text;
   item.range = range;

@@ -17,7 +17,9 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
     return 'kind' in given ? { source: given.source.id, name: given.machine.name } : given;
   };
   return vscode.Disposable.from(
-    vscode.commands.registerCommand('perennial.refresh', () => reporting(log, 'refresh the machines', () => Promise.all(allSources(sources).map((source) => source.refresh())))),
+    vscode.commands.registerCommand('perennial.refresh', () =>
+      reporting(log, 'refresh the machines', () => Promise.all(allSources(sources).map((source) => source.refresh()))),
+    ),
     vscode.commands.registerCommand('perennial.newMachine', () => reporting(log, 'create a machine', () => newMachine(sources))),
     vscode.commands.registerCommand('perennial.deleteMachine', (node?: MachineNode | MachineRef) =>
       reporting(log, 'delete the machine', async () => {
@@ -63,7 +65,10 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
     ),
     vscode.commands.registerCommand('perennial.rollback', (node?: CheckpointNode | MachineNode | MachineRef, checkpoint?: string) =>
       reporting(log, 'roll the machine back', async () => {
-        const chosen = node && 'kind' in node && node.kind === 'checkpoint' ? { source: node.source.id, name: node.machine, checkpoint: node.checkpoint.id } : await rollbackTarget(sources, await target(node as MachineNode | MachineRef | undefined, 'Machine to roll back'), checkpoint);
+        const chosen =
+          node && 'kind' in node && node.kind === 'checkpoint'
+            ? { source: node.source.id, name: node.machine, checkpoint: node.checkpoint.id }
+            : await rollbackTarget(sources, await target(node as MachineNode | MachineRef | undefined, 'Machine to roll back'), checkpoint);
         if (chosen) await rollback(sources[chosen.source], chosen.name, chosen.checkpoint, panel);
       }),
     ),
@@ -95,7 +100,9 @@ export async function reporting<T>(log: vscode.LogOutputChannel, what: string, w
 async function pickMachine(sources: Sources, placeHolder: string): Promise<MachineRef | undefined> {
   const picks = await machinePicks(sources);
   if (!picks.length) {
-    void vscode.window.showInformationMessage('There are no machines yet.', 'New Machine').then((choice) => choice && vscode.commands.executeCommand('perennial.newMachine'));
+    void vscode.window
+      .showInformationMessage('There are no machines yet.', 'New Machine')
+      .then((choice) => choice && vscode.commands.executeCommand('perennial.newMachine'));
     return undefined;
   }
   return (await vscode.window.showQuickPick(picks, { placeHolder }))?.ref;
@@ -111,7 +118,9 @@ export async function chooseMachine(sources: Sources, title: string, placeHolder
 
 /** Every backend's machines as quick-pick items; a backend that cannot be reached lists none. */
 async function machinePicks(sources: Sources): Promise<Array<vscode.QuickPickItem & { ref: MachineRef }>> {
-  const lists = await Promise.all(allSources(sources).map(async (source) => (await source.list().catch((): MachineInfo[] => [])).map((machine) => machinePick(source, machine))));
+  const lists = await Promise.all(
+    allSources(sources).map(async (source) => (await source.list().catch((): MachineInfo[] => [])).map((machine) => machinePick(source, machine))),
+  );
   return lists.flat();
 }
 
@@ -172,7 +181,11 @@ async function create(source: MachineSource, options: NewMachineOptions): Promis
 
 async function deleteMachine(source: MachineSource, name: string): Promise<void> {
   if (vscode.workspace.getConfiguration('perennial').get<boolean>('confirmDelete', true)) {
-    const answer = await vscode.window.showWarningMessage(`Delete machine ${name}? Its variables, files and history are deleted with it.`, { modal: true }, 'Delete');
+    const answer = await vscode.window.showWarningMessage(
+      `Delete machine ${name}? Its variables, files and history are deleted with it.`,
+      { modal: true },
+      'Delete',
+    );
     if (answer !== 'Delete') return;
   }
   await (await source.client()).delete(name);
@@ -180,7 +193,11 @@ async function deleteMachine(source: MachineSource, name: string): Promise<void>
 }
 
 /** The checkpoint a rollback of `machine` goes to: given by a script, else picked from the machine's list. */
-async function rollbackTarget(sources: Sources, machine: MachineRef | undefined, given: string | undefined): Promise<(MachineRef & { checkpoint: string }) | undefined> {
+async function rollbackTarget(
+  sources: Sources,
+  machine: MachineRef | undefined,
+  given: string | undefined,
+): Promise<(MachineRef & { checkpoint: string }) | undefined> {
   if (!machine) return undefined;
   if (given) return { ...machine, checkpoint: given };
   const checkpoints = (await (await sources[machine.source].client()).checkpoints(machine.name)).reverse();
@@ -188,7 +205,11 @@ async function rollbackTarget(sources: Sources, machine: MachineRef | undefined,
     void vscode.window.showInformationMessage(`${machine.name} has no checkpoints yet.`);
     return undefined;
   }
-  const picks = checkpoints.map((c) => ({ label: c.label ? `${c.id} · ${c.label}` : c.id, description: `before #${c.seq} · ${new Date(c.at).toLocaleString()}${c.auto ? ' · auto' : ''}`, id: c.id }));
+  const picks = checkpoints.map((c) => ({
+    label: c.label ? `${c.id} · ${c.label}` : c.id,
+    description: `before #${c.seq} · ${new Date(c.at).toLocaleString()}${c.auto ? ' · auto' : ''}`,
+    id: c.id,
+  }));
   const pick = await vscode.window.showQuickPick(picks, { placeHolder: `Checkpoint to roll ${machine.name} back to` });
   return pick && { ...machine, checkpoint: pick.id };
 }
@@ -220,19 +241,20 @@ async function upgrade(source: MachineSource, name: string, panel: OutputPanel):
   panel.start(name, `# perennial: upgrade to ${describeRuntime(upgraded.to)}`).finish(await client.result(name, upgraded.seq));
   await source.refresh();
   const lost = upgraded.lost.length ? ` Not carried: ${upgraded.lost.map((item) => item.name).join(', ')} (see the output).` : '';
-  void vscode.window
-    .showInformationMessage(`${name} now runs ${describeRuntime(upgraded.to)}.${lost}`, 'Roll Back', 'Show Output')
-    .then(async (choice) => {
-      if (choice === 'Show Output') panel.show();
-      if (choice === 'Roll Back') await rollback(source, name, upgraded.checkpoint.id, panel);
-    });
+  void vscode.window.showInformationMessage(`${name} now runs ${describeRuntime(upgraded.to)}.${lost}`, 'Roll Back', 'Show Output').then(async (choice) => {
+    if (choice === 'Show Output') panel.show();
+    if (choice === 'Roll Back') await rollback(source, name, upgraded.checkpoint.id, panel);
+  });
   return upgraded;
 }
 
 /** `k=v, k2=v2` as tags; null when malformed. */
 function parseTags(text: string): Record<string, string> | null {
   const tags: Record<string, string> = {};
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(part);
     if (!match) return null;
     tags[match[1]!] = match[2]!;

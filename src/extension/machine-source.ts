@@ -104,7 +104,10 @@ export class MachineSource implements vscode.Disposable {
   }
 
   #forgetClient(): void {
-    void this.#client?.then((client) => client.close(), () => {});
+    void this.#client?.then(
+      (client) => client.close(),
+      () => {},
+    );
     this.#client = undefined;
   }
 

@@ -38,7 +38,9 @@ export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Dispo
   async getChildren(node?: Node): Promise<Node[]> {
     if (!node) {
       // No backend to show: an empty tree shows the welcome view instead.
-      const roots = await Promise.all(this.sources.map(async (source) => ((await this.shown(source)) || (await source.list().catch((): MachineInfo[] => [])).length ? source : undefined)));
+      const roots = await Promise.all(
+        this.sources.map(async (source) => ((await this.shown(source)) || (await source.list().catch((): MachineInfo[] => [])).length ? source : undefined)),
+      );
       return roots.filter((source) => source !== undefined).map((source) => ({ kind: 'backend', source }));
     }
     try {
@@ -49,11 +51,16 @@ export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Dispo
       if (node.kind === 'machine') {
         const variables = await node.source.variables(node.machine.name);
         const checkpoints: Node[] = node.source.id === 'local' ? [{ kind: 'checkpoints', source: node.source, machine: node.machine.name }] : [];
-        return [...checkpoints, ...(variables.length ? variables.map((variable): Node => ({ kind: 'variable', variable })) : [{ kind: 'notice', text: 'no variables yet' } as const])];
+        return [
+          ...checkpoints,
+          ...(variables.length ? variables.map((variable): Node => ({ kind: 'variable', variable })) : [{ kind: 'notice', text: 'no variables yet' } as const]),
+        ];
       }
       if (node.kind === 'checkpoints') {
         const checkpoints = await (await node.source.client()).checkpoints(node.machine);
-        return checkpoints.length ? checkpoints.reverse().map((checkpoint) => ({ kind: 'checkpoint', source: node.source, machine: node.machine, checkpoint })) : [{ kind: 'notice', text: 'no checkpoints yet' }];
+        return checkpoints.length
+          ? checkpoints.reverse().map((checkpoint) => ({ kind: 'checkpoint', source: node.source, machine: node.machine, checkpoint }))
+          : [{ kind: 'notice', text: 'no checkpoints yet' }];
       }
     } catch (error) {
       return [{ kind: 'notice', text: `unavailable: ${(error as Error).message}` }];
@@ -114,7 +121,10 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
   const tooltip = new vscode.MarkdownString(`**${machine.name}** — ${machine.state}\n\n`);
   tooltip.appendMarkdown(`- engine: ${machine.engine}\n- created: ${new Date(machine.createdAt).toLocaleString()}\n`);
   // Absent from what a server of a build before 0.2.0 says.
-  if (machine.runtime) tooltip.appendMarkdown(`- runtime: ${describeRuntime(machine.runtime)}${machine.upgradeTo ? ` (${describeRuntime(machine.upgradeTo)} available: Upgrade Machine)` : ''}\n`);
+  if (machine.runtime)
+    tooltip.appendMarkdown(
+      `- runtime: ${describeRuntime(machine.runtime)}${machine.upgradeTo ? ` (${describeRuntime(machine.upgradeTo)} available: Upgrade Machine)` : ''}\n`,
+    );
   if (machine.memoryMb) tooltip.appendMarkdown(`- memory cap: ${machine.memoryMb} MiB\n`);
   if (machine.snapshot) tooltip.appendMarkdown(`- last snapshot: ${(machine.snapshot.bytes / 1024).toFixed(0)} KiB\n`);
   for (const warning of machine.warnings) tooltip.appendMarkdown(`\n⚠ ${warning}\n`);
@@ -125,7 +135,12 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
 function checkpointItem({ source, machine, checkpoint }: CheckpointNode): vscode.TreeItem {
   const item = new vscode.TreeItem(checkpoint.label ? `${checkpoint.id} · ${checkpoint.label}` : checkpoint.id);
   item.id = `${source.id}/${machine}/checkpoints/${checkpoint.id}`;
-  item.description = [`before #${checkpoint.seq}`, new Date(checkpoint.at).toLocaleTimeString(), byteSize(checkpoint.bytes), ...(checkpoint.auto ? ['auto'] : [])].join(' · ');
+  item.description = [
+    `before #${checkpoint.seq}`,
+    new Date(checkpoint.at).toLocaleTimeString(),
+    byteSize(checkpoint.bytes),
+    ...(checkpoint.auto ? ['auto'] : []),
+  ].join(' · ');
   item.tooltip = `Checkpoint ${checkpoint.id}${checkpoint.label ? ` "${checkpoint.label}"` : ''} of ${machine}: the state before instruction ${checkpoint.seq}, ${checkpoint.auto ? 'saved automatically' : 'taken'} at ${new Date(checkpoint.at).toLocaleString()}`;
   item.iconPath = new vscode.ThemeIcon(checkpoint.auto ? 'circle-outline' : 'bookmark');
   item.contextValue = 'checkpoint';

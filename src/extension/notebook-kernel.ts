@@ -41,7 +41,9 @@ export class NotebookKernel implements vscode.Disposable {
     this.#subscriptions = [
       this.#controller,
       // With a machine (from a keybinding or a script), no question is asked.
-      vscode.commands.registerCommand('perennial.notebook.selectMachine', (machine?: MachineRef) => reporting(log, "choose the notebook's machine", () => this.#choose(machine))),
+      vscode.commands.registerCommand('perennial.notebook.selectMachine', (machine?: MachineRef) =>
+        reporting(log, "choose the notebook's machine", () => this.#choose(machine)),
+      ),
       vscode.commands.registerCommand('perennial.notebook.restart', () => reporting(log, 'restart the notebook', () => this.#restart())),
     ];
   }
@@ -49,7 +51,9 @@ export class NotebookKernel implements vscode.Disposable {
   /** The machine a notebook runs in, when it has one; never creates one. */
   machineOf(notebook: vscode.NotebookDocument): MachineRef | undefined {
     const ref = (ipynbMetadata(notebook)?.[METADATA_KEY] ?? this.#remembered()[notebook.uri.toString()]) as MachineRef | undefined;
-    return ref && typeof ref.name === 'string' && (ref.source === 'local' || ref.source === 'forevervm') && !this.sources[ref.source].isGone(ref.name) ? { source: ref.source, name: ref.name } : undefined;
+    return ref && typeof ref.name === 'string' && (ref.source === 'local' || ref.source === 'forevervm') && !this.sources[ref.source].isGone(ref.name)
+      ? { source: ref.source, name: ref.name }
+      : undefined;
   }
 
   dispose(): void {
@@ -64,7 +68,8 @@ export class NotebookKernel implements vscode.Disposable {
     for (const run of runs) pending.add(run);
     let machine: MachineRef;
     try {
-      machine = this.machineOf(notebook) ?? (await this.#assign(notebook, await createDefaultMachine(this.sources, { notebook: posix.basename(notebook.uri.path) })));
+      machine =
+        this.machineOf(notebook) ?? (await this.#assign(notebook, await createDefaultMachine(this.sources, { notebook: posix.basename(notebook.uri.path) })));
     } catch (error) {
       for (const run of runs) run.fail(`Perennial could not start a machine for this notebook: ${(error as Error).message}`);
       return;
@@ -83,7 +88,10 @@ export class NotebookKernel implements vscode.Disposable {
       }
       if (!pending.size) this.#pending.delete(notebook.uri.toString());
     });
-    this.#queues.set(key, turn.catch(() => {}));
+    this.#queues.set(
+      key,
+      turn.catch(() => {}),
+    );
     await turn;
   }
 
@@ -97,7 +105,8 @@ export class NotebookKernel implements vscode.Disposable {
   async #choose(given?: MachineRef): Promise<MachineRef | undefined> {
     const notebook = vscode.window.activeNotebookEditor?.notebook;
     if (!notebook) return undefined;
-    const machine = given ?? (await chooseMachine(this.sources, 'Perennial: Select Notebook Machine', `Machine for ${posix.basename(notebook.uri.path)} to run in`));
+    const machine =
+      given ?? (await chooseMachine(this.sources, 'Perennial: Select Notebook Machine', `Machine for ${posix.basename(notebook.uri.path)} to run in`));
     if (machine) await this.#assign(notebook, machine);
     return machine;
   }
@@ -108,7 +117,11 @@ export class NotebookKernel implements vscode.Disposable {
     const machine = notebook && this.machineOf(notebook);
     if (!machine) return;
     if (vscode.workspace.getConfiguration('perennial').get<boolean>('confirmRestart', true)) {
-      const answer = await vscode.window.showWarningMessage(`Restart ${machine.name}? Its variables, imports and functions are cleared; its files and installed packages stay.`, { modal: true }, 'Restart');
+      const answer = await vscode.window.showWarningMessage(
+        `Restart ${machine.name}? Its variables, imports and functions are cleared; its files and installed packages stay.`,
+        { modal: true },
+        'Restart',
+      );
       if (answer !== 'Restart') return;
     }
     await (await this.sources[machine.source].client()).reset(machine.name);
@@ -173,7 +186,9 @@ class CellRun {
       return this.#end(!('error' in result));
     } catch (error) {
       const gone = error instanceof ForeverVMError && error.code === 'MachineNotFound';
-      const message = gone ? `Machine ${machine.name} no longer exists (it was deleted elsewhere). Choose another with "Perennial: Select Notebook Machine", or run again for a new one.` : (error as Error).message;
+      const message = gone
+        ? `Machine ${machine.name} no longer exists (it was deleted elsewhere). Choose another with "Perennial: Select Notebook Machine", or run again for a new one.`
+        : (error as Error).message;
       this.#edit(() => execution.appendOutput(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error({ name: 'Perennial', message })])));
       return this.#end(false);
     }
@@ -214,10 +229,13 @@ function outputItem(stream: StreamName, text: string): vscode.NotebookCellOutput
 /** A result as notebook outputs: figures and `_repr_png_` images, then the value or the error, then Perennial's notes. */
 function resultOutputs(result: ExecResult): vscode.NotebookCellOutput[] {
   const view = viewResult(result);
-  const outputs = view.images.map((image) => new vscode.NotebookCellOutput([new vscode.NotebookCellOutputItem(Buffer.from(image.data, 'base64'), image.mimeType)]));
+  const outputs = view.images.map(
+    (image) => new vscode.NotebookCellOutput([new vscode.NotebookCellOutputItem(Buffer.from(image.data, 'base64'), image.mimeType)]),
+  );
   if (view.error !== null) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(pythonError(view.error))]));
   else if (view.value !== null) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.text(view.value, 'text/plain')]));
-  if (view.notes.length) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(view.notes.map((note) => `[perennial] ${note.text}\n`).join(''))]));
+  if (view.notes.length)
+    outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(view.notes.map((note) => `[perennial] ${note.text}\n`).join(''))]));
   return outputs;
 }
 

@@ -42,7 +42,12 @@ export class OutputPanel implements vscode.Disposable {
       this.#panel.reveal(undefined, preserveFocus);
       return;
     }
-    const panel = vscode.window.createWebviewPanel('perennial.output', 'Perennial Output', { viewColumn: vscode.ViewColumn.Beside, preserveFocus }, { enableScripts: true, localResourceRoots: [] });
+    const panel = vscode.window.createWebviewPanel(
+      'perennial.output',
+      'Perennial Output',
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus },
+      { enableScripts: true, localResourceRoots: [] },
+    );
     panel.iconPath = this.icon;
     panel.webview.html = html(randomBytes(16).toString('base64'));
     panel.webview.onDidReceiveMessage(async (message: { type: string; text?: string }) => {
@@ -62,7 +67,10 @@ export class OutputPanel implements vscode.Disposable {
   }
 
   /** A new instruction; the returned functions stream its output and end it with its result. */
-  start(machine: string, code: string): { output(stream: 'stdout' | 'stderr', text: string): void; finish(result: ExecResult): void; fail(message: string): void } {
+  start(
+    machine: string,
+    code: string,
+  ): { output(stream: 'stdout' | 'stderr', text: string): void; finish(result: ExecResult): void; fail(message: string): void } {
     this.show();
     const entry: Entry = { id: this.#nextId++, machine, code, output: [], notes: [], images: [], done: false };
     this.#entries.push(entry);

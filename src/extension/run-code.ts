@@ -85,16 +85,26 @@ async function runInMachine(code: string, { sources, active, panel, log }: RunCo
 }
 
 /** A failed run: in the panel, and as a notification with the next step (not waited for). */
-async function reportFailure(error: Error, name: string | undefined, entry: RunEntry | undefined, active: ActiveMachine, log: vscode.LogOutputChannel): Promise<void> {
+async function reportFailure(
+  error: Error,
+  name: string | undefined,
+  entry: RunEntry | undefined,
+  active: ActiveMachine,
+  log: vscode.LogOutputChannel,
+): Promise<void> {
   entry?.fail(error.message);
   log.error(`running code in ${name ?? '(no machine)'}: ${error.stack ?? error.message}`);
   if (error instanceof ForeverVMError && error.code === 'MachineNotFound') {
     await active.set(undefined);
-    void vscode.window.showErrorMessage(`Perennial: machine ${name} no longer exists (it was deleted elsewhere).`, 'Select Machine').then((choice) => choice && active.choose());
+    void vscode.window
+      .showErrorMessage(`Perennial: machine ${name} no longer exists (it was deleted elsewhere).`, 'Select Machine')
+      .then((choice) => choice && active.choose());
     return;
   }
   if (error instanceof ForeverVMError && error.status === 401) {
-    void vscode.window.showErrorMessage('Perennial: the server refused the token. For ForeverVM, set a valid token.', 'Set ForeverVM Token').then((choice) => choice && vscode.commands.executeCommand('perennial.setForeverVMToken'));
+    void vscode.window
+      .showErrorMessage('Perennial: the server refused the token. For ForeverVM, set a valid token.', 'Set ForeverVM Token')
+      .then((choice) => choice && vscode.commands.executeCommand('perennial.setForeverVMToken'));
     return;
   }
   const next = error instanceof ForeverVMError && error.code === 'Unreachable' ? ' Is the Perennial server running? It is started on demand; see the log.' : '';

@@ -23,7 +23,17 @@ const CheckpointRecord = z.looseObject({
   /** False for the state of a machine that had run nothing: rolling back to it empties the machine. */
   hasSnapshot: z.boolean(),
   /** The machine's own folder (python engine files), by content; null for a sandbox machine, whose files are in its snapshot. */
-  files: z.array(z.object({ path: z.string(), kind: z.enum(['file', 'dir', 'link']), mode: z.number().int(), sha256: z.string().optional(), target: z.string().optional() })).nullable(),
+  files: z
+    .array(
+      z.object({
+        path: z.string(),
+        kind: z.enum(['file', 'dir', 'link']),
+        mode: z.number().int(),
+        sha256: z.string().optional(),
+        target: z.string().optional(),
+      }),
+    )
+    .nullable(),
 });
 type CheckpointRecord = z.infer<typeof CheckpointRecord>;
 type FileEntry = NonNullable<CheckpointRecord['files']>[number];
@@ -78,7 +88,17 @@ export class CheckpointStore {
         bytes += saved.newBytes;
       }
       const id = String((await this.#highestId()) + 1);
-      const record: CheckpointRecord = { version: CHECKPOINT_FORMAT, id, label, seq: source.seq, at: new Date().toISOString(), bytes, auto, hasSnapshot: source.snapshotPath !== null, files };
+      const record: CheckpointRecord = {
+        version: CHECKPOINT_FORMAT,
+        id,
+        label,
+        seq: source.seq,
+        at: new Date().toISOString(),
+        bytes,
+        auto,
+        hasSnapshot: source.snapshotPath !== null,
+        files,
+      };
       await writeFileAtomic(join(temp, RECORD), JSON.stringify(record));
       await rename(temp, join(this.dir, id));
       return info(record);

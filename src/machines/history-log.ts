@@ -75,7 +75,10 @@ export class HistoryLog {
         readSync(fd, buffer, 0, buffer.length, start);
         const lines = buffer.toString('utf8').split('\n');
         if (start > 0) lines.shift(); // probably cut in the middle
-        const seqs = lines.map(parseLine).filter((l) => l !== null).map((l) => l.seq);
+        const seqs = lines
+          .map(parseLine)
+          .filter((l) => l !== null)
+          .map((l) => l.seq);
         if (seqs.length || start === 0) return seqs.length ? Math.max(...seqs) : -1;
       }
     } finally {
@@ -116,7 +119,7 @@ export class HistoryLog {
     try {
       const fd = this.#fd ?? this.#open();
       // A short write is followed by another, which says why it fell short.
-      for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
+      for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written);
       this.#size += bytes.length;
     } catch (error) {
       try {

@@ -125,7 +125,9 @@ export class InstructionQueue {
 
   /** Records an instruction's outcome and hands it to whoever waits for it. */
   finish(instruction: QueueEntry, outcome: ExecResult): void {
-    const unrecorded = this.#record(() => this.log.finished(instruction.seq, outcome, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr')));
+    const unrecorded = this.#record(() =>
+      this.log.finished(instruction.seq, outcome, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr')),
+    );
     const why = instruction.unrecorded ?? unrecorded;
     const result = why ? withNotice(outcome, why) : outcome;
     instruction.status = 'done';

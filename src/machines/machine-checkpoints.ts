@@ -111,7 +111,8 @@ export class MachineCheckpoints {
           await saver.save({ spare: checkpoint.id });
         } catch (error) {
           // Only a state already gone (its process died) may be left unsaved: a rollback can be undone.
-          if (!(error instanceof EngineExitedError)) throw new NotSavedError(`roll machine ${this.#name} back: the state it would leave could not be saved first`, (error as Error).message);
+          if (!(error instanceof EngineExitedError))
+            throw new NotSavedError(`roll machine ${this.#name} back: the state it would leave could not be saved first`, (error as Error).message);
           left = error.message;
         }
         // A python engine's old process stops before its files are replaced. A sandbox one, whose
@@ -157,23 +158,31 @@ export class MachineCheckpoints {
     saver.cancel();
     return this.parts.serial(async () => {
       const engine = await slot.warm();
-      if (!engine.upgrade) throw new UpgradeRefusedError(this.#name, `its ${engine.name} engine runs the interpreter it was given (${describeRuntime(engine.runtime)}); there is nothing to upgrade`);
+      if (!engine.upgrade)
+        throw new UpgradeRefusedError(
+          this.#name,
+          `its ${engine.name} engine runs the interpreter it was given (${describeRuntime(engine.runtime)}); there is nothing to upgrade`,
+        );
       const leaving = describeRuntime(engine.runtime);
       try {
         await saver.save({ autoCheckpoint: false });
       } catch (error) {
         throw new NotSavedError(`upgrade machine ${this.#name}: the state it would leave could not be saved first`, (error as Error).message);
       }
-      const checkpoint = await checkpoints.add(await saver.source(), `before-upgrade-from-${engine.runtime?.pyodide ?? engine.runtime?.python ?? 'unknown'}`, false).catch((error: Error) => {
-        throw new NotSavedError(`upgrade machine ${this.#name}: no checkpoint of the state it would leave could be taken`, error.message);
-      });
+      const checkpoint = await checkpoints
+        .add(await saver.source(), `before-upgrade-from-${engine.runtime?.pyodide ?? engine.runtime?.python ?? 'unknown'}`, false)
+        .catch((error: Error) => {
+          throw new NotSavedError(`upgrade machine ${this.#name}: no checkpoint of the state it would leave could be taken`, error.message);
+        });
       let report;
       try {
         report = await engine.upgrade();
       } catch (error) {
         await checkpoints.remove(checkpoint.id).catch(() => {});
         if (error instanceof AlreadyCurrentError) throw new UpgradeRefusedError(this.#name, error.message);
-        throw new Error(`Could not upgrade machine ${this.#name} from ${leaving}: ${(error as Error).message}. Nothing was changed: it runs on as it was.`, { cause: error });
+        throw new Error(`Could not upgrade machine ${this.#name} from ${leaving}: ${(error as Error).message}. Nothing was changed: it runs on as it was.`, {
+          cause: error,
+        });
       }
       slot.dirty = true;
       manifest.runtime = report.to;

@@ -70,7 +70,10 @@ export class MachineEngine {
   async warm(ahead?: Promise<EngineAhead>): Promise<Engine> {
     const { store, notices, manifest } = this.context;
     if (this.current) {
-      void ahead?.then(({ engine }) => engine.stop(), () => {});
+      void ahead?.then(
+        ({ engine }) => engine.stop(),
+        () => {},
+      );
       return this.current;
     }
     const early = await ahead?.catch(() => undefined);

@@ -17,7 +17,19 @@ import type {
   RollbackResult,
   UpgradeResult,
 } from '../shared/types.ts';
-import { CheckpointBody, CheckpointRef, CompleteBody, ForkBody, InvalidRequestError, NewMachineOptions, Packages, Tags, TimeoutSeconds, parseRequest, type EngineName } from '../shared/requests.ts';
+import {
+  CheckpointBody,
+  CheckpointRef,
+  CompleteBody,
+  ForkBody,
+  InvalidRequestError,
+  NewMachineOptions,
+  Packages,
+  Tags,
+  TimeoutSeconds,
+  parseRequest,
+  type EngineName,
+} from '../shared/requests.ts';
 import { DataDirLock } from '../platform/data-dir-lock.ts';
 import { checkDataDirFormat, markDataDir } from '../platform/data-dir-format.ts';
 import { VERSION } from '../shared/version.ts';
@@ -214,11 +226,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   }
 
   /** Runs code and waits for its result, streaming output chunks as they come. */
-  async run(
-    name: string,
-    code: string,
-    options: ExecOptions & { onOutput?: (chunk: OutputChunk) => void } = {},
-  ): Promise<{ seq: number; result: ExecResult }> {
+  async run(name: string, code: string, options: ExecOptions & { onOutput?: (chunk: OutputChunk) => void } = {}): Promise<{ seq: number; result: ExecResult }> {
     const { seq } = this.exec(name, code, options);
     const result = await this.follow(name, seq, options.onOutput ?? (() => {}));
     return { seq, result };
@@ -271,7 +279,15 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const { tags } = parseRequest(ForkBody, request);
     const merged = parseRequest(Tags, { ...origin.manifest.tags, forked_from: name, ...tags });
     const now = new Date().toISOString();
-    const manifest: MachineManifest = { ...structuredClone(origin.manifest), name: newMachineName(), createdAt: now, lastUsedAt: now, tags: merged, nextSeq: 0, snapshot: null };
+    const manifest: MachineManifest = {
+      ...structuredClone(origin.manifest),
+      name: newMachineName(),
+      createdAt: now,
+      lastUsedAt: now,
+      tags: merged,
+      nextSeq: 0,
+      snapshot: null,
+    };
     delete manifest.rebuilt;
     await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, source));
     const info = this.#info(this.#adopt(manifest));
@@ -461,7 +477,9 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   }
 
   #swapQuietly(machine: Machine): void {
-    machine.swapOut().catch((error: Error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }));
+    machine
+      .swapOut()
+      .catch((error: Error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }));
   }
 
   #introspect<T>(name: string, task: (engine: Engine) => Promise<T>, changesState = false): Promise<T> {

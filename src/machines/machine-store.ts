@@ -153,9 +153,11 @@ export class MachineStore {
     }
     const version = (parsed as { version?: unknown } | null)?.version;
     // Written by a newer Perennial in a format this one cannot read: left as it is, never rebuilt.
-    if (typeof version === 'number' && version > MANIFEST_VERSION) return { newer: `its machine.json has format ${version}, and this Perennial reads format ${MANIFEST_VERSION}: update Perennial to use it` };
+    if (typeof version === 'number' && version > MANIFEST_VERSION)
+      return { newer: `its machine.json has format ${version}, and this Perennial reads format ${MANIFEST_VERSION}: update Perennial to use it` };
     const manifest = ManifestSchema.safeParse(parsed);
-    if (!manifest.success) return { damaged: { name, reason: `machine.json is not a manifest (${z.prettifyError(manifest.error).replace(/\n/g, '; ')})`, parsed } };
+    if (!manifest.success)
+      return { damaged: { name, reason: `machine.json is not a manifest (${z.prettifyError(manifest.error).replace(/\n/g, '; ')})`, parsed } };
     if (manifest.data.name !== name) return { damaged: { name, reason: `machine.json names another machine (${manifest.data.name})`, parsed } };
     manifest.data.nextSeq = Math.max(manifest.data.nextSeq, lastSeq + 1);
     return { manifest: manifest.data };

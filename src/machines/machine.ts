@@ -62,7 +62,16 @@ export class Machine {
     const checkpoints = new CheckpointStore(store.checkpointsDir(manifest.name));
     this.#queue = new InstructionQueue(manifest, store.history(manifest.name), onFinished);
     this.#notices = new MachineNotices(manifest, this.#queue);
-    this.#engine = new MachineEngine({ manifest, store, createEngine, outputLimit: settings.outputLimit, queue: this.#queue, notices: this.#notices, setState, isDeleted: () => this.#deleted });
+    this.#engine = new MachineEngine({
+      manifest,
+      store,
+      createEngine,
+      outputLimit: settings.outputLimit,
+      queue: this.#queue,
+      notices: this.#notices,
+      setState,
+      isDeleted: () => this.#deleted,
+    });
     this.#saver = new StateSaver({
       manifest,
       store,
@@ -128,10 +137,7 @@ export class Machine {
       snapshot: m.snapshot,
       runtime: m.runtime ?? null,
       upgradeTo: null,
-      warnings: [
-        ...(m.rebuilt ? [m.rebuilt] : []),
-        ...(this.#saver.error ? [`It cannot be swapped out, so it stays in memory: ${this.#saver.error}`] : []),
-      ],
+      warnings: [...(m.rebuilt ? [m.rebuilt] : []), ...(this.#saver.error ? [`It cannot be swapped out, so it stays in memory: ${this.#saver.error}`] : [])],
     };
   }
 

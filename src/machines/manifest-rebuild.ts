@@ -53,7 +53,11 @@ export async function rebuildManifest(store: MachineStore, damaged: DamagedManif
     lastUsedAt: history.at(-1)?.startedAt ?? kept.lastUsedAt ?? firstUse,
     // A snapshot is taken between instructions: it holds every one that started before it.
     snapshot: snapshotFile
-      ? { at: snapshotFile.mtime.toISOString(), bytes: snapshotFile.size, seq: (history.filter((e) => Date.parse(e.startedAt) <= snapshotFile.mtimeMs).at(-1)?.seq ?? -1) + 1 }
+      ? {
+          at: snapshotFile.mtime.toISOString(),
+          bytes: snapshotFile.size,
+          seq: (history.filter((e) => Date.parse(e.startedAt) <= snapshotFile.mtimeMs).at(-1)?.seq ?? -1) + 1,
+        }
       : null,
     rebuilt: [
       `This machine's manifest could not be read (${damaged.reason}), so it was rebuilt from its ${snapshotFile ? 'snapshot and ' : ''}history on ${new Date().toISOString()}`,

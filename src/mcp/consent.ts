@@ -1,4 +1,13 @@
-import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, type ClientCapabilities, type ElicitRequestFormParams, type InputRequiredResult, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  inputRequired,
+  inputResponse,
+  type ClientCapabilities,
+  type ElicitRequestFormParams,
+  type InputRequiredResult,
+  type McpServer,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 
 /** The key of the question in a 2026-07-28 `input_required` round. */
 const CONSENT_KEY = 'consent';
@@ -25,7 +34,8 @@ export async function askConsent(server: McpServer, ctx: ServerContext, message:
   if (!elicitation || (elicitation.url && !elicitation.form)) return { answer: 'unasked' };
   if (ctx.mcpReq.envelope) {
     const response = inputResponse(ctx.mcpReq.inputResponses, CONSENT_KEY);
-    if (response.kind === 'missing') return { ask: inputRequired({ inputRequests: { [CONSENT_KEY]: inputRequired.elicit({ message, requestedSchema: CONSENT_FORM }) } }) };
+    if (response.kind === 'missing')
+      return { ask: inputRequired({ inputRequests: { [CONSENT_KEY]: inputRequired.elicit({ message, requestedSchema: CONSENT_FORM }) } }) };
     return { answer: response.kind === 'elicit' && response.action === 'accept' ? 'given' : 'refused' };
   }
   const response = await ctx.mcpReq.elicitInput({ mode: 'form', message, requestedSchema: CONSENT_FORM });

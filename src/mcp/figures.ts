@@ -20,26 +20,31 @@ export interface FigureRef {
  * resource link. The link of a figure already inline is for the user to open or save (VS Code
  * fetches image links for the model, which would send it twice); the others are for the model too.
  */
-export function figureContent(replId: string, seq: number, images: ImageData[], inlineImages: number): { blocks: ContentBlock[]; refs: FigureRef[]; note: string | null } {
+export function figureContent(
+  replId: string,
+  seq: number,
+  images: ImageData[],
+  inlineImages: number,
+): { blocks: ContentBlock[]; refs: FigureRef[]; note: string | null } {
   const refs = images.map((_, i) => ({ uri: figureUri(replId, seq, i + 1), inline: i < inlineImages }));
   const blocks: ContentBlock[] = [
     ...images.slice(0, inlineImages).map((image): ContentBlock => ({ type: 'image', data: image.data, mimeType: image.mimeType })),
-    ...images.map(
-      (image, i): ContentBlock => ({
-        type: 'resource_link',
-        uri: refs[i]!.uri,
-        name: `figure-${seq}-${i + 1}.png`,
-        title: `Figure ${i + 1} of instruction ${seq} in ${replId}`,
-        mimeType: image.mimeType,
-        size: Buffer.byteLength(image.data, 'base64'),
-        ...(refs[i]!.inline ? { annotations: { audience: ['user'] } } : {}),
-      }),
-    ),
+    ...images.map((image, i): ContentBlock => ({
+      type: 'resource_link',
+      uri: refs[i]!.uri,
+      name: `figure-${seq}-${i + 1}.png`,
+      title: `Figure ${i + 1} of instruction ${seq} in ${replId}`,
+      mimeType: image.mimeType,
+      size: Buffer.byteLength(image.data, 'base64'),
+      ...(refs[i]!.inline ? { annotations: { audience: ['user'] } } : {}),
+    })),
   ];
   const linked = refs.filter((ref) => !ref.inline).map((ref) => ref.uri);
   const shown = refs.length - linked.length;
   const inline = shown ? `${shown} shown inline, at most ${inlineImages} per result` : 'inline images are off';
-  const note = linked.length ? `${refs.length} figure${refs.length === 1 ? '' : 's'}: ${inline}; read ${shown ? 'the rest' : 'them'} as resources: ${linked.join(', ')}` : null;
+  const note = linked.length
+    ? `${refs.length} figure${refs.length === 1 ? '' : 's'}: ${inline}; read ${shown ? 'the rest' : 'them'} as resources: ${linked.join(', ')}`
+    : null;
   return { blocks, refs, note };
 }
 

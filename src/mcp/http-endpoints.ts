@@ -48,7 +48,9 @@ export class McpHttpEndpoints {
     private readonly client: PerennialClient,
     private readonly defaults: McpOptions = {},
   ) {
-    this.#modern = createMcpHandler(({ requestInfo }) => createMcpServer(client, { ...defaults, ...connectionOptions(requestInfo?.url) }), { legacy: 'reject' });
+    this.#modern = createMcpHandler(({ requestInfo }) => createMcpServer(client, { ...defaults, ...connectionOptions(requestInfo?.url) }), {
+      legacy: 'reject',
+    });
     this.#serveModern = toNodeHandler(this.#modern);
     this.#changes = new ResourceListChanges(client, () => this.#modern.notify.resourcesChanged());
   }

@@ -30,8 +30,14 @@ const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
  * connection (stdio, a 2025-era HTTP session, legacy SSE) or per request (2026-07-28 over HTTP):
  * nothing in it outlives that, the machines' state lives behind `client`.
  */
-export function createMcpServer(client: PerennialClient, { inlineImages = DEFAULT_INLINE_IMAGES, progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS }: McpOptions = {}): McpServer {
-  const server = new McpServer({ name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
+export function createMcpServer(
+  client: PerennialClient,
+  { inlineImages = DEFAULT_INLINE_IMAGES, progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS }: McpOptions = {},
+): McpServer {
+  const server = new McpServer(
+    { name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS },
+    { instructions: INSTRUCTIONS, capabilities: { logging: {} } },
+  );
   registerTools(server, client, { inlineImages, progressHeartbeatMs });
   registerResources(server, client);
   registerPrompts(server, client);

@@ -12,7 +12,8 @@ const QUOTE_CHARS = 4000;
 
 const ask = (text: string): GetPromptResult => ({ messages: [{ role: 'user', content: { type: 'text', text } }] });
 
-const quote = (text: string) => '```\n' + (text.length > QUOTE_CHARS ? `${text.slice(0, QUOTE_CHARS)}\n… (${text.length - QUOTE_CHARS} more characters)` : text) + '\n```';
+const quote = (text: string) =>
+  '```\n' + (text.length > QUOTE_CHARS ? `${text.slice(0, QUOTE_CHARS)}\n… (${text.length - QUOTE_CHARS} more characters)` : text) + '\n```';
 
 function variablesText(variables: VariableSummary[]): string {
   if (!variables.length) return 'It has no variables yet.';
@@ -21,14 +22,23 @@ function variablesText(variables: VariableSummary[]): string {
 
 function entryText(entry: HistoryEntry): string {
   const view = entry.result ? viewResult(entry.result) : null;
-  const outcome = !view ? '(no result recorded)' : view.error !== null ? `Error:\n${quote(view.error)}` : view.value !== null ? `Value: ${view.value}` : '(no value)';
+  const outcome = !view
+    ? '(no result recorded)'
+    : view.error !== null
+      ? `Error:\n${quote(view.error)}`
+      : view.value !== null
+        ? `Value: ${view.value}`
+        : '(no value)';
   return `[${entry.seq}]\n${quote(entry.code)}\n${outcome}`;
 }
 
 /** The prompts' arguments, with completions over `client`'s machines. */
 function makeArgumentSchemas(client: PerennialClient) {
   const replId = completable(z.string().describe('The REPL (machine) name'), completeMachineName(client));
-  const path = completable(z.string().describe('The file, inside the REPL (the workspace is /workspace in a sandbox REPL that mounts it)'), completeMachinePath(client));
+  const path = completable(
+    z.string().describe('The file, inside the REPL (the workspace is /workspace in a sandbox REPL that mounts it)'),
+    completeMachinePath(client),
+  );
   return { machineArgs: z.object({ replId }), fileArgs: z.object({ replId, path }) };
 }
 
@@ -59,7 +69,8 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
     'explore-data-file',
     {
       title: 'Explore a data file in a REPL',
-      description: 'Load a data file (CSV, JSON, Parquet, Excel...) into a persistent REPL once, and summarise it: shape, columns, types, missing values, sample rows.',
+      description:
+        'Load a data file (CSV, JSON, Parquet, Excel...) into a persistent REPL once, and summarise it: shape, columns, types, missing values, sample rows.',
       argsSchema: fileArgs,
     },
     ({ replId: name, path }) =>
@@ -78,7 +89,7 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
     'resume-repl',
     {
       title: 'Pick up where a REPL left off',
-      description: "Continue work in a persistent REPL from its variables and its last instructions, without recomputing what it already holds.",
+      description: 'Continue work in a persistent REPL from its variables and its last instructions, without recomputing what it already holds.',
       argsSchema: machineArgs,
     },
     async ({ replId: name }) => {
@@ -98,7 +109,8 @@ export function registerPrompts(server: McpServer, client: PerennialClient): voi
     'debug-last-error',
     {
       title: "Debug a REPL's last error",
-      description: 'Find the cause of the last instruction that failed in a REPL and fix it, rerunning only what is needed: the state before the error is still there.',
+      description:
+        'Find the cause of the last instruction that failed in a REPL and fix it, rerunning only what is needed: the state before the error is still there.',
       argsSchema: machineArgs,
     },
     async ({ replId: name }) => {

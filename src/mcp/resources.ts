@@ -39,7 +39,8 @@ async function orNotFound<T>(uri: string, read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (error) {
-    const missing = (error instanceof ForeverVMError && error.status === 404) || /FileNotFoundError|IsADirectoryError|No such file/.test((error as Error).message);
+    const missing =
+      (error instanceof ForeverVMError && error.status === 404) || /FileNotFoundError|IsADirectoryError|No such file/.test((error as Error).message);
     if (missing) throw new ResourceNotFoundError(uri, (error as Error).message);
     throw error;
   }
@@ -55,19 +56,30 @@ const variable = (value: string | string[] | undefined) => (Array.isArray(value)
 export function registerResources(server: McpServer, client: PerennialClient): void {
   const machineNames = completeMachineName(client);
 
-  server.registerResource('machines', MACHINES_URI, { title: 'Python REPLs', description: 'Every REPL (machine) with its tags, engine and state, newest first.', mimeType: 'application/json' }, async (uri) =>
-    json(uri.href, await client.list()),
+  server.registerResource(
+    'machines',
+    MACHINES_URI,
+    { title: 'Python REPLs', description: 'Every REPL (machine) with its tags, engine and state, newest first.', mimeType: 'application/json' },
+    async (uri) => json(uri.href, await client.list()),
   );
 
   server.registerResource(
     'history',
     new ResourceTemplate('perennial://machines/{replId}/history', {
       list: async () => ({
-        resources: (await client.list()).map((m) => ({ uri: `perennial://machines/${m.name}/history`, name: `${m.name} history`, mimeType: 'application/json' })),
+        resources: (await client.list()).map((m) => ({
+          uri: `perennial://machines/${m.name}/history`,
+          name: `${m.name} history`,
+          mimeType: 'application/json',
+        })),
       }),
       complete: { replId: machineNames },
     }),
-    { title: 'REPL history', description: 'The instructions a REPL ran, with their results (figures as resource URIs), oldest first.', mimeType: 'application/json' },
+    {
+      title: 'REPL history',
+      description: 'The instructions a REPL ran, with their results (figures as resource URIs), oldest first.',
+      mimeType: 'application/json',
+    },
     async (uri, { replId }) => json(uri.href, historyWithFigureLinks(variable(replId), await orNotFound(uri.href, () => client.history(variable(replId))))),
   );
 
@@ -86,7 +98,11 @@ export function registerResources(server: McpServer, client: PerennialClient): v
       const path = variable(variables.path);
       const file = await orNotFound(uri.href, () => client.readFile(variable(variables.replId), path));
       const text = utf8Text(file.content);
-      return { contents: [text === null ? { uri: uri.href, mimeType: mediaType(path, false), blob: file.content } : { uri: uri.href, mimeType: mediaType(path, true), text }] };
+      return {
+        contents: [
+          text === null ? { uri: uri.href, mimeType: mediaType(path, false), blob: file.content } : { uri: uri.href, mimeType: mediaType(path, true), text },
+        ],
+      };
     },
   );
 
@@ -95,6 +111,7 @@ export function registerResources(server: McpServer, client: PerennialClient): v
     // Results link their figures; there are too many to list.
     new ResourceTemplate(FIGURE_URI_TEMPLATE, { list: undefined, complete: { replId: machineNames } }),
     { title: 'REPL figure', description: 'Figure n (from 1) that instruction seq drew, as PNG.', mimeType: 'image/png' },
-    async (uri, { replId, seq, n }) => readFigure(uri.href, variable(seq), variable(n), (instruction) => orNotFound(uri.href, () => client.result(variable(replId), instruction))),
+    async (uri, { replId, seq, n }) =>
+      readFigure(uri.href, variable(seq), variable(n), (instruction) => orNotFound(uri.href, () => client.result(variable(replId), instruction))),
   );
 }

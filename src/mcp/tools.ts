@@ -1,7 +1,22 @@
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { PerennialClient } from '../shared/perennial-client.ts';
-import { CheckpointLabel, CheckpointRef, DottedName, EngineName, ForkBody, FileEncoding, FilePath, HistoryLast, MachineName, NewMachineOptions, Packages, TagFilter, TimeoutSeconds, VariableName } from '../shared/requests.ts';
+import {
+  CheckpointLabel,
+  CheckpointRef,
+  DottedName,
+  EngineName,
+  ForkBody,
+  FileEncoding,
+  FilePath,
+  HistoryLast,
+  MachineName,
+  NewMachineOptions,
+  Packages,
+  TagFilter,
+  TimeoutSeconds,
+  VariableName,
+} from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
 import { streamText, type CheckpointInfo, type ExecResult, type OutputChunk } from '../shared/types.ts';
 import { askConsent, type Consent } from './consent.ts';
@@ -65,7 +80,10 @@ function convertedOnce(schema: z.ZodObject): void {
 const replId = MachineName.describe('The machine name returned by create-python-repl');
 
 const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] });
-const json = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value as Record<string, unknown> });
+const json = (value: unknown): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(value, null, 2) }],
+  structuredContent: value as Record<string, unknown>,
+});
 
 /**
  * The result of an instruction as an MCP tool result: output, value or traceback, Perennial's
@@ -108,12 +126,24 @@ const RunOutput = z.object({
   seq: z.number().int(),
 });
 
-const CheckpointOutput = z.object({ id: z.string(), label: z.string().nullable(), seq: z.number().int(), at: z.string(), bytes: z.number(), auto: z.boolean() });
+const CheckpointOutput = z.object({
+  id: z.string(),
+  label: z.string().nullable(),
+  seq: z.number().int(),
+  at: z.string(),
+  bytes: z.number(),
+  auto: z.boolean(),
+});
 
 const checkpointName = (checkpoint: CheckpointInfo) => (checkpoint.label ? `${checkpoint.id} ("${checkpoint.label}")` : checkpoint.id);
 
 /** Runs `code` as an instruction: output lines as progress, interrupted when the call is cancelled. */
-async function runInstruction(name: string, code: string, timeoutSeconds: number | undefined, { client, signal, progress, inlineImages }: ToolContext): Promise<CallToolResult> {
+async function runInstruction(
+  name: string,
+  code: string,
+  timeoutSeconds: number | undefined,
+  { client, signal, progress, inlineImages }: ToolContext,
+): Promise<CallToolResult> {
   const stop = () => void client.interrupt(name).catch(() => {});
   signal.addEventListener('abort', stop, { once: true });
   try {
@@ -143,7 +173,8 @@ export const TOOLS = [
   tool({
     name: 'create-python-repl',
     title: 'Create a Python REPL',
-    description: 'Creates a persistent Python REPL (a machine) and returns its name, the replId for the other tools. Its variables, imports and files survive until it is deleted.',
+    description:
+      'Creates a persistent Python REPL (a machine) and returns its name, the replId for the other tools. Its variables, imports and files survive until it is deleted.',
     inputSchema: z.object({
       engine: EngineName.optional().describe("sandbox (isolated Pyodide, the default) or python (the user's own interpreter)"),
       tags: NewMachineOptions.shape.tags.describe('Labels to find the REPL by later'),
@@ -160,7 +191,7 @@ export const TOOLS = [
     name: 'run-python-in-repl',
     title: 'Run Python in a REPL',
     description:
-      "Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images and as perennial:// resources.",
+      'Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images and as perennial:// resources.',
     inputSchema: z.object({
       pythonCode: z.string().describe('The code; the value of its last expression is returned'),
       replId,
@@ -245,20 +276,27 @@ export const TOOLS = [
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name }, { client }) {
       const { cleared } = await client.reset(name);
-      return { content: [{ type: 'text', text: `Reset ${name}: cleared ${cleared} name${cleared === 1 ? '' : 's'}; files and packages stay.` }], structuredContent: { cleared } };
+      return {
+        content: [{ type: 'text', text: `Reset ${name}: cleared ${cleared} name${cleared === 1 ? '' : 's'}; files and packages stay.` }],
+        structuredContent: { cleared },
+      };
     },
   }),
   tool({
     name: 'inspect-repl-object',
     title: 'Inspect a REPL object',
     description:
-      "Shows the type, call signature and docstring of a REPL variable or of a dotted path from one or from a builtin (df.groupby, json.dumps, str.split), without calling or running anything.",
+      'Shows the type, call signature and docstring of a REPL variable or of a dotted path from one or from a builtin (df.groupby, json.dumps, str.split), without calling or running anything.',
     inputSchema: z.object({ replId, expression: DottedName.describe('A variable name, or a dotted path such as df.groupby') }),
     outputSchema: z.object({ name: z.string(), type: z.string(), signature: z.string().nullable(), doc: z.string().nullable() }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name, expression }, { client }) {
       const info = await client.inspect(name, expression);
-      const lines = [`${info.name}: ${info.type}`, ...(info.signature ? [`Signature: ${info.name.split('.').at(-1)}${info.signature}`] : []), ...(info.doc ? ['', info.doc] : [])];
+      const lines = [
+        `${info.name}: ${info.type}`,
+        ...(info.signature ? [`Signature: ${info.name.split('.').at(-1)}${info.signature}`] : []),
+        ...(info.doc ? ['', info.doc] : []),
+      ];
       return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...info } };
     },
   }),
@@ -266,7 +304,7 @@ export const TOOLS = [
     name: 'fork-python-repl',
     title: 'Fork a Python REPL',
     description:
-      "Makes a new REPL with the same state as this one now (variables, imports, functions, files) and returns its replId. The two are independent afterwards: try something risky in the fork and keep the original as it was.",
+      'Makes a new REPL with the same state as this one now (variables, imports, functions, files) and returns its replId. The two are independent afterwards: try something risky in the fork and keep the original as it was.',
     inputSchema: z.object({ replId, tags: ForkBody.shape.tags.describe("Labels for the fork, on top of the original's and forked_from") }),
     outputSchema: z.object({ replId: z.string() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
@@ -284,7 +322,10 @@ export const TOOLS = [
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handler({ replId: name, label }, { client }) {
       const checkpoint = await client.checkpoint(name, label);
-      return { content: [{ type: 'text', text: `Checkpoint ${checkpointName(checkpoint)} of ${name}, before instruction ${checkpoint.seq}` }], structuredContent: { checkpoint } };
+      return {
+        content: [{ type: 'text', text: `Checkpoint ${checkpointName(checkpoint)} of ${name}, before instruction ${checkpoint.seq}` }],
+        structuredContent: { checkpoint },
+      };
     },
   }),
   tool({
@@ -303,13 +344,18 @@ export const TOOLS = [
     name: 'rollback-python-repl',
     title: 'Roll a Python REPL back',
     description:
-      "Returns a REPL to a checkpoint (by id or label): its variables, imports and files become what they were then. What runs is interrupted first; the state it leaves is kept as an automatic checkpoint, so a rollback can be undone.",
+      'Returns a REPL to a checkpoint (by id or label): its variables, imports and files become what they were then. What runs is interrupted first; the state it leaves is kept as an automatic checkpoint, so a rollback can be undone.',
     inputSchema: z.object({ replId, checkpoint: CheckpointRef.describe('A checkpoint id from list-repl-checkpoints, or a label') }),
     outputSchema: z.object({ checkpoint: CheckpointOutput, seq: z.number().int() }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name, checkpoint }, { client }) {
       const rolled = await client.rollback(name, checkpoint);
-      return { content: [{ type: 'text', text: `Rolled ${name} back to checkpoint ${checkpointName(rolled.checkpoint)}, taken before instruction ${rolled.checkpoint.seq}` }], structuredContent: { ...rolled } };
+      return {
+        content: [
+          { type: 'text', text: `Rolled ${name} back to checkpoint ${checkpointName(rolled.checkpoint)}, taken before instruction ${rolled.checkpoint.seq}` },
+        ],
+        structuredContent: { ...rolled },
+      };
     },
   }),
   tool({
@@ -323,9 +369,15 @@ export const TOOLS = [
     async handler({ replId: name, packages }, { client, consent }) {
       const listed = packages.join(', ');
       if ((await client.get(name)).engine === 'python') {
-        const asked = await consent(`Install ${listed} with pip into the Python environment of REPL ${name}? It is your own interpreter's: this changes it for every program that uses it.`);
+        const asked = await consent(
+          `Install ${listed} with pip into the Python environment of REPL ${name}? It is your own interpreter's: this changes it for every program that uses it.`,
+        );
         if ('ask' in asked) return asked.ask;
-        if (asked.answer === 'refused') return { content: [{ type: 'text', text: `Not installed: the user did not agree to install ${listed} into the Python environment of ${name}.` }], isError: true };
+        if (asked.answer === 'refused')
+          return {
+            content: [{ type: 'text', text: `Not installed: the user did not agree to install ${listed} into the Python environment of ${name}.` }],
+            isError: true,
+          };
       }
       return text(`Installed: ${await client.installPackages(name, packages)}`);
     },
@@ -359,7 +411,11 @@ export const TOOLS = [
     async handler({ replId: name, path }, { client }) {
       const file = await client.readFile(name, path);
       const text = utf8Text(file.content);
-      return json({ path: file.path, size: file.size, ...(text === null ? { encoding: 'base64', content: file.content } : { encoding: 'utf8', content: text }) });
+      return json({
+        path: file.path,
+        size: file.size,
+        ...(text === null ? { encoding: 'base64', content: file.content } : { encoding: 'utf8', content: text }),
+      });
     },
   }),
   tool({
@@ -375,7 +431,11 @@ export const TOOLS = [
 ];
 
 /** Registers every tool on `server`, each working on the machines `client` reaches; `progressHeartbeatMs` is the longest silence in a call's progress. */
-export function registerTools(server: McpServer, client: PerennialClient, { inlineImages, progressHeartbeatMs }: { inlineImages: number; progressHeartbeatMs: number }): void {
+export function registerTools(
+  server: McpServer,
+  client: PerennialClient,
+  { inlineImages, progressHeartbeatMs }: { inlineImages: number; progressHeartbeatMs: number },
+): void {
   for (const definition of TOOLS as Array<ToolDefinition<z.ZodObject>>) {
     server.registerTool(
       definition.name,
@@ -405,7 +465,13 @@ export function registerTools(server: McpServer, client: PerennialClient, { inli
         };
         if (token !== undefined) beat();
         try {
-          return await definition.handler(args as never, { client, signal: ctx.mcpReq.signal, progress, inlineImages, consent: (message) => askConsent(server, ctx, message) });
+          return await definition.handler(args as never, {
+            client,
+            signal: ctx.mcpReq.signal,
+            progress,
+            inlineImages,
+            consent: (message) => askConsent(server, ctx, message),
+          });
         } finally {
           clearTimeout(heartbeat);
         }

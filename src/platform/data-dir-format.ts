@@ -47,7 +47,10 @@ async function readRecord(dataDir: string): Promise<z.infer<typeof DataDirRecord
     parsed = null;
   }
   // Written atomically, so damage is the disk's: without its format the data dir is not touched.
-  if (!parsed?.success) throw new Error(`${join(dataDir, FORMAT_FILE)} is damaged, so the data dir's format is unknown; nothing was changed (remove the file to have it written again)`);
+  if (!parsed?.success)
+    throw new Error(
+      `${join(dataDir, FORMAT_FILE)} is damaged, so the data dir's format is unknown; nothing was changed (remove the file to have it written again)`,
+    );
   return parsed.data;
 }
 

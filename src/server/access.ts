@@ -39,7 +39,8 @@ export class AccessPolicy {
   /** Throws the ForeverVMError that answers a request that may not pass. */
   check(req: IncomingMessage): void {
     const host = (req.headers.host ?? '').toLowerCase();
-    if (!this.#hosts.has(host)) throw new ForeverVMError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
+    if (!this.#hosts.has(host))
+      throw new ForeverVMError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
     const origin = req.headers.origin;
     if (origin && !this.#hosts.has(originHost(origin))) throw new ForeverVMError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
     const presented = bearer(req) ?? new URL(req.url ?? '/', 'http://x').searchParams.get('_forevervm_jwt');

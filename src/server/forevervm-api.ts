@@ -87,9 +87,7 @@ export function foreverVMRoutes(manager: MachineManager, keepAliveMs = KEEPALIVE
           if (!res.destroyed) res.write(text);
         };
         // Blank lines only for clients that asked: other NDJSON readers may not skip them.
-        const keepAlive = req.headers[KEEPALIVE_HEADER]
-          ? setInterval(() => Date.now() - lastWrite >= keepAliveMs && write('\n'), keepAliveMs / 4)
-          : undefined;
+        const keepAlive = req.headers[KEEPALIVE_HEADER] ? setInterval(() => Date.now() - lastWrite >= keepAliveMs && write('\n'), keepAliveMs / 4) : undefined;
         const line = (message: StreamResultLine) => write(JSON.stringify(message) + '\n');
         try {
           const result = await manager.follow(name, seq, (chunk) => line({ type: 'output', chunk, instruction_id: seq }));

@@ -76,7 +76,14 @@ export class LocalServer {
       const port = (http.address() as { port: number }).port;
       access.listeningOn(port, host);
       // The sandbox pools fill at the first sandbox machine: an editor that never runs code pays for the server alone.
-      await writeServerInfo(options.dataDir, { pid: process.pid, url: server.url, token, version: VERSION, startedAt: new Date().toISOString(), background: options.background ?? false });
+      await writeServerInfo(options.dataDir, {
+        pid: process.pid,
+        url: server.url,
+        token,
+        version: VERSION,
+        startedAt: new Date().toISOString(),
+        background: options.background ?? false,
+      });
       return server;
     } catch (error) {
       await manager.close();
@@ -140,7 +147,9 @@ export class LocalServer {
         await handler(req, res, match.slice(1));
         return;
       }
-      throw pathMatched ? new ForeverVMError(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`) : new ForeverVMError(404, 'NotFound', `No such endpoint: ${path}`);
+      throw pathMatched
+        ? new ForeverVMError(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`)
+        : new ForeverVMError(404, 'NotFound', `No such endpoint: ${path}`);
     } catch (error) {
       sendError(res, toForeverVMError(error));
     }
@@ -160,7 +169,9 @@ export class LocalServer {
     } catch (error) {
       const failure = toForeverVMError(error);
       const body = JSON.stringify(failure.toResponseObject());
-      socket.end(`HTTP/1.1 ${failure.status} ${failure.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${failure.status} ${failure.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
     }
   }
 

@@ -1,6 +1,21 @@
 import type { ServerResponse } from 'node:http';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { base64Content, CheckpointBody, CodeBody, CompleteBody, ForkBody, RollbackBody, FilePath, HistoryLast, InspectBody, InvalidRequestError, MAX_FILE_BYTES, PackagesBody, WriteFileBody, parseRequest } from '../shared/requests.ts';
+import {
+  base64Content,
+  CheckpointBody,
+  CodeBody,
+  CompleteBody,
+  ForkBody,
+  RollbackBody,
+  FilePath,
+  HistoryLast,
+  InspectBody,
+  InvalidRequestError,
+  MAX_FILE_BYTES,
+  PackagesBody,
+  WriteFileBody,
+  parseRequest,
+} from '../shared/requests.ts';
 import type {
   CheckpointsResponse,
   DeleteResponse,
@@ -80,9 +95,21 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         sendJson(res, 200, { installed: await manager.installPackages(machineName(raw!), body.packages) } satisfies PackagesResponse);
       },
     ],
-    ['POST', /^\/v1\/machine\/([^/]+)\/fork$/, async (req, res, [raw]) => sendJson(res, 200, await manager.fork(machineName(raw!), parseRequest(ForkBody, await readJson(req))))],
-    ['POST', /^\/v1\/machine\/([^/]+)\/checkpoints$/, async (req, res, [raw]) => sendJson(res, 200, await manager.checkpoint(machineName(raw!), parseRequest(CheckpointBody, await readJson(req))))],
-    ['GET', /^\/v1\/machine\/([^/]+)\/checkpoints$/, async (_req, res, [raw]) => sendJson(res, 200, { checkpoints: await manager.checkpoints(machineName(raw!)) } satisfies CheckpointsResponse)],
+    [
+      'POST',
+      /^\/v1\/machine\/([^/]+)\/fork$/,
+      async (req, res, [raw]) => sendJson(res, 200, await manager.fork(machineName(raw!), parseRequest(ForkBody, await readJson(req)))),
+    ],
+    [
+      'POST',
+      /^\/v1\/machine\/([^/]+)\/checkpoints$/,
+      async (req, res, [raw]) => sendJson(res, 200, await manager.checkpoint(machineName(raw!), parseRequest(CheckpointBody, await readJson(req)))),
+    ],
+    [
+      'GET',
+      /^\/v1\/machine\/([^/]+)\/checkpoints$/,
+      async (_req, res, [raw]) => sendJson(res, 200, { checkpoints: await manager.checkpoints(machineName(raw!)) } satisfies CheckpointsResponse),
+    ],
     [
       'DELETE',
       /^\/v1\/machine\/([^/]+)\/checkpoints\/([^/]+)$/,
@@ -106,7 +133,11 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         sendJson(res, 200, await manager.kernel(machineName(raw!), 'inspect', { expr: expression }));
       },
     ],
-    ['POST', /^\/v1\/machine\/([^/]+)\/complete$/, async (req, res, [raw]) => sendJson(res, 200, await manager.complete(machineName(raw!), parseRequest(CompleteBody, await readJson(req))))],
+    [
+      'POST',
+      /^\/v1\/machine\/([^/]+)\/complete$/,
+      async (req, res, [raw]) => sendJson(res, 200, await manager.complete(machineName(raw!), parseRequest(CompleteBody, await readJson(req)))),
+    ],
     [
       'POST',
       /^\/v1\/machine\/([^/]+)\/is-complete$/,
@@ -115,11 +146,20 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         sendJson(res, 200, { status: await manager.kernel(machineName(raw!), 'is_complete', { code }) } satisfies IsCompleteResponse);
       },
     ],
-    ['GET', /^\/v1\/machine\/([^/]+)\/files$/, async (req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'list_files', { path: query(req.url, 'path') ?? '' }))],
+    [
+      'GET',
+      /^\/v1\/machine\/([^/]+)\/files$/,
+      async (req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'list_files', { path: query(req.url, 'path') ?? '' })),
+    ],
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/files\/content$/,
-      async (req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'read_file', { path: parseRequest(FilePath, query(req.url, 'path')), limit: MAX_FILE_BYTES })),
+      async (req, res, [raw]) =>
+        sendJson(
+          res,
+          200,
+          await manager.kernel(machineName(raw!), 'read_file', { path: parseRequest(FilePath, query(req.url, 'path')), limit: MAX_FILE_BYTES }),
+        ),
     ],
     [
       'PUT',

@@ -47,7 +47,10 @@ export const MemoryMb = z
   .max(1024 * 1024, 'memory is at most 1048576 MiB')
   .describe('Memory cap in MiB (64 to 1048576)');
 /** The longest an instruction may be given: a day. */
-export const TimeoutSeconds = z.number().positive('a timeout is above 0 seconds').max(24 * 3600, 'a timeout is at most 86400 seconds (a day)');
+export const TimeoutSeconds = z
+  .number()
+  .positive('a timeout is above 0 seconds')
+  .max(24 * 3600, 'a timeout is at most 86400 seconds (a day)');
 /** Largest request body accepted (code, files), and WebSocket message; beyond it the answer is 413. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Largest file read from a machine at once. */
@@ -96,7 +99,8 @@ const MAX_INLINE_IMAGES = 100;
 /** The inline image cap a client asked for (a flag, a URL query), or an error that says what is allowed. */
 export function parseInlineImages(value: string): number {
   const count = /^\d{1,3}$/.test(value) ? Number(value) : NaN;
-  if (!(count <= MAX_INLINE_IMAGES)) throw new InvalidRequestError(`inlineImages: expected a whole number from 0 to ${MAX_INLINE_IMAGES}, got ${JSON.stringify(value)}`);
+  if (!(count <= MAX_INLINE_IMAGES))
+    throw new InvalidRequestError(`inlineImages: expected a whole number from 0 to ${MAX_INLINE_IMAGES}, got ${JSON.stringify(value)}`);
   return count;
 }
 

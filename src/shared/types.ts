@@ -28,9 +28,7 @@ export interface ResultData {
   [key: string]: unknown;
 }
 
-export type ExecResult =
-  | { value: string | null; data: ResultData | null; runtime_ms: number }
-  | { error: string; data?: ResultData; runtime_ms: number };
+export type ExecResult = { value: string | null; data: ResultData | null; runtime_ms: number } | { error: string; data?: ResultData; runtime_ms: number };
 
 export type StreamName = 'stdout' | 'stderr';
 
@@ -299,9 +297,7 @@ export interface ResultResponse {
 export const KEEPALIVE_HEADER = 'perennial-keepalive';
 
 /** A line of `stream-result` NDJSON. */
-export type StreamResultLine =
-  | { type: 'output'; chunk: OutputChunk; instruction_id: number }
-  | { type: 'result'; instruction_id: number; result: ExecResult };
+export type StreamResultLine = { type: 'output'; chunk: OutputChunk; instruction_id: number } | { type: 'result'; instruction_id: number; result: ExecResult };
 
 export type ReplServerMessage =
   | { type: 'connected'; machine_name: string }

@@ -53,7 +53,11 @@ try {
   await page.keyboard.press('Enter');
   await page.locator('.quick-input-widget', { hasText: 'Tags (optional)' }).waitFor();
   await page.keyboard.press('Enter');
-  await until(async () => (await page.locator('.part.sidebar .monaco-list-row').allInnerTexts()).some((row) => /warm|busy|swapped/.test(row)), 'the new machine in the Machines view', 120_000);
+  await until(
+    async () => (await page.locator('.part.sidebar .monaco-list-row').allInnerTexts()).some((row) => /warm|busy|swapped/.test(row)),
+    'the new machine in the Machines view',
+    120_000,
+  );
   console.log('check-vsix: installed, activated, and created a sandbox machine from the package');
 } catch (error) {
   failure = error;

@@ -45,7 +45,14 @@ const uiDir = join(state.dir, 'ui');
 mkdirSync(uiDir);
 const reload = join(state.dir, 'reload.json');
 const reloaded = join(state.dir, 'reloaded.json');
-Object.assign(state.env, { PERENNIAL_E2E_RESULTS: results, PERENNIAL_E2E_SHOTS: shotDir, PERENNIAL_E2E_WORKSPACE: state.workspace, PERENNIAL_E2E_UI: uiDir, PERENNIAL_E2E_RELOAD: reload, PERENNIAL_E2E_RELOADED: reloaded });
+Object.assign(state.env, {
+  PERENNIAL_E2E_RESULTS: results,
+  PERENNIAL_E2E_SHOTS: shotDir,
+  PERENNIAL_E2E_WORKSPACE: state.workspace,
+  PERENNIAL_E2E_UI: uiDir,
+  PERENNIAL_E2E_RELOAD: reload,
+  PERENNIAL_E2E_RELOADED: reloaded,
+});
 const server = await startCodeServer(state);
 say(`code-server on ${server.authority}, state in ${state.dir}`);
 
@@ -54,7 +61,15 @@ async function webviewsReady(page) {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const outers = page.frames().filter((frame) => frame.url().includes('/webview/browser/pre/index.html'));
-    const texts = await Promise.all(outers.map((outer) => outer.childFrames()[0]?.evaluate(() => globalThis.document?.body?.innerText ?? '').catch(() => '') ?? ''));
+    const texts = await Promise.all(
+      outers.map(
+        (outer) =>
+          outer
+            .childFrames()[0]
+            ?.evaluate(() => globalThis.document?.body?.innerText ?? '')
+            .catch(() => '') ?? '',
+      ),
+    );
     if (texts.every((text) => text.trim())) return true;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -70,8 +85,26 @@ async function uiAction(page, { click, text, count }) {
   try {
     if (click) await page.locator(click).first().click({ timeout: 10_000 });
     // Read in every frame: webviews (and notebook outputs) live in nested iframes.
-    const texts = text ? await Promise.all(page.frames().map((frame) => frame.locator(text).allInnerTexts().catch(() => []))) : [];
-    const counts = count ? await Promise.all(page.frames().map((frame) => frame.locator(count).count().catch(() => 0))) : [];
+    const texts = text
+      ? await Promise.all(
+          page.frames().map((frame) =>
+            frame
+              .locator(text)
+              .allInnerTexts()
+              .catch(() => []),
+          ),
+        )
+      : [];
+    const counts = count
+      ? await Promise.all(
+          page.frames().map((frame) =>
+            frame
+              .locator(count)
+              .count()
+              .catch(() => 0),
+          ),
+        )
+      : [];
     return { ok: true, text: texts.flat(), count: counts.reduce((a, b) => a + b, 0) };
   } catch (error) {
     return { ok: false, error: error.message };
@@ -110,7 +143,12 @@ try {
       say('screenshot', file);
       return;
     }
-    if (!/^\[(ChatModelSelection|AgentHost|AgentHost:remote|AccountPolicyGate)\]|open-vsx\.org|^(Resolving|Resolved) connection token|^Creating a socket/.test(text)) console.log(text);
+    if (
+      !/^\[(ChatModelSelection|AgentHost|AgentHost:remote|AccountPolicyGate)\]|open-vsx\.org|^(Resolving|Resolved) connection token|^Creating a socket/.test(
+        text,
+      )
+    )
+      console.log(text);
   });
   await page.exposeFunction('codeAutomationExit', async (code) => finish(code));
   await page.goto(`http://${authority}/?folder=${encodeURIComponent(state.workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`);

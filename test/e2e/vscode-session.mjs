@@ -51,7 +51,10 @@ export function freshState(extraEnv = {}) {
 /** `code-server --install-extension`, into the state's extensions folder. */
 export function installExtension(state, vsix) {
   const { node, entry } = codeServerPaths();
-  execFileSync(node, [entry, '--user-data-dir', join(state.dir, 'data'), '--extensions-dir', join(state.dir, 'extensions'), '--install-extension', vsix], { env: state.env, stdio: 'inherit' });
+  execFileSync(node, [entry, '--user-data-dir', join(state.dir, 'data'), '--extensions-dir', join(state.dir, 'extensions'), '--install-extension', vsix], {
+    env: state.env,
+    stdio: 'inherit',
+  });
 }
 
 async function freePort() {
@@ -72,15 +75,20 @@ export async function startCodeServer(state) {
     node,
     [
       entry,
-      '--vscode-option', 'enable-smoke-test-driver',
-      '--bind-addr', `127.0.0.1:${port}`,
-      '--auth', 'none',
+      '--vscode-option',
+      'enable-smoke-test-driver',
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--auth',
+      'none',
       '--disable-telemetry',
       '--disable-update-check',
       '--disable-workspace-trust',
       '--disable-getting-started-override',
-      '--user-data-dir', join(state.dir, 'data'),
-      '--extensions-dir', join(state.dir, 'extensions'),
+      '--user-data-dir',
+      join(state.dir, 'data'),
+      '--extensions-dir',
+      join(state.dir, 'extensions'),
       state.workspace,
     ],
     { env: state.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
@@ -109,7 +117,17 @@ export function launchChromium(state) {
   return chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     env: { ...process.env, HOME: join(state.dir, 'home') },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-dev-shm-usage',
+    ],
   });
 }
 

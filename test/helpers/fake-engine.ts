@@ -1,5 +1,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { EngineExitedError, type Engine, type EngineExit, type EngineOptions, type OutputListener, type RestoreReport, type SnapshotReport } from '../../src/engines/engine.ts';
+import {
+  EngineExitedError,
+  type Engine,
+  type EngineExit,
+  type EngineOptions,
+  type OutputListener,
+  type RestoreReport,
+  type SnapshotReport,
+} from '../../src/engines/engine.ts';
 import type { EngineSet } from '../../src/engines/index.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../../src/engines/kernel-commands.ts';
 import type { ExecResult, MachineRuntime } from '../../src/shared/types.ts';
@@ -68,7 +76,10 @@ export class FakeEngine implements Engine {
     this.#assertRunning();
     this.ran.push(code);
     let value: unknown = null;
-    for (const line of code.split('\n').map((l) => l.trim()).filter(Boolean)) {
+    for (const line of code
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)) {
       const [word, ...rest] = line.split(' ');
       const argument = rest.join(' ');
       const assignment = /^(\w+)\s*=\s*(.+)$/.exec(line);

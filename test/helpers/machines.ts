@@ -69,7 +69,11 @@ export interface Run {
 export async function run(manager: MachineManager, name: string, code: string, timeoutSeconds?: number): Promise<Run> {
   const chunks: OutputChunk[] = [];
   const { seq, result } = await manager.run(name, code, { timeoutSeconds, onOutput: (c) => chunks.push(c) });
-  const text = (stream: string) => chunks.filter((c) => c.stream === stream).map((c) => c.data).join('\n');
+  const text = (stream: string) =>
+    chunks
+      .filter((c) => c.stream === stream)
+      .map((c) => c.data)
+      .join('\n');
   return { seq, result, chunks, stdout: text('stdout'), stderr: text('stderr') };
 }
 

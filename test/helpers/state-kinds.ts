@@ -27,7 +27,12 @@ export const KINDS: StateKind[] = [
     expected: '(1267650600228229401496703205376, 1.5, inf, (2+3j), True, None)',
   },
   { kind: 'unicode text', setup: [String.raw`k_text = "héllo ✓\n"`], check: 'k_text', expected: String.raw`'héllo ✓\n'` },
-  { kind: 'bytes and bytearray', setup: [String.raw`k_bytes = (b"\x00\xff", bytearray(b"ab"))`], check: 'k_bytes', expected: String.raw`(b'\x00\xff', bytearray(b'ab'))` },
+  {
+    kind: 'bytes and bytearray',
+    setup: [String.raw`k_bytes = (b"\x00\xff", bytearray(b"ab"))`],
+    check: 'k_bytes',
+    expected: String.raw`(b'\x00\xff', bytearray(b'ab'))`,
+  },
   {
     kind: 'nested containers with tuple keys',
     setup: ['k_nested = {"a": [1, {"b": (2, 3)}], (1, 2): "tuple key"}'],
@@ -71,7 +76,9 @@ export const KINDS: StateKind[] = [
   },
   {
     kind: 'subclass calling super()',
-    setup: ['class KSquare(KShape):\n    sides = 4\n    def __init__(self, size):\n        super().__init__(size)\n        self.area = size * size\nk_square = KSquare(3)'],
+    setup: [
+      'class KSquare(KShape):\n    sides = 4\n    def __init__(self, size):\n        super().__init__(size)\n        self.area = size * size\nk_square = KSquare(3)',
+    ],
     check: '(k_square.area, k_square.double, k_square.sides, isinstance(k_square, KShape))',
     expected: '(9, 6, 4, True)',
   },
@@ -83,7 +90,9 @@ export const KINDS: StateKind[] = [
   },
   {
     kind: 'dataclass with a default factory and ordering',
-    setup: ['from dataclasses import dataclass, field\n@dataclass(order=True)\nclass KItem:\n    name: str\n    tags: list = field(default_factory=list)\nk_item = KItem("pen", ["blue"])'],
+    setup: [
+      'from dataclasses import dataclass, field\n@dataclass(order=True)\nclass KItem:\n    name: str\n    tags: list = field(default_factory=list)\nk_item = KItem("pen", ["blue"])',
+    ],
     check: '(k_item, KItem("a") < KItem("b"), KItem("x").tags)',
     expected: "(KItem(name='pen', tags=['blue']), True, [])",
   },
@@ -131,24 +140,59 @@ export const KINDS: StateKind[] = [
     check: '(k_dd["a"], k_dd["new"], sorted(k_dd))',
     expected: "('x', 'missing', ['a', 'new'])",
   },
-  { kind: 'defaultdict(list)', setup: ['k_groups = defaultdict(list)\nk_groups["a"].append(1)'], check: '(dict(k_groups), k_groups["b"])', expected: "({'a': [1]}, [])" },
-  { kind: 'OrderedDict order', setup: ['from collections import OrderedDict\nk_od = OrderedDict(a=1, b=2)\nk_od.move_to_end("a")'], check: 'list(k_od)', expected: "['b', 'a']" },
-  { kind: 'Counter', setup: ['from collections import Counter\nk_letters = Counter("mississippi")'], check: 'k_letters.most_common(2)', expected: "[('i', 4), ('s', 4)]" },
-  { kind: 'deque with maxlen', setup: ['from collections import deque\nk_deque = deque([1, 2, 3], maxlen=3)\nk_deque.append(4)'], check: 'k_deque', expected: 'deque([2, 3, 4], maxlen=3)' },
-  { kind: 'ChainMap', setup: ['from collections import ChainMap\nk_chain = ChainMap({"a": 1}, {"a": 2, "b": 3})'], check: '(k_chain["a"], k_chain["b"], len(k_chain.maps))', expected: '(1, 3, 2)' },
-  { kind: 'functools.partial of a REPL function', setup: ['import functools\nk_partial = functools.partial(k_func, c=10)'], check: '(k_partial(1), k_partial.func is k_func)', expected: '(13, True)' },
+  {
+    kind: 'defaultdict(list)',
+    setup: ['k_groups = defaultdict(list)\nk_groups["a"].append(1)'],
+    check: '(dict(k_groups), k_groups["b"])',
+    expected: "({'a': [1]}, [])",
+  },
+  {
+    kind: 'OrderedDict order',
+    setup: ['from collections import OrderedDict\nk_od = OrderedDict(a=1, b=2)\nk_od.move_to_end("a")'],
+    check: 'list(k_od)',
+    expected: "['b', 'a']",
+  },
+  {
+    kind: 'Counter',
+    setup: ['from collections import Counter\nk_letters = Counter("mississippi")'],
+    check: 'k_letters.most_common(2)',
+    expected: "[('i', 4), ('s', 4)]",
+  },
+  {
+    kind: 'deque with maxlen',
+    setup: ['from collections import deque\nk_deque = deque([1, 2, 3], maxlen=3)\nk_deque.append(4)'],
+    check: 'k_deque',
+    expected: 'deque([2, 3, 4], maxlen=3)',
+  },
+  {
+    kind: 'ChainMap',
+    setup: ['from collections import ChainMap\nk_chain = ChainMap({"a": 1}, {"a": 2, "b": 3})'],
+    check: '(k_chain["a"], k_chain["b"], len(k_chain.maps))',
+    expected: '(1, 3, 2)',
+  },
+  {
+    kind: 'functools.partial of a REPL function',
+    setup: ['import functools\nk_partial = functools.partial(k_func, c=10)'],
+    check: '(k_partial(1), k_partial.func is k_func)',
+    expected: '(13, True)',
+  },
   {
     kind: 're pattern with flags',
-    setup: [String.raw`import re
-k_re = re.compile(r"(\w+)@(\w+)\.com", re.IGNORECASE)`],
+    setup: [
+      String.raw`import re
+k_re = re.compile(r"(\w+)@(\w+)\.com", re.IGNORECASE)`,
+    ],
     check: '(k_re.match("Me@Host.COM").groups(), bool(k_re.flags & re.IGNORECASE))',
     expected: "(('Me', 'Host'), True)",
   },
   {
     kind: 'date, aware datetime, timedelta',
-    setup: ['import datetime as dt\nk_dates = (dt.date(2024, 2, 29), dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone(dt.timedelta(hours=2))), dt.timedelta(days=1, seconds=5))'],
+    setup: [
+      'import datetime as dt\nk_dates = (dt.date(2024, 2, 29), dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone(dt.timedelta(hours=2))), dt.timedelta(days=1, seconds=5))',
+    ],
     check: 'k_dates',
-    expected: '(datetime.date(2024, 2, 29), datetime.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone(datetime.timedelta(seconds=7200))), datetime.timedelta(days=1, seconds=5))',
+    expected:
+      '(datetime.date(2024, 2, 29), datetime.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone(datetime.timedelta(seconds=7200))), datetime.timedelta(days=1, seconds=5))',
   },
   {
     kind: 'Decimal and Fraction',
@@ -156,7 +200,12 @@ k_re = re.compile(r"(\w+)@(\w+)\.com", re.IGNORECASE)`],
     check: 'k_exact',
     expected: "(Decimal('3.305'), Fraction(1, 4))",
   },
-  { kind: 'UUID and a path', setup: ['import uuid, pathlib\nk_ids = (uuid.UUID(int=1), pathlib.PurePosixPath("/a/b.txt"))'], check: 'k_ids', expected: "(UUID('00000000-0000-0000-0000-000000000001'), PurePosixPath('/a/b.txt'))" },
+  {
+    kind: 'UUID and a path',
+    setup: ['import uuid, pathlib\nk_ids = (uuid.UUID(int=1), pathlib.PurePosixPath("/a/b.txt"))'],
+    check: 'k_ids',
+    expected: "(UUID('00000000-0000-0000-0000-000000000001'), PurePosixPath('/a/b.txt'))",
+  },
   { kind: 'array.array', setup: ['import array\nk_array = array.array("d", [1.5, 2.5])'], check: 'k_array', expected: "array('d', [1.5, 2.5])" },
   { kind: 'range and slice', setup: ['k_ranges = (range(2, 10, 3), slice(1, None, 2))'], check: 'k_ranges', expected: '(range(2, 10, 3), slice(1, None, 2))' },
   {
@@ -173,32 +222,65 @@ k_re = re.compile(r"(\w+)@(\w+)\.com", re.IGNORECASE)`],
     check: 'sorted(k_tagged.tags)',
     expected: "['a', 'b']",
   },
-  { kind: 'exception instance', setup: ['k_error = ValueError("bad", 42)'], check: '(type(k_error).__name__, k_error.args)', expected: "('ValueError', ('bad', 42))" },
+  {
+    kind: 'exception instance',
+    setup: ['k_error = ValueError("bad", 42)'],
+    check: '(type(k_error).__name__, k_error.args)',
+    expected: "('ValueError', ('bad', 42))",
+  },
   {
     kind: 'abstract base class and an implementation',
-    setup: ['import abc\nclass KBase(abc.ABC):\n    @abc.abstractmethod\n    def go(self): ...\nclass KImpl(KBase):\n    def go(self):\n        return "went"\nk_impl = KImpl()'],
+    setup: [
+      'import abc\nclass KBase(abc.ABC):\n    @abc.abstractmethod\n    def go(self): ...\nclass KImpl(KBase):\n    def go(self):\n        return "went"\nk_impl = KImpl()',
+    ],
     check: '(k_impl.go(), isinstance(k_impl, KBase), sorted(KBase.__abstractmethods__))',
     expected: "('went', True, ['go'])",
   },
-  { kind: 'REPL metaclass', setup: ['class KMeta(type):\n    def describe(cls):\n        return "meta:" + cls.__name__\nclass KWithMeta(metaclass=KMeta):\n    pass'], check: 'KWithMeta.describe()', expected: "'meta:KWithMeta'" },
+  {
+    kind: 'REPL metaclass',
+    setup: ['class KMeta(type):\n    def describe(cls):\n        return "meta:" + cls.__name__\nclass KWithMeta(metaclass=KMeta):\n    pass'],
+    check: 'KWithMeta.describe()',
+    expected: "'meta:KWithMeta'",
+  },
   {
     kind: 'instances that refer to each other',
-    setup: ['class KNode:\n    def __init__(self, name):\n        self.name, self.peer = name, None\nk_a = KNode("a")\nk_b = KNode("b")\nk_a.peer = k_b\nk_b.peer = k_a'],
+    setup: [
+      'class KNode:\n    def __init__(self, name):\n        self.name, self.peer = name, None\nk_a = KNode("a")\nk_b = KNode("b")\nk_a.peer = k_b\nk_b.peer = k_a',
+    ],
     check: '(k_a.peer is k_b, k_b.peer is k_a, k_a.peer.peer.name)',
     expected: "(True, True, 'a')",
   },
   {
     kind: 'object holding a lock, and a queue with an item',
-    setup: ['import threading, queue\nclass KGuarded:\n    def __init__(self):\n        self.lock = threading.Lock()\n        self.items = [1]\nk_guarded = KGuarded()\nk_queue = queue.Queue()\nk_queue.put("job")'],
+    setup: [
+      'import threading, queue\nclass KGuarded:\n    def __init__(self):\n        self.lock = threading.Lock()\n        self.items = [1]\nk_guarded = KGuarded()\nk_queue = queue.Queue()\nk_queue.put("job")',
+    ],
     check: '(k_guarded.items, k_guarded.lock.acquire(blocking=False), k_queue.get_nowait())',
     expected: "([1], True, 'job')",
   },
   { kind: 'a held lock', setup: ['k_held = threading.Lock()\nk_held.acquire()'], check: 'k_held.locked()', expected: 'True' },
-  { kind: 'in-memory text stream with its position', setup: [String.raw`import io
+  {
+    kind: 'in-memory text stream with its position',
+    setup: [
+      String.raw`import io
 k_buffer = io.StringIO("line1\nline2")
-k_buffer.readline()`], check: 'k_buffer.read()', expected: "'line2'" },
-  { kind: 'imported modules under other names', setup: ['import json as k_json\nfrom os import path as k_path'], check: '(k_json.dumps([1]), k_path.join("a", "b"))', expected: "('[1]', 'a/b')" },
-  { kind: "a file in the machine's folder", setup: ['with open("k_notes.txt", "w") as k_out:\n    k_out.write("kept on disk")'], check: '(open("k_notes.txt").read(), k_out.closed, k_out.name)', expected: "('kept on disk', True, 'k_notes.txt')" },
+k_buffer.readline()`,
+    ],
+    check: 'k_buffer.read()',
+    expected: "'line2'",
+  },
+  {
+    kind: 'imported modules under other names',
+    setup: ['import json as k_json\nfrom os import path as k_path'],
+    check: '(k_json.dumps([1]), k_path.join("a", "b"))',
+    expected: "('[1]', 'a/b')",
+  },
+  {
+    kind: "a file in the machine's folder",
+    setup: ['with open("k_notes.txt", "w") as k_out:\n    k_out.write("kept on disk")'],
+    check: '(open("k_notes.txt").read(), k_out.closed, k_out.name)',
+    expected: "('kept on disk', True, 'k_notes.txt')",
+  },
   {
     kind: 'generator half-way through',
     setup: ['def k_numbers_from(n):\n    yield from range(n, n + 10)\nk_gen = k_numbers_from(0)\nnext(k_gen), next(k_gen)'],
@@ -213,7 +295,14 @@ k_buffer.readline()`], check: 'k_buffer.read()', expected: "'line2'" },
     expected: "'written, never flushed'",
     lost: { python: ['k_file'], sandbox: ['k_file'] },
   },
-  { kind: 'socket', only: 'python', setup: ['import socket\nk_socket = socket.socket()'], check: 'socket.AF_INET.name', expected: "'AF_INET'", lost: { python: ['k_socket'] } },
+  {
+    kind: 'socket',
+    only: 'python',
+    setup: ['import socket\nk_socket = socket.socket()'],
+    check: 'socket.AF_INET.name',
+    expected: "'AF_INET'",
+    lost: { python: ['k_socket'] },
+  },
   {
     kind: 'running thread',
     only: 'python',
@@ -222,7 +311,13 @@ k_buffer.readline()`], check: 'k_buffer.read()', expected: "'line2'" },
     expected: 'False',
     lost: { python: ['k_thread'] },
   },
-  { kind: 'numpy array', only: 'python', setup: ['import numpy as np\nk_matrix = np.arange(6, dtype=np.int32).reshape(2, 3)'], check: '(k_matrix.tolist(), str(k_matrix.dtype))', expected: "([[0, 1, 2], [3, 4, 5]], 'int32')" },
+  {
+    kind: 'numpy array',
+    only: 'python',
+    setup: ['import numpy as np\nk_matrix = np.arange(6, dtype=np.int32).reshape(2, 3)'],
+    check: '(k_matrix.tolist(), str(k_matrix.dtype))',
+    expected: "([[0, 1, 2], [3, 4, 5]], 'int32')",
+  },
   {
     kind: 'the numpy random state',
     only: 'python',

@@ -13,7 +13,11 @@ import { ENGINES_UNDER_TEST, TEST_PYTHON, eventually, tempDataDir, valueOf } fro
 
 const HOST = fileURLToPath(new URL('../helpers/manager-host.ts', import.meta.url));
 
-const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
+const textOf = (result: CallToolResult) =>
+  result.content
+    .filter((c) => c.type === 'text')
+    .map((c) => (c as { text: string }).text)
+    .join('\n');
 
 /**
  * Fork, checkpoints and rollback through a real server and the MCP SDK client, on both engines:
@@ -31,7 +35,9 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
     process.env.PERENNIAL_PYTHON = TEST_PYTHON;
     server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python', saveDelayMs: 100 });
     client = new Client({ name: 'perennial-tests', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }),
+    );
   });
   after(async () => {
     await client.close();
@@ -47,7 +53,8 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
     assert.equal(structured.error, null, structured.error ?? '');
     return structured.value;
   };
-  const checkpoints = async (replId: string) => ((await call('list-repl-checkpoints', { replId })).structuredContent as { checkpoints: CheckpointInfo[] }).checkpoints;
+  const checkpoints = async (replId: string) =>
+    ((await call('list-repl-checkpoints', { replId })).structuredContent as { checkpoints: CheckpointInfo[] }).checkpoints;
 
   for (const engine of ENGINES_UNDER_TEST) {
     describe(`${engine} engine`, () => {
@@ -79,10 +86,16 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         const rolled = await call('rollback-python-repl', { replId, checkpoint: 'one' });
         assert.equal(rolled.isError, undefined, textOf(rolled));
         const { seq } = rolled.structuredContent as { seq: number };
-        assert.equal(await value(replId, 'x, "y" in globals(), open("f.txt").read(), os.path.exists("new") if "os" in globals() else __import__("os").path.exists("new")'), "(1, False, 'one', False)");
+        assert.equal(
+          await value(replId, 'x, "y" in globals(), open("f.txt").read(), os.path.exists("new") if "os" in globals() else __import__("os").path.exists("new")'),
+          "(1, False, 'one', False)",
+        );
         const history = (await server.manager.history(replId)).find((entry) => entry.seq === seq)!;
         assert.match(history.code, /^# perennial: rollback to checkpoint \d+ \("one"\)$/);
-        assert.match((history.result as { data: { notices: string[] } }).data.notices[0]!, /^Rolled back to checkpoint \d+ \("one"\), taken before instruction 1/);
+        assert.match(
+          (history.result as { data: { notices: string[] } }).data.notices[0]!,
+          /^Rolled back to checkpoint \d+ \("one"\), taken before instruction 1/,
+        );
         // The state left behind was saved as an automatic checkpoint: roll forward to it.
         const left = (await checkpoints(replId)).filter((c) => c.auto && c.seq === 2).at(-1);
         assert.ok(left, `an automatic checkpoint of the state before the rollback: ${JSON.stringify(await checkpoints(replId))}`);
@@ -94,7 +107,11 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
       it('automatic checkpoints undo the last instruction, and only the newest ones are kept', async () => {
         const replId = ((await call('create-python-repl', { engine })).structuredContent as { replId: string }).replId;
         await value(replId, 'total = 10');
-        await eventually(async () => (await checkpoints(replId)).some((c) => c.auto && c.seq === 1), 30_000, 'an automatic checkpoint after the first instruction');
+        await eventually(
+          async () => (await checkpoints(replId)).some((c) => c.auto && c.seq === 1),
+          30_000,
+          'an automatic checkpoint after the first instruction',
+        );
         await value(replId, 'total = 0  # a mistake');
         const before = (await checkpoints(replId)).filter((c) => c.auto && c.seq === 1).at(-1)!;
         await call('rollback-python-repl', { replId, checkpoint: before.id });
@@ -128,7 +145,10 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         assert.equal(gone.isError, true);
         assert.match(textOf(gone), /does not exist/);
         assert.equal(await value(replId, 'kept'), '[1, 2, 3]');
-        assert.deepEqual((await checkpoints(replId)).filter((c) => !c.auto).map((c) => c.label), ['good']);
+        assert.deepEqual(
+          (await checkpoints(replId)).filter((c) => !c.auto).map((c) => c.label),
+          ['good'],
+        );
         // Deleting a checkpoint over HTTP; an unknown one is a 404.
         const headers = { authorization: `Bearer ${server.token}` };
         const good = (await checkpoints(replId)).find((c) => c.label === 'good')!;
@@ -178,11 +198,20 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
       const manager = await MachineManager.open({ dataDir: dir });
       try {
         const listed = await manager.checkpoints(name);
-        for (const { checkpoint } of taken()) assert.ok(listed.some((c) => c.id === checkpoint.id && c.label === checkpoint.label), `checkpoint ${checkpoint.label} is kept`);
+        for (const { checkpoint } of taken())
+          assert.ok(
+            listed.some((c) => c.id === checkpoint.id && c.label === checkpoint.label),
+            `checkpoint ${checkpoint.label} is kept`,
+          );
         const last = taken().at(-1)!;
         await manager.rollback(name, last.checkpoint.label!);
         const files = await manager.run(name, `import os\nsorted(f for f in os.listdir() if f.startswith("data"))`);
-        assert.equal(valueOf(files.result), JSON.stringify(Array.from({ length: last.i + 1 }, (_, k) => `data${k}.bin`)).replaceAll('"', "'").replaceAll(',', ', '));
+        assert.equal(
+          valueOf(files.result),
+          JSON.stringify(Array.from({ length: last.i + 1 }, (_, k) => `data${k}.bin`))
+            .replaceAll('"', "'")
+            .replaceAll(',', ', '),
+        );
         // Every checkpoint a rollback can name is whole.
         for (const checkpoint of listed.filter((c) => c.label)) await manager.rollback(name, checkpoint.id);
       } finally {

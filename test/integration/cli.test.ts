@@ -97,7 +97,11 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     );
     const table = (await cli(['machine', 'list'])).stdout;
     assert.match(table, /^NAME\s+ENGINE\s+RUNTIME\s+STATE\s+INSTRUCTIONS\s+CREATED\s+TAGS$/m);
-    assert.match(table, new RegExp(`^${name}\\s+sandbox\\s+Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\)\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'), 'the sandbox is the default engine');
+    assert.match(
+      table,
+      new RegExp(`^${name}\\s+sandbox\\s+Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\)\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'),
+      'the sandbox is the default engine',
+    );
     assert.equal((await cli(['machine', 'list', '--tag', 'team=none'])).stdout, '');
     const resumed = await cli(['exec', '-m', name, 'y']);
     assert.equal(resumed.stdout, '2\n');
@@ -151,7 +155,10 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     const { dir, cleanup } = await tempDataDir();
     try {
       const env = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, PERENNIAL_ENGINE: 'python' };
-      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--port', '0', '--idle-seconds', '1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--port', '0', '--idle-seconds', '1'], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const done = finished(child);
       const infoPath = join(dir, 'server.json');
       await eventually(() => existsSync(infoPath), 20_000, 'server.json');
@@ -159,7 +166,8 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       assert.equal(info.pid, child.pid);
       const headers = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
       // As a ForeverVM client creates machines: without an engine.
-      const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as { machine_name: string }).machine_name;
+      const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as { machine_name: string })
+        .machine_name;
       assert.equal(((await (await fetch(`${info.url}/v1/machine/${name}`, { headers })).json()) as { engine: string }).engine, 'python');
       await fetch(`${info.url}/v1/machine/${name}/exec`, { method: 'POST', headers, body: JSON.stringify({ instruction: { code: 'kept = "served"' } }) });
       await fetch(`${info.url}/v1/machine/${name}/exec/0/result`, { headers });
@@ -259,7 +267,10 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
   it('repl in a terminal: Tab completes from the machine and indents a continuation line, which shows "... "', async () => {
     // `script` gives the REPL a real terminal (a pty), as a person at a shell has.
     const command = [process.execPath, CLI, '--data-dir', dataDir, 'repl'].map((part) => `'${part}'`).join(' ');
-    const child = spawn('script', ['-qfec', command, '/dev/null'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('script', ['-qfec', command, '/dev/null'], {
+      env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, TERM: 'xterm' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let screen = '';
     // What the terminal shows, without its cursor moves.
     child.stdout!.on('data', (d: Buffer) => (screen += stripVTControlCharacters(d.toString())));
@@ -307,14 +318,20 @@ describe('perennial machine upgrade, on a data dir an earlier build wrote', { ti
   it('lists the runtime of each machine, marks the ones on an older one, and says how to upgrade them', async () => {
     const listed = await cli(['machine', 'list']);
     assert.match(listed.stdout, new RegExp(`^${sandbox}\\s+sandbox\\s+Pyodide 0\\.29\\.0 \\(Python 3\\.13\\.2\\)\\*\\s+swapped`, 'm'));
-    assert.match(listed.stderr, new RegExp(`${sandbox}.*: on an older runtime; move to Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\) with: perennial machine upgrade NAME`));
+    assert.match(
+      listed.stderr,
+      new RegExp(`${sandbox}.*: on an older runtime; move to Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\) with: perennial machine upgrade NAME`),
+    );
     assert.match((await cli(['status'])).stdout, /machines: 4 .*\n {2}2 on an older runtime: see perennial machine list, and perennial machine upgrade NAME/);
   });
 
   it('upgrades a sandbox machine, says what it could not carry and how to go back, and refuses what it cannot do', async () => {
     const upgraded = await cli(['machine', 'upgrade', sandbox]);
     assert.equal(upgraded.code, 0, upgraded.stderr);
-    assert.match(upgraded.stderr, new RegExp(`^${sandbox} now runs Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\); it ran Pyodide 0\\.29\\.0 \\(Python 3\\.13\\.2\\)\\.$`, 'm'));
+    assert.match(
+      upgraded.stderr,
+      new RegExp(`^${sandbox} now runs Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\); it ran Pyodide 0\\.29\\.0 \\(Python 3\\.13\\.2\\)\\.$`, 'm'),
+    );
     assert.match(upgraded.stderr, /^ {2}not carried: k_gen \(a paused generator cannot be pickled/m);
     assert.match(upgraded.stderr, new RegExp(`to go back to it: perennial rollback ${sandbox} before-upgrade-from-0\\.29\\.0$`, 'm'));
     assert.equal((await cli(['exec', '-m', sandbox, 'import sys; sys.version[:4], k_count'])).stdout, "('3.14', 5)\n");
@@ -326,4 +343,3 @@ describe('perennial machine upgrade, on a data dir an earlier build wrote', { ti
     assert.match(pythonMachine.stderr, /cannot be upgraded: its python engine runs the interpreter it was given/);
   });
 });
-

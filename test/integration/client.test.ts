@@ -66,7 +66,11 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     await eventually(async () => !existsSync(join(dataDir, 'server.json')) || (await runningServer(dataDir))?.pid !== before.pid, 20_000, 'the server to stop');
     const { result } = await client.run(name, 'kept');
     assert.equal((result as { value: string }).value, "'across servers'");
-    assert.deepEqual(await client.variables(name), [{ name: 'kept', type: 'str', repr: "'across servers'", size: 14 }], 'HTTP requests find the new server too');
+    assert.deepEqual(
+      await client.variables(name),
+      [{ name: 'kept', type: 'str', repr: "'across servers'", size: 14 }],
+      'HTTP requests find the new server too',
+    );
     assert.notEqual((await runningServer(dataDir))!.pid, before.pid, 'a new server');
     await client.close();
   });
@@ -74,10 +78,16 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
   it('runs code, streams its output and reports errors with their codes', async () => {
     const client = await connectToLocalServer(dataDir);
     const { name } = await client.create({ engine: 'python', tags: { by: 'client' } });
-    assert.deepEqual((await client.list({ by: 'client' })).map((m) => m.name), [name]);
+    assert.deepEqual(
+      (await client.list({ by: 'client' })).map((m) => m.name),
+      [name],
+    );
     const chunks: OutputChunk[] = [];
     const { seq, result } = await client.run(name, 'for i in range(3):\n    print(i)\n"end"', { onOutput: (c) => chunks.push(c) });
-    assert.deepEqual(chunks.map((c) => c.data), ['0', '1', '2']);
+    assert.deepEqual(
+      chunks.map((c) => c.data),
+      ['0', '1', '2'],
+    );
     assert.equal('value' in result && result.value, "'end'");
     // The same instruction over the protocol's HTTP endpoints: streamed again from the start, and long-polled.
     const info = (await runningServer(dataDir))!;
@@ -89,7 +99,10 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     // Completion from the live namespace, over the server's route.
     await client.run(name, 'counter_total = 3');
     assert.deepEqual(await client.complete(name, 'x = counter_t + 1', 'x = counter_t'.length), { matches: ['counter_total'], start: 4 });
-    await assert.rejects(client.complete(name, 'x', 9), (error: unknown) => error instanceof ForeverVMError && error.status === 400 && /cursor is past the end/.test(error.message));
+    await assert.rejects(
+      client.complete(name, 'x', 9),
+      (error: unknown) => error instanceof ForeverVMError && error.status === 400 && /cursor is past the end/.test(error.message),
+    );
     for (const attempt of [() => client.run('nonexistent-machine', '1'), () => wire.exec('nonexistent-machine', '1')]) {
       await assert.rejects(attempt(), (error: unknown) => {
         assert.ok(error instanceof ForeverVMError);
@@ -98,7 +111,10 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
         return true;
       });
     }
-    await assert.rejects(client.create({ memoryMb: 8 }), (error: unknown) => error instanceof ForeverVMError && error.status === 400 && /memoryMb|memory_mb/.test(error.message));
+    await assert.rejects(
+      client.create({ memoryMb: 8 }),
+      (error: unknown) => error instanceof ForeverVMError && error.status === 400 && /memoryMb|memory_mb/.test(error.message),
+    );
     const wrongToken = new HttpClient({ baseUrl: client.baseUrl, token: 'wrong' });
     await assert.rejects(wrongToken.whoami(), (error: unknown) => error instanceof ForeverVMError && error.status === 401);
     await client.close();
@@ -116,7 +132,10 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
       const first = await repl.exec('x = 41\nprint("hi")\nx + 1', (c) => chunks.push(c));
       assert.deepEqual(first, { seq: 0, result: first.result });
       assert.equal('value' in first.result && first.result.value, '42');
-      assert.deepEqual(chunks.map((c) => c.data), ['hi']);
+      assert.deepEqual(
+        chunks.map((c) => c.data),
+        ['hi'],
+      );
       const [bump, read] = await Promise.all([repl.exec('x += 1'), repl.exec('x')]);
       assert.deepEqual([bump.seq, read.seq], [1, 2]);
       assert.equal('value' in read.result && read.result.value, '42');
@@ -128,7 +147,10 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
       assert.equal(after.seq, 3);
       repl.close();
       await assert.rejects(repl.exec('1'), /closed/);
-      await assert.rejects(ReplConnection.open(client, 'no-such-machine'), (error: unknown) => error instanceof ForeverVMError && error.code === 'MachineNotFound');
+      await assert.rejects(
+        ReplConnection.open(client, 'no-such-machine'),
+        (error: unknown) => error instanceof ForeverVMError && error.code === 'MachineNotFound',
+      );
     } finally {
       await server.close();
       await remove();
@@ -147,7 +169,11 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
       await client.list({ by: 'older' });
       assert.deepEqual(older.refusals, ['/v1/machines'], 'the listing it lacks is asked for once');
       await client.run(name, 'x = 7');
-      assert.deepEqual((await client.variables(name)).map((v) => v.name), ['x'], "the server's own variables, not an emulation");
+      assert.deepEqual(
+        (await client.variables(name)).map((v) => v.name),
+        ['x'],
+        "the server's own variables, not an emulation",
+      );
       assert.equal((await client.history(name)).length, 1);
     } finally {
       await client.close();
@@ -157,7 +183,7 @@ describe('ForeverVM client and local server discovery', { timeout: 180_000 }, ()
     }
   });
 
-  describe('against a backend without Perennial\'s extensions (as hosted ForeverVM)', () => {
+  describe("against a backend without Perennial's extensions (as hosted ForeverVM)", () => {
     let bare: Server;
     let url: string;
     const requests: string[] = [];

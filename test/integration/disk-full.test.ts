@@ -13,7 +13,11 @@ const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 /** The machines' disk: small enough to fill in a moment. */
 const DISK_BYTES = 48 << 20;
 
-const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
+const textOf = (result: CallToolResult) =>
+  result.content
+    .filter((c) => c.type === 'text')
+    .map((c) => (c as { text: string }).text)
+    .join('\n');
 
 /** Python that writes `fill` until the disk is full, then gives back `spare` bytes of it. */
 const fillCode = (spare: number) => `import os
@@ -44,7 +48,24 @@ describe('a full disk', { timeout: 300_000 }, () => {
     await mkdir(machines);
     server = spawn(
       'bwrap',
-      ['--dev-bind', '/', '/', '--size', String(DISK_BYTES), '--tmpfs', machines, '--die-with-parent', '--', process.execPath, CLI, '--data-dir', data.dir, 'serve', '--port', '0'],
+      [
+        '--dev-bind',
+        '/',
+        '/',
+        '--size',
+        String(DISK_BYTES),
+        '--tmpfs',
+        machines,
+        '--die-with-parent',
+        '--',
+        process.execPath,
+        CLI,
+        '--data-dir',
+        data.dir,
+        'serve',
+        '--port',
+        '0',
+      ],
       { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let stderr = '';
@@ -75,7 +96,8 @@ describe('a full disk', { timeout: 300_000 }, () => {
     return structured;
   }
   const value = async (replId: string, pythonCode: string) => (await run(replId, pythonCode)).value;
-  const checkpoints = async (replId: string) => ((await call('list-repl-checkpoints', { replId })).structuredContent as { checkpoints: CheckpointInfo[] }).checkpoints;
+  const checkpoints = async (replId: string) =>
+    ((await call('list-repl-checkpoints', { replId })).structuredContent as { checkpoints: CheckpointInfo[] }).checkpoints;
 
   for (const engine of ENGINES_UNDER_TEST) {
     it(`${engine} engine: a checkpoint or rollback that finds no room changes nothing, and says why`, async () => {
@@ -100,7 +122,10 @@ describe('a full disk', { timeout: 300_000 }, () => {
       await value(filler, fillCode(0));
       const unrecorded = await run(replId, `${'#'.repeat(16_384)}\nlen(big)`);
       assert.equal(unrecorded.value, '4194304');
-      assert.ok(unrecorded.notes.some((note) => /not in the machine's history: .*no space left on device/is.test(note)), JSON.stringify(unrecorded.notes));
+      assert.ok(
+        unrecorded.notes.some((note) => /not in the machine's history: .*no space left on device/is.test(note)),
+        JSON.stringify(unrecorded.notes),
+      );
 
       // Room again: everything works, and every checkpoint taken before is whole.
       await value(filler, 'os.remove("fill")');

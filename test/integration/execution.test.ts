@@ -116,7 +116,7 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(r.stdout, 'name? ');
     });
 
-    it('ignores garbage written to its private channel', { skip: engine !== 'python' && 'the channel is the python engine\'s fd 4' }, async () => {
+    it('ignores garbage written to its private channel', { skip: engine !== 'python' && "the channel is the python engine's fd 4" }, async () => {
       const r = await run(manager, name, 'import os\nos.write(4, b"not json\\n{\\"ev\\": 1}\\n")\n"still fine"');
       assert.equal(valueOf(r.result), "'still fine'");
     });
@@ -139,23 +139,27 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(valueOf((await run(manager, name, 'import asyncio\nawait asyncio.sleep(0.01)\n"awaited"')).result), "'awaited'");
     });
 
-    it('turns matplotlib figures into PNGs: data.png first, all in data.images', { skip: engine === 'sandbox' && 'matplotlib is not installed offline' }, async () => {
-      const r = await run(
-        manager,
-        name,
-        'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\nfig = plt.figure(figsize=(4, 2))\nplt.bar(["a", "b"], [1, 2])\n"plotted"',
-      );
-      assert.equal(valueOf(r.result), "'plotted'");
-      const data = r.result.data!;
-      assert.equal(data.images?.length, 2);
-      assert.equal(data.png, data.images![0]!.data);
-      const first = pngSize(data.images![0]!.data);
-      const second = pngSize(data.images![1]!.data);
-      assert.ok(first.width > 100 && first.height > 100);
-      assert.ok(second.width > second.height, 'the 4x2 figure is wider than tall');
-      const again = await run(manager, name, '1');
-      assert.equal(again.result.data, null, 'figures are closed after they are sent');
-    });
+    it(
+      'turns matplotlib figures into PNGs: data.png first, all in data.images',
+      { skip: engine === 'sandbox' && 'matplotlib is not installed offline' },
+      async () => {
+        const r = await run(
+          manager,
+          name,
+          'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\nfig = plt.figure(figsize=(4, 2))\nplt.bar(["a", "b"], [1, 2])\n"plotted"',
+        );
+        assert.equal(valueOf(r.result), "'plotted'");
+        const data = r.result.data!;
+        assert.equal(data.images?.length, 2);
+        assert.equal(data.png, data.images![0]!.data);
+        const first = pngSize(data.images![0]!.data);
+        const second = pngSize(data.images![1]!.data);
+        assert.ok(first.width > 100 && first.height > 100);
+        assert.ok(second.width > second.height, 'the 4x2 figure is wider than tall');
+        const again = await run(manager, name, '1');
+        assert.equal(again.result.data, null, 'figures are closed after they are sent');
+      },
+    );
 
     it('shows an object with _repr_png_ as an image', async () => {
       const r = await run(manager, name, `${PNG_CODE}\nclass Pic:\n    def _repr_png_(self):\n        return make_png(30, 20)\nPic()`);
@@ -164,7 +168,11 @@ for (const engine of ENGINES_UNDER_TEST) {
     });
 
     it('lists variables, shows one, completes names and inspects objects', async () => {
-      await run(manager, name, 'numbers = list(range(1000))\ngreeting = "hi"\ndef greet(who: str, punct="!") -> str:\n    "Say hello."\n    return f"{greeting} {who}{punct}"');
+      await run(
+        manager,
+        name,
+        'numbers = list(range(1000))\ngreeting = "hi"\ndef greet(who: str, punct="!") -> str:\n    "Say hello."\n    return f"{greeting} {who}{punct}"',
+      );
       const variables = await manager.kernel(name, 'variables', {});
       const byName = new Map(variables.map((v) => [v.name, v]));
       assert.deepEqual(byName.get('numbers'), { name: 'numbers', type: 'list', repr: byName.get('numbers')!.repr, size: 1000 });
@@ -193,7 +201,11 @@ for (const engine of ENGINES_UNDER_TEST) {
 
     it('starts with an empty namespace; a reset empties it again (its own modules go, files stay), and outlives a swap', async () => {
       const machine = (await manager.create(machineOptions(engine))).name;
-      assert.equal(valueOf((await run(manager, machine, '[k for k in globals() if not k.startswith("__")]')).result), '[]', 'a new machine has no names of its own');
+      assert.equal(
+        valueOf((await run(manager, machine, '[k for k in globals() if not k.startswith("__")]')).result),
+        '[]',
+        'a new machine has no names of its own',
+      );
       await manager.kernel(machine, 'write_file', { path: 'mine.py', content: Buffer.from('N = 1\n').toString('base64') });
       await run(manager, machine, 'import json, mine\nkept = mine.N');
       assert.deepEqual(await manager.kernel(machine, 'reset', {}), { cleared: 4 }, 'json, mine, kept and _');

@@ -74,18 +74,23 @@ while True:
     gc.collect()`;
       const { seq, done } = manager.exec(name, code);
       const chunks: string[] = [];
-      await new Promise<void>((collecting) =>
-        void manager.follow(name, seq, (c) => {
-          chunks.push(c.data);
-          if (c.data === 'collecting') collecting();
-        }),
+      await new Promise<void>(
+        (collecting) =>
+          void manager.follow(name, seq, (c) => {
+            chunks.push(c.data);
+            if (c.data === 'collecting') collecting();
+          }),
       );
       manager.interrupt(name);
       const error = errorOf(await done);
       assert.match(error, /KeyboardInterrupt$/);
       assert.doesNotMatch(error, /did not stop/, 'stopped by the interrupt, not the hard stop');
       assert.doesNotMatch(error, /perennial_kernel/);
-      assert.deepEqual(chunks.filter((c) => /Exception ignored|perennial_kernel/.test(c)), [], 'nothing of the swallowed interrupt on stderr');
+      assert.deepEqual(
+        chunks.filter((c) => /Exception ignored|perennial_kernel/.test(c)),
+        [],
+        'nothing of the swallowed interrupt on stderr',
+      );
       assert.equal(valueOf((await run(manager, name, 'kept')).result), "'state'");
     });
 
@@ -105,7 +110,10 @@ while True:
     it('runs instructions one at a time, in order', async () => {
       const submitted = Array.from({ length: 10 }, (_, i) => manager.exec(name, `order = globals().get("order", []) + [${i}]\nlen(order)`));
       const values = await Promise.all(submitted.map((s) => s.done));
-      assert.deepEqual(values.map(valueOf), submitted.map((_, i) => String(i + 1)));
+      assert.deepEqual(
+        values.map(valueOf),
+        submitted.map((_, i) => String(i + 1)),
+      );
       assert.equal(valueOf((await run(manager, name, 'order')).result), '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]');
     });
 

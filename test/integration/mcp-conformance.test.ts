@@ -62,7 +62,9 @@ function tokenProxy(target: URL, token: string): Promise<{ server: Server; url: 
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` })),
+  );
 }
 
 describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp', { timeout: 300_000 }, () => {
@@ -95,7 +97,9 @@ describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp
       it(`${scenario} at ${version}`, async () => {
         const out = await mkdtemp(join(tmpdir(), 'perennial-conformance-'));
         try {
-          const child = spawn(node22, [suite, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '--spec-version', version, '-o', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+          const child = spawn(node22, [suite, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '--spec-version', version, '-o', out], {
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
           let output = '';
           child.stdout.on('data', (d: Buffer) => (output += d));
           child.stderr.on('data', (d: Buffer) => (output += d));
@@ -103,9 +107,15 @@ describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp
           const [run] = await readdir(out);
           assert.ok(run, `no results: ${output}`);
           const checks = JSON.parse(await readFile(join(out, run, 'checks.json'), 'utf8')) as Check[];
-          assert.ok(checks.some((c) => c.status === 'SUCCESS'), `nothing passed: ${output}`);
+          assert.ok(
+            checks.some((c) => c.status === 'SUCCESS'),
+            `nothing passed: ${output}`,
+          );
           const failed = checks.filter((c) => c.status === 'FAILURE' && !NEEDS_FIXTURE.test(c.errorMessage ?? ''));
-          assert.deepEqual(failed.map((c) => `${c.name}: ${c.errorMessage}`), []);
+          assert.deepEqual(
+            failed.map((c) => `${c.name}: ${c.errorMessage}`),
+            [],
+          );
         } finally {
           await rm(out, { recursive: true, force: true });
         }

@@ -5,7 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client, SSEClientTransport, StreamableHTTPClientTransport, type CallToolResult, type ImageContent, type ResourceLink, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
+import {
+  Client,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type ImageContent,
+  type ResourceLink,
+  type Transport,
+  type VersionNegotiationMode,
+} from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { LocalServer } from '../../src/server/local-server.ts';
@@ -53,11 +62,23 @@ const TOOL_NAMES = [
 
 /** inspect-repl-object on a function with a docstring, a function reached through a module, and what it refuses. */
 async function checkInspect(client: Client, replId: string): Promise<void> {
-  await call(client, 'run-python-in-repl', { replId, pythonCode: 'import json\ndef area(w: float, h: float = 1.0) -> float:\n    """The area of a w by h rectangle."""\n    return w * h' });
+  await call(client, 'run-python-in-repl', {
+    replId,
+    pythonCode: 'import json\ndef area(w: float, h: float = 1.0) -> float:\n    """The area of a w by h rectangle."""\n    return w * h',
+  });
   const area = await call(client, 'inspect-repl-object', { replId, expression: 'area' });
-  assert.deepEqual(area.structuredContent, { name: 'area', type: 'function', signature: '(w: float, h: float = 1.0) -> float', doc: 'The area of a w by h rectangle.' });
+  assert.deepEqual(area.structuredContent, {
+    name: 'area',
+    type: 'function',
+    signature: '(w: float, h: float = 1.0) -> float',
+    doc: 'The area of a w by h rectangle.',
+  });
   assert.equal(textOf(area), 'area: function\nSignature: area(w: float, h: float = 1.0) -> float\n\nThe area of a w by h rectangle.');
-  const dumps = (await call(client, 'inspect-repl-object', { replId, expression: 'json.dumps' })).structuredContent as { type: string; signature: string; doc: string };
+  const dumps = (await call(client, 'inspect-repl-object', { replId, expression: 'json.dumps' })).structuredContent as {
+    type: string;
+    signature: string;
+    doc: string;
+  };
   assert.equal(dumps.type, 'function');
   assert.match(dumps.signature, /^\(obj, \*, skipkeys=False/);
   assert.match(dumps.doc, /^Serialize ``obj`` to a JSON formatted ``str``/);
@@ -72,7 +93,11 @@ async function checkInspect(client: Client, replId: string): Promise<void> {
 /** Code that draws three figures, each different. */
 const PLOT_THREE = 'import matplotlib.pyplot as plt\nfor k in range(3):\n    plt.figure()\n    plt.plot([1, 4, 9][k:])';
 
-const textOf = (result: CallToolResult) => result.content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('\n');
+const textOf = (result: CallToolResult) =>
+  result.content
+    .filter((c) => c.type === 'text')
+    .map((c) => (c as { text: string }).text)
+    .join('\n');
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   return client.callTool({ name, arguments: args });
@@ -86,8 +111,14 @@ interface Connection {
 }
 
 const stdio = (server: LocalServer) =>
-  new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--heartbeat', String(HEARTBEAT_MS / 1000)], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
-const streamable = (server: LocalServer) => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
+  new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--heartbeat', String(HEARTBEAT_MS / 1000)],
+    env: { ...process.env } as Record<string, string>,
+    stderr: 'pipe',
+  });
+const streamable = (server: LocalServer) =>
+  new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
 
 describe('MCP server', { timeout: 480_000 }, () => {
   /**
@@ -141,7 +172,13 @@ describe('MCP server', { timeout: 480_000 }, () => {
         assert.match(client.getInstructions() ?? '', /create-python-repl/);
         // Icons for light and dark themes, inline, on the server and on each tool.
         const icons = client.getServerVersion()?.icons ?? [];
-        assert.deepEqual(icons.map((i) => [i.theme, i.mimeType, i.src.slice(0, 26)]), [['light', 'image/svg+xml', 'data:image/svg+xml;base64,'], ['dark', 'image/svg+xml', 'data:image/svg+xml;base64,']]);
+        assert.deepEqual(
+          icons.map((i) => [i.theme, i.mimeType, i.src.slice(0, 26)]),
+          [
+            ['light', 'image/svg+xml', 'data:image/svg+xml;base64,'],
+            ['dark', 'image/svg+xml', 'data:image/svg+xml;base64,'],
+          ],
+        );
         assert.match(Buffer.from(icons[0]!.src.split(',')[1]!, 'base64').toString(), /^<svg [^>]*stroke="#1f6f43"/);
         assert.ok(tools.every((t) => t.icons?.length === 2));
       });
@@ -153,7 +190,10 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const first = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 20\nprint("set")\nx + 1' });
         assert.equal(first.isError, undefined);
         assert.equal(textOf(first), 'set\nOut: 21');
-        assert.deepEqual({ ...(first.structuredContent as object), runtimeMs: 0 }, { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0 });
+        assert.deepEqual(
+          { ...(first.structuredContent as object), runtimeMs: 0 },
+          { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0 },
+        );
         const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
         assert.equal((second.structuredContent as { value: string }).value, '40');
         const failed = await call(client, 'run-python-in-repl', { replId, pythonCode: '1/0' });
@@ -175,7 +215,10 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const ran = await call(client, 'run-file-in-repl', { replId, path: 'tools/script.py' });
         assert.equal(ran.isError, undefined, textOf(ran));
         assert.equal((ran.structuredContent as { stdout: string }).stdout, 'main 40');
-        assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: 'scaled(5), result, __file__' })).structuredContent as { value: string }).value, "(50, 40, 'tools/script.py')");
+        assert.equal(
+          ((await call(client, 'run-python-in-repl', { replId, pythonCode: 'scaled(5), result, __file__' })).structuredContent as { value: string }).value,
+          "(50, 40, 'tools/script.py')",
+        );
         await call(client, 'write-repl-file', { replId, path: 'broken.py', content: 'x = 1\nraise ValueError("line two")\n' });
         const broken = await call(client, 'run-file-in-repl', { replId, path: 'broken.py' });
         assert.equal(broken.isError, true);
@@ -206,15 +249,32 @@ describe('MCP server', { timeout: 480_000 }, () => {
         assert.ok(resources.some((r) => r.uri === 'perennial://machines'));
         assert.ok(resources.some((r) => r.uri === `perennial://machines/${replId}/history`));
         const { resourceTemplates } = await client.listResourceTemplates();
-        assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), ['perennial://machines/{replId}/figures/{seq}/{n}.png', 'perennial://machines/{replId}/files/{+path}', 'perennial://machines/{replId}/history']);
+        assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), [
+          'perennial://machines/{replId}/figures/{seq}/{n}.png',
+          'perennial://machines/{replId}/files/{+path}',
+          'perennial://machines/{replId}/history',
+        ]);
         const read = async (uri: string) => (await client.readResource({ uri })).contents[0] as { mimeType?: string; text?: string; blob?: string };
         assert.ok((JSON.parse((await read('perennial://machines')).text!) as Array<{ name: string }>).some((m) => m.name === replId));
-        assert.deepEqual(await read(`perennial://machines/${replId}/files/data/table.csv`), { uri: `perennial://machines/${replId}/files/data/table.csv`, mimeType: 'text/csv', text: 'a,b\n1,2\n' });
+        assert.deepEqual(await read(`perennial://machines/${replId}/files/data/table.csv`), {
+          uri: `perennial://machines/${replId}/files/data/table.csv`,
+          mimeType: 'text/csv',
+          text: 'a,b\n1,2\n',
+        });
         const binary = await read(`perennial://machines/${replId}/files/data/pixel.bin`);
         assert.deepEqual([binary.mimeType, binary.blob], ['application/octet-stream', 'AP8B']);
-        assert.deepEqual((JSON.parse((await read(`perennial://machines/${replId}/history`)).text!) as Array<{ code: string }>).map((h) => h.code), ['x = 1']);
+        assert.deepEqual(
+          (JSON.parse((await read(`perennial://machines/${replId}/history`)).text!) as Array<{ code: string }>).map((h) => h.code),
+          ['x = 1'],
+        );
         const complete = async (name: string, value: string) =>
-          (await client.complete({ ref: { type: 'ref/resource', uri: 'perennial://machines/{replId}/files/{+path}' }, argument: { name, value }, context: { arguments: { replId } } })).completion.values;
+          (
+            await client.complete({
+              ref: { type: 'ref/resource', uri: 'perennial://machines/{replId}/files/{+path}' },
+              argument: { name, value },
+              context: { arguments: { replId } },
+            })
+          ).completion.values;
         assert.deepEqual(await complete('path', 'data/t'), ['data/table.csv']);
         assert.deepEqual(await complete('path', 'da'), ['data/']);
         assert.ok((await complete('replId', replId.slice(0, 6))).includes(replId));
@@ -250,15 +310,20 @@ describe('MCP server', { timeout: 480_000 }, () => {
         await call(client, 'run-python-in-repl', { replId, pythonCode: 'rows = [1, 2, 3]' });
         await call(client, 'run-python-in-repl', { replId, pythonCode: 'mean = sum(rows) / count' });
         await call(client, 'write-repl-file', { replId, path: 'data/sales.csv', content: 'day,amount\n1,10\n' });
-        const prompt = async (name: string, args: Record<string, string>) => ((await client.getPrompt({ name, arguments: args })).messages[0]!.content as { text: string }).text;
+        const prompt = async (name: string, args: Record<string, string>) =>
+          ((await client.getPrompt({ name, arguments: args })).messages[0]!.content as { text: string }).text;
         const resume = await prompt('resume-repl', { replId });
         assert.match(resume, /`rows` \(list, 3 items\): \[1, 2, 3\]/);
         assert.match(resume, /rows = \[1, 2, 3\][\s\S]*mean = sum\(rows\) \/ count[\s\S]*NameError: name 'count' is not defined/);
         const debug = await prompt('debug-last-error', { replId });
         assert.match(debug, /^This instruction failed[\s\S]*\[1\]\n```\nmean = sum\(rows\) \/ count\n```\nError:[\s\S]*NameError/);
-        assert.match(await prompt('explore-data-file', { replId, path: 'data/sales.csv' }), /^Explore the data file `data\/sales.csv` in the persistent Python REPL `[^`]+`/);
+        assert.match(
+          await prompt('explore-data-file', { replId, path: 'data/sales.csv' }),
+          /^Explore the data file `data\/sales.csv` in the persistent Python REPL `[^`]+`/,
+        );
         const complete = async (prompt: string, name: string, value: string) =>
-          (await client.complete({ ref: { type: 'ref/prompt', name: prompt }, argument: { name, value }, context: { arguments: { replId } } })).completion.values;
+          (await client.complete({ ref: { type: 'ref/prompt', name: prompt }, argument: { name, value }, context: { arguments: { replId } } })).completion
+            .values;
         assert.deepEqual(await complete('explore-data-file', 'path', 'data/s'), ['data/sales.csv']);
         assert.ok((await complete('resume-repl', 'replId', replId.slice(0, 6))).includes(replId));
       });
@@ -270,25 +335,40 @@ describe('MCP server', { timeout: 480_000 }, () => {
       it('sends output lines as progress notifications, and a cancellation interrupts the code', async () => {
         const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
         const progress: Array<{ progress: number; message?: string }> = [];
-        await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\nfor i in range(3):\n    print(f"line {i}")\n    time.sleep(0.2)' } }, {
-          onprogress: (p) => progress.push(p),
-        });
+        await client.callTool(
+          { name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\nfor i in range(3):\n    print(f"line {i}")\n    time.sleep(0.2)' } },
+          {
+            onprogress: (p) => progress.push(p),
+          },
+        );
         assert.ok(progress.length >= 1, 'at least one progress notification');
-        assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1]!.progress), 'progress increases');
+        assert.ok(
+          progress.every((p, i) => i === 0 || p.progress > progress[i - 1]!.progress),
+          'progress increases',
+        );
         assert.match(progress[0]!.message ?? '', /^line 0$/);
 
         // Cancelled once it is seen running; only an interrupt frees the machine before its 120 s timeout.
         const abort = new AbortController();
-        const long = client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1\nprint("looping")\nwhile True:\n    pass', timeoutSeconds: 120 } }, {
-          signal: abort.signal,
-          onprogress: (p) => p.message === 'looping' && abort.abort('enough'),
-        });
+        const long = client.callTool(
+          { name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1\nprint("looping")\nwhile True:\n    pass', timeoutSeconds: 120 } },
+          {
+            signal: abort.signal,
+            onprogress: (p) => p.message === 'looping' && abort.abort('enough'),
+          },
+        );
         await assert.rejects(long);
-        await eventually(async () => {
-          const r = await call(client, 'run-python-in-repl', { replId, pythonCode: 'kept' });
-          return (r.structuredContent as { value: string | null }).value === '1';
-        }, 20_000, 'the machine to be free again');
-        const { history } = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ code: string; result: { error?: string } }> };
+        await eventually(
+          async () => {
+            const r = await call(client, 'run-python-in-repl', { replId, pythonCode: 'kept' });
+            return (r.structuredContent as { value: string | null }).value === '1';
+          },
+          20_000,
+          'the machine to be free again',
+        );
+        const { history } = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as {
+          history: Array<{ code: string; result: { error?: string } }>;
+        };
         const cancelled = history.find((entry) => entry.code.includes('looping'));
         assert.match(cancelled?.result.error ?? '', /KeyboardInterrupt$/, 'the cancelled call was interrupted, not timed out');
       });
@@ -298,15 +378,21 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const progress: Array<{ progress: number; message?: string }> = [];
         // The SDK client drops a call after 3 s without progress, as clients do after a few minutes;
         // the server breaks a silence after 2 s (10 s unless set).
-        const result = await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(7)\n"slept"', timeoutSeconds: 60 } }, {
-          onprogress: (p) => progress.push(p),
-          timeout: 3_000,
-          resetTimeoutOnProgress: true,
-        });
+        const result = await client.callTool(
+          { name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(7)\n"slept"', timeoutSeconds: 60 } },
+          {
+            onprogress: (p) => progress.push(p),
+            timeout: 3_000,
+            resetTimeoutOnProgress: true,
+          },
+        );
         assert.equal((result.structuredContent as { value: string }).value, "'slept'");
         const seconds = progress.map((p) => Number(/^Still running \((\d+) s\)$/.exec(p.message ?? '')?.[1]));
         assert.ok(progress.length >= 2 && seconds.every((n) => n >= HEARTBEAT_MS / 1000), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
-        assert.ok(seconds.every((n, i) => i === 0 || n > seconds[i - 1]!), 'the elapsed time grows');
+        assert.ok(
+          seconds.every((n, i) => i === 0 || n > seconds[i - 1]!),
+          'the elapsed time grows',
+        );
       });
 
       it('returns a figure as an image and a link to its resource; past the inline cap, only links, and says so', async () => {
@@ -317,7 +403,15 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const [image, link] = plotted.content.filter((c) => c.type !== 'text') as [ImageContent, ResourceLink];
         assert.equal(image.mimeType, 'image/png');
         assert.deepEqual([...Buffer.from(image.data, 'base64').subarray(1, 4)], [...Buffer.from('PNG')]);
-        assert.deepEqual(link, { type: 'resource_link', uri, name: `figure-1-1.png`, title: `Figure 1 of instruction 1 in ${replId}`, mimeType: 'image/png', size: Buffer.from(image.data, 'base64').length, annotations: { audience: ['user'] } });
+        assert.deepEqual(link, {
+          type: 'resource_link',
+          uri,
+          name: `figure-1-1.png`,
+          title: `Figure 1 of instruction 1 in ${replId}`,
+          mimeType: 'image/png',
+          size: Buffer.from(image.data, 'base64').length,
+          annotations: { audience: ['user'] },
+        });
         assert.equal(textOf(plotted), 'Out: 3', 'one figure is shown: nothing to say');
         assert.deepEqual((plotted.structuredContent as { figures: unknown }).figures, [{ uri, inline: true }]);
         const read = await client.readResource({ uri });
@@ -325,25 +419,52 @@ describe('MCP server', { timeout: 480_000 }, () => {
 
         const three = await call(client, 'run-python-in-repl', { replId, pythonCode: PLOT_THREE });
         const uris = [1, 2, 3].map((n) => `perennial://machines/${replId}/figures/2/${n}.png`);
-        assert.deepEqual(three.content.map((c) => c.type), ['text', 'image', 'resource_link', 'resource_link', 'resource_link']);
+        assert.deepEqual(
+          three.content.map((c) => c.type),
+          ['text', 'image', 'resource_link', 'resource_link', 'resource_link'],
+        );
         const links = three.content.filter((c) => c.type === 'resource_link') as ResourceLink[];
-        assert.deepEqual(links.map((l) => [l.uri, l.annotations]), [[uris[0], { audience: ['user'] }], [uris[1], undefined], [uris[2], undefined]]);
+        assert.deepEqual(
+          links.map((l) => [l.uri, l.annotations]),
+          [
+            [uris[0], { audience: ['user'] }],
+            [uris[1], undefined],
+            [uris[2], undefined],
+          ],
+        );
         const note = `3 figures: 1 shown inline, at most 1 per result; read the rest as resources: ${uris[1]}, ${uris[2]}`;
         assert.equal(textOf(three), `[perennial] ${note}`);
         const structured = three.structuredContent as { figures: unknown; notes: string[] };
-        assert.deepEqual(structured.figures, [{ uri: uris[0], inline: true }, { uri: uris[1], inline: false }, { uri: uris[2], inline: false }]);
+        assert.deepEqual(structured.figures, [
+          { uri: uris[0], inline: true },
+          { uri: uris[1], inline: false },
+          { uri: uris[2], inline: false },
+        ]);
         assert.deepEqual(structured.notes, [note]);
         const third = (await client.readResource({ uri: uris[2]! })).contents[0] as { blob: string };
         assert.notEqual(third.blob, (three.content[1] as ImageContent).data, 'each figure is its own');
         // The history names figures by their URIs, without their base64.
-        const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ result: { data: Record<string, unknown> | null } }> };
-        assert.deepEqual(history.history.map((entry) => entry.result.data), [null, { figures: [uri] }, { figures: uris }]);
+        const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as {
+          history: Array<{ result: { data: Record<string, unknown> | null } }>;
+        };
+        assert.deepEqual(
+          history.history.map((entry) => entry.result.data),
+          [null, { figures: [uri] }, { figures: uris }],
+        );
         const historyResource = (await client.readResource({ uri: `perennial://machines/${replId}/history` })).contents[0] as { text: string };
-        assert.deepEqual((JSON.parse(historyResource.text) as typeof history.history).map((entry) => entry.result.data), [null, { figures: [uri] }, { figures: uris }]);
+        assert.deepEqual(
+          (JSON.parse(historyResource.text) as typeof history.history).map((entry) => entry.result.data),
+          [null, { figures: [uri] }, { figures: uris }],
+        );
         // Figures come from the history: they outlive a swap.
         await server.manager.swap(replId);
         assert.deepEqual((await client.readResource({ uri: uris[2]! })).contents[0], { uri: uris[2], mimeType: 'image/png', blob: third.blob });
-        for (const missing of [`perennial://machines/${replId}/figures/2/4.png`, `perennial://machines/${replId}/figures/0/1.png`, `perennial://machines/${replId}/figures/99/1.png`, 'perennial://machines/no-such-repl/figures/1/1.png']) {
+        for (const missing of [
+          `perennial://machines/${replId}/figures/2/4.png`,
+          `perennial://machines/${replId}/figures/0/1.png`,
+          `perennial://machines/${replId}/figures/99/1.png`,
+          'perennial://machines/no-such-repl/figures/1/1.png',
+        ]) {
           await assert.rejects(client.readResource({ uri: missing }), (error: { code?: number; data?: unknown }) => {
             assert.deepEqual([error.code, error.data], [-32602, { uri: missing }]);
             return true;
@@ -362,15 +483,24 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const resumed = await call(client, 'run-python-in-repl', { replId, pythonCode: 'sum(data)' });
         const structured = resumed.structuredContent as { value: string; notes: string[]; lost: Array<{ name: string }> };
         assert.equal(structured.value, '14');
-        assert.deepEqual(structured.lost.map((l) => l.name), ['gen']);
+        assert.deepEqual(
+          structured.lost.map((l) => l.name),
+          ['gen'],
+        );
         assert.match(structured.notes[0]!, /^Not kept across the swap: gen \(a paused generator cannot be pickled/);
         assert.match(textOf(resumed), /Out: 14\n\[perennial\] Not kept across the swap: gen/);
         const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string }> };
-        assert.deepEqual(variables.variables.map((v) => v.name), ['data']);
+        assert.deepEqual(
+          variables.variables.map((v) => v.name),
+          ['data'],
+        );
         await call(client, 'write-repl-file', { replId, path: 'hello.txt', content: 'hi there' });
         assert.equal((JSON.parse(textOf(await call(client, 'read-repl-file', { replId, path: 'hello.txt' }))) as { content: string }).content, 'hi there');
         const repls = JSON.parse(textOf(await call(client, 'list-python-repls', { tags: { via: 'http' } }))) as { repls: Array<{ name: string }> };
-        assert.deepEqual(repls.repls.map((r) => r.name), [replId]);
+        assert.deepEqual(
+          repls.repls.map((r) => r.name),
+          [replId],
+        );
         const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId, last: 1 }))) as { history: Array<{ code: string }> };
         assert.equal(history.history[0]!.code, 'sum(data)');
         await call(client, 'delete-python-repl', { replId });
@@ -378,7 +508,6 @@ describe('MCP server', { timeout: 480_000 }, () => {
       });
     });
   }
-
 
   describe('over stdio against a backend with only the ForeverVM protocol (as hosted ForeverVM)', () => {
     let server: LocalServer;
@@ -407,9 +536,19 @@ describe('MCP server', { timeout: 480_000 }, () => {
 
     it('emulates variables, files and history with instructions and its own record, and says what it cannot do', async () => {
       const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
-      assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: 'count = 3\nwords = ["a", "b"]\ncount' })).structuredContent as { value: string }).value, '3');
+      assert.equal(
+        ((await call(client, 'run-python-in-repl', { replId, pythonCode: 'count = 3\nwords = ["a", "b"]\ncount' })).structuredContent as { value: string })
+          .value,
+        '3',
+      );
       const variables = JSON.parse(textOf(await call(client, 'list-repl-variables', { replId }))) as { variables: Array<{ name: string; type: string }> };
-      assert.deepEqual(variables.variables.map((v) => [v.name, v.type]), [['count', 'int'], ['words', 'list']]);
+      assert.deepEqual(
+        variables.variables.map((v) => [v.name, v.type]),
+        [
+          ['count', 'int'],
+          ['words', 'list'],
+        ],
+      );
       assert.equal((JSON.parse(textOf(await call(client, 'get-repl-variable', { replId, name: 'words' }))) as { repr: string }).repr, "['a', 'b']");
       // Figures are read back through ForeverVM's own result endpoint.
       const plotted = await call(client, 'run-python-in-repl', { replId, pythonCode: PLOT_THREE });
@@ -420,12 +559,23 @@ describe('MCP server', { timeout: 480_000 }, () => {
       await call(client, 'write-repl-file', { replId, path: 'out/note.txt', content: 'emulated' });
       assert.equal((JSON.parse(textOf(await call(client, 'read-repl-file', { replId, path: 'out/note.txt' }))) as { content: string }).content, 'emulated');
       const listing = JSON.parse(textOf(await call(client, 'list-repl-files', { replId, path: 'out' }))) as { entries: Array<{ name: string }> };
-      assert.deepEqual(listing.entries.map((e) => e.name), ['note.txt']);
+      assert.deepEqual(
+        listing.entries.map((e) => e.name),
+        ['note.txt'],
+      );
       const history = JSON.parse(textOf(await call(client, 'get-repl-history', { replId }))) as { history: Array<{ code: string }> };
-      assert.deepEqual(history.history.map((h) => h.code), ['count = 3\nwords = ["a", "b"]\ncount', PLOT_THREE], 'only what the user ran, not the emulations');
+      assert.deepEqual(
+        history.history.map((h) => h.code),
+        ['count = 3\nwords = ["a", "b"]\ncount', PLOT_THREE],
+        'only what the user ran, not the emulations',
+      );
       await checkInspect(client, replId);
       assert.ok(((await call(client, 'reset-python-repl', { replId })).structuredContent as { cleared: number }).cleared >= 4);
-      assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: '"area" in globals(), "count" in globals()' })).structuredContent as { value: string }).value, '(False, False)');
+      assert.equal(
+        ((await call(client, 'run-python-in-repl', { replId, pythonCode: '"area" in globals(), "count" in globals()' })).structuredContent as { value: string })
+          .value,
+        '(False, False)',
+      );
       assert.equal((await call(client, 'interrupt-python-repl', { replId })).isError, undefined);
       const removed = await call(client, 'delete-python-repl', { replId });
       assert.equal(removed.isError, true);
@@ -490,13 +640,17 @@ describe('MCP server', { timeout: 480_000 }, () => {
         await client.close();
       }
     }
-    const http = (query: string) => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp${query}`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
+    const http = (query: string) =>
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp${query}`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
 
     it('on the HTTP endpoint by its query, in both eras and on legacy SSE', async () => {
       assert.equal((await inlineOfThree(http('?inlineImages=2')))[0], 2);
       const [none, note] = await inlineOfThree(http('?inlineImages=0'), 'legacy');
       assert.equal(none, 0);
-      assert.match(note, /^\[perennial\] 3 figures: inline images are off; read them as resources: perennial:\/\/machines\/[\w-]+\/figures\/0\/1\.png, \S+\/2\.png, \S+\/3\.png$/);
+      assert.match(
+        note,
+        /^\[perennial\] 3 figures: inline images are off; read them as resources: perennial:\/\/machines\/[\w-]+\/figures\/0\/1\.png, \S+\/2\.png, \S+\/3\.png$/,
+      );
       const headers = { Authorization: `Bearer ${server.token}` };
       const sse = new SSEClientTransport(new URL(`${server.url}/sse?inlineImages=3`), {
         requestInit: { headers },
@@ -504,14 +658,23 @@ describe('MCP server', { timeout: 480_000 }, () => {
       });
       assert.equal((await inlineOfThree(sse, 'legacy'))[0], 3);
       for (const bad of ['lots', '-1', '101', '1.5']) {
-        const response = await fetch(`${server.url}/mcp?inlineImages=${bad}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+        const response = await fetch(`${server.url}/mcp?inlineImages=${bad}`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: '{}',
+        });
         assert.equal(response.status, 400, bad);
         assert.match(((await response.json()) as { error: { message: string } }).error.message, /^inlineImages: expected a whole number from 0 to 100, got "/);
       }
     });
 
     it('on `perennial mcp` by a flag, which refuses what it cannot take', async () => {
-      const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--inline-images', '3'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--inline-images', '3'],
+        env: { ...process.env } as Record<string, string>,
+        stderr: 'pipe',
+      });
       assert.equal((await inlineOfThree(transport))[0], 3);
       const refused = spawnSync(process.execPath, [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--inline-images', 'all'], { encoding: 'utf8' });
       assert.notEqual(refused.status, 0);
@@ -519,7 +682,7 @@ describe('MCP server', { timeout: 480_000 }, () => {
     });
   });
 
-  describe("install-python-packages asks the user before pip changes their environment", () => {
+  describe('install-python-packages asks the user before pip changes their environment', () => {
     let server: LocalServer;
     let stopServer: () => Promise<void>;
     let dir: string;
@@ -529,7 +692,8 @@ describe('MCP server', { timeout: 480_000 }, () => {
       // The user's own environment is a venv of the test's; pip finds wheels built here, offline.
       dir = await mkdtemp(join(tmpdir(), 'perennial-consent-'));
       execFileSync('python3', ['-m', 'venv', join(dir, 'venv')]);
-      for (let i = 0; i < 6; i++) execFileSync('python3', [MAKE_WHEEL, dir, `tinypkg${i}`, '1.0', JSON.stringify({ [`tinypkg${i}/__init__.py`]: `VALUE = ${i}\n` })]);
+      for (let i = 0; i < 6; i++)
+        execFileSync('python3', [MAKE_WHEEL, dir, `tinypkg${i}`, '1.0', JSON.stringify({ [`tinypkg${i}/__init__.py`]: `VALUE = ${i}\n` })]);
       Object.assign(process.env, { ...PIP_ENV, PIP_FIND_LINKS: dir });
       ({ server, stop: stopServer } = await startPythonServer(join(dir, 'venv', 'bin', 'python')));
     });
@@ -567,9 +731,19 @@ describe('MCP server', { timeout: 480_000 }, () => {
           assert.match(textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: `import ${pkg}` })), /ModuleNotFoundError/);
           const installed = await call(client, 'install-python-packages', { replId, packages: [pkg] });
           assert.equal(textOf(installed), `Installed: Successfully installed ${pkg}-1.0`);
-          assert.equal(((await call(client, 'run-python-in-repl', { replId, pythonCode: `import ${pkg}\n${pkg}.VALUE` })).structuredContent as { value: string }).value, String(i));
+          assert.equal(
+            ((await call(client, 'run-python-in-repl', { replId, pythonCode: `import ${pkg}\n${pkg}.VALUE` })).structuredContent as { value: string }).value,
+            String(i),
+          );
           assert.equal(questions.length, 3);
-          assert.ok(questions.every((q) => q === `Install ${pkg} with pip into the Python environment of REPL ${replId}? It is your own interpreter's: this changes it for every program that uses it.`), questions[0]);
+          assert.ok(
+            questions.every(
+              (q) =>
+                q ===
+                `Install ${pkg} with pip into the Python environment of REPL ${replId}? It is your own interpreter's: this changes it for every program that uses it.`,
+            ),
+            questions[0],
+          );
         } finally {
           await client.close();
         }
@@ -581,7 +755,10 @@ describe('MCP server', { timeout: 480_000 }, () => {
       await client.connect(streamable(server));
       try {
         const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
-        assert.equal(textOf(await call(client, 'install-python-packages', { replId, packages: ['tinypkg5'] })), 'Installed: Successfully installed tinypkg5-1.0');
+        assert.equal(
+          textOf(await call(client, 'install-python-packages', { replId, packages: ['tinypkg5'] })),
+          'Installed: Successfully installed tinypkg5-1.0',
+        );
         const { tools } = await client.listTools();
         assert.equal(tools.find((t) => t.name === 'install-python-packages')!.annotations?.destructiveHint, true);
       } finally {
@@ -612,7 +789,11 @@ describe('MCP server', { timeout: 480_000 }, () => {
     const { dir, cleanup } = await tempDataDir();
     const server = await LocalServer.start({ dataDir: dir, defaultEngine: 'python' });
     try {
-      const response = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+      const response = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: '{}',
+      });
       assert.equal(response.status, 401);
     } finally {
       await server.close();

@@ -16,9 +16,18 @@ const INSPECTOR_VERSION = '2.12.0';
 const CLAUDE_CODE_VERSION = '2.1.330';
 /** What the package must hold: what `perennial` runs, and the files npm always adds. */
 const KERNEL_MODULES = readdirSync(join(ROOT, 'src/kernel/perennial_kernel')).filter((name) => name.endsWith('.py'));
-const SHIPPED = ['CHANGELOG.md', 'LICENSE', 'README.md', 'dist/cli.js', ...KERNEL_MODULES.map((name) => `dist/perennial_kernel/${name}`), 'dist/sandbox/main.js', 'package.json'].sort();
+const SHIPPED = [
+  'CHANGELOG.md',
+  'LICENSE',
+  'README.md',
+  'dist/cli.js',
+  ...KERNEL_MODULES.map((name) => `dist/perennial_kernel/${name}`),
+  'dist/sandbox/main.js',
+  'package.json',
+].sort();
 
-const npm = (args: string[], cwd: string) => execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const npm = (args: string[], cwd: string) =>
+  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
  * The package as a user gets it: packed from a clean copy of the sources (so `prepack` must build
@@ -90,12 +99,21 @@ describe('the npm package', { timeout: 600_000 }, () => {
     const created = inspect('--method', 'tools/call', '--tool-name', 'create-python-repl', '--tool-args-json', JSON.stringify({ engine: 'python' }));
     assert.equal(created.status, 0, created.stderr);
     const replId = (created.result!.structuredContent as { replId: string }).replId;
-    const ran = inspect('--method', 'tools/call', '--tool-name', 'run-python-in-repl', '--tool-args-json', JSON.stringify({ replId, pythonCode: 'import sys\nsys.version_info[0] * 20 + 2' }));
+    const ran = inspect(
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'run-python-in-repl',
+      '--tool-args-json',
+      JSON.stringify({ replId, pythonCode: 'import sys\nsys.version_info[0] * 20 + 2' }),
+    );
     assert.equal(ran.status, 0, ran.stderr);
     assert.equal((ran.result!.structuredContent as { value: string }).value, '62');
     const templates = inspect('--method', 'resources/templates/list');
     assert.equal(templates.status, 0, templates.stderr);
-    assert.ok((templates.result!.resourceTemplates as Array<{ uriTemplate: string }>).some((t) => t.uriTemplate === 'perennial://machines/{replId}/files/{+path}'));
+    assert.ok(
+      (templates.result!.resourceTemplates as Array<{ uriTemplate: string }>).some((t) => t.uriTemplate === 'perennial://machines/{replId}/files/{+path}'),
+    );
     const prompts = inspect('--method', 'prompts/list');
     assert.equal(prompts.status, 0, prompts.stderr);
     assert.ok((prompts.result!.prompts as Array<{ name: string }>).some((p) => p.name === 'resume-repl'));
@@ -111,11 +129,20 @@ describe('the npm package', { timeout: 600_000 }, () => {
 
   it("connects from Claude Code with the README's commands, over stdio and HTTP", async () => {
     const tool = node22Tool('claude-code', '@anthropic-ai/claude-code', CLAUDE_CODE_VERSION);
-    const claudeBin = join(tool.packageDir, (JSON.parse(readFileSync(join(tool.packageDir, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.claude!);
+    const claudeBin = join(
+      tool.packageDir,
+      (JSON.parse(readFileSync(join(tool.packageDir, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.claude!,
+    );
     const project = join(work, 'claude-project');
     mkdirSync(project, { recursive: true });
     // Claude Code keeps its configuration under HOME; the installed `perennial` is found on PATH.
-    const env = { ...process.env, HOME: join(work, 'claude-home'), PATH: `${join(installed, 'bin')}:${process.env.PATH}`, PERENNIAL_HOME: dataDir, PERENNIAL_PYTHON: TEST_PYTHON };
+    const env = {
+      ...process.env,
+      HOME: join(work, 'claude-home'),
+      PATH: `${join(installed, 'bin')}:${process.env.PATH}`,
+      PERENNIAL_HOME: dataDir,
+      PERENNIAL_PYTHON: TEST_PYTHON,
+    };
     const claude = (...args: string[]) => execFileSync(claudeBin, args, { cwd: project, env, encoding: 'utf8', timeout: 120_000 });
     const info = await readServerInfo(dataDir);
     assert.ok(info, 'perennial mcp started a local server in its data dir');

@@ -16,7 +16,12 @@ const OLD_CLI = fileURLToPath(new URL('dist/cli.js', OLD));
 const OLD_COMMIT = readFileSync(new URL('COMMIT', OLD), 'utf8').trim().slice(0, 7);
 
 function perennial(cli: string, dataDir: string, args: string[]): Promise<CliRun> {
-  return finished(spawn(process.execPath, [cli, '--data-dir', dataDir, ...args], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  return finished(
+    spawn(process.execPath, [cli, '--data-dir', dataDir, ...args], {
+      env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
 }
 
 async function stop(dataDir: string): Promise<void> {
@@ -45,7 +50,12 @@ describe(`today's client and a server of Perennial 0.1.0 (${OLD_COMMIT})`, { tim
 
   it("replaces the older background server: it saves every machine, today's owns the data dir, and the state is whole", async () => {
     // The old CLI starts its own background server, as it did for a user before the update.
-    const made = await perennial(OLD_CLI, dataDir, ['exec', '--engine', 'python', 'x = 41\nclass Point:\n    def __init__(self, x):\n        self.x = x\np = Point(x)']);
+    const made = await perennial(OLD_CLI, dataDir, [
+      'exec',
+      '--engine',
+      'python',
+      'x = 41\nclass Point:\n    def __init__(self, x):\n        self.x = x\np = Point(x)',
+    ]);
     assert.equal(made.code, 0, made.stderr);
     const name = /machine: (\S+)/.exec(made.stderr)?.[1];
     assert.ok(name, made.stderr);

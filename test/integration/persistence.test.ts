@@ -130,7 +130,10 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(info.nextSeq, last.seq + 1);
       assert.deepEqual(await manager.result(name, last.seq), last.result);
       const history = await manager.history(name, 1);
-      assert.deepEqual(history.map((h) => [h.seq, h.code, h.stdout]), [[last.seq, 'print("hi")\ncounter', 'hi']]);
+      assert.deepEqual(
+        history.map((h) => [h.seq, h.code, h.stdout]),
+        [[last.seq, 'print("hi")\ncounter', 'hi']],
+      );
       const r = await run(manager, name, STATE_CHECK.replace(/, _\)$/, ', _ == 41)'));
       assert.equal(valueOf(r.result), STATE_EXPECTED.replace(/, 'setup'\)$/, ', True)'));
       assert.equal(r.seq, last.seq + 1, 'seq numbering continues');
@@ -213,7 +216,10 @@ for (const engine of ENGINES_UNDER_TEST) {
       manager = await openManager({ dataDir });
       const r = await run(manager, name, STATE_CHECK.replace(/, _\)$/, ')'));
       assert.equal(valueOf(r.result), STATE_EXPECTED.replace(/, 'setup'\)$/, ')'));
-      assert.match(r.result.data?.notices?.[0] ?? '', /The server stopped unexpectedly\. The machine goes back to its snapshot of .*Effects of instructions 1–1 are lost/);
+      assert.match(
+        r.result.data?.notices?.[0] ?? '',
+        /The server stopped unexpectedly\. The machine goes back to its snapshot of .*Effects of instructions 1–1 are lost/,
+      );
       assert.match(errorOf(await manager.result(name, 1)), /The server stopped while this instruction ran/);
       assert.equal(r.seq, 2);
     });
@@ -247,8 +253,14 @@ for (const engine of ENGINES_UNDER_TEST) {
       manager = await openManager({ dataDir });
       const a = (await manager.create(machineOptions(engine, { tags: { team: 'x', env: 'dev' } }))).name;
       const b = (await manager.create(machineOptions(engine, { tags: { team: 'x' } }))).name;
-      assert.deepEqual(manager.list({ team: 'x' }).map((m) => m.name), [b, a]);
-      assert.deepEqual(manager.list({ team: 'x', env: 'dev' }).map((m) => m.name), [a]);
+      assert.deepEqual(
+        manager.list({ team: 'x' }).map((m) => m.name),
+        [b, a],
+      );
+      assert.deepEqual(
+        manager.list({ team: 'x', env: 'dev' }).map((m) => m.name),
+        [a],
+      );
       assert.deepEqual(manager.list({ team: 'nobody' }), []);
       await run(manager, a, 'v = 1');
       await manager.swap(a);
@@ -292,7 +304,10 @@ describe('python engine without dill or cloudpickle', { timeout: 60_000 }, () =>
       await manager.swap(name);
       const r = await run(manager, name, STATE_CHECK);
       assert.equal(valueOf(r.result), STATE_EXPECTED);
-      assert.deepEqual(r.result.data?.lost?.map((l) => l.name), ['fh']);
+      assert.deepEqual(
+        r.result.data?.lost?.map((l) => l.name),
+        ['fh'],
+      );
     } finally {
       delete process.env.PERENNIAL_SERIALIZER;
       await manager.close();
@@ -324,11 +339,21 @@ describe('a damaged or missing machine.json', { timeout: 120_000 }, () => {
       await mkdir(join(dir, 'machines', 'emptyfolder'));
       manager = await openManager({ dataDir: dir });
 
-      assert.deepEqual(manager.list().map((m) => m.name).sort(), [garbage, halfValid, missing].sort(), 'all listed; a folder with nothing of a machine is not');
+      assert.deepEqual(
+        manager
+          .list()
+          .map((m) => m.name)
+          .sort(),
+        [garbage, halfValid, missing].sort(),
+        'all listed; a folder with nothing of a machine is not',
+      );
       const [g, h, m] = [garbage, halfValid, missing].map((name) => manager.get(name));
       assert.deepEqual([g!.engine, h!.engine, m!.engine], ['python', 'sandbox', 'python'], 'the engine read from the snapshot');
       assert.deepEqual([g!.nextSeq, h!.tags, h!.memoryMb], [2, { team: 'b' }, 256], 'seqs from the history, good fields kept');
-      assert.match(g!.warnings.join('\n'), /manifest could not be read \(machine.json is not JSON .*kept as machine.json.unreadable-\d+\. Reset to defaults: tags, memory cap/);
+      assert.match(
+        g!.warnings.join('\n'),
+        /manifest could not be read \(machine.json is not JSON .*kept as machine.json.unreadable-\d+\. Reset to defaults: tags, memory cap/,
+      );
       assert.match(h!.warnings.join('\n'), /machine.json is not a manifest/);
       assert.match(m!.warnings.join('\n'), /machine.json is missing/);
       const kept = (await readdir(join(dir, 'machines', garbage))).filter((f) => f.startsWith('machine.json.unreadable-'));
@@ -379,7 +404,9 @@ describe('the data dir format', { timeout: 60_000 }, () => {
       await writeFile(join(dir, 'data-dir.json'), record);
       await assert.rejects(
         openManager({ dataDir: dir }),
-        new RegExp(`^NewerDataDirError: The data dir ${dir} was written by Perennial 9\\.0\\.0 in data format 99, which this Perennial \\(${VERSION.replace(/\./g, '\\.')}\\) cannot read \\(it reads format 1\\); update Perennial, or give this one another data dir \\(--data-dir or PERENNIAL_HOME\\)\\. Nothing was changed\\.$`),
+        new RegExp(
+          `^NewerDataDirError: The data dir ${dir} was written by Perennial 9\\.0\\.0 in data format 99, which this Perennial \\(${VERSION.replace(/\./g, '\\.')}\\) cannot read \\(it reads format 1\\); update Perennial, or give this one another data dir \\(--data-dir or PERENNIAL_HOME\\)\\. Nothing was changed\\.$`,
+        ),
       );
       assert.deepEqual(await readdir(dir), ['data-dir.json'], 'no lock, no machines folder');
       assert.equal(await readFile(join(dir, 'data-dir.json'), 'utf8'), record);
@@ -426,7 +453,10 @@ describe('the data dir format', { timeout: 60_000 }, () => {
       const reopened = await openManager({ dataDir: dir });
       const r = await run(reopened, name, '1 + 1');
       assert.equal(valueOf(r.result), '2');
-      assert.match(r.result.data?.notices?.join('\n') ?? '', /not in the machine's history: .*written by a newer Perennial in format 2 \(this one writes format 1\), and is left as it is/);
+      assert.match(
+        r.result.data?.notices?.join('\n') ?? '',
+        /not in the machine's history: .*written by a newer Perennial in format 2 \(this one writes format 1\), and is left as it is/,
+      );
       assert.equal((await readFile(history, 'utf8')).split('\n')[0], '{"t":"format","version":2}');
       await reopened.close();
     } finally {
@@ -445,7 +475,10 @@ describe('the data dir format', { timeout: 60_000 }, () => {
       const newer = (await readFile(path, 'latin1')).replaceAll('PERENNIAL-PY-SNAPSHOT-1\n', 'PERENNIAL-PY-SNAPSHOT-2\n');
       await writeFile(path, newer, 'latin1');
       const r = await run(manager, name, 'kept');
-      assert.match(errorOf(r.result), /the snapshot was written by a newer Perennial in format 2, and this one reads format 1; update Perennial to use this machine/);
+      assert.match(
+        errorOf(r.result),
+        /the snapshot was written by a newer Perennial in format 2, and this one reads format 1; update Perennial to use this machine/,
+      );
       assert.equal(await readFile(path, 'latin1'), newer, 'left as it was');
       await manager.close();
     } finally {
@@ -453,7 +486,7 @@ describe('the data dir format', { timeout: 60_000 }, () => {
     }
   });
 
-  it('the version Perennial reports is the package\'s', async () => {
+  it("the version Perennial reports is the package's", async () => {
     const { version } = JSON.parse(await readFile(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string };
     assert.equal(VERSION, version);
   });
@@ -474,7 +507,10 @@ describe('a machine the server could not save when it stopped', { timeout: 120_0
       const r = await run(manager, name, '"saved" in globals(), "lost_at_stop" in globals()');
       assert.equal(valueOf(r.result), '(True, False)');
       const notice = r.result.data?.notices?.join('\n') ?? '';
-      assert.match(notice, /^When the server stopped \(.+\), this machine could not be saved: .*Python holds a JavaScript Object.* The machine goes back to its snapshot of .+\. Effects of instructions \d+–\d+ are lost\.$/);
+      assert.match(
+        notice,
+        /^When the server stopped \(.+\), this machine could not be saved: .*Python holds a JavaScript Object.* The machine goes back to its snapshot of .+\. Effects of instructions \d+–\d+ are lost\.$/,
+      );
       assert.doesNotMatch(notice, /unexpectedly/);
       assert.equal((await run(manager, name, 'None')).result.data, null, 'said once');
       await manager.close();
@@ -490,7 +526,10 @@ describe('python engine: a variable that cannot be loaded', { timeout: 60_000 },
     const { manager } = fixture;
     const name = (await manager.create(machineOptions('python'))).name;
     // Fragile pickles but cannot be loaded; `refers` holds a list that only `broken` saved.
-    await run(manager, name, `shared = [1, 2]
+    await run(
+      manager,
+      name,
+      `shared = [1, 2]
 class Fragile:
     def __reduce__(self):
         return int, ("not a number",)
@@ -498,11 +537,15 @@ inner = ["made inside broken"]
 broken = [inner, Fragile()]
 refers = {"i": inner}
 del inner
-after = {"s": shared, "n": 3}`);
+after = {"s": shared, "n": 3}`,
+    );
     await manager.swap(name);
     const r = await run(manager, name, '(shared, after, after["s"] is shared, Fragile.__name__)');
     assert.equal(valueOf(r.result), "([1, 2], {'s': [1, 2], 'n': 3}, True, 'Fragile')");
-    assert.deepEqual(r.result.data?.lost?.map((l) => l.name), ['broken', 'refers']);
+    assert.deepEqual(
+      r.result.data?.lost?.map((l) => l.name),
+      ['broken', 'refers'],
+    );
     assert.match(r.result.data!.lost![0]!.reason, /invalid literal for int/);
     assert.match(r.result.data!.lost![1]!.reason, /shares objects with broken/);
   });

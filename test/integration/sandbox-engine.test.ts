@@ -16,7 +16,9 @@ function sandboxProcesses(): number[] {
   const visit = (pid: number) => {
     let children: number[];
     try {
-      children = readdirSync(`/proc/${pid}/task`).flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+      children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+        readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+      );
     } catch {
       return; // gone meanwhile
     }
@@ -44,7 +46,14 @@ function bumpSideModule(): Buffer {
   const memInfo = [1, 4, 16, 2, 0, 0]; // WASM_DYLINK_MEM_INFO: size 16, align 2^2, no table
   const body = [0, 0x23, 0, 0x23, 0, 0x28, 2, 0, 0x41, 1, 0x6a, 0x36, 2, 0, 0x23, 0, 0x28, 2, 0, 0x0b];
   return Buffer.from([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    0x01,
+    0x00,
+    0x00,
+    0x00,
     ...section(0, [...name('dylink.0'), ...memInfo]),
     ...section(1, [1, 0x60, 0, 1, 0x7f]),
     ...section(2, [2, ...name('env'), ...name('memory'), 2, 0, 0, ...name('env'), ...name('__memory_base'), 3, 0x7f, 0]),
@@ -66,7 +75,10 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
     assert.equal(manager.defaultEngine, 'sandbox');
     const status = manager.engineStatus().find((e) => e.name === 'sandbox')!;
     assert.equal(status.available, true);
-    assert.match(status.detail, /^Pyodide 314\.0\.7 \(Python 3\.14\.2\), bubblewrap \+ Node permission model; machines made on Pyodide 0\.29\.0 stay on it until upgraded$/);
+    assert.match(
+      status.detail,
+      /^Pyodide 314\.0\.7 \(Python 3\.14\.2\), bubblewrap \+ Node permission model; machines made on Pyodide 0\.29\.0 stay on it until upgraded$/,
+    );
   });
 
   it('keeps no process ready until a sandbox machine is made, then fills its pools, and empties them when idle', async () => {
@@ -112,10 +124,16 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
         'open("/tmp/scratch.txt", "w").write("tmp file")',
       ].join('\n'),
     );
-    const expectedRandom = valueOf((await run(manager, (await manager.create({ engine: 'sandbox' })).name, 'import random\nrandom.seed(7)\nrandom.random()')).result);
+    const expectedRandom = valueOf(
+      (await run(manager, (await manager.create({ engine: 'sandbox' })).name, 'import random\nrandom.seed(7)\nrandom.random()')).result,
+    );
     await manager.swap(name);
     assert.equal(manager.get(name).state, 'swapped');
-    const r = await run(manager, name, 'next(gen), triple(5), acct.balance, open(os.path.expanduser("~/notes.txt")).read(), open("/tmp/scratch.txt").read(), random.random()');
+    const r = await run(
+      manager,
+      name,
+      'next(gen), triple(5), acct.balance, open(os.path.expanduser("~/notes.txt")).read(), open("/tmp/scratch.txt").read(), random.random()',
+    );
     assert.equal(valueOf(r.result), `(4, 15, 15, 'home file', 'tmp file', ${expectedRandom})`);
     assert.equal(r.result.data, null);
   });
@@ -137,7 +155,9 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     await run(manager, name, 'import gc, sys');
     const measure = async () => {
-      const [objects, path] = JSON.parse(valueOf((await run(manager, name, 'import json\ngc.collect()\njson.dumps([len(gc.get_objects()), sys.path])')).result)!.slice(1, -1)) as [number, string[]];
+      const [objects, path] = JSON.parse(
+        valueOf((await run(manager, name, 'import json\ngc.collect()\njson.dumps([len(gc.get_objects()), sys.path])')).result)!.slice(1, -1),
+      ) as [number, string[]];
       return { objects, path };
     };
     // Each cell is kept for tracebacks, so the count grows by the same amount per cell.

@@ -32,8 +32,14 @@ async function makeSource(dir: string, wheels: Wheel[]): Promise<void> {
   const pyodideLock = JSON.parse(await readFile(createRequire(import.meta.url).resolve('pyodide/pyodide-lock.json'), 'utf8')) as { info: unknown };
   const packages: Record<string, unknown> = {};
   for (const wheel of wheels) {
-    const path = execFileSync('python3', [MAKE_WHEEL, dir, wheel.name, wheel.version, JSON.stringify(wheel.files), ...(wheel.depends ?? [])], { encoding: 'utf8' }).trim();
-    const sha256 = wheel.tampered ? '0'.repeat(64) : createHash('sha256').update(await readFile(path)).digest('hex');
+    const path = execFileSync('python3', [MAKE_WHEEL, dir, wheel.name, wheel.version, JSON.stringify(wheel.files), ...(wheel.depends ?? [])], {
+      encoding: 'utf8',
+    }).trim();
+    const sha256 = wheel.tampered
+      ? '0'.repeat(64)
+      : createHash('sha256')
+          .update(await readFile(path))
+          .digest('hex');
     if (wheel.missing) await rm(path);
     packages[wheel.name] = {
       name: wheel.name,
@@ -101,8 +107,14 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
   it('names the package and how to provide it when it cannot be fetched', async () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     const error = errorOf((await run(manager, name, 'import ghostpkg')).result);
-    assert.match(error, /^ModuleNotFoundError: Package "ghostpkg" 1\.0\.0 is not in the package cache and could not be fetched from .*ghostpkg-1\.0\.0-py3-none-any\.whl/);
-    assert.match(error, /To provide it offline, put ghostpkg-1\.0\.0-py3-none-any\.whl in .*engines\/sandbox\/pyodide-314\.0\.7\/packages, or point PERENNIAL_PYODIDE_PACKAGES at a folder of Pyodide wheels/);
+    assert.match(
+      error,
+      /^ModuleNotFoundError: Package "ghostpkg" 1\.0\.0 is not in the package cache and could not be fetched from .*ghostpkg-1\.0\.0-py3-none-any\.whl/,
+    );
+    assert.match(
+      error,
+      /To provide it offline, put ghostpkg-1\.0\.0-py3-none-any\.whl in .*engines\/sandbox\/pyodide-314\.0\.7\/packages, or point PERENNIAL_PYODIDE_PACKAGES at a folder of Pyodide wheels/,
+    );
     assert.equal(valueOf((await run(manager, name, '"still fine"')).result), "'still fine'");
   });
 

@@ -116,7 +116,12 @@ for (const bubblewrap of [true, false]) {
       ['a growing memory bomb', 'hog = []\nwhile True:\n    hog.append(bytearray(10**7))', 30, /MemoryError/],
       ['a recursion bomb', 'def down(n):\n    return down(n + 1)\ndown(0)', 30, /RecursionError: maximum recursion depth exceeded/],
       // Too deep to unwind within the grace period: stopped, and back to the snapshot.
-      ['a recursion bomb with the limit raised', 'import sys\nsys.setrecursionlimit(10**6)\ndef down(n):\n    return down(n + 1)\ndown(0)', 5, /RecursionError|Timed out/],
+      [
+        'a recursion bomb with the limit raised',
+        'import sys\nsys.setrecursionlimit(10**6)\ndef down(n):\n    return down(n + 1)\ndown(0)',
+        5,
+        /RecursionError|Timed out/,
+      ],
       ['a long sleep', 'import time\ntime.sleep(3600)', 1, /Timed out/],
       ['an infinite loop', 'while True:\n    pass', 1, /Timed out/],
       ['an output flood', 'while True:\n    print("x" * 1000)', 2, /Timed out/],

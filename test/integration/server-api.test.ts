@@ -11,7 +11,10 @@ import type { ServerInfo } from '../../src/platform/server-info.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 /** Raw HTTP, so that any header (Host, Origin) can be sent as it is. */
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+function raw(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: options.method ?? 'GET', headers: options.headers }, (res) => {
       let body = '';
@@ -108,14 +111,20 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     assert.match(name, /^[A-Za-z0-9_-]{16}$/);
     await api('POST', '/v1/machine/new', { tags: { team: 'other' } });
     const listed = (await api('POST', '/v1/machine/list', { tags: { team: 'http' } })).json.machines as Array<Record<string, unknown>>;
-    assert.deepEqual(listed.map((m) => m.name), [name]);
+    assert.deepEqual(
+      listed.map((m) => m.name),
+      [name],
+    );
     assert.deepEqual(Object.keys(listed[0]!).sort(), ['created_at', 'expires_at', 'has_pending_instruction', 'name', 'running', 'tags']);
     assert.equal(((await api('GET', '/v1/machine/list')).json.machines as unknown[]).length >= 2, true);
 
     const first = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'x = 40\nprint("one")\nx + 2' } });
     assert.deepEqual(first.json, { instruction_seq: 0, machine: name });
     const result = await api('GET', `/v1/machine/${name}/exec/0/result`);
-    assert.deepEqual(result.json, { instruction_id: 0, result: { value: '42', data: null, runtime_ms: (result.json.result as { runtime_ms: number }).runtime_ms } });
+    assert.deepEqual(result.json, {
+      instruction_id: 0,
+      result: { value: '42', data: null, runtime_ms: (result.json.result as { runtime_ms: number }).runtime_ms },
+    });
     const second = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: '"done"' } });
     assert.equal(second.json.instruction_seq, 1);
     assert.equal(((await api('GET', `/v1/machine/${name}/exec/1/result`)).json.result as { value: string }).value, "'done'");
@@ -123,11 +132,14 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
   });
 
   it('streams results as NDJSON: one chunk per line with seq from 0, then the result', async () => {
-    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    const name = (await api('POST', '/v1/machine/new', {})).json.machine_name as string;
     await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'import sys\nprint("a\\nb")\nprint("err", file=sys.stderr)\n3' } });
     const response = await fetch(`${server.url}/v1/machine/${name}/exec/0/stream-result`, { headers: auth });
     assert.equal(response.headers.get('content-type'), 'application/x-ndjson');
-    const lines = (await response.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = (await response.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.deepEqual(lines.slice(0, 3), [
       { type: 'output', chunk: { stream: 'stdout', data: 'a', seq: 0 }, instruction_id: 0 },
       { type: 'output', chunk: { stream: 'stdout', data: 'b', seq: 1 }, instruction_id: 0 },
@@ -138,7 +150,7 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
   });
 
   it('times out with "Timed out" and keeps the machine usable; exec with interrupt stops what runs', async () => {
-    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    const name = (await api('POST', '/v1/machine/new', {})).json.machine_name as string;
     await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'kept = 1' } });
     await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'while True: pass', timeout_seconds: 1 } });
     assert.match(((await api('GET', `/v1/machine/${name}/exec/1/result`)).json.result as { error: string }).error, /Timed out/);
@@ -165,7 +177,10 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     const name = (connected as { machine_name: string }).machine_name;
     first.socket.send(JSON.stringify({ type: 'exec', instruction: { code: 'total = 5\nprint("hi")\ntotal * 2' }, request_id: 0 }));
     await eventually(() => first.messages.some((m) => m.type === 'result'), 20_000, 'result');
-    assert.deepEqual(first.messages.slice(1).map((m) => m.type), ['exec_received', 'output', 'result']);
+    assert.deepEqual(
+      first.messages.slice(1).map((m) => m.type),
+      ['exec_received', 'output', 'result'],
+    );
     assert.deepEqual(first.messages[1], { type: 'exec_received', seq: 0, request_id: 0 });
     assert.deepEqual(first.messages[2], { type: 'output', chunk: { stream: 'stdout', data: 'hi', seq: 0 }, instruction_id: 0 });
     assert.equal((first.messages[3] as { result: { value: string } }).result.value, '10');
@@ -211,27 +226,44 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
       { type: 'exec_received', seq: 0, request_id: 0 },
       { type: 'exec_received', seq: 1, request_id: 1 },
     ]);
-    assert.deepEqual(results(created).map((r) => ('value' in r ? r.value : r.error)), [null, '42']);
+    assert.deepEqual(
+      results(created).map((r) => ('value' in r ? r.value : r.error)),
+      [null, '42'],
+    );
 
     // Closed between two instructions, swapped out, then reconnected by name with an exec on open.
     assert.equal((await api('POST', `/v1/machine/${name}/swap`)).status, 200);
     const resumed = await execOnOpen(`/v1/machine/${name}/repl`, ['x + 1']);
     assert.equal(resumed[0]!.type, 'connected');
-    assert.deepEqual(results(resumed).map((r) => ('value' in r ? r.value : r.error)), ['22']);
+    assert.deepEqual(
+      results(resumed).map((r) => ('value' in r ? r.value : r.error)),
+      ['22'],
+    );
   });
 
   it('keeps a silent result stream open with blank lines, only for a client that asks', async () => {
     const { json } = await api('POST', '/v1/machine/new', {});
     const name = json.machine_name as string;
-    const { json: exec } = await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'import time\ntime.sleep(2.5)\n"done"', timeout_seconds: 30 } });
+    const { json: exec } = await api('POST', `/v1/machine/${name}/exec`, {
+      instruction: { code: 'import time\ntime.sleep(2.5)\n"done"', timeout_seconds: 30 },
+    });
     const stream = async (headers: Record<string, string>) => {
-      const response = await fetch(`${server.url}/v1/machine/${name}/exec/${exec.instruction_seq as number}/stream-result`, { headers: { ...auth, ...headers } });
+      const response = await fetch(`${server.url}/v1/machine/${name}/exec/${exec.instruction_seq as number}/stream-result`, {
+        headers: { ...auth, ...headers },
+      });
       return (await response.text()).split('\n');
     };
     const [asked, plain] = await Promise.all([stream({ [KEEPALIVE_HEADER]: '1' }), stream({})]);
-    assert.ok(asked.slice(0, -2).some((line) => line === ''), 'a blank line while the code was silent');
+    assert.ok(
+      asked.slice(0, -2).some((line) => line === ''),
+      'a blank line while the code was silent',
+    );
     assert.equal(JSON.parse(asked.at(-2)!).result.value, "'done'");
-    assert.deepEqual(plain.slice(0, -1).filter((line) => line === ''), [], 'plain NDJSON for others');
+    assert.deepEqual(
+      plain.slice(0, -1).filter((line) => line === ''),
+      [],
+      'plain NDJSON for others',
+    );
   });
 
   it('gives a client every output line once when its result stream breaks and is opened again', async () => {
@@ -256,7 +288,10 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     try {
       const client = new ForeverVMClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, token: server.token });
       const name = await client.createMachine();
-      const { instruction_seq: seq } = await client.exec(name, 'import time\nfor i in range(3):\n    print(f"line {i}", flush=True)\n    time.sleep(0.3)\n"end"');
+      const { instruction_seq: seq } = await client.exec(
+        name,
+        'import time\nfor i in range(3):\n    print(f"line {i}", flush=True)\n    time.sleep(0.3)\n"end"',
+      );
       const lines: string[] = [];
       const result = await client.streamResult(name, seq, (chunk) => lines.push(chunk.data));
       assert.ok(cut, 'the stream was cut');
@@ -281,30 +316,48 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
   });
 
   it('lists and shows variables, and keeps the history', async () => {
-    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    const name = (await api('POST', '/v1/machine/new', {})).json.machine_name as string;
     await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'numbers = list(range(5))\nlabel = "five"' } });
     await api('GET', `/v1/machine/${name}/exec/0/result`);
     const variables = (await api('GET', `/v1/machine/${name}/variables`)).json.variables as Array<{ name: string; type: string }>;
-    assert.deepEqual(variables.map((v) => [v.name, v.type]), [['numbers', 'list'], ['label', 'str']]);
+    assert.deepEqual(
+      variables.map((v) => [v.name, v.type]),
+      [
+        ['numbers', 'list'],
+        ['label', 'str'],
+      ],
+    );
     assert.equal((await api('GET', `/v1/machine/${name}/variables/numbers`)).json.repr, '[0, 1, 2, 3, 4]');
     assert.equal((await api('GET', `/v1/machine/${name}/variables/missing`)).status, 400);
     const history = (await api('GET', `/v1/machine/${name}/history?last=1`)).json.history as Array<{ seq: number; code: string }>;
-    assert.deepEqual(history.map((h) => [h.seq, h.code]), [[0, 'numbers = list(range(5))\nlabel = "five"']]);
+    assert.deepEqual(
+      history.map((h) => [h.seq, h.code]),
+      [[0, 'numbers = list(range(5))\nlabel = "five"']],
+    );
   });
 
   for (const engine of ['python', 'sandbox'] as const) {
     it(`writes, lists and reads files inside a ${engine} machine, kept across a swap`, async () => {
-      const name = ((await api('POST', '/v1/machine/new', { engine })).json.machine_name) as string;
+      const name = (await api('POST', '/v1/machine/new', { engine })).json.machine_name as string;
       const written = await api('PUT', `/v1/machine/${name}/files/content`, { path: 'notes/todo.txt', content: 'water the plants\n' });
       assert.equal(written.status, 200, JSON.stringify(written.json));
       assert.equal(written.json.size, 17);
       await api('PUT', `/v1/machine/${name}/files/content`, { path: 'blob.bin', content: Buffer.from([0, 255, 1]).toString('base64'), encoding: 'base64' });
       await api('POST', `/v1/machine/${name}/swap`);
       const listing = (await api('GET', `/v1/machine/${name}/files`)).json as { entries: Array<{ name: string; type: string }> };
-      assert.deepEqual(listing.entries.filter((e) => ['notes', 'blob.bin'].includes(e.name)).map((e) => [e.name, e.type]), [['notes', 'dir'], ['blob.bin', 'file']]);
+      assert.deepEqual(
+        listing.entries.filter((e) => ['notes', 'blob.bin'].includes(e.name)).map((e) => [e.name, e.type]),
+        [
+          ['notes', 'dir'],
+          ['blob.bin', 'file'],
+        ],
+      );
       const read = (await api('GET', `/v1/machine/${name}/files/content?path=notes/todo.txt`)).json as { content: string };
       assert.equal(Buffer.from(read.content, 'base64').toString(), 'water the plants\n');
-      assert.deepEqual([...Buffer.from(((await api('GET', `/v1/machine/${name}/files/content?path=blob.bin`)).json as { content: string }).content, 'base64')], [0, 255, 1]);
+      assert.deepEqual(
+        [...Buffer.from(((await api('GET', `/v1/machine/${name}/files/content?path=blob.bin`)).json as { content: string }).content, 'base64')],
+        [0, 255, 1],
+      );
       await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'open("notes/todo.txt").read().strip()' } });
       assert.equal(((await api('GET', `/v1/machine/${name}/exec/0/result`)).json.result as { value: string }).value, "'water the plants'");
       assert.equal((await api('GET', `/v1/machine/${name}/files/content?path=nope.txt`)).status, 400);
@@ -328,18 +381,21 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
         buffered = buffered.slice(buffered.lastIndexOf('\n\n') + 2);
       }
     })().catch(() => {});
-    const name = ((await api('POST', '/v1/machine/new', {})).json.machine_name) as string;
+    const name = (await api('POST', '/v1/machine/new', {})).json.machine_name as string;
     await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: '1/0' } });
     await eventually(() => events.some((e) => e.type === 'instruction' && e.name === name), 20_000, 'the instruction event');
     assert.ok(events.some((e) => e.type === 'created' && e.machine?.name === name));
     assert.ok(events.some((e) => e.type === 'state' && e.name === name));
-    assert.deepEqual(events.find((e) => e.type === 'instruction' && e.name === name), { type: 'instruction', name, seq: 0, error: true });
+    assert.deepEqual(
+      events.find((e) => e.type === 'instruction' && e.name === name),
+      { type: 'instruction', name, seq: 0, error: true },
+    );
     controller.abort();
     await reading;
   });
 
   it("offers Perennial's extensions: details, swap, interrupt, delete and status", async () => {
-    const name = ((await api('POST', '/v1/machine/new', { engine: 'python' })).json.machine_name) as string;
+    const name = (await api('POST', '/v1/machine/new', { engine: 'python' })).json.machine_name as string;
     await api('POST', `/v1/machine/${name}/exec`, { instruction: { code: 'v = 1' } });
     await api('GET', `/v1/machine/${name}/exec/0/result`);
     const details = (await api('GET', `/v1/machine/${name}`)).json;
@@ -351,7 +407,7 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     const status = (await api('GET', '/v1/status')).json;
     assert.equal(status.defaultEngine, 'python');
     assert.equal((status.machines as { total: number }).total >= 1, true);
-    assert.deepEqual(((status.engines as Array<{ name: string }>).map((e) => e.name)).sort(), ['python', 'sandbox']);
+    assert.deepEqual((status.engines as Array<{ name: string }>).map((e) => e.name).sort(), ['python', 'sandbox']);
     assert.deepEqual((await api('DELETE', `/v1/machine/${name}`)).json, { deleted: true });
     assert.equal((await api('GET', `/v1/machine/${name}`)).status, 404);
   });

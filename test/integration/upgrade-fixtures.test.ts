@@ -31,7 +31,8 @@ async function checkKinds(manager: MachineManager, machine: FixtureMachine, name
 const unpicklable = (machine: FixtureMachine) =>
   KINDS.filter((k) => machine.kinds.includes(k.kind)).flatMap((k) => (k.lost?.python ?? []).filter((name) => !k.lost?.[machine.engine]?.includes(name)));
 
-const has = async (manager: MachineManager, name: string, variable: string) => valueOf((await run(manager, name, `${JSON.stringify(variable)} in globals()`)).result);
+const has = async (manager: MachineManager, name: string, variable: string) =>
+  valueOf((await run(manager, name, `${JSON.stringify(variable)} in globals()`)).result);
 
 /**
  * Today's build opens a copy of each data dir that an earlier build wrote: every variable comes
@@ -89,7 +90,10 @@ for (const { dir, record } of fixtures) {
           assert.equal(await has(manager, machine.name, 'fixture_after_checkpoint'), 'False');
           await checkKinds(manager, machine);
           await manager.rollback(machine.name, 'upgraded');
-          assert.equal(valueOf((await run(manager, machine.name, 'fixture_new, fixture_after_checkpoint')).result), "('after the upgrade', 'made after the checkpoint')");
+          assert.equal(
+            valueOf((await run(manager, machine.name, 'fixture_new, fixture_after_checkpoint')).result),
+            "('after the upgrade', 'made after the checkpoint')",
+          );
         });
       }
 
@@ -123,7 +127,10 @@ for (const { dir, record } of fixtures) {
         });
       } else {
         it('python machine: there is nothing to upgrade, and it says why', async () => {
-          await assert.rejects(manager.upgrade(pristine.get(machine.name)!), /cannot be upgraded: its python engine runs the interpreter it was given \(Python 3\.\d+\.\d+\)/);
+          await assert.rejects(
+            manager.upgrade(pristine.get(machine.name)!),
+            /cannot be upgraded: its python engine runs the interpreter it was given \(Python 3\.\d+\.\d+\)/,
+          );
         });
       }
 

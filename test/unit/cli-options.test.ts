@@ -38,6 +38,5 @@ describe('CLI option parsers', () => {
 
 describe('defaultDataDir', () => {
   it('prefers PERENNIAL_HOME', () => assert.equal(defaultDataDir({ PERENNIAL_HOME: '/x/y' }), '/x/y'));
-  it('uses XDG_DATA_HOME on Linux', { skip: process.platform !== 'linux' }, () =>
-    assert.equal(defaultDataDir({ XDG_DATA_HOME: '/d' }), '/d/perennial'));
+  it('uses XDG_DATA_HOME on Linux', { skip: process.platform !== 'linux' }, () => assert.equal(defaultDataDir({ XDG_DATA_HOME: '/d' }), '/d/perennial'));
 });

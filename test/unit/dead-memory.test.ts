@@ -36,7 +36,14 @@ function heap(): { memory: Uint8Array; layout: MemoryLayout; chunks: Record<stri
   }
   view.setUint32(at + 4, 40, true);
   view.setUint32(BREAK_ADDRESS, at + 40, true);
-  const layout: MemoryLayout = { heapBase: HEAP_BASE, breakAddress: BREAK_ADDRESS, stackEnd: 64, stackPointer: 256, freeChunks: 3, freeBytes: 48 + 512 + 256 + 40 };
+  const layout: MemoryLayout = {
+    heapBase: HEAP_BASE,
+    breakAddress: BREAK_ADDRESS,
+    stackEnd: 64,
+    stackPointer: 256,
+    freeChunks: 3,
+    freeBytes: 48 + 512 + 256 + 40,
+  };
   return { memory, layout, chunks };
 }
 
@@ -65,7 +72,10 @@ describe('dead memory of a machine', () => {
     const snapshot = snapshotOf(memory);
     const blanked = blankDeadMemory(snapshot, base, layout);
     const ranges = deadRanges(memory, layout)!;
-    assert.equal(blanked, ranges.reduce((sum, [from, to]) => sum + to - from, 0));
+    assert.equal(
+      blanked,
+      ranges.reduce((sum, [from, to]) => sum + to - from, 0),
+    );
     const dead = (address: number) => ranges.some(([from, to]) => address >= from && address < to);
     for (let address = 0; address < memory.length; address++) {
       assert.equal(snapshot[HEADER + address], dead(address) ? 0xee : memory[address], `byte at ${address}`);

@@ -3,7 +3,9 @@ import { describe, it } from 'node:test';
 import { recordDynlibs, type EmscriptenModule } from '../../src/engines/sandbox/child/dynlibs.ts';
 
 /** A module whose C heap holds `struct dso` records at the given handles. */
-function fakeModule(libs: Record<string, Array<{ handle: number; loaded: boolean; flags?: number; mem?: [number, number]; table?: [number, number] }>>): EmscriptenModule {
+function fakeModule(
+  libs: Record<string, Array<{ handle: number; loaded: boolean; flags?: number; mem?: [number, number]; table?: [number, number] }>>,
+): EmscriptenModule {
   const buffer = new ArrayBuffer(4096);
   const module = {
     HEAP8: new Int8Array(buffer),
@@ -31,7 +33,9 @@ function fakeModule(libs: Record<string, Array<{ handle: number; loaded: boolean
 describe('recordDynlibs', () => {
   it('records libraries in load order with the bases Emscripten wrote into their struct dso', () => {
     const module = fakeModule({
-      '/lib/python3.13/site-packages/numpy/_core/_multiarray_umath.so': [{ handle: 256, loaded: true, flags: 4096 | 2, mem: [1_048_576, 65_536], table: [11_803, 512] }],
+      '/lib/python3.13/site-packages/numpy/_core/_multiarray_umath.so': [
+        { handle: 256, loaded: true, flags: 4096 | 2, mem: [1_048_576, 65_536], table: [11_803, 512] },
+      ],
       '/usr/lib/libopenblas-global.so': [
         { handle: 512, loaded: false },
         { handle: 768, loaded: true, mem: [2_097_152, 4096], table: [12_315, 8] },
@@ -49,7 +53,16 @@ describe('recordDynlibs', () => {
         global: false,
       },
       // Every handle is kept (the C side may refer to any), the bases come from the loaded one.
-      { name: '/usr/lib/libopenblas-global.so', handles: [512, 768], flags: 0, memBase: 2_097_152, memSize: 4096, tableBase: 12_315, tableSize: 8, global: true },
+      {
+        name: '/usr/lib/libopenblas-global.so',
+        handles: [512, 768],
+        flags: 0,
+        memBase: 2_097_152,
+        memSize: 4096,
+        tableBase: 12_315,
+        tableSize: 8,
+        global: true,
+      },
     ]);
   });
 

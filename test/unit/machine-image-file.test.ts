@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createHash } from 'node:crypto';
-import { encodeImage, ImageVersionError, PreReleaseImageError, readImage, readImageFiles, readImageHeader } from '../../src/engines/sandbox/machine-image-file.ts';
+import {
+  encodeImage,
+  ImageVersionError,
+  PreReleaseImageError,
+  readImage,
+  readImageFiles,
+  readImageHeader,
+} from '../../src/engines/sandbox/machine-image-file.ts';
 import { applyMemoryPatch, identityPatch, makeMemoryPatch } from '../../src/engines/sandbox/memory-patch.ts';
 
 /** A Pyodide-shaped snapshot: a header whose second word is the heap's offset, then the heap. */
@@ -78,7 +85,11 @@ describe('memory patches and machine image files', () => {
   it('stores a base image whole', async () => {
     const bytes = await encodeImage({ base: null, memory: new Uint8Array(base), files: new Uint8Array([1, 2, 3]), meta });
     assert.equal(readImageHeader(bytes).base, null);
-    assert.equal(readImageHeader(bytes).memorySha256, createHash('sha256').update(base).digest('hex'), 'its plain copy can be checked without decompressing it');
+    assert.equal(
+      readImageHeader(bytes).memorySha256,
+      createHash('sha256').update(base).digest('hex'),
+      'its plain copy can be checked without decompressing it',
+    );
     assert.deepEqual((await readImageFiles(bytes, '0.29.0')).files, new Uint8Array([1, 2, 3]));
     assert.deepEqual((await readImage(bytes, '0.29.0')).memory, base);
   });
@@ -96,7 +107,7 @@ describe('memory patches and machine image files', () => {
     await assert.rejects(readImage(new TextEncoder().encode('hello'), '0.29.0'), /not a Perennial sandbox snapshot/);
     await assert.rejects(readImage(new TextEncoder().encode('PERENNIAL-SANDBOX-IMAGE-1\n....'), '0.29.0'), (error: unknown) => {
       assert.ok(error instanceof PreReleaseImageError);
-      assert.equal(PreReleaseImageError.errorCode, 'SnapshotVersionMismatch', 'refused and left as it is, like another build\'s');
+      assert.equal(PreReleaseImageError.errorCode, 'SnapshotVersionMismatch', "refused and left as it is, like another build's");
       assert.match(error.message, /pre-release build of Perennial \(sandbox image format 1\)/);
       return true;
     });

@@ -101,7 +101,7 @@ describe('the machine layer, over a fake engine', () => {
     await busy;
     assert.deepEqual(manager.interrupt(name), { cancelled: 1, interrupted: true });
     assert.deepEqual(await running.done, { error: 'KeyboardInterrupt', runtime_ms: 0 });
-    assert.match((await queued.done as { error: string }).error, /KeyboardInterrupt: it was cancelled by an interrupt before it started/);
+    assert.match(((await queued.done) as { error: string }).error, /KeyboardInterrupt: it was cancelled by an interrupt before it started/);
     await assert.rejects(value(name, 'x'), /NameError/, 'the cancelled instruction never ran');
   });
 
@@ -115,7 +115,10 @@ describe('the machine layer, over a fake engine', () => {
     manager.interrupt(name);
     mock.timers.tick(GRACE_MS);
     const result = (await done) as { error: string };
-    assert.match(result.error, /^Interrupted: the code did not stop within 1 s of the interrupt, so its Python process was stopped\. The machine goes back to its snapshot of [^ ]+\.$/);
+    assert.match(
+      result.error,
+      /^Interrupted: the code did not stop within 1 s of the interrupt, so its Python process was stopped\. The machine goes back to its snapshot of [^ ]+\.$/,
+    );
     assert.equal(await value(name, 'x'), '1');
     assert.equal(made.length, 2, 'a new process');
   });
@@ -130,7 +133,9 @@ describe('the machine layer, over a fake engine', () => {
     await swapped;
     const { result } = await manager.run(name, 'x');
     assert.equal((result as { value: string }).value, '1');
-    assert.deepEqual(result.data?.notices, [`The Python process was killed by SIGKILL while idle. The machine goes back to its snapshot of ${manager.get(name).snapshot!.at}. Effects of instructions 1–1 are lost.`]);
+    assert.deepEqual(result.data?.notices, [
+      `The Python process was killed by SIGKILL while idle. The machine goes back to its snapshot of ${manager.get(name).snapshot!.at}. Effects of instructions 1–1 are lost.`,
+    ]);
   });
 
   it('a crash during an instruction is its result; the next one starts again from the snapshot', async () => {
@@ -138,7 +143,10 @@ describe('the machine layer, over a fake engine', () => {
     await value(name, 'x = 1');
     await manager.save(name);
     const { result } = await manager.run(name, 'x = 5\ncrash');
-    assert.match((result as { error: string }).error, /^The Python process exited with code 1 while running this instruction\. The machine goes back to its snapshot/);
+    assert.match(
+      (result as { error: string }).error,
+      /^The Python process exited with code 1 while running this instruction\. The machine goes back to its snapshot/,
+    );
     assert.equal(await value(name, 'x'), '1');
   });
 

@@ -26,13 +26,19 @@ describe('OutputLines', () => {
     lines.push('stdout', 'hel');
     lines.push('stdout', 'lo\nwor');
     lines.push('stdout', 'ld\n');
-    assert.deepEqual(chunks.map((c) => c.data), ['hello', 'world']);
+    assert.deepEqual(
+      chunks.map((c) => c.data),
+      ['hello', 'world'],
+    );
   });
 
   it('keeps empty lines', () => {
     const { chunks, lines } = collector();
     lines.push('stdout', '\n\nx\n');
-    assert.deepEqual(chunks.map((c) => c.data), ['', '', 'x']);
+    assert.deepEqual(
+      chunks.map((c) => c.data),
+      ['', '', 'x'],
+    );
   });
 
   it('flushes a partial line when the other stream writes, keeping the order', () => {
@@ -74,7 +80,10 @@ describe('OutputLines', () => {
       lines.push('stdout', 'abc');
       lines.push('stdout', 'def\n');
       mock.timers.tick(100);
-      assert.deepEqual(chunks.map((c) => c.data), ['abcdef']);
+      assert.deepEqual(
+        chunks.map((c) => c.data),
+        ['abcdef'],
+      );
     } finally {
       mock.timers.reset();
     }

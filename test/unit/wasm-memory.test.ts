@@ -46,7 +46,11 @@ describe("a wasm binary's initial memory", () => {
   it('reads the memory a binary defines itself when it imports none (Pyodide 314)', () => {
     const own = (minimum: number) => section(5, [1, 0, ...leb(minimum)]);
     assert.equal(initialMemoryBytes(new Uint8Array([...binary(memoryImport('other', 'memory', 1)), ...own(400)])), 400 * 65536);
-    assert.equal(initialMemoryBytes(new Uint8Array([...HEADER, ...section(5, [0]), ...section(1, [1, 0x60, 0, 0]), ...own(7)])), 7 * 65536, 'past an empty memory section');
+    assert.equal(
+      initialMemoryBytes(new Uint8Array([...HEADER, ...section(5, [0]), ...section(1, [1, 0x60, 0, 0]), ...own(7)])),
+      7 * 65536,
+      'past an empty memory section',
+    );
   });
 
   it('says so when there is no memory, or the binary is cut short or unknown', () => {

@@ -27,7 +27,9 @@ export async function checkpointsCommand(ctx: CliContext, name: string, options:
 export async function rollbackCommand(ctx: CliContext, name: string, checkpoint: string): Promise<void> {
   const rolled = await withClient(ctx, (client) => client.rollback(name, checkpoint));
   const label = rolled.checkpoint.label ? ` ("${rolled.checkpoint.label}")` : '';
-  ctx.term.err.write(`${name} is back at checkpoint ${rolled.checkpoint.id}${label}, taken before instruction ${rolled.checkpoint.seq}; the state it left is kept as an automatic checkpoint (perennial checkpoints ${name}).\n`);
+  ctx.term.err.write(
+    `${name} is back at checkpoint ${rolled.checkpoint.id}${label}, taken before instruction ${rolled.checkpoint.seq}; the state it left is kept as an automatic checkpoint (perennial checkpoints ${name}).\n`,
+  );
 }
 
 function row(checkpoint: CheckpointInfo): string[] {

@@ -42,7 +42,10 @@ export async function machineListCommand(ctx: CliContext, options: { tag?: Recor
   }
   ctx.term.out.write(formatTable(machines) + '\n');
   const older = machines.filter((m) => m.upgradeTo);
-  if (older.length) ctx.term.err.write(`perennial: ${older.map((m) => m.name).join(', ')}: on an older runtime; move to ${describeRuntime(older[0]!.upgradeTo)} with: perennial machine upgrade NAME\n`);
+  if (older.length)
+    ctx.term.err.write(
+      `perennial: ${older.map((m) => m.name).join(', ')}: on an older runtime; move to ${describeRuntime(older[0]!.upgradeTo)} with: perennial machine upgrade NAME\n`,
+    );
   // Each warning once, with the machines it concerns (an engine's warning holds for all of them).
   const concerned = new Map<string, string[]>();
   for (const machine of machines) for (const warning of machine.warnings) concerned.set(warning, [...(concerned.get(warning) ?? []), machine.name]);

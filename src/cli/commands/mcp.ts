@@ -17,7 +17,9 @@ export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat }: {
     process.stdin.once('close', resolve);
   });
   const changes = new ResourceListChanges(client);
-  const served = serveStdio(() => changes.track(createMcpServer(client, options)), { onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`) });
+  const served = serveStdio(() => changes.track(createMcpServer(client, options)), {
+    onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`),
+  });
   await closed;
   changes.close();
   await served.close();

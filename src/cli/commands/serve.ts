@@ -30,7 +30,9 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     // Clients start their background server with an idle limit; a person's `serve` has none.
     background: options.exitWhenIdle !== undefined,
   });
-  ctx.term.err.write(`Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it.\n`);
+  ctx.term.err.write(
+    `Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it.\n`,
+  );
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
   }

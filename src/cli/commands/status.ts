@@ -8,7 +8,9 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     const client = await hostedClient();
     const who = await client.whoami();
     const report = { backend: 'forevervm', url: client.baseUrl, account: who.account, machines: (await client.list()).length };
-    ctx.term.out.write(options.json ? JSON.stringify(report, null, 2) + '\n' : `ForeverVM at ${report.url}, account ${report.account}, ${report.machines} machines\n`);
+    ctx.term.out.write(
+      options.json ? JSON.stringify(report, null, 2) + '\n' : `ForeverVM at ${report.url}, account ${report.account}, ${report.machines} machines\n`,
+    );
     return;
   }
   const info = await runningServer(ctx.dataDir);
@@ -28,9 +30,14 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     `data dir: ${ctx.dataDir}`,
     `machines: ${status.machines.total} (${status.machines.warm} warm, ${status.machines.swapped} swapped)`,
     // Absent from the report of a server of a build before 0.2.0.
-    ...(status.machines.upgradable ? [`  ${status.machines.upgradable} on an older runtime: see perennial machine list, and perennial machine upgrade NAME`] : []),
+    ...(status.machines.upgradable
+      ? [`  ${status.machines.upgradable} on an older runtime: see perennial machine list, and perennial machine upgrade NAME`]
+      : []),
     `default engine: ${status.defaultEngine}`,
-    ...status.engines.map((e) => `engine ${e.name}: ${e.available ? 'available' : 'unavailable'} (${e.detail}${e.ready ? `; ${e.ready} processes ready` : ''})${e.warning ? `\n  warning: ${e.warning}` : ''}`),
+    ...status.engines.map(
+      (e) =>
+        `engine ${e.name}: ${e.available ? 'available' : 'unavailable'} (${e.detail}${e.ready ? `; ${e.ready} processes ready` : ''})${e.warning ? `\n  warning: ${e.warning}` : ''}`,
+    ),
   ];
   ctx.term.out.write(lines.join('\n') + '\n');
 }

@@ -67,7 +67,7 @@ export class PythonEngine implements Engine {
   #nextId = 1;
   #pending = new Map<number, PendingCall>();
   #onOutput?: OutputListener;
-  #strayOutput: Array<[('stdout' | 'stderr'), string]> = [];
+  #strayOutput: Array<['stdout' | 'stderr', string]> = [];
   #stderrTail = '';
   #stopRequested = false;
   #exit?: EngineExit;
@@ -146,7 +146,9 @@ export class PythonEngine implements Engine {
       const exit = { code, signal, requested: this.#stopRequested };
       const tail = this.#stderrTail.trim();
       this.#failAll(
-        this.#pending.has(0) ? new EngineStartError(`${python} exited before the kernel started: ${tail || `code ${code}`}`) : new EngineExitedError(exit, tail.split('\n').at(-1)),
+        this.#pending.has(0)
+          ? new EngineStartError(`${python} exited before the kernel started: ${tail || `code ${code}`}`)
+          : new EngineExitedError(exit, tail.split('\n').at(-1)),
       );
       this.#finish(exit);
     });
@@ -199,7 +201,13 @@ export class PythonEngine implements Engine {
     });
     if (code !== 0) throw new KernelCommandError(`pip install failed (exit ${code}): ${output.trim().split('\n').slice(-5).join('\n')}`);
     await this.#call('refresh_imports', {});
-    return output.trim().split('\n').filter((l) => l.startsWith('Successfully installed')).join('\n') || packages.join(', ');
+    return (
+      output
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('Successfully installed'))
+        .join('\n') || packages.join(', ')
+    );
   }
 
   snapshot(path: string): Promise<SnapshotReport> {

@@ -28,7 +28,9 @@ export interface ImageHeader {
 export class ImageVersionError extends CodedError {
   static override readonly errorCode = 'SnapshotVersionMismatch';
   constructor(found: string, shipped: string[]) {
-    super(`the machine's snapshot was made by Pyodide ${found}, which this Perennial does not ship (it runs Pyodide ${shipped.join(' and ')}); use the Perennial version that made it`);
+    super(
+      `the machine's snapshot was made by Pyodide ${found}, which this Perennial does not ship (it runs Pyodide ${shipped.join(' and ')}); use the Perennial version that made it`,
+    );
   }
 }
 
@@ -36,7 +38,9 @@ export class ImageVersionError extends CodedError {
 export class PreReleaseImageError extends CodedError {
   static override readonly errorCode = 'SnapshotVersionMismatch';
   constructor() {
-    super("the machine's snapshot was made by a pre-release build of Perennial (sandbox image format 1), whose format this version cannot load; it is left as it is");
+    super(
+      "the machine's snapshot was made by a pre-release build of Perennial (sandbox image format 1), whose format this version cannot load; it is left as it is",
+    );
   }
 }
 

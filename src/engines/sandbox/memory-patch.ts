@@ -118,7 +118,7 @@ export function writePatchedHeap(
 function applyPatchRuns(patch: Uint8Array, heap: Uint8Array): void {
   const view = new DataView(patch.buffer, patch.byteOffset, patch.length);
   const start = view.getUint32(4, true);
-  for (let at = 8 + padded(start); at < patch.length; ) {
+  for (let at = 8 + padded(start); at < patch.length;) {
     const from = view.getUint32(at, true);
     const count = view.getUint32(at + 4, true);
     if (from + count > heap.length) throw new Error('the memory patch does not fit its snapshot');

@@ -96,7 +96,9 @@ export class PackageCache {
   }
 
   async #fetch(pkg: LockPackage, path: string): Promise<void> {
-    const location = isUrl(this.source.baseUrl) ? new URL(pkg.file_name, this.source.baseUrl.replace(/\/?$/, '/')).href : join(this.source.baseUrl, pkg.file_name);
+    const location = isUrl(this.source.baseUrl)
+      ? new URL(pkg.file_name, this.source.baseUrl.replace(/\/?$/, '/')).href
+      : join(this.source.baseUrl, pkg.file_name);
     let bytes: Uint8Array;
     try {
       bytes = await load(location);

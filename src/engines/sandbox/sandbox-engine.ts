@@ -1,6 +1,15 @@
 import { open, readFile } from 'node:fs/promises';
 import type { ExecResult, LostItem, MachineRuntime } from '../../shared/types.ts';
-import { AlreadyCurrentError, type Engine, type EngineExit, type EngineOptions, type OutputListener, type RestoreReport, type SnapshotReport, type UpgradeReport } from '../engine.ts';
+import {
+  AlreadyCurrentError,
+  type Engine,
+  type EngineExit,
+  type EngineOptions,
+  type OutputListener,
+  type RestoreReport,
+  type SnapshotReport,
+  type UpgradeReport,
+} from '../engine.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import { ImageVersionError, readImageHeader } from './machine-image-file.ts';
 import type { MachineConfig } from './protocol.ts';
@@ -103,7 +112,10 @@ export class SandboxEngine implements Engine {
   }
 
   interrupt(): void {
-    void this.#process?.then((process) => process.interrupt(), () => {});
+    void this.#process?.then(
+      (process) => process.interrupt(),
+      () => {},
+    );
   }
 
   async command<Op extends KernelOp>(op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>> {

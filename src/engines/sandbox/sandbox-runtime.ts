@@ -313,7 +313,13 @@ export class SandboxRuntime {
     // The package cache and base memory are mounted into every sandbox, so they must exist first.
     mkdirSync(this.packages.dir, { recursive: true, mode: 0o755 });
     mkdirSync(this.#memoryDir, { recursive: true, mode: 0o700 });
-    const launch: SandboxLaunch = { childDir: this.#childDir, pyodideDir: this.#pyodideDir, packageDir: this.packages.dir, memoryDir: this.#memoryDir, ...placement };
+    const launch: SandboxLaunch = {
+      childDir: this.#childDir,
+      pyodideDir: this.#pyodideDir,
+      packageDir: this.packages.dir,
+      memoryDir: this.#memoryDir,
+      ...placement,
+    };
     return new SandboxProcess(launch, this.isolation);
   }
 

@@ -43,10 +43,13 @@ suite('Perennial in VS Code', () => {
 
   test("the MCP server starts through VS Code's own client, and its tools appear", async () => {
     // VS Code asks providers for their servers lazily: until it has, starting by id does nothing.
-    await eventually(async () => {
-      await vscode.commands.executeCommand('workbench.mcp.startServer', MCP_SERVER_ID, { waitForLiveTools: true, autoTrustChanges: true });
-      return tool('create-python-repl');
-    }, `the tools of ${MCP_SERVER_ID} (tools now: ${vscode.lm.tools.map((t) => t.name).join(', ')})`);
+    await eventually(
+      async () => {
+        await vscode.commands.executeCommand('workbench.mcp.startServer', MCP_SERVER_ID, { waitForLiveTools: true, autoTrustChanges: true });
+        return tool('create-python-repl');
+      },
+      `the tools of ${MCP_SERVER_ID} (tools now: ${vscode.lm.tools.map((t) => t.name).join(', ')})`,
+    );
     for (const name of ['run-python-in-repl', 'list-repl-variables', 'delete-python-repl']) assert.ok(tool(name), `the tool ${name}`);
   });
 
@@ -64,7 +67,10 @@ suite('Perennial in VS Code', () => {
     await vscode.commands.executeCommand('workbench.view.extension.perennial');
     await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId)) ? true : undefined), `${replId} in the Machines view`);
     await ui({ click: `${TREE_ROWS}:has-text("${replId}")` });
-    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes('x: int = 21')) ? true : undefined), 'the variable x in the Machines view');
+    await eventually(
+      async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes('x: int = 21')) ? true : undefined),
+      'the variable x in the Machines view',
+    );
     await screenshot('machines-tree');
   });
 
@@ -110,7 +116,10 @@ suite('Perennial in VS Code', () => {
     const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
     editor.selection = new vscode.Selection(0, 0, 1, 99);
     const running = vscode.commands.executeCommand('perennial.runSelection');
-    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId) && row.includes('busy')) ? true : undefined), `${replId} to be busy`);
+    await eventually(
+      async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId) && row.includes('busy')) ? true : undefined),
+      `${replId} to be busy`,
+    );
     await vscode.commands.executeCommand('perennial.interrupt', { source: 'local', name: replId });
     await running;
     const shown = await eventually(async () => {
@@ -126,7 +135,10 @@ suite('Perennial in VS Code', () => {
     assert.match(checkpoint.id, /^\d+$/);
     JSON.parse(await invoke('run-python-in-repl', { replId, pythonCode: 'x = 99' }));
     await ui({ click: `${TREE_ROWS}:has-text("Checkpoints")` });
-    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(`${checkpoint.id} · e2e-before`)) ? true : undefined), 'the checkpoint in the Machines view');
+    await eventually(
+      async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(`${checkpoint.id} · e2e-before`)) ? true : undefined),
+      'the checkpoint in the Machines view',
+    );
     await screenshot('machines-tree-checkpoints');
     await vscode.commands.executeCommand('perennial.rollback', machine, checkpoint.id);
     const marked = await eventually(async () => {
@@ -137,7 +149,10 @@ suite('Perennial in VS Code', () => {
     assert.equal((JSON.parse(await invoke('run-python-in-repl', { replId, pythonCode: 'x' })) as { value: string }).value, '21');
     const fork = (await vscode.commands.executeCommand('perennial.forkMachine', machine)) as { name: string };
     assert.notEqual(fork.name, replId);
-    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(fork.name) && row.includes(`forked_from=${replId}`)) ? true : undefined), 'the fork in the Machines view');
+    await eventually(
+      async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(fork.name) && row.includes(`forked_from=${replId}`)) ? true : undefined),
+      'the fork in the Machines view',
+    );
     assert.equal((JSON.parse(await invoke('run-python-in-repl', { replId: fork.name, pythonCode: 'x' })) as { value: string }).value, '21');
     await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: fork.name });
   });
@@ -146,7 +161,12 @@ suite('Perennial in VS Code', () => {
     const { replId: plotting } = JSON.parse(await invoke('create-python-repl', { engine: 'python' })) as { replId: string };
     await vscode.commands.executeCommand('perennial.selectMachine', plotting);
     const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'plot.py');
-    writeFileSync(file, ['# %%', 'import matplotlib.pyplot as plt', 'xs = list(range(50))', 'plt.plot(xs, [x * x for x in xs])', "plt.title('squares')", 'plt.show()', ''].join('\n'));
+    writeFileSync(
+      file,
+      ['# %%', 'import matplotlib.pyplot as plt', 'xs = list(range(50))', 'plt.plot(xs, [x * x for x in xs])', "plt.title('squares')", 'plt.show()', ''].join(
+        '\n',
+      ),
+    );
     const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
     editor.selection = new vscode.Selection(2, 0, 2, 0);
     await vscode.commands.executeCommand('perennial.runCell');
@@ -162,7 +182,9 @@ suite('Perennial in VS Code', () => {
     const texts = result.content.filter((part) => part instanceof vscode.LanguageModelTextPart).map((part) => part.value);
     // LanguageModelDataPart is newer than the API types this extension builds against.
     const images = result.content.filter((part) => !(part instanceof vscode.LanguageModelTextPart)) as unknown as Array<{ mimeType: string; data: Uint8Array }>;
-    console.log(`the model receives: ${JSON.stringify([...images.map((p) => ({ mimeType: p.mimeType, bytes: p.data.length })), ...texts.map((text) => ({ text }))])}`);
+    console.log(
+      `the model receives: ${JSON.stringify([...images.map((p) => ({ mimeType: p.mimeType, bytes: p.data.length })), ...texts.map((text) => ({ text }))])}`,
+    );
     assert.equal(texts.length, 1, 'one text part: the structured content, without the text content');
     const structured = JSON.parse(texts[0]!) as Record<string, unknown>;
     const uris = [1, 2].map((n) => `perennial://machines/${plotting}/figures/0/${n}.png`);
@@ -173,24 +195,39 @@ suite('Perennial in VS Code', () => {
       error: null,
       notes: [`2 figures: 1 shown inline, at most 1 per result; read the rest as resources: ${uris[1]}`],
       lost: [],
-      figures: [{ uri: uris[0], inline: true }, { uri: uris[1], inline: false }],
+      figures: [
+        { uri: uris[0], inline: true },
+        { uri: uris[1], inline: false },
+      ],
       runtimeMs: structured.runtimeMs,
       seq: 0,
     });
     // The inline figure, and the linked one, which VS Code reads for the model; the inline one's link is for the user only.
-    assert.deepEqual(images.map((p) => p.mimeType), ['image/png', 'image/png']);
+    assert.deepEqual(
+      images.map((p) => p.mimeType),
+      ['image/png', 'image/png'],
+    );
     assert.ok(images.every((p) => Buffer.from(p.data).subarray(1, 4).toString() === 'PNG'));
     await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: plotting });
   });
 
   test('Delete removes the machine, from the server and from the view (and it stops being the active one)', async () => {
     await vscode.commands.executeCommand('perennial.selectMachine', replId);
-    await eventually(async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? true : undefined), `${replId} in the status bar`);
+    await eventually(
+      async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? true : undefined),
+      `${replId} in the status bar`,
+    );
     await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: replId });
     const listed = JSON.parse(await invoke('list-python-repls', {})) as { repls: Array<{ replId: string }> } | Array<{ replId: string }>;
     assert.ok(!JSON.stringify(listed).includes(replId), `${replId} is gone from ${JSON.stringify(listed)}`);
-    await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId)) ? undefined : true), `${replId} to leave the Machines view`);
-    await eventually(async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? undefined : true), 'the deleted machine to stop being the active one');
+    await eventually(
+      async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(replId)) ? undefined : true),
+      `${replId} to leave the Machines view`,
+    );
+    await eventually(
+      async () => ((await ui({ text: '.statusbar-item' })).some((item) => item.includes(replId)) ? undefined : true),
+      'the deleted machine to stop being the active one',
+    );
   });
 
   test('with a ForeverVM token, the view gets a ForeverVM root, and code runs in hosted machines', async () => {
@@ -199,12 +236,22 @@ suite('Perennial in VS Code', () => {
     const cli = join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
     const hosted = spawn(process.execPath, [cli, '--data-dir', dataDir, 'serve'], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, stdio: 'ignore' });
     try {
-      const info = await eventually(() => (existsSync(join(dataDir, 'server.json')) ? (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string; token: string }) : undefined), 'the stand-in server');
+      const info = await eventually(
+        () =>
+          existsSync(join(dataDir, 'server.json'))
+            ? (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string; token: string })
+            : undefined,
+        'the stand-in server',
+      );
       const proxy = await foreverVMOnlyProxy(info.url);
       try {
         await vscode.workspace.getConfiguration('perennial').update('forevervm.baseUrl', proxy.url, vscode.ConfigurationTarget.Global);
         await vscode.commands.executeCommand('perennial.setForeverVMToken', info.token);
-        const created = await fetch(`${proxy.url}/v1/machine/new`, { method: 'POST', headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ engine: 'python', tags: { where: 'hosted' } }) });
+        const created = await fetch(`${proxy.url}/v1/machine/new`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ engine: 'python', tags: { where: 'hosted' } }),
+        });
         const { machine_name: name } = (await created.json()) as { machine_name: string };
         await vscode.commands.executeCommand('perennial.refresh');
         await eventually(async () => {
@@ -219,7 +266,10 @@ suite('Perennial in VS Code', () => {
         editor.selection = new vscode.Selection(0, 0, 1, 99);
         await vscode.commands.executeCommand('perennial.runSelection');
         // The panel's last entry is this run: the machine's name, then the value alone on its line.
-        await eventually(async () => (/\n42$/.test((await ui({ text: 'main#entries section:last-child' })).join('\n').trim()) ? true : undefined), 'the hosted value in the output panel');
+        await eventually(
+          async () => (/\n42$/.test((await ui({ text: 'main#entries section:last-child' })).join('\n').trim()) ? true : undefined),
+          'the hosted value in the output panel',
+        );
         // Variables of a hosted machine come from an instruction that lists them.
         await ui({ click: `${TREE_ROWS}:has-text("${name}")` });
         await eventually(async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes('w: int = 42')) ? true : undefined), 'the hosted variable w');
@@ -262,7 +312,10 @@ suite('Perennial in VS Code', () => {
   test('perennial.defaultEngine reaches the local server VS Code starts', async () => {
     // Stopped as an idle server stops; the next use starts another, with the settings of then.
     const dataDir = defaultDataDir();
-    const serverInfo = () => (existsSync(join(dataDir, 'server.json')) ? (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { pid: number; url: string; token: string }) : undefined);
+    const serverInfo = () =>
+      existsSync(join(dataDir, 'server.json'))
+        ? (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { pid: number; url: string; token: string })
+        : undefined;
     process.kill(serverInfo()!.pid, 'SIGTERM');
     await eventually(() => (serverInfo() ? undefined : true), 'the local server to stop');
     await vscode.workspace.getConfiguration('perennial').update('defaultEngine', 'python', vscode.ConfigurationTarget.Global);
@@ -271,7 +324,9 @@ suite('Perennial in VS Code', () => {
       const server = await eventually(serverInfo, 'a local server started by VS Code');
       const headers = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
       // As Copilot's create-python-repl and ForeverVM clients create machines: without an engine.
-      const { machine_name: name } = (await (await fetch(`${server.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as { machine_name: string };
+      const { machine_name: name } = (await (await fetch(`${server.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as {
+        machine_name: string;
+      };
       const details = (await (await fetch(`${server.url}/v1/machine/${name}`, { headers })).json()) as { engine: string };
       assert.equal(details.engine, 'python');
     } finally {

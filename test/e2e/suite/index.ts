@@ -17,7 +17,8 @@ export async function run(): Promise<void> {
     await import('./notebook.test.ts');
   }
   const results = process.env.PERENNIAL_E2E_RESULTS;
-  const outcomes: Array<{ title: string; state: string; error?: string }> = results && existsSync(results) ? (JSON.parse(readFileSync(results, 'utf8')) as { tests: [] }).tests : [];
+  const outcomes: Array<{ title: string; state: string; error?: string }> =
+    results && existsSync(results) ? (JSON.parse(readFileSync(results, 'utf8')) as { tests: [] }).tests : [];
   await new Promise<void>((resolve, reject) => {
     const runner = mocha.run((failures) => {
       if (results) writeFileSync(results, JSON.stringify({ tests: outcomes }));

@@ -31,7 +31,10 @@ suite('Perennial notebook kernel', () => {
     assert.equal(first!.executionSummary?.success, true);
     assert.ok(first!.executionSummary?.executionOrder, 'an execution order');
     assert.ok(first!.executionSummary?.timing, 'a time');
-    assert.ok(plot!.outputs.some((output) => output.items.some((item) => item.mime === 'image/png')), 'the figure as image/png');
+    assert.ok(
+      plot!.outputs.some((output) => output.items.some((item) => item.mime === 'image/png')),
+      'the figure as image/png',
+    );
     const error = failing!.outputs.flatMap((output) => output.items).find((item) => item.mime === 'application/vnd.code.notebook.error');
     assert.equal((JSON.parse(new TextDecoder().decode(error!.data)) as { name: string }).name, 'ZeroDivisionError');
     assert.equal(skipped!.executionSummary?.executionOrder, undefined, 'the cell after the error did not run');
@@ -54,13 +57,17 @@ suite('Perennial notebook kernel', () => {
     assert.deepEqual(textOutputs(notebook.cellAt(4)), ['42']);
   });
 
-  test("completion in a cell lists a variable an earlier cell defined, and hover shows its value", async () => {
+  test('completion in a cell lists a variable an earlier cell defined, and hover shows its value', async () => {
     const cell = notebook.cellAt(5);
     const end = cell.document.lineAt(0).range.end;
     const completions = await vscode.commands.executeCommand<vscode.CompletionList>('vscode.executeCompletionItemProvider', cell.document.uri, end);
     const labels = completions.items.map((item) => (typeof item.label === 'string' ? item.label : item.label.label));
     assert.ok(labels.includes('notebook_total'), `notebook_total among ${labels.slice(0, 20).join(', ')}`);
-    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', notebook.cellAt(4).document.uri, new vscode.Position(0, 3));
+    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>(
+      'vscode.executeHoverProvider',
+      notebook.cellAt(4).document.uri,
+      new vscode.Position(0, 3),
+    );
     const hoverText = hovers.flatMap((hover) => hover.contents.map((part) => (typeof part === 'string' ? part : part.value))).join('\n');
     assert.match(hoverText, /notebook_total: int/);
     assert.match(hoverText, /42/);
@@ -85,7 +92,11 @@ suite('Perennial notebook kernel', () => {
     // A Python file's code runs in the active machine: its names complete from there.
     await vscode.commands.executeCommand('perennial.selectMachine', machine);
     const script = await vscode.workspace.openTextDocument({ language: 'python', content: 'notebook_tot' });
-    const completions = await vscode.commands.executeCommand<vscode.CompletionList>('vscode.executeCompletionItemProvider', script.uri, new vscode.Position(0, 12));
+    const completions = await vscode.commands.executeCommand<vscode.CompletionList>(
+      'vscode.executeCompletionItemProvider',
+      script.uri,
+      new vscode.Position(0, 12),
+    );
     assert.ok(completions.items.some((item) => (typeof item.label === 'string' ? item.label : item.label.label) === 'notebook_total'));
     await vscode.window.showNotebookDocument(notebook);
   });
@@ -97,7 +108,10 @@ suite('Perennial notebook kernel', () => {
     assert.equal(machine?.source, 'local');
     await vscode.commands.executeCommand('perennial.refresh');
     await vscode.commands.executeCommand('perennial.machines.focus');
-    await eventually(async () => ((await ui({ text: '.part.sidebar .monaco-list-row' })).some((row) => row.includes(machine!.name)) ? true : undefined), 'the machine in the Machines view');
+    await eventually(
+      async () => ((await ui({ text: '.part.sidebar .monaco-list-row' })).some((row) => row.includes(machine!.name)) ? true : undefined),
+      'the machine in the Machines view',
+    );
     writeFileSync(process.env.PERENNIAL_E2E_RELOAD!, JSON.stringify({ file, machine: machine!.name }));
   });
 });

@@ -41,7 +41,17 @@ export async function runCells(notebook: vscode.NotebookDocument, start: number,
   const before = notebook.getCells().map((cell) => cell.executionSummary?.timing?.endTime);
   await vscode.commands.executeCommand('notebook.cell.execute', { ranges: [{ start, end }], document: notebook.uri });
   // A cell that ran has a new end time; one passed over after an error has none.
-  await eventually(() => (notebook.getCells().slice(start, end).every((cell, i) => cell.executionSummary?.timing?.endTime !== before[start + i] || cell.executionSummary?.executionOrder === undefined) ? true : undefined), `cells ${start}–${end - 1} to end`, 120_000);
+  await eventually(
+    () =>
+      notebook
+        .getCells()
+        .slice(start, end)
+        .every((cell, i) => cell.executionSummary?.timing?.endTime !== before[start + i] || cell.executionSummary?.executionOrder === undefined)
+        ? true
+        : undefined,
+    `cells ${start}–${end - 1} to end`,
+    120_000,
+  );
 }
 
 /** A cell's outputs that are not images, as text (an error as "Name: message", then its traceback). */
@@ -64,8 +74,11 @@ export function textOutputs(cell: vscode.NotebookCell): string[] {
  */
 export async function shownInOutputs(index: number, part: string | { images: number }): Promise<void> {
   vscode.window.activeNotebookEditor!.revealRange(new vscode.NotebookRange(index, index + 1), vscode.NotebookEditorRevealType.InCenter);
-  await eventually(async () => {
-    if (typeof part === 'string') return (await ui({ text: '.output' })).some((text) => text.includes(part)) || undefined;
-    return (await count('.output img')) >= part.images || undefined;
-  }, `${JSON.stringify(part)} in the outputs of cell ${index}`);
+  await eventually(
+    async () => {
+      if (typeof part === 'string') return (await ui({ text: '.output' })).some((text) => text.includes(part)) || undefined;
+      return (await count('.output img')) >= part.images || undefined;
+    },
+    `${JSON.stringify(part)} in the outputs of cell ${index}`,
+  );
 }

@@ -32,7 +32,10 @@ async function page(action: { click?: string; text?: string; count?: string }): 
   const id = `action-${++actions}`;
   console.log(`@@ui:${id}:${JSON.stringify(action)}`);
   const file = join(process.env.PERENNIAL_E2E_UI!, `${id}.json`);
-  const answer = await eventually(() => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; text: string[]; count: number; error?: string }) : undefined), `the page to answer ${id}`);
+  const answer = await eventually(
+    () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; text: string[]; count: number; error?: string }) : undefined),
+    `the page to answer ${id}`,
+  );
   if (!answer.ok) throw new Error(`the page could not ${JSON.stringify(action)}: ${answer.error}`);
   return answer;
 }
@@ -43,4 +46,3 @@ export async function screenshot(name: string): Promise<void> {
   console.log(`@@screenshot:${name}`);
   await eventually(() => existsSync(file) || undefined, `the screenshot ${name}`);
 }
-

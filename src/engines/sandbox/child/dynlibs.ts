@@ -58,10 +58,39 @@ export function recordDynlibs(module: EmscriptenModule): DynlibRecord[] {
  */
 function wasmFunctionIII(fn: (a: number, b: number) => number): (a: number, b: number) => number {
   const bytes = new Uint8Array([
-    0, 97, 115, 109, 1, 0, 0, 0, // magic, version
-    1, 7, 1, 0x60, 2, 0x7f, 0x7f, 1, 0x7f, // type (i32, i32) -> i32
-    2, 7, 1, 1, 101, 1, 102, 0, 0, // import e.f
-    7, 5, 1, 1, 102, 0, 0, // export f
+    0,
+    97,
+    115,
+    109,
+    1,
+    0,
+    0,
+    0, // magic, version
+    1,
+    7,
+    1,
+    0x60,
+    2,
+    0x7f,
+    0x7f,
+    1,
+    0x7f, // type (i32, i32) -> i32
+    2,
+    7,
+    1,
+    1,
+    101,
+    1,
+    102,
+    0,
+    0, // import e.f
+    7,
+    5,
+    1,
+    1,
+    102,
+    0,
+    0, // export f
   ]);
   const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { e: { f: fn } });
   return instance.exports.f as (a: number, b: number) => number;
@@ -103,7 +132,10 @@ class CallocSteering {
   }
 
   /** The main module's exports with calloc replaced by the hook, which also takes calloc's table slot. */
-  #hook(imports: { env: { __indirect_function_table?: WebAssembly.Table } }, instance: { exports: Record<string, unknown> }): { exports: Record<string, unknown> } {
+  #hook(
+    imports: { env: { __indirect_function_table?: WebAssembly.Table } },
+    instance: { exports: Record<string, unknown> },
+  ): { exports: Record<string, unknown> } {
     const real = instance.exports.calloc as (n: number, size: number) => number;
     const hooked = wasmFunctionIII((n, size) => {
       const forced = this.forced;

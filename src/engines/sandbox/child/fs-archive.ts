@@ -21,10 +21,7 @@ export interface EmscriptenFS {
   unlink(path: string): void;
 }
 
-type Entry =
-  | { p: string; t: 'd'; m: number }
-  | { p: string; t: 'l'; to: string }
-  | { p: string; t: 'f'; m: number; o: number; n: number; mt: number };
+type Entry = { p: string; t: 'd'; m: number } | { p: string; t: 'l'; to: string } | { p: string; t: 'f'; m: number; o: number; n: number; mt: number };
 
 export function archiveFiles(FS: EmscriptenFS, roots: string[]): Uint8Array {
   const entries: Entry[] = [];

@@ -121,7 +121,8 @@ async function configure(id: number, message: Extract<HostMessage, { type: 'conf
 
 /** Python holds a JavaScript object that only lives in this process: say which one. */
 function refuseJsObject(object: unknown): never {
-  const kind = object === null ? 'null' : typeof object === 'object' || typeof object === 'function' ? (object.constructor?.name ?? typeof object) : typeof object;
+  const kind =
+    object === null ? 'null' : typeof object === 'object' || typeof object === 'function' ? (object.constructor?.name ?? typeof object) : typeof object;
   const detail = typeof object === 'function' ? ` ${object.name || '(anonymous)'}` : '';
   throw new Error(`Python holds a JavaScript ${kind}${detail}, which a snapshot cannot carry; drop the reference (del the variable) to allow swapping`);
 }

@@ -62,10 +62,14 @@ function stdlibLock(pyodideDir: string): string {
   lock.packages = Object.fromEntries(Object.entries(lock.packages).filter(([, entry]) => entry.package_type === 'cpython_module'));
   return JSON.stringify(lock);
 }
-const bootOptions = (pyodideDir: string) => ({ indexURL: pyodideDir + '/', lockFileContents: stdlibLock(pyodideDir), env: { HOME, MPLBACKEND: 'Agg' }, _makeSnapshot: true });
+const bootOptions = (pyodideDir: string) => ({
+  indexURL: pyodideDir + '/',
+  lockFileContents: stdlibLock(pyodideDir),
+  env: { HOME, MPLBACKEND: 'Agg' },
+  _makeSnapshot: true,
+});
 /** Slot 6 of Pyodide's hiwire table is `loadedPackages`; a snapshot insists that it equals {}. */
 const LOADED_PACKAGES_SLOT = 6;
-
 
 interface BootAhead {
   instance: Promise<Pyodide>;
@@ -376,7 +380,9 @@ function upgradeKernel(instance: Pyodide, kernel: KernelFiles): string[] {
     return [];
   } catch (error) {
     const reason = (error instanceof Error ? error.message : String(error)).trim().split('\n').at(-1);
-    return [`This machine's Perennial kernel, from an earlier version, could not be upgraded (${reason}); it runs on with its own, which may not answer every command (completion, reset).`];
+    return [
+      `This machine's Perennial kernel, from an earlier version, could not be upgraded (${reason}); it runs on with its own, which may not answer every command (completion, reset).`,
+    ];
   }
 }
 
@@ -396,7 +402,12 @@ function memoryOf(image: LoadImage, prefetched: Prefetched | undefined): Machine
   if ('snapshot' in image) {
     const snapshot = aligned(image.snapshot);
     const start = heapOffset(snapshot);
-    return { header: snapshot.slice(0, start), heapLength: snapshot.length - start, writeHeap: (memory) => copyTouchingLess(memory, snapshot.subarray(start)), whole: () => snapshot };
+    return {
+      header: snapshot.slice(0, start),
+      heapLength: snapshot.length - start,
+      writeHeap: (memory) => copyTouchingLess(memory, snapshot.subarray(start)),
+      whole: () => snapshot,
+    };
   }
   const { patch, base: file } = image;
   const base = prefetched?.path === file.path ? prefetched.bytes : readFileSync(file.path);
@@ -412,7 +423,13 @@ function memoryOf(image: LoadImage, prefetched: Prefetched | undefined): Machine
 }
 
 /** A machine with side modules: they are loaded again at their places before the heap is copied in. */
-async function restoreWithDynlibs(start: StartPyodide, create: CreateModule, image: LoadImage, snapshot: Uint8Array, kernel: KernelFiles | undefined): Promise<LoadedMachine> {
+async function restoreWithDynlibs(
+  start: StartPyodide,
+  create: CreateModule,
+  image: LoadImage,
+  snapshot: Uint8Array,
+  kernel: KernelFiles | undefined,
+): Promise<LoadedMachine> {
   const instance = await withDynlibReplay(
     image.meta.dynlibs,
     snapshot.subarray(heapOffset(snapshot)),
@@ -436,4 +453,3 @@ function restored(instance: Pyodide, image: LoadImage, kernel: KernelFiles | und
   instance.runPython('__import__("perennial_kernel")._DRIVER.after_restore()');
   return { instance, notices: kernel === undefined ? [] : upgradeKernel(instance, kernel) };
 }
-

@@ -44,7 +44,8 @@ export function initialMemoryBytes(wasm: Uint8Array): number {
       const module = name();
       const field = name();
       const kind = wasm[at++]!;
-      if (kind === KIND.function) leb(); // type index
+      if (kind === KIND.function)
+        leb(); // type index
       else if (kind === KIND.table) {
         at++; // element type, then limits
         if (leb() & 1) leb();
@@ -54,7 +55,8 @@ export function initialMemoryBytes(wasm: Uint8Array): number {
         const minimum = leb();
         if (module === 'env' && field === 'memory') return minimum * WASM_PAGE;
         if (flags & 1) leb();
-      } else if (kind === KIND.global) at += 2; // type, mutability
+      } else if (kind === KIND.global)
+        at += 2; // type, mutability
       else if (kind === KIND.tag) {
         at++; // attribute, then type index
         leb();
