@@ -36,6 +36,7 @@ import { VERSION } from '../shared/version.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
+import { WarmPolicy } from './warm-policy.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
 
 export const DEFAULT_TIMEOUT_SECONDS = 15;
@@ -99,7 +100,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
   readonly #machines = new Map<string, Machine>();
-  readonly #idleTimers = new Map<string, NodeJS.Timeout>();
+  readonly #warm: WarmPolicy;
   #closed = false;
 
   private constructor(options: MachineManagerOptions, store: MachineStore, lock: DataDirLock) {
@@ -119,6 +120,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     };
     this.#store = store;
     this.#lock = lock;
+    this.#warm = new WarmPolicy(
+      this.#options,
+      () => this.#machines.values(),
+      (machine, error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }),
+    );
     if (!this.#engines.factories[this.#options.defaultEngine]) {
       const why = this.#engines.status().find((e) => e.name === this.#options.defaultEngine)?.detail;
       throw new InvalidRequestError(`The default engine "${this.#options.defaultEngine}" is not available${why ? `: ${why}` : ''}`);
@@ -221,7 +227,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       interrupted = stopped.interrupted || stopped.cancelled > 0;
     }
     const instruction = machine.exec(code, timeoutSeconds);
-    this.#touch(machine);
+    this.#warm.touch(machine);
     return { seq: instruction.seq, interrupted, done: instruction.done };
   }
 
@@ -323,8 +329,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   async delete(name: string): Promise<void> {
     const machine = this.#machine(name);
     this.#machines.delete(name);
-    clearTimeout(this.#idleTimers.get(name));
-    this.#idleTimers.delete(name);
+    this.#warm.forget(name);
     await machine.delete();
     this.#emit({ type: 'deleted', name });
   }
@@ -357,7 +362,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const timer of this.#idleTimers.values()) clearTimeout(timer);
+    this.#warm.close();
     await Promise.all(
       [...this.#machines.values()].map(async (machine) => {
         machine.interrupt();
@@ -437,11 +442,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const name = machine.name;
     switch (change.type) {
       case 'state':
-        if (change.state === 'warm') this.#enforceWarmCap(machine);
+        if (change.state === 'warm') this.#warm.warmed(machine);
         this.#emit({ type: 'state', name, state: change.state });
         break;
       case 'instruction':
-        this.#touch(machine);
+        this.#warm.touch(machine);
         this.#emit({ type: 'instruction', name, seq: change.seq, result: change.result });
         break;
       case 'saved':
@@ -454,37 +459,9 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     }
   }
 
-  /** Restarts the machine's idle countdown. */
-  #touch(machine: Machine): void {
-    clearTimeout(this.#idleTimers.get(machine.name));
-    const timer = setTimeout(() => {
-      this.#idleTimers.delete(machine.name);
-      if (!machine.isIdle) return this.#touch(machine);
-      this.#swapQuietly(machine);
-    }, this.#options.idleSeconds * 1000);
-    timer.unref();
-    this.#idleTimers.set(machine.name, timer);
-  }
-
-  #enforceWarmCap(justWarmed: Machine): void {
-    const warm = [...this.#machines.values()].filter((m) => m.isWarm);
-    let excess = warm.length - this.#options.maxWarm;
-    const byAge = warm.filter((m) => m !== justWarmed && m.isIdle).sort((a, b) => a.manifest.lastUsedAt.localeCompare(b.manifest.lastUsedAt));
-    for (const machine of byAge) {
-      if (excess-- <= 0) break;
-      this.#swapQuietly(machine);
-    }
-  }
-
-  #swapQuietly(machine: Machine): void {
-    machine
-      .swapOut()
-      .catch((error: Error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }));
-  }
-
   #introspect<T>(name: string, task: (engine: Engine) => Promise<T>, changesState = false): Promise<T> {
     const machine = this.#machine(name);
-    this.#touch(machine);
+    this.#warm.touch(machine);
     return machine.withEngine(task, changesState);
   }
 

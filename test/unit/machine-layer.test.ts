@@ -223,6 +223,22 @@ describe('the machine layer, over a fake engine', () => {
     assert.equal(await value(name, 'x'), '1');
   });
 
+  it('keeps no more machines warm than it may: the least recently used idle one goes', async () => {
+    const first = await open({ maxWarm: 2 });
+    const second = (await manager.create()).name;
+    const third = (await manager.create()).name;
+    await value(first, 'x = 1');
+    await value(second, 'x = 2');
+    const swapped = state(first, 'swapped');
+    await value(third, 'x = 3');
+    await swapped;
+    assert.deepEqual(
+      [first, second, third].map((name) => manager.get(name).state),
+      ['swapped', 'warm', 'warm'],
+    );
+    assert.equal(await value(first, 'x'), '1', 'swapped in again, as it was');
+  });
+
   it('an unreadable snapshot is set aside, and the machine starts empty and says so', async () => {
     const name = await open();
     await value(name, 'x = 1');
