@@ -19,38 +19,31 @@ those names live here, whichever module defines them, and pickles are written wi
 helper can move between modules without a snapshot noticing.
 """
 
-from .pickling import _make_closed_file, _make_lock, _make_mappingproxy
-from .reducers import (
-    EMPTY_CELL,
-    _EmptyCell,
-    _make_class,
-    _make_enum,
-    _make_function,
-    _make_namedtuple,
-    _rebuild_function,
-    _set_class_state,
-    _set_dataclass_state,
-    _set_enum_state,
-    _set_function_state,
-)
+from . import pickling, reducers
 
-for _named in (
-    _EmptyCell,
-    _make_class,
-    _make_closed_file,
-    _make_enum,
-    _make_function,
-    _make_lock,
-    _make_mappingproxy,
-    _make_namedtuple,
-    _rebuild_function,
-    _set_class_state,
-    _set_dataclass_state,
-    _set_enum_state,
-    _set_function_state,
-):
-    _named.__module__ = __name__
-del _named
+# The helpers snapshots name, by the module that defines them.
+_SNAPSHOT_HELPERS = {
+    reducers: (
+        "EMPTY_CELL",
+        "_EmptyCell",
+        "_make_class",
+        "_make_enum",
+        "_make_function",
+        "_make_namedtuple",
+        "_rebuild_function",
+        "_set_class_state",
+        "_set_dataclass_state",
+        "_set_enum_state",
+        "_set_function_state",
+    ),
+    pickling: ("_make_closed_file", "_make_lock", "_make_mappingproxy"),
+}
+for _module, _names in _SNAPSHOT_HELPERS.items():
+    for _name in _names:
+        _helper = globals()[_name] = getattr(_module, _name)
+        if callable(_helper):  # functions and classes; EMPTY_CELL is named through its class
+            _helper.__module__ = __name__
+del _module, _names, _name, _helper
 
 # The sandbox engine's driver, once ``pyodide_driver`` has started one in this process.
 _DRIVER = None
