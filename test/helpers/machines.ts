@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { MachineManager, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
 import type { ExecResult, OutputChunk } from '../../src/shared/types.ts';
 import type { EngineName, NewMachineOptions } from '../../src/shared/requests.ts';
+import { seedSandboxBase } from './sandbox-base.ts';
 
 /**
  * The interpreter python-engine tests use: Debian's, which has numpy, matplotlib and dill
@@ -24,8 +25,13 @@ def make_png(width, height):
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b"")`;
 
-export async function tempDataDir(): Promise<{ dir: string; cleanup(): Promise<void> }> {
+/**
+ * A fresh data dir, its sandbox engine's base image already made (`seedSandboxBase`) when sandbox
+ * machines are under test; `empty`: nothing in it at all.
+ */
+export async function tempDataDir({ empty = false } = {}): Promise<{ dir: string; cleanup(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'perennial-test-'));
+  if (!empty && ENGINES_UNDER_TEST.includes('sandbox')) await seedSandboxBase(dir);
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
@@ -38,11 +44,11 @@ export async function openManager(options: Partial<MachineManagerOptions> & { da
  * A manager on a fresh data dir for the enclosing `describe`: opened before its tests, closed and
  * removed after them. Read `manager` inside hooks and tests, not while registering them.
  */
-export function managerFixture(options: Partial<MachineManagerOptions> = {}): { manager: MachineManager } {
+export function managerFixture(options: Partial<MachineManagerOptions> = {}, dataDir: { empty?: boolean } = {}): { manager: MachineManager } {
   const fixture = {} as { manager: MachineManager };
   let cleanup: (() => Promise<void>) | undefined;
   before(async () => {
-    const data = await tempDataDir();
+    const data = await tempDataDir(dataDir);
     cleanup = data.cleanup;
     fixture.manager = await openManager({ ...options, dataDir: data.dir });
   });

@@ -154,7 +154,8 @@ while True:
 }
 
 describe("an instruction's timeout on a sandbox machine still loading", { timeout: 120_000, skip: !ENGINES_UNDER_TEST.includes('sandbox') }, () => {
-  const fixture = managerFixture();
+  // An empty data dir: its first sandbox machine waits for the base image to be made.
+  const fixture = managerFixture({}, { empty: true });
 
   it('counts from when the machine is loaded: the load (here, building the base image) is not the code', async () => {
     // On a fresh data dir, the first sandbox machine waits for the base image to be built (seconds).

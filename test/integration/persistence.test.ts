@@ -398,7 +398,7 @@ describe('an unreadable snapshot', { timeout: 60_000 }, () => {
 
 describe('the data dir format', { timeout: 60_000 }, () => {
   it('a data dir a newer Perennial wrote in a format this one cannot read is refused in one sentence, and left as it was', async () => {
-    const { dir, cleanup } = await tempDataDir();
+    const { dir, cleanup } = await tempDataDir({ empty: true });
     try {
       const record = JSON.stringify({ format: 99, writtenBy: '9.0.0' });
       await writeFile(join(dir, 'data-dir.json'), record);
@@ -495,8 +495,8 @@ describe('the data dir format', { timeout: 60_000 }, () => {
 describe('a machine the server could not save when it stopped', { timeout: 120_000 }, () => {
   it('says so, and why, at its next result: not that the server stopped unexpectedly', async () => {
     const { dir, cleanup } = await tempDataDir();
+    let manager = await openManager({ dataDir: dir });
     try {
-      let manager = await openManager({ dataDir: dir });
       const name = (await manager.create({ engine: 'sandbox' })).name;
       await run(manager, name, 'saved = 1');
       await manager.swap(name);
@@ -505,7 +505,7 @@ describe('a machine the server could not save when it stopped', { timeout: 120_0
       await manager.close();
       manager = await openManager({ dataDir: dir });
       const r = await run(manager, name, '"saved" in globals(), "lost_at_stop" in globals()');
-      assert.equal(valueOf(r.result), '(True, False)');
+      assert.equal(valueOf(r.result), '(True, False)', JSON.stringify(r.result.data));
       const notice = r.result.data?.notices?.join('\n') ?? '';
       assert.match(
         notice,
@@ -513,8 +513,8 @@ describe('a machine the server could not save when it stopped', { timeout: 120_0
       );
       assert.doesNotMatch(notice, /unexpectedly/);
       assert.equal((await run(manager, name, 'None')).result.data, null, 'said once');
-      await manager.close();
     } finally {
+      await manager.close();
       await cleanup();
     }
   });
