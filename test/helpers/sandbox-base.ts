@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { link, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readKernelPackage } from '../../src/kernel/kernel-package.ts';
@@ -15,13 +15,13 @@ let template: Promise<string> | undefined;
 /**
  * Gives a fresh data dir the sandbox engine's cache of a data dir that has made its base image:
  * a cold boot of Pyodide (~6 s) that every test's data dir would otherwise pay at its first
- * sandbox machine. The files are hard links to one template per build of the kernel and the
- * sandbox process (the engine only ever replaces them by rename); a data dir whose engine wants
- * another base makes it, as any would.
+ * sandbox machine. The files are copies of one template per build of the kernel and the sandbox
+ * process: copies, not links, since tests damage a base's files in place to see it mended. A data
+ * dir whose engine wants another base makes it, as any would.
  */
 export async function seedSandboxBase(dataDir: string): Promise<void> {
   template ??= sandboxTemplate();
-  await linkTree(await template, join(dataDir, 'engines', 'sandbox', CURRENT_PYODIDE.cacheFolder));
+  await cp(await template, join(dataDir, 'engines', 'sandbox', CURRENT_PYODIDE.cacheFolder), { recursive: true });
 }
 
 async function sandboxTemplate(): Promise<string> {
@@ -48,12 +48,4 @@ async function sandboxTemplate(): Promise<string> {
     await rm(work, { recursive: true, force: true });
   }
   return path;
-}
-
-async function linkTree(from: string, to: string): Promise<void> {
-  await mkdir(to, { recursive: true });
-  for (const entry of await readdir(from, { withFileTypes: true })) {
-    if (entry.isDirectory()) await linkTree(join(from, entry.name), join(to, entry.name));
-    else await link(join(from, entry.name), join(to, entry.name));
-  }
 }
