@@ -26,7 +26,7 @@ describe('the machine layer, over a fake engine', () => {
   async function open(options: Partial<MachineManagerOptions> = {}): Promise<string> {
     const fake = fakeEngines();
     ({ made, faults } = fake);
-    const data = await tempDataDir();
+    const data = await tempDataDir({ empty: true });
     ({ dir: dataDir, cleanup } = data);
     manager = await MachineManager.open({ dataDir, engines: fake.engines, interruptGraceMs: GRACE_MS, saveDelayMs: SAVE_DELAY_MS, ...options });
     return (await manager.create()).name;
