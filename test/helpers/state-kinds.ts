@@ -14,6 +14,8 @@ export interface StateKind {
   expected: string | Partial<Record<EngineName, string>>;
   /** Engines that cannot keep it, with the names they must report lost (and no longer have). */
   lost?: Partial<Record<EngineName, string[]>>;
+  /** Names an engine brings back as a copy of memory they shared: reported lost, yet still there. */
+  copied?: Partial<Record<EngineName, string[]>>;
   /** Only where it can be built (numpy and pandas are on the test interpreter, not in Pyodide). */
   only?: EngineName;
 }
@@ -319,6 +321,36 @@ k_buffer.readline()`,
     expected: "([[0, 1, 2], [3, 4, 5]], 'int32')",
   },
   {
+    kind: 'numpy views of one base, one of them reversed and strided',
+    only: 'python',
+    setup: ['k_x2 = np.arange(12).reshape(3, 4)\nk_x2_sub = k_x2[:2, :2]\nk_x2_rev = k_x2[::-1, ::2]'],
+    check: 'k_x2_sub[0, 0] = 99\n(int(k_x2[0, 0]), int(k_x2_rev[2, 0]), bool(np.shares_memory(k_x2_sub, k_x2_rev)))',
+    expected: '(99, 99, True)',
+  },
+  {
+    kind: 'a memory-mapped array and a view of it',
+    only: 'python',
+    setup: ['k_map = np.memmap("k_map.dat", dtype="int16", mode="w+", shape=(4,))\nk_map[:] = [1, 2, 3, 4]\nk_map_part = k_map[1:3]'],
+    check: 'k_map_part[0] = 20\nk_map.flush()\n(type(k_map).__name__, np.fromfile("k_map.dat", dtype="int16").tolist())',
+    expected: "('memmap', [1, 20, 3, 4])",
+  },
+  {
+    kind: 'an array on a bytearray',
+    only: 'python',
+    setup: ['k_bytes_buffer = bytearray(8)\nk_on_bytes = np.frombuffer(k_bytes_buffer, dtype=np.int16)'],
+    check: 'k_on_bytes[1] = 258\nbytes(k_bytes_buffer[2:4])',
+    expected: String.raw`b'\x02\x01'`,
+  },
+  {
+    kind: "an array on memory a snapshot cannot keep (an anonymous mmap's)",
+    only: 'python',
+    setup: ['import mmap\nk_mmap = mmap.mmap(-1, 8)\nk_on_mmap = np.frombuffer(k_mmap, dtype=np.uint8)\nk_on_mmap_part = k_on_mmap[2:]'],
+    check: 'k_on_mmap[2] = 5\n(int(k_on_mmap_part[0]), "k_mmap" in globals())',
+    expected: '(5, False)',
+    lost: { python: ['k_mmap'] },
+    copied: { python: ['k_on_mmap', 'k_on_mmap_part'] },
+  },
+  {
     kind: 'the numpy random state',
     only: 'python',
     setup: ['np.random.seed(5)\nk_np_state = np.random.get_state()\nk_np_next = np.random.rand()\nnp.random.set_state(k_np_state)'],
@@ -331,6 +363,13 @@ k_buffer.readline()`,
     setup: ['import pandas as pd\nk_frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})'],
     check: '(k_frame.shape, int(k_frame["a"].sum()), list(k_frame.columns), k_frame.loc[1, "b"])',
     expected: "((2, 2), 3, ['a', 'b'], 'y')",
+  },
+  {
+    kind: 'pandas frame sharing a numpy block with a variable',
+    only: 'python',
+    setup: ['k_block = np.zeros((3, 2))\nk_frame_view = pd.DataFrame(k_block, columns=["a", "b"], copy=False)\nk_column = k_frame_view["a"]'],
+    check: 'k_block[1, 0] = 7\n(float(k_frame_view.loc[1, "a"]), float(k_column[1]))',
+    expected: '(7.0, 7.0)',
   },
 ];
 

@@ -5,6 +5,7 @@ One module per concern:
 - ``output``: a cell's stdout and stderr, capped, on their way to the host.
 - ``reducers``: what the REPL defines, saved by value (functions with their source, classes).
 - ``pickling``: the namespace pickler, and what belongs to the running process.
+- ``arrays``: numpy arrays that share memory (views, memory maps), kept sharing across a swap.
 - ``snapshot_file``: the python snapshot's format, and reading it back when a variable fails.
 - ``kernel``: ``Kernel``, the cells' result semantics, reset, and the swap to a snapshot.
 - ``introspection``, ``files``: variables, completion and inspection; a machine's files.
@@ -19,7 +20,7 @@ those names live here, whichever module defines them, and pickles are written wi
 helper can move between modules without a snapshot noticing.
 """
 
-from . import pickling, reducers
+from . import arrays, pickling, reducers
 
 # The helpers snapshots name, by the module that defines them.
 _SNAPSHOT_HELPERS = {
@@ -37,6 +38,7 @@ _SNAPSHOT_HELPERS = {
         "_set_function_state",
     ),
     pickling: ("_make_closed_file", "_make_lock", "_make_mappingproxy"),
+    arrays: ("_map_file", "_view_of"),
 }
 for _module, _names in _SNAPSHOT_HELPERS.items():
     for _name in _names:

@@ -214,10 +214,10 @@ class Kernel:
             "future_flags": self.future_flags,
         }
         try:
-            size, lost = snapshot_file.write(path, items, meta)
+            size, lost, saved = snapshot_file.write(path, items, meta)
         finally:
             forget_parsed_cells()
-        return {"bytes": size, "lost": lost, "saved": len(names) - len(lost)}
+        return {"bytes": size, "lost": lost, "saved": len(modules) + saved}
 
     def restore(self, path, transfer=False):
         """Loads a snapshot written by ``snapshot``; returns what could not be brought back, which

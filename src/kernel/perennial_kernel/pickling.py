@@ -16,6 +16,7 @@ import sys
 import threading
 import types
 
+from .arrays import reduce_array
 from .output import StreamWriter, stream_name
 from .reducers import _Unsaveable, reduce_class, reduce_function
 
@@ -89,12 +90,22 @@ def descriptor_bound(value):
 
 class NamespacePickler(pickle.Pickler):
     """The C pickler, taught to save what the REPL defines: functions and classes of the
-    namespace by value, modules by name, and the dataclasses sentinels by reference."""
+    namespace by value, modules by name, the dataclasses sentinels by reference, and numpy views
+    as views of their base (``arrays``). ``namespace_ids``: the ids of the variables' values;
+    ``copies`` collects why a value came to be saved as a copy of memory it shared."""
+
+    def __init__(self, file, namespace_ids=frozenset(), **options):
+        super().__init__(file, **options)
+        self.namespace_ids = namespace_ids
+        self.copies = []
 
     def reducer_override(self, obj):
         bound = reduce_process_bound(obj)
         if bound is not NotImplemented:
             return bound
+        shared = reduce_array(obj, self.namespace_ids, self.copies)
+        if shared is not NotImplemented:
+            return shared
         if isinstance(obj, types.ModuleType):
             return importlib.import_module, (obj.__name__,)
         if isinstance(obj, types.FunctionType) and obj.__module__ == "__main__":

@@ -38,21 +38,22 @@ def display_name(name):
 
 def write(path, items, meta):
     """Writes ``items`` (name, value) and the footer ``meta`` to ``path``, synced. Returns the
-    file's size and what could not be saved ([{name, reason}], also in the footer as ``lost``)."""
+    file's size, what could not be saved ([{name, reason}], also in the footer as ``lost``, which
+    also names what is saved as a copy of memory it shared) and how many variables were saved."""
     with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
         f.write(SNAPSHOT_MAGIC)
         try:
-            segments, failed = _write_segments(f, items)
+            segments, failed, copied = _write_segments(f, items)
         except _WriteFailed as failure:
             raise failure.args[0] from None
-        lost = [{"name": display_name(n), "reason": r} for n, r in failed.items()]
+        lost = [{"name": display_name(n), "reason": r} for n, r in {**failed, **copied}.items()]
         footer = json.dumps({**meta, "segments": segments, "lost": lost}).encode("utf-8")
         f.write(footer)
         f.write(len(footer).to_bytes(8, "little"))
         f.write(SNAPSHOT_MAGIC)
         f.flush()
         os.fsync(f.fileno())
-        return f.tell(), lost
+        return f.tell(), lost, sum(1 for segment in segments if segment[0] != RNG_SEGMENT)
 
 
 def read(path, transfer=False):
@@ -88,7 +89,7 @@ def _write_segments(f, items):
     """Writes each (name, value) as a pickle segment, of one memo. A value that fails restarts the
     stream without it (the memo would name objects whose bytes were thrown away); what the
     namespace pickler cannot save is then tried alone with dill or cloudpickle. Returns
-    (segments, {name: reason})."""
+    (segments, {name: why it was not saved}, {name: why it was saved as a copy})."""
     failed = {}
     for name, value in items:
         try:
@@ -96,12 +97,13 @@ def _write_segments(f, items):
         except _Unsaveable as exc:
             failed[name] = exc
     start_of_stream = f.tell()
+    namespace_ids = frozenset(id(value) for _, value in items)
     culprit = True
     while culprit:
         f.seek(start_of_stream)
         f.truncate()
-        pickler = NamespacePickler(_SnapshotFile(f), protocol=pickle.HIGHEST_PROTOCOL)
-        segments, culprit = [], None
+        pickler = NamespacePickler(_SnapshotFile(f), namespace_ids, protocol=pickle.HIGHEST_PROTOCOL)
+        segments, culprit, copied = [], None, {}
         for name, value in items:
             if name in failed:
                 continue
@@ -112,11 +114,14 @@ def _write_segments(f, items):
                 failed[name], culprit = exc, name
                 break
             segments.append([name, start, f.tell(), "pickle"])
+            if pickler.copies:
+                copied[name] = "; ".join(dict.fromkeys(pickler.copies))
+                pickler.copies.clear()
     values = dict(items)
     for name, error in list(failed.items()):
         if not isinstance(error, _Unsaveable) and _write_with_fallback(f, name, values[name], segments):
             del failed[name]
-    return segments, {name: str(e) if isinstance(e, _Unsaveable) else short_error(e) for name, e in failed.items()}
+    return segments, {name: str(e) if isinstance(e, _Unsaveable) else short_error(e) for name, e in failed.items()}, copied
 
 
 def _write_with_fallback(f, name, value, segments):
