@@ -16,11 +16,13 @@ export function printChunk(term: Terminal, chunk: OutputChunk): void {
 }
 
 /**
- * Prints what follows the output: the value (stdout) or the traceback (stderr), then notes about
- * figures, lost variables and restores (stderr). Figures are saved when `imagesDir` is set.
+ * Prints what follows the output: what the code displayed, as text (its output streamed before
+ * it), the value (stdout) or the traceback (stderr), then notes about figures, lost variables
+ * and restores (stderr). Figures are saved when `imagesDir` is set.
  */
 export async function printResult(term: Terminal, result: ExecResult, seq: number, imagesDir?: string): Promise<void> {
-  const { value, error, notes, images } = viewResult(result);
+  const { value, error, notes, images, displayed } = viewResult(result);
+  for (const { text } of displayed) term.out.write(text + '\n');
   if (error !== null) term.err.write(error + '\n');
   else if (value !== null) term.out.write(value + '\n');
   for (const note of notes) term.err.write(`perennial: ${note.text}\n`);

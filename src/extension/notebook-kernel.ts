@@ -1,10 +1,10 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
-import { viewResult } from '../shared/result-format.ts';
-import type { ExecResult, OutputChunk, StreamName } from '../shared/types.ts';
+import type { OutputChunk, StreamName } from '../shared/types.ts';
 import { chooseMachine, createDefaultMachine, reporting } from './machine-commands.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
+import { cellOutputs, streamItem } from './notebook-outputs.ts';
 
 /** VS Code's own ipynb support: no Jupyter extension needed. */
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -166,13 +166,15 @@ class CellRun {
     this.#edit(() => execution.clearOutput());
     const code = execution.cell.document.getText();
     let stream: { name: StreamName; output: vscode.NotebookCellOutput } | undefined;
+    const chunks: OutputChunk[] = [];
     const onOutput = (chunk: OutputChunk) => {
-      const item = outputItem(chunk.stream, `${chunk.data}\n`);
+      chunks.push(chunk);
+      const item = streamItem(chunk.stream, `${chunk.data}\n`);
       if (stream?.name === chunk.stream) {
         const { output } = stream;
         this.#edit(() => execution.appendOutputItems(item, output));
       } else {
-        const output = new vscode.NotebookCellOutput([item]);
+        const output = new vscode.NotebookCellOutput([item], { outputType: 'stream', stream: chunk.stream });
         stream = { name: chunk.stream, output };
         this.#edit(() => execution.appendOutput(output));
       }
@@ -182,7 +184,8 @@ class CellRun {
       const timeout = vscode.workspace.getConfiguration('perennial').get<number>('notebookCellTimeoutSeconds') || 24 * 3600;
       const { seq, result } = await (await sources[machine.source].client()).run(machine.name, code, { timeoutSeconds: timeout, onOutput });
       execution.executionOrder = seq + 1;
-      this.#edit(() => execution.appendOutput(resultOutputs(result)));
+      // Its streams were shown as they came; what it displayed goes in its place among them.
+      this.#edit(() => execution.replaceOutput(cellOutputs(chunks, result, seq + 1)));
       return this.#end(!('error' in result));
     } catch (error) {
       const gone = error instanceof ForeverVMError && error.code === 'MachineNotFound';
@@ -220,28 +223,4 @@ class CellRun {
     this.execution.end(success, Date.now());
     return success;
   }
-}
-
-function outputItem(stream: StreamName, text: string): vscode.NotebookCellOutputItem {
-  return stream === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
-}
-
-/** A result as notebook outputs: figures and `_repr_png_` images, then the value or the error, then Perennial's notes. */
-function resultOutputs(result: ExecResult): vscode.NotebookCellOutput[] {
-  const view = viewResult(result);
-  const outputs = view.images.map(
-    (image) => new vscode.NotebookCellOutput([new vscode.NotebookCellOutputItem(Buffer.from(image.data, 'base64'), image.mimeType)]),
-  );
-  if (view.error !== null) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(pythonError(view.error))]));
-  else if (view.value !== null) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.text(view.value, 'text/plain')]));
-  if (view.notes.length)
-    outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(view.notes.map((note) => `[perennial] ${note.text}\n`).join(''))]));
-  return outputs;
-}
-
-/** A Python traceback as an Error: its last line names the exception and says what happened. */
-function pythonError(traceback: string): Error {
-  const last = traceback.trimEnd().split('\n').at(-1) ?? traceback;
-  const match = /^([\w.]+)(?::\s?(.*))?$/.exec(last);
-  return { name: match?.[1] ?? 'Error', message: match ? (match[2] ?? '') : last, stack: traceback };
 }

@@ -86,6 +86,8 @@ export class OutputPanel implements vscode.Disposable {
       },
       finish: (result) => {
         const view = viewResult(result);
+        // What the code displayed, as text after its output; its images are among the images.
+        for (const { text } of view.displayed) entry.output.push({ stream: 'stdout', text: `${text}\n` });
         if (view.error !== null) entry.error = view.error;
         else entry.value = view.value;
         entry.notes = view.notes;

@@ -353,6 +353,7 @@ export class Machine {
       clearTimeout(this.#graceTimer);
       lines.end();
     }
+    lines.placeDisplays(result.data);
     if (instruction.stopReason === 'timeout' && !('error' in result && result.error.startsWith('Timed out'))) {
       const detail = 'error' in result ? `\n${result.error}` : '';
       result = { error: `Timed out after ${instruction.timeoutSeconds} s: the instruction was interrupted.${detail}`, runtime_ms: result.runtime_ms };

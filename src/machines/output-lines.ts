@@ -1,4 +1,4 @@
-import type { OutputChunk, StreamName } from '../shared/types.ts';
+import type { DisplayEntry, OutputChunk, ResultData, StreamName } from '../shared/types.ts';
 
 /** How long a partial line may wait for the rest of its line before it is sent on its own. */
 export const PARTIAL_LINE_DELAY_MS = 50;
@@ -12,6 +12,9 @@ export class OutputLines {
   #seq = 0;
   #partial: { stream: StreamName; text: string } | null = null;
   #timer: NodeJS.Timeout | undefined;
+  /** Where each chunk sent starts in the text written, in code points (the kernel counts so). */
+  #starts: number[] = [];
+  #offset = 0;
 
   constructor(
     private readonly emit: (chunk: OutputChunk) => void,
@@ -23,7 +26,7 @@ export class OutputLines {
     if (this.#partial && this.#partial.stream !== stream) this.#flushPartial();
     const lines = ((this.#partial?.text ?? '') + text).split('\n');
     const rest = lines.pop()!;
-    for (const line of lines) this.emit({ stream, data: line, seq: this.#seq++ });
+    for (const line of lines) this.#send(stream, line, 1);
     this.#partial = rest ? { stream, text: rest } : null;
     if (!this.#partial) this.#clearTimer();
     else this.#timer ??= setTimeout(() => this.#flushPartial(), this.partialDelayMs);
@@ -34,15 +37,37 @@ export class OutputLines {
     this.#flushPartial();
   }
 
+  /**
+   * The kernel places what a cell displayed by how many characters of output came before it
+   * (`output_chars`); a surface needs how many chunks did (`afterOutput`). Call after `end`.
+   */
+  placeDisplays(data: ResultData | null | undefined): void {
+    if (!data?.display) return;
+    data.display = data.display.map((entry): DisplayEntry => {
+      const { output_chars: chars, ...rest } = entry as DisplayEntry & { output_chars?: number };
+      return { ...rest, afterOutput: this.#starts.filter((start) => start < (chars ?? Infinity)).length };
+    });
+  }
+
+  #send(stream: StreamName, data: string, newline: number): void {
+    this.#starts.push(this.#offset);
+    this.#offset += codePoints(data) + newline;
+    this.emit({ stream, data, seq: this.#seq++ });
+  }
+
   #flushPartial(): void {
     this.#clearTimer();
     const partial = this.#partial;
     this.#partial = null;
-    if (partial) this.emit({ stream: partial.stream, data: partial.text, seq: this.#seq++ });
+    if (partial) this.#send(partial.stream, partial.text, 0);
   }
 
   #clearTimer(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
   }
+}
+
+function codePoints(text: string): number {
+  return text.length - (text.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g)?.length ?? 0);
 }

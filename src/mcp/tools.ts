@@ -101,6 +101,7 @@ function execResult(name: string, seq: number, chunks: OutputChunk[], result: Ex
       stderr: streamText(chunks, 'stderr'),
       value: view.value,
       error: view.error,
+      displayed: view.displayed.map((d) => d.text),
       notes: [...view.notes.map((note) => note.text), ...more],
       lost: result.data?.lost ?? [],
       figures: figures.refs,
@@ -117,6 +118,7 @@ const RunOutput = z.object({
   stderr: z.string(),
   value: z.string().nullable(),
   error: z.string().nullable(),
+  displayed: z.array(z.string()).describe('What the code displayed (display(obj)), as text, in order'),
   notes: z.array(z.string()).describe("Perennial's notices and losses (what a swap or a restart did not keep), and where the figures not shown inline are"),
   lost: z.array(z.object({ name: z.string(), reason: z.string() })).describe('Variables that did not survive a swap, and why'),
   figures: z

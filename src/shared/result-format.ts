@@ -1,4 +1,13 @@
-import { isErrorResult, resultImages, type ExecResult, type ImageData, type LostItem, type MachineRuntime, type OutputChunk } from './types.ts';
+import {
+  isErrorResult,
+  resultImages,
+  type DisplayBundle,
+  type ExecResult,
+  type ImageData,
+  type LostItem,
+  type MachineRuntime,
+  type OutputChunk,
+} from './types.ts';
 
 /** Something Perennial says about an instruction besides its result: a notice or a loss. */
 export interface ResultNote {
@@ -15,6 +24,8 @@ export interface ResultView {
   error: string | null;
   notes: ResultNote[];
   images: ImageData[];
+  /** What the code displayed (`display(obj)`), as text, each after the output chunk it followed. */
+  displayed: { text: string; afterOutput: number }[];
 }
 
 export function viewResult(result: ExecResult): ResultView {
@@ -22,6 +33,9 @@ export function viewResult(result: ExecResult): ResultView {
   return {
     value: failed ? null : result.value,
     error: failed ? result.error : null,
+    displayed: (result.data?.display ?? [])
+      .filter((entry): entry is DisplayBundle => 'data' in entry && !entry.result && typeof entry.data['text/plain'] === 'string')
+      .map((entry) => ({ text: entry.data['text/plain'] as string, afterOutput: entry.afterOutput })),
     notes: [
       ...(result.data?.notices ?? []).map((text): ResultNote => ({ kind: 'notice', text })),
       ...(result.data?.lost ?? []).map((item): ResultNote => ({ kind: 'lost', text: lostText(item) })),
@@ -35,13 +49,18 @@ function lostText(item: LostItem): string {
 }
 
 /**
- * The whole instruction as plain text: its output (stderr lines marked), the traceback or
+ * The whole instruction as plain text: its output (stderr lines marked) with what it displayed in
+ * its place, the traceback or
  * `Out: value`, then the notes and the caller's `more` (e.g. where figures are), each marked as
  * Perennial's.
  */
 export function resultText(chunks: OutputChunk[], result: ExecResult, more: string[] = []): string {
   const view = viewResult(result);
-  const parts = [chunks.map((c) => (c.stream === 'stderr' ? `[stderr] ${c.data}` : c.data)).join('\n')];
+  const lines: string[] = [];
+  const displayedAfter = (count: number) => view.displayed.filter((d) => d.afterOutput === count).map((d) => d.text);
+  for (const [i, c] of chunks.entries()) lines.push(...displayedAfter(i), c.stream === 'stderr' ? `[stderr] ${c.data}` : c.data);
+  lines.push(...view.displayed.filter((d) => d.afterOutput >= chunks.length).map((d) => d.text));
+  const parts = [lines.join('\n')];
   if (view.error !== null) parts.push(view.error);
   else if (view.value !== null) parts.push(`Out: ${view.value}`);
   for (const note of [...view.notes.map((n) => n.text), ...more]) parts.push(`[perennial] ${note}`);

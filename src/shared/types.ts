@@ -18,10 +18,36 @@ export interface LostItem {
   reason: string;
 }
 
+/**
+ * What a cell displayed (`display(obj)`, IPython's display objects) or its value as IPython shows
+ * it (`result`): a MIME bundle, base64 for binary types. `afterOutput`: how many of the
+ * instruction's output chunks came before it, so that a surface can show it in its place.
+ */
+export interface DisplayBundle {
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  /** `display_id`: a later bundle with `update` replaces the one shown under that id. */
+  transient?: { display_id?: string };
+  update?: boolean;
+  result?: boolean;
+  afterOutput: number;
+}
+
+/** `clear_output()`: what the cell displayed and printed so far goes (`wait`: when the next comes). */
+export interface DisplayClear {
+  clear: true;
+  wait: boolean;
+  afterOutput: number;
+}
+
+export type DisplayEntry = DisplayBundle | DisplayClear;
+
 /** Rich output of an instruction. `png` is ForeverVM's field; the rest are Perennial's. */
 export interface ResultData {
   png?: string;
   images?: ImageData[];
+  /** What the cell displayed, in order. */
+  display?: DisplayEntry[];
   lost?: LostItem[];
   /** Things the user should know about this machine, e.g. that it came back from a snapshot. */
   notices?: string[];
@@ -256,9 +282,19 @@ export function isErrorResult(result: ExecResult): result is Extract<ExecResult,
 }
 
 /** Every image of a result: `data.images`, or ForeverVM's single `data.png`. */
-export function resultImages(result: ExecResult): ImageData[] {
+/** The instruction's figures: pyplot's and a value's `_repr_png_`. */
+export function figureImages(result: ExecResult): ImageData[] {
   const data = result.data;
   return data?.images ?? (data?.png ? [{ mimeType: 'image/png', data: data.png }] : []);
+}
+
+/** The instruction's images: its figures, then the PNG images it displayed. */
+export function resultImages(result: ExecResult): ImageData[] {
+  const displayed = (result.data?.display ?? []).flatMap((entry): ImageData[] => {
+    const png = 'data' in entry ? entry.data['image/png'] : undefined;
+    return typeof png === 'string' ? [{ mimeType: 'image/png', data: png }] : [];
+  });
+  return [...figureImages(result), ...displayed];
 }
 
 /** The text one stream wrote, its chunks joined line by line. */

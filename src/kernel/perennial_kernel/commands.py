@@ -11,7 +11,7 @@ from . import files, introspection
 def command_handlers(kernel):
     return {
         "run": lambda m: kernel.run(m["code"], m.get("cell", 0)),
-        "variables": lambda m: introspection.variables(kernel.ns),
+        "variables": lambda m: introspection.variables(kernel.user_namespace()),
         "variable": lambda m: introspection.variable(kernel.ns, m["name"]),
         "complete": lambda m: introspection.complete(kernel.ns, m["code"], m["cursor"]),
         "inspect": lambda m: introspection.inspect_name(kernel.ns, m["expr"]),

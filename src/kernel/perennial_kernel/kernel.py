@@ -14,13 +14,16 @@ import time
 import traceback
 import types
 
-from . import snapshot_file
+from . import ipython_shell, snapshot_file
+from .display import Displays, install_display, mime_bundle
 from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
 from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, no_input, short_error, stream_writer
 from .pickling import save_order
 from .reducers import forget_parsed_cells, restoring
 
 MAX_KEPT_CELLS = 2000
+# A value with one of these is shown richly (``_display_value``).
+_RICH_REPRS = ("_repr_html_", "_repr_markdown_", "_repr_svg_", "_repr_latex_", "_repr_json_", "_repr_mimebundle_", "_repr_javascript_")
 FUTURE_FLAGS = 0
 for _feature in __import__("__future__").all_feature_names:
     FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
@@ -58,7 +61,26 @@ class Kernel:
         self.workdir = getattr(adopt, "workdir", None) or os.getcwd()
         self.lost = list(getattr(adopt, "lost", []))
         self._loop = getattr(adopt, "_loop", None)
+        self.displays = Displays(self.sink)
+        # IPython's shell, once a cell needs it (``ipython_shell``).
+        self.shell = None
         install_pyplot_hook(self)
+        install_display(self)
+
+    def ipython(self):
+        """IPython's shell on this namespace, made on first use; None without IPython."""
+        if self.shell is None and ipython_shell.available():
+            self.shell = ipython_shell.make_shell(self)
+        return self.shell
+
+    @staticmethod
+    def format_exception(exc):
+        return _format_exception(exc)
+
+    def user_namespace(self):
+        """The namespace without what IPython put in it (``In``, ``Out``, ``get_ipython``)."""
+        hidden = ipython_shell.hidden_names(self.shell, self.ns)
+        return {name: value for name, value in self.ns.items() if name not in hidden} if hidden else self.ns
 
     # -- running cells ---------------------------------------------------------------------------
 
@@ -100,10 +122,14 @@ class Kernel:
         filename = f"<cell {cell}>"
         self._remember_cell(filename, code)
         self.sink.reset()
+        self.displays.reset()
         self.images = []
         result = {}
         started = time.perf_counter()
         self.running = True
+        shell = self.shell or (self.ipython() if ipython_shell.available() and ipython_shell.needs_ipython(code, self.ns) else None)
+        if shell is not None:
+            shell.events.trigger("pre_execute")
         try:
             body, last = self._compile(code, filename)
             yield from self._evaluate(body)
@@ -115,6 +141,7 @@ class Kernel:
                 png = repr_png(value)
                 if png:
                     self.images.append(png)
+                self._display_value(value, result["value"], png)
         except BaseException as exc:  # noqa: BLE001 - a cell may raise anything, even SystemExit
             self.running = False
             result = {"error": _format_exception(exc)}
@@ -124,8 +151,16 @@ class Kernel:
             capture_figures(self.images)
         except Exception as exc:  # a broken figure must not lose the cell's result
             self.stderr.write(f"perennial: could not render a figure: {short_error(exc)}\n")
+        if shell is not None:
+            try:
+                shell.events.trigger("post_execute")
+            except Exception as exc:  # an extension's hook must not lose the cell's result
+                self.stderr.write(f"perennial: an IPython post_execute hook failed: {short_error(exc)}\n")
         self.sink.finish()
         data = {}
+        displays = self.displays.take()
+        if displays:
+            data["display"] = displays
         if self.images:
             data["png"] = self.images[0]
             data["images"] = [{"mimeType": "image/png", "data": d} for d in self.images]
@@ -139,9 +174,34 @@ class Kernel:
         result["runtime_ms"] = int((time.perf_counter() - started) * 1000)
         return result
 
+    def _display_value(self, value, text, png):
+        """The value as IPython would show it, where that is more than its repr: HTML for a
+        DataFrame, IPython's pretty text. The result's ``value`` stays the repr."""
+        if self.shell is None and not any(hasattr(type(value), name) for name in _RICH_REPRS):
+            return
+        shell = self.ipython()
+        try:
+            data, metadata = ipython_shell.value_bundle(shell, value) if shell is not None else mime_bundle(value)
+        except Exception:
+            return
+        if png:  # already among the result's images
+            data.pop("image/png", None)
+        if set(data) - {"text/plain"} or data.get("text/plain", text) != text:
+            self.displays.publish(data, metadata, result=True)
+
     def _compile(self, code, filename):
         flags = self.future_flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-        tree = compile(code, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+        if self.shell is not None:
+            code = ipython_shell.transform(self.shell, code)
+        try:
+            tree = compile(code, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError:
+            construct = ipython_shell.ipython_syntax(code) if self.shell is None else None
+            if construct:
+                raise ipython_shell.IPythonMissing(ipython_shell.missing_message(construct)) from None
+            raise
+        if self.shell is not None:
+            tree = self.shell.transform_ast(tree)
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(code, tree.body[-1]):
             last = ast.Expression(tree.body.pop().value)
@@ -199,7 +259,7 @@ class Kernel:
 
     def snapshot(self, path):
         """Saves the namespace to ``path``; returns what it could not keep."""
-        names = [n for n in self.ns if not (n.startswith("__") and n.endswith("__"))]
+        names = [n for n in self.user_namespace() if not (n.startswith("__") and n.endswith("__"))]
         modules = {n: self.ns[n].__name__ for n in names if isinstance(self.ns[n], types.ModuleType)}
         values = save_order(self.ns, [n for n in names if n not in modules])
         items = [(n, self.ns[n]) for n in values] + [(snapshot_file.RNG_SEGMENT, _rng_state())]
@@ -270,7 +330,13 @@ def _finished(coroutine):
 
 def _format_exception(exc):
     """The traceback as the user should see it: their cells and the libraries they called,
-    without the kernel's own frames (the runner above the cell, the interrupt handler)."""
+    without the kernel's own frames (the runner above the cell, the interrupt handler) or
+    IPython's (a magic's machinery)."""
+    if isinstance(exc, ipython_shell.IPythonMissing):
+        return str(exc)
+    usage = ipython_shell.usage_error(exc)
+    if usage:
+        return usage
     try:
         report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
         _drop_kernel_frames(report, set())
@@ -283,7 +349,9 @@ def _drop_kernel_frames(report, seen):
     if report is None or id(report) in seen:
         return
     seen.add(id(report))
-    kept = [frame for frame in report.stack if os.path.dirname(frame.filename) != _KERNEL_DIR]
+    kept = [
+        frame for frame in report.stack if os.path.dirname(frame.filename) != _KERNEL_DIR and not ipython_shell.library_frame(frame.filename)
+    ]
     report.stack = traceback.StackSummary.from_list(kept)
     _drop_kernel_frames(report.__cause__, seen)
     _drop_kernel_frames(report.__context__, seen)

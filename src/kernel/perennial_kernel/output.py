@@ -24,6 +24,8 @@ class OutputSink:
         self._lock = threading.RLock()
         self._pending = []  # [stream, [parts], size]
         self._used = 0
+        # Characters of the cell's output let through, where a display is placed among them.
+        self.written = 0
         self._dropped = 0
         self._dropped_stream = "stdout"
         self._last_flush = time.monotonic()
@@ -35,6 +37,7 @@ class OutputSink:
     def reset(self):
         with self._lock:
             self._used = 0
+            self.written = 0
             self._dropped = 0
 
     def write(self, stream, text):
@@ -53,6 +56,7 @@ class OutputSink:
                 self._dropped_stream = stream
                 size = room
             self._used += size
+            self.written += len(text)
             if not self.coalesce:
                 self._send(stream, text)
                 return

@@ -1,0 +1,107 @@
+import * as vscode from 'vscode';
+import { viewResult } from '../shared/result-format.ts';
+import { figureImages, type DisplayBundle, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
+
+/** MIME types a bundle is shown as, richest first, as Jupyter picks them; text/plain last. */
+const MIME_ORDER = [
+  'application/vnd.jupyter.widget-view+json',
+  'application/javascript',
+  'text/html',
+  'image/svg+xml',
+  'text/markdown',
+  'text/latex',
+  'image/png',
+  'image/jpeg',
+  'application/json',
+  'text/plain',
+];
+const BINARY = new Set(['image/png', 'image/jpeg', 'application/pdf']);
+
+/** A stream line as the output item a notebook shows it with. */
+export function streamItem(stream: StreamName, text: string): vscode.NotebookCellOutputItem {
+  return stream === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
+}
+
+/**
+ * A cell's outputs once its result is in, as Jupyter lays them out: its streams and what it
+ * displayed in the order they came (`clear_output` clears what came before, a bundle with
+ * `update` replaces the one of its `display_id`), its figures, then the value as IPython shows it
+ * (or the error), then Perennial's notes.
+ */
+export function cellOutputs(chunks: OutputChunk[], result: ExecResult, executionCount: number): vscode.NotebookCellOutput[] {
+  const entries = result.data?.display ?? [];
+  let outputs: vscode.NotebookCellOutput[] = [];
+  const byId = new Map<string, number>();
+  let valueBundle: DisplayBundle | undefined;
+  const place = (entry: (typeof entries)[number]) => {
+    if (!('data' in entry)) {
+      outputs = [];
+      byId.clear();
+      return;
+    }
+    if (entry.result) {
+      valueBundle = entry;
+      return;
+    }
+    const output = bundleOutput(entry, { outputType: 'display_data' });
+    const id = entry.transient?.display_id;
+    const shown = id === undefined ? undefined : byId.get(id);
+    if (entry.update) {
+      if (shown !== undefined) outputs[shown] = output;
+      return;
+    }
+    if (id !== undefined) byId.set(id, outputs.length);
+    outputs.push(output);
+  };
+  const placeAfter = (count: number) => entries.filter((e) => e.afterOutput === count).forEach(place);
+  for (const [i, chunk] of chunks.entries()) {
+    placeAfter(i);
+    const last = outputs.at(-1);
+    const item = streamItem(chunk.stream, `${chunk.data}\n`);
+    if (last?.metadata?.stream === chunk.stream) outputs[outputs.length - 1] = new vscode.NotebookCellOutput([...last.items, item], last.metadata);
+    else outputs.push(new vscode.NotebookCellOutput([item], { outputType: 'stream', stream: chunk.stream }));
+  }
+  entries.filter((e) => e.afterOutput >= chunks.length).forEach(place);
+  return [...outputs, ...resultOutputs(result, executionCount, valueBundle)];
+}
+
+/** A result as notebook outputs: figures and `_repr_png_` images, then the value (richly, where IPython shows it so) or the error, then Perennial's notes. */
+function resultOutputs(result: ExecResult, executionCount: number, valueBundle?: DisplayBundle): vscode.NotebookCellOutput[] {
+  const view = viewResult(result);
+  const outputs = figureImages(result).map(
+    (image) =>
+      new vscode.NotebookCellOutput([new vscode.NotebookCellOutputItem(Buffer.from(image.data, 'base64'), image.mimeType)], { outputType: 'display_data' }),
+  );
+  if (view.error !== null) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(pythonError(view.error))], { outputType: 'error' }));
+  else if (valueBundle) outputs.push(bundleOutput(valueBundle, { outputType: 'execute_result', executionCount }));
+  else if (view.value !== null)
+    outputs.push(
+      new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.text(view.value, 'text/plain')], { outputType: 'execute_result', executionCount }),
+    );
+  if (view.notes.length)
+    outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(view.notes.map((note) => `[perennial] ${note.text}\n`).join(''))]));
+  return outputs;
+}
+
+function bundleOutput(bundle: DisplayBundle, metadata: Record<string, unknown>): vscode.NotebookCellOutput {
+  const mimes = Object.keys(bundle.data).sort((a, b) => rank(a) - rank(b));
+  const items = mimes.map((mime) => {
+    const value = bundle.data[mime];
+    if (BINARY.has(mime) && typeof value === 'string') return new vscode.NotebookCellOutputItem(Buffer.from(value, 'base64'), mime);
+    if (typeof value === 'string') return vscode.NotebookCellOutputItem.text(value, mime);
+    return vscode.NotebookCellOutputItem.json(value, mime);
+  });
+  return new vscode.NotebookCellOutput(items, { ...metadata, metadata: bundle.metadata, ...(bundle.transient ? { transient: bundle.transient } : {}) });
+}
+
+function rank(mime: string): number {
+  const at = MIME_ORDER.indexOf(mime);
+  return at === -1 ? MIME_ORDER.length - 1.5 : at;
+}
+
+/** A Python traceback as an Error: its last line names the exception and says what happened. */
+function pythonError(traceback: string): Error {
+  const last = traceback.trimEnd().split('\n').at(-1) ?? traceback;
+  const match = /^([\w.]+)(?::\s?(.*))?$/.exec(last);
+  return { name: match?.[1] ?? 'Error', message: match ? (match[2] ?? '') : last, stack: traceback };
+}

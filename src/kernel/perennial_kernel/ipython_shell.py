@@ -1,0 +1,148 @@
+"""IPython, where the machine's interpreter has it: its input transformation (``%magic``,
+``%%cell magic``, ``!cmd``, ``var = !cmd``, ``obj?``), its magics, ``get_ipython()`` and its display
+machinery, working on the kernel's namespace. The kernel still runs each cell itself, so that a
+cell's value, output, tracebacks and swaps behave as they do without IPython.
+
+The shell is made the first time a cell needs it (``needs_ipython``): importing IPython costs a
+fifth of a second and tens of MB, which a machine that never uses it should not pay.
+"""
+
+import builtins
+import importlib.util
+import os
+import sys
+
+_AVAILABLE = None
+
+
+class IPythonMissing(SyntaxError):
+    """A cell with IPython syntax, where the interpreter has no IPython: its message is the
+    whole report."""
+
+
+def available():
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        try:
+            _AVAILABLE = importlib.util.find_spec("IPython") is not None
+        except (ImportError, ValueError):
+            _AVAILABLE = False
+    return _AVAILABLE
+
+
+def needs_ipython(code, ns):
+    """Whether a cell needs IPython: it is not Python (``%time``, ``!ls``), it is one line whose
+    first word names nothing (IPython's automagic: ``pwd``, ``ls``), or it asks for IPython."""
+    if "get_ipython" in code or "IPython" in code or "IPython" in sys.modules:
+        return True
+    try:
+        compile(code, "<cell>", "exec", 0x2000 | 0x400, dont_inherit=True)  # ONLY_AST | TOP_LEVEL_AWAIT
+    except SyntaxError:
+        return True
+    except Exception:
+        return False
+    lines = code.strip().splitlines()
+    if len(lines) != 1:
+        return False
+    word = lines[0].split(None, 1)[0] if lines[0].split() else ""
+    return word.isidentifier() and word not in ns and not hasattr(builtins, word)
+
+
+def ipython_syntax(code):
+    """The first IPython construct in a cell (``%timeit``, ``!ls``, ``obj?``), or None."""
+    for line in code.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("%", "!")):
+            return stripped.split(None, 1)[0]
+        if stripped.endswith("?") and not stripped.startswith("#"):
+            return stripped.split()[-1]
+        rest = stripped.split("=", 1)[1].strip() if "=" in stripped else ""
+        if rest.startswith(("!", "%")):
+            return rest.split(None, 1)[0]
+    return None
+
+
+def missing_message(construct):
+    """What a cell with IPython syntax says where the interpreter has no IPython."""
+    if sys.platform == "emscripten":
+        how = "install the package ipython into this machine (the install-python-packages tool), then run the cell again"
+    else:
+        how = f"install it into that interpreter ({sys.executable} -m pip install ipython), then run the cell again"
+    return f"IPythonMissing: this cell uses IPython syntax ({construct}), and this machine's Python has no IPython: {how}."
+
+
+def make_shell(kernel):
+    """An IPython shell on the kernel's namespace, whose display goes to the kernel's cell."""
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    class CellDisplayPublisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+            kernel.displays.publish(data, metadata, transient, update)
+
+        def clear_output(self, wait=False):
+            kernel.displays.clear(wait)
+
+    class PerennialShell(InteractiveShell):
+        """A shell that never reads a terminal: the kernel runs the cells."""
+
+        def init_display_pub(self):
+            self.display_pub = CellDisplayPublisher(parent=self, shell=self)
+            self.configurables.append(self.display_pub)
+
+        def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None, exception_only=False, running_compiled_code=False):
+            # A magic that catches the cell's error (``%time 1/0``) reports it as the kernel
+            # reports any: the user's frames only, on stderr.
+            exc = (exc_tuple or sys.exc_info())[1]
+            if exc is not None:
+                sys.stderr.write(kernel.format_exception(exc) + "\n")
+
+    config = Config()
+    # No history database: the machine's history is Perennial's.
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "NoColor"
+    shell = PerennialShell.instance(config=config, user_module=kernel.module, user_ns=kernel.ns)
+    # Python's exit() and quit(), not IPython's: a machine is not left by a cell.
+    for name in ("exit", "quit"):
+        shell.user_ns.pop(name, None)
+        shell.user_ns_hidden.pop(name, None)
+    sys.modules["__main__"] = kernel.module
+    return shell
+
+
+def hidden_names(shell, ns):
+    """The names the shell put in the namespace (``In``, ``Out``, ``get_ipython``, ...), which are
+    not the user's variables."""
+    if shell is None:
+        return set()
+    hidden = shell.user_ns_hidden
+    return {name for name in hidden if name in ns and ns[name] is hidden[name]}
+
+
+def transform(shell, code):
+    """The cell as Python: IPython's input transformation (magics, ``!``, ``?``, automagic)."""
+    return shell.transform_cell(code)
+
+
+def value_bundle(shell, value):
+    """What IPython shows for a cell's value: (data, metadata)."""
+    return shell.display_formatter.format(value)
+
+
+def library_frame(filename):
+    """A traceback frame of IPython's own machinery, which the user's traceback leaves out."""
+    if filename.startswith("<decorator-gen-"):
+        return True
+    ipython = sys.modules.get("IPython")
+    root = os.path.dirname(getattr(ipython, "__file__", "") or "")
+    return bool(root) and filename.startswith(root + os.sep)
+
+
+def usage_error(exc):
+    """IPython's one-line report of a magic used wrongly, or None for other errors."""
+    errors = sys.modules.get("IPython.core.error")
+    if errors is not None and isinstance(exc, errors.UsageError):
+        return f"UsageError: {exc}"
+    return None
+

@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import type { DisplayBundle, ExecResult } from '../../src/shared/types.ts';
+import { errorOf, machineOptions, managerFixture, run, TEST_PYTHON, valueOf } from '../helpers/machines.ts';
+
+const displays = (result: ExecResult): DisplayBundle[] => (result.data?.display ?? []).filter((e): e is DisplayBundle => 'data' in e);
+
+describe('IPython syntax, magics and display on the python engine, whose interpreter has IPython', { timeout: 300_000 }, () => {
+  const fixture = managerFixture({}, { empty: true });
+  let name: string;
+
+  before(async () => {
+    execFileSync(TEST_PYTHON, ['-c', 'import IPython'], { stdio: 'ignore' });
+    name = (await fixture.manager.create(machineOptions('python'))).name;
+  });
+
+  it('runs line and cell magics on the namespace, and gives the value of a %%time cell', async () => {
+    const timed = await run(fixture.manager, name, '%time t_x = 1 + 1');
+    assert.match(timed.stdout, /Wall time/);
+    assert.equal(valueOf((await run(fixture.manager, name, 't_x')).result), '2');
+    const cell = await run(fixture.manager, name, '%%time\nt_y = 3\nt_y * 2');
+    assert.equal(valueOf(cell.result), '6');
+    assert.match(cell.stdout, /Wall time/);
+    const timeit = await run(fixture.manager, name, '%timeit -n 3 -r 2 sum(range(10))');
+    assert.match(timeit.stdout, /per loop \(mean ± std\. dev\. of 2 runs, 3 loops each\)/);
+  });
+
+  it('runs shell commands with ! and captures their lines with var = !cmd', async () => {
+    assert.match((await run(fixture.manager, name, '!echo from-the-shell')).stdout, /from-the-shell/);
+    valueOf((await run(fixture.manager, name, 't_lines = !printf "a\\nb\\n"')).result);
+    assert.equal(valueOf((await run(fixture.manager, name, 'list(t_lines)')).result), "['a', 'b']");
+  });
+
+  it('gives get_ipython() a working shell, automagic and ? help', async () => {
+    const shell = await run(fixture.manager, name, 'from IPython.core.interactiveshell import InteractiveShell\nisinstance(get_ipython(), InteractiveShell)');
+    assert.equal(valueOf(shell.result), 'True');
+    const cwd = valueOf((await run(fixture.manager, name, 'import os\nos.getcwd()')).result);
+    assert.equal(valueOf((await run(fixture.manager, name, 'pwd')).result), cwd);
+    assert.match((await run(fixture.manager, name, 't_x?')).stdout, /Type:\s+int/);
+  });
+
+  it('keeps the value repr, and adds what IPython shows for it: %precision, pretty text, HTML', async () => {
+    const pi = await run(fixture.manager, name, '%precision 3\nimport math\nmath.pi');
+    assert.equal(valueOf(pi.result), '3.141592653589793', 'the ForeverVM value stays the repr');
+    assert.deepEqual(
+      displays(pi.result).map((d) => [d.result, d.data['text/plain']]),
+      [[true, '3.142']],
+    );
+    const frame = await run(fixture.manager, name, 'import pandas as pd\nt_df = pd.DataFrame({"a": [1, 2]})\nt_df');
+    assert.match(valueOf(frame.result) ?? '', /a\n0\s+1/);
+    assert.match(String(displays(frame.result)[0]?.data['text/html']), /<table/);
+  });
+
+  it('puts what a cell displayed in the result, in order and in its place among the output', async () => {
+    const { result, chunks } = await run(
+      fixture.manager,
+      name,
+      'print("before")\ndisplay(t_df)\nfrom IPython.display import HTML, Markdown\ndisplay(HTML("<b>bold</b>"), Markdown("*it*"))\nprint("after")',
+    );
+    assert.deepEqual(
+      chunks.map((c) => c.data),
+      ['before', 'after'],
+    );
+    const shown = displays(result);
+    assert.equal(shown.length, 3);
+    assert.match(String(shown[0]!.data['text/html']), /<table/);
+    assert.equal(shown[1]!.data['text/html'], '<b>bold</b>');
+    assert.equal(shown[2]!.data['text/markdown'], '*it*');
+    assert.deepEqual(
+      shown.map((d) => d.afterOutput),
+      [1, 1, 1],
+    );
+  });
+
+  it('keeps display ids and clear_output in the order given', async () => {
+    const { result } = await run(
+      fixture.manager,
+      name,
+      'from IPython.display import clear_output, update_display\ndisplay("one", display_id="d")\nupdate_display("two", display_id="d")\nclear_output(wait=True)\ndisplay("three")',
+    );
+    const entries = result.data?.display ?? [];
+    assert.deepEqual(
+      entries.map((e) => ('data' in e ? [e.data['text/plain'], e.transient?.display_id ?? null, e.update ?? false] : ['clear', e.wait])),
+      [
+        ["'one'", 'd', false],
+        ["'two'", 'd', true],
+        ['clear', true],
+        ["'three'", null, false],
+      ],
+    );
+  });
+
+  it("shows the user's frames only, and a misused magic in one line", async () => {
+    valueOf((await run(fixture.manager, name, 'def t_fail():\n    return 1 / 0')).result);
+    const timed = await run(fixture.manager, name, '%time t_fail()');
+    assert.match(timed.stderr, /ZeroDivisionError: division by zero/);
+    assert.match(timed.stderr, /line 2, in t_fail/);
+    assert.doesNotMatch(timed.stderr, /IPython|perennial_kernel/);
+    assert.equal(errorOf((await run(fixture.manager, name, '%no_such_magic')).result), 'UsageError: Line magic function `%no_such_magic` not found.');
+  });
+
+  it("keeps the user's variables across a swap, and not IPython's own (In, Out, get_ipython)", async () => {
+    await fixture.manager.swap(name);
+    const after = await run(fixture.manager, name, '%time t_z = t_x + t_y');
+    assert.equal(after.result.data?.lost, undefined, 'nothing reported lost');
+    assert.equal(valueOf((await run(fixture.manager, name, '(t_z, list(t_lines), t_df.shape)')).result), "(5, ['a', 'b'], (2, 1))");
+    const names = (await fixture.manager.kernel(name, 'variables', {})).map((v: { name: string }) => v.name);
+    for (const own of ['In', 'Out', 'get_ipython', '_ih', '_oh']) assert.ok(!names.includes(own), `${own} is not a variable`);
+    assert.ok(names.includes('t_df'));
+  });
+});
+
+describe('IPython syntax on an interpreter without IPython', { timeout: 120_000 }, () => {
+  const fixture = managerFixture({}, { empty: true });
+  let name: string;
+
+  before(async () => {
+    // A virtual environment of the test interpreter without its packages: no IPython, no pandas.
+    const venv = join(process.cwd(), '.cache', 'python-without-packages');
+    if (!existsSync(join(venv, 'bin', 'python3'))) execFileSync(TEST_PYTHON, ['-m', 'venv', '--without-pip', venv]);
+    const python = join(venv, 'bin', 'python3');
+    assert.throws(() => execFileSync(python, ['-c', 'import IPython'], { stdio: 'ignore' }));
+    name = (await fixture.manager.create({ engine: 'python', python })).name;
+  });
+
+  it('says in one sentence that the cell needs IPython, and how to install it', async () => {
+    const error = errorOf((await run(fixture.manager, name, 'x = 1\n%timeit x + 1')).result);
+    assert.match(
+      error,
+      /^IPythonMissing: this cell uses IPython syntax \(%timeit\), and this machine's Python has no IPython: install it into that interpreter \(.*python3 -m pip install ipython\)/,
+    );
+    assert.equal(
+      errorOf((await run(fixture.manager, name, 'x')).result)
+        .split('\n')
+        .at(-1),
+      "NameError: name 'x' is not defined",
+      'nothing of the cell ran',
+    );
+  });
+
+  it("still displays an object's own MIME bundle with the display builtin", async () => {
+    const { result } = await run(
+      fixture.manager,
+      name,
+      'class Badge:\n    def _repr_html_(self):\n        return "<b>ok</b>"\n    def __repr__(self):\n        return "Badge()"\ndisplay(Badge())\nBadge()',
+    );
+    assert.equal(valueOf(result), 'Badge()');
+    assert.deepEqual(
+      displays(result).map((d) => [d.data['text/html'], d.result ?? false]),
+      [
+        ['<b>ok</b>', false],
+        ['<b>ok</b>', true],
+      ],
+    );
+  });
+});
