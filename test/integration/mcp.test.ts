@@ -192,7 +192,7 @@ describe('MCP server', { timeout: 480_000 }, () => {
         assert.equal(textOf(first), 'set\nOut: 21');
         assert.deepEqual(
           { ...(first.structuredContent as object), runtimeMs: 0 },
-          { stdout: 'set', stderr: '', value: '21', error: null, notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0 },
+          { stdout: 'set', stderr: '', value: '21', error: null, displayed: [], notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0 },
         );
         const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
         assert.equal((second.structuredContent as { value: string }).value, '40');

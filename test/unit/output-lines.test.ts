@@ -97,4 +97,26 @@ describe('OutputLines', () => {
     lines.end();
     assert.equal(chunks.length, 1);
   });
+
+  it('places what a cell displayed after the chunks written before it, counting characters as the kernel does', () => {
+    const { chunks, lines } = collector();
+    lines.push('stdout', 'before 🐍\n');
+    lines.push('stderr', 'warn\n');
+    lines.push('stdout', 'partial');
+    lines.end();
+    const data = {
+      display: [0, 9, 14, 21].map((chars) => ({ data: { 'text/plain': `at ${chars}` }, metadata: {}, output_chars: chars, afterOutput: -1 })),
+    };
+    lines.placeDisplays(data);
+    assert.equal(chunks.length, 3);
+    assert.deepEqual(
+      data.display.map((d) => [d.afterOutput, 'output_chars' in d]),
+      [
+        [0, false],
+        [1, false],
+        [2, false],
+        [3, false],
+      ],
+    );
+  });
 });

@@ -7,6 +7,7 @@ The shell is made the first time a cell needs it (``needs_ipython``): importing 
 fifth of a second and tens of MB, which a machine that never uses it should not pay.
 """
 
+import ast
 import builtins
 import importlib.util
 import os
@@ -31,20 +32,20 @@ def available():
 
 
 def needs_ipython(code, ns):
-    """Whether a cell needs IPython: it is not Python (``%time``, ``!ls``), it is one line whose
-    first word names nothing (IPython's automagic: ``pwd``, ``ls``), or it asks for IPython."""
+    """Whether a cell needs IPython: it is not Python (``%time``, ``!ls``), it is one expression
+    that starts with a word naming nothing (IPython's automagic: ``pwd``, ``ls -la``), or it asks
+    for IPython."""
     if "get_ipython" in code or "IPython" in code or "IPython" in sys.modules:
         return True
     try:
-        compile(code, "<cell>", "exec", 0x2000 | 0x400, dont_inherit=True)  # ONLY_AST | TOP_LEVEL_AWAIT
+        tree = ast.parse(code)
     except SyntaxError:
         return True
     except Exception:
         return False
-    lines = code.strip().splitlines()
-    if len(lines) != 1:
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr) or len(code.strip().splitlines()) != 1:
         return False
-    word = lines[0].split(None, 1)[0] if lines[0].split() else ""
+    word = code.split(None, 1)[0]
     return word.isidentifier() and word not in ns and not hasattr(builtins, word)
 
 
@@ -72,20 +73,52 @@ def missing_message(construct):
 
 
 def make_shell(kernel):
-    """An IPython shell on the kernel's namespace, whose display goes to the kernel's cell."""
+    """The IPython shell on the kernel's namespace, whose display goes to the kernel's cell. One
+    per process, as IPython allows: a later kernel (one that takes over from an earlier one) gets
+    the same shell, pointed at its namespace."""
+    from traitlets.config import Config
+
+    shell_class = _shell_class()
+    if shell_class.initialized():
+        shell = shell_class.instance()
+        shell.init_create_namespaces(kernel.module, kernel.ns)
+        shell.init_user_ns()
+    else:
+        config = Config()
+        # No history database: the machine's history is Perennial's.
+        config.HistoryManager.enabled = False
+        config.InteractiveShell.colors = "NoColor"
+        shell = shell_class.instance(config=config, user_module=kernel.module, user_ns=kernel.ns)
+    shell.kernel = kernel
+    # Python's exit() and quit(), not IPython's: a machine is not left by a cell.
+    for name in ("exit", "quit"):
+        shell.user_ns.pop(name, None)
+        shell.user_ns_hidden.pop(name, None)
+    sys.modules["__main__"] = kernel.module
+    return shell
+
+
+_SHELL_CLASS = None
+
+
+def _shell_class():
+    global _SHELL_CLASS
+    if _SHELL_CLASS is not None:
+        return _SHELL_CLASS
     from IPython.core.displaypub import DisplayPublisher
     from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
 
     class CellDisplayPublisher(DisplayPublisher):
         def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-            kernel.displays.publish(data, metadata, transient, update)
+            self.shell.kernel.displays.publish(data, metadata, transient, update)
 
         def clear_output(self, wait=False):
-            kernel.displays.clear(wait)
+            self.shell.kernel.displays.clear(wait)
 
     class PerennialShell(InteractiveShell):
-        """A shell that never reads a terminal: the kernel runs the cells."""
+        """A shell that never reads a terminal: the kernel (``kernel``) runs the cells."""
+
+        kernel = None
 
         def init_display_pub(self):
             self.display_pub = CellDisplayPublisher(parent=self, shell=self)
@@ -96,19 +129,10 @@ def make_shell(kernel):
             # reports any: the user's frames only, on stderr.
             exc = (exc_tuple or sys.exc_info())[1]
             if exc is not None:
-                sys.stderr.write(kernel.format_exception(exc) + "\n")
+                sys.stderr.write(self.kernel.format_exception(exc) + "\n")
 
-    config = Config()
-    # No history database: the machine's history is Perennial's.
-    config.HistoryManager.enabled = False
-    config.InteractiveShell.colors = "NoColor"
-    shell = PerennialShell.instance(config=config, user_module=kernel.module, user_ns=kernel.ns)
-    # Python's exit() and quit(), not IPython's: a machine is not left by a cell.
-    for name in ("exit", "quit"):
-        shell.user_ns.pop(name, None)
-        shell.user_ns_hidden.pop(name, None)
-    sys.modules["__main__"] = kernel.module
-    return shell
+    _SHELL_CLASS = PerennialShell
+    return _SHELL_CLASS
 
 
 def hidden_names(shell, ns):

@@ -193,6 +193,7 @@ suite('Perennial in VS Code', () => {
       stderr: '',
       value: null,
       error: null,
+      displayed: [],
       notes: [`2 figures: 1 shown inline, at most 1 per result; read the rest as resources: ${uris[1]}`],
       lost: [],
       figures: [
