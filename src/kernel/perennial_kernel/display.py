@@ -24,6 +24,13 @@ _REPR_METHODS = (
 _BINARY = {"image/png", "image/jpeg", "application/pdf"}
 
 
+def has_rich_repr(value):
+    """Whether IPython would show ``value`` as more than text (its images aside, which are the
+    result's figures)."""
+    kind = type(value)
+    return hasattr(kind, "_repr_mimebundle_") or any(hasattr(kind, name) for mime, name in _REPR_METHODS if mime not in _BINARY)
+
+
 class Displays:
     """What one cell displays, in order: ``{"data", "metadata", "transient"?, "update"?}``
     bundles, ``{"clear": True, "wait": ...}`` marks, and the cell's value as IPython shows it
@@ -63,8 +70,7 @@ class Displays:
         """The cell's entries, and a note of what the cap dropped."""
         entries = self.entries
         if self._dropped:
-            limit = f"{self._sink.limit // (1 << 20)} MiB" if self._sink.limit >= 1 << 20 else f"{self._sink.limit} bytes"
-            note = f"[perennial: {self._dropped} more display output(s) dropped: a cell's displays are capped at {limit}]"
+            note = f"[perennial: {self._dropped} more display output(s) dropped: a cell's displays are capped at {self._sink.limit} bytes, as its output is]"
             entries = entries + [{"data": {"text/plain": note}, "metadata": {}, "output_chars": self._sink.written}]
         self.reset()
         return entries

@@ -15,15 +15,13 @@ import traceback
 import types
 
 from . import ipython_shell, snapshot_file
-from .display import Displays, install_display, mime_bundle
+from .display import Displays, has_rich_repr, install_display, mime_bundle
 from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
 from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, no_input, short_error, stream_writer
 from .pickling import save_order
 from .reducers import forget_parsed_cells, restoring
 
 MAX_KEPT_CELLS = 2000
-# A value with one of these is shown richly (``_display_value``).
-_RICH_REPRS = ("_repr_html_", "_repr_markdown_", "_repr_svg_", "_repr_latex_", "_repr_json_", "_repr_mimebundle_", "_repr_javascript_")
 FUTURE_FLAGS = 0
 for _feature in __import__("__future__").all_feature_names:
     FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
@@ -177,7 +175,7 @@ class Kernel:
     def _display_value(self, value, text, png):
         """The value as IPython would show it, where that is more than its repr: HTML for a
         DataFrame, IPython's pretty text. The result's ``value`` stays the repr."""
-        if self.shell is None and not any(hasattr(type(value), name) for name in _RICH_REPRS):
+        if self.shell is None and not has_rich_repr(value):
             return
         shell = self.ipython()
         try:
