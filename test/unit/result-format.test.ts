@@ -22,6 +22,7 @@ describe('result format', () => {
     assert.deepEqual(viewResult(result), {
       value: '42',
       error: null,
+      displayed: [],
       notes: [
         { kind: 'notice', text: 'The server stopped unexpectedly.' },
         { kind: 'lost', text: 'Not kept across the swap: g (a generator)' },
@@ -43,5 +44,30 @@ describe('result format', () => {
     const plotted = { value: null, data: { images: [png, png] }, runtime_ms: 0 };
     assert.equal(resultText([], plotted), '(2 figures)');
     assert.equal(resultText([], plotted, ['2 figures: read them']), '[perennial] 2 figures: read them');
+  });
+
+  it('puts displayed text among the output where it was displayed; the value bundle and a clear are not repeated', () => {
+    const chunks = [
+      { stream: 'stdout' as const, data: 'before', seq: 0 },
+      { stream: 'stdout' as const, data: 'after', seq: 1 },
+    ];
+    const result: ExecResult = {
+      value: '3',
+      data: {
+        display: [
+          { data: { 'text/plain': 'first', 'text/html': '<b>first</b>' }, metadata: {}, afterOutput: 1 },
+          { clear: true, wait: false, afterOutput: 1 },
+          { data: { 'image/png': 'iVBORw0KGgo=' }, metadata: {}, afterOutput: 2 },
+          { data: { 'text/plain': 'last' }, metadata: {}, afterOutput: 2 },
+          { data: { 'text/plain': '3' }, metadata: {}, result: true, afterOutput: 2 },
+        ],
+      },
+      runtime_ms: 1,
+    };
+    assert.deepEqual(viewResult(result).displayed, [
+      { text: 'first', afterOutput: 1 },
+      { text: 'last', afterOutput: 2 },
+    ]);
+    assert.equal(resultText(chunks, result), 'before\nfirst\nafter\nlast\nOut: 3');
   });
 });
