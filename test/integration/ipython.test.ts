@@ -6,6 +6,7 @@ import { before, describe, it } from 'node:test';
 import type { DisplayBundle, ExecResult } from '../../src/shared/types.ts';
 import { errorOf, machineOptions, managerFixture, run, TEST_PYTHON, valueOf } from '../helpers/machines.ts';
 
+const repr = (list: number[]) => `[${list.join(', ')}]`;
 const displays = (result: ExecResult): DisplayBundle[] => (result.data?.display ?? []).filter((e): e is DisplayBundle => 'data' in e);
 
 describe('IPython syntax, magics and display on the python engine, whose interpreter has IPython', { timeout: 300_000 }, () => {
@@ -102,11 +103,36 @@ describe('IPython syntax, magics and display on the python engine, whose interpr
     assert.equal(errorOf((await run(fixture.manager, name, '%no_such_magic')).result), 'UsageError: Line magic function `%no_such_magic` not found.');
   });
 
+  it('takes %matplotlib inline, gives a figure once, and refuses a GUI backend in one line', async () => {
+    const inline = await run(fixture.manager, name, '%matplotlib inline');
+    assert.equal(inline.result.data?.display, undefined);
+    valueOf(inline.result);
+    const plotted = await run(fixture.manager, name, 'import matplotlib.pyplot as plt\nt_lines2d = plt.plot([1, 2, 3])');
+    assert.equal(plotted.result.data?.images?.length, 1, 'one figure, not one from Perennial and one from the inline backend');
+    assert.match(errorOf((await run(fixture.manager, name, '%matplotlib qt')).result), /^UsageError: a Perennial machine has no window for qt to open/);
+  });
+
+  it("shows values as Jupyter does: IPython's pretty text, pandas laid out for a notebook", async () => {
+    const long = await run(fixture.manager, name, 'list(range(30))');
+    assert.equal(valueOf(long.result), repr(Array.from({ length: 30 }, (_, i) => i)));
+    assert.equal(displays(long.result)[0]?.data['text/plain'], `[${Array.from({ length: 30 }, (_, i) => i).join(',\n ')}]`);
+    const wide = await run(fixture.manager, name, 'import pandas as pd\nprint(pd.DataFrame({f"column_{i}": [i] for i in range(12)}))');
+    assert.doesNotMatch(wide.stdout, /\.\.\./, 'every column, wrapped at 80 characters, as in a notebook');
+    assert.match(wide.stdout, /column_11/);
+  });
+
   it("keeps the user's variables across a swap, and not IPython's own (In, Out, get_ipython)", async () => {
     await fixture.manager.swap(name);
     const after = await run(fixture.manager, name, '%time t_z = t_x + t_y');
     assert.equal(after.result.data?.lost, undefined, 'nothing reported lost');
     assert.equal(valueOf((await run(fixture.manager, name, '(t_z, list(t_lines), t_df.shape)')).result), "(5, ['a', 'b'], (2, 1))");
+    const pi = await run(fixture.manager, name, 'math.pi');
+    assert.deepEqual(
+      displays(pi.result).map((d) => d.data['text/plain']),
+      ['3.142'],
+      '%precision 3 still holds: the magics that set state are replayed',
+    );
+    assert.match(valueOf((await run(fixture.manager, name, 'import matplotlib\nmatplotlib.get_backend()')).result) ?? '', /matplotlib_inline/);
     const names = (await fixture.manager.kernel(name, 'variables', {})).map((v: { name: string }) => v.name);
     for (const own of ['In', 'Out', 'get_ipython', '_ih', '_oh']) assert.ok(!names.includes(own), `${own} is not a variable`);
     assert.ok(names.includes('t_df'));

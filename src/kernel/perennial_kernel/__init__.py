@@ -7,9 +7,11 @@ One module per concern:
 - ``pickling``: the namespace pickler, and what belongs to the running process.
 - ``arrays``: numpy arrays that share memory (views, memory maps), kept sharing across a swap.
 - ``snapshot_file``: the python snapshot's format, and reading it back when a variable fails.
+- ``process_state``: what a swap carries besides the namespace (random states, settings).
 - ``kernel``: ``Kernel``, the cells' result semantics, reset, and the swap to a snapshot.
 - ``introspection``, ``files``: variables, completion and inspection; a machine's files.
 - ``figures``: matplotlib's figures and ``_repr_png_`` as images of a result.
+- ``display``, ``ipython_shell``: rich display (MIME bundles), and IPython where it is installed.
 - ``commands``, ``interrupts``: what both drivers share.
 - ``cpython_driver``: the python engine's child process (``main``).
 - ``pyodide_driver``: the sandbox engine's driver inside Pyodide.

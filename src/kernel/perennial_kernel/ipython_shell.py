@@ -13,6 +13,8 @@ import importlib.util
 import os
 import sys
 
+from . import process_state
+
 _AVAILABLE = None
 
 
@@ -123,6 +125,27 @@ def _shell_class():
         def init_display_pub(self):
             self.display_pub = CellDisplayPublisher(parent=self, shell=self)
             self.configurables.append(self.display_pub)
+
+        def run_line_magic(self, magic_name, line, _stack_depth=1):
+            # One frame deeper than IPython expects: ``$name`` in the line is read from the caller.
+            result = super().run_line_magic(magic_name, line, _stack_depth + 1)
+            if self.kernel is not None:  # None while IPython sets itself up
+                process_state.record_magic(self.kernel.magics, magic_name, line)
+            return result
+
+        def enable_matplotlib(self, gui=None):
+            # Refused before matplotlib switches to a backend it cannot show.
+            from IPython.core.pylabtools import find_gui_and_backend
+
+            self.enable_gui(find_gui_and_backend(gui, self.pylab_gui_select)[0])
+            return super().enable_matplotlib(gui)
+
+        def enable_gui(self, gui=None):
+            # ``%matplotlib inline`` asks for no GUI event loop; figures come back as images.
+            if gui not in (None, "inline"):
+                from IPython.core.error import UsageError
+
+                raise UsageError(f"a Perennial machine has no window for {gui} to open: its figures come back as images (%matplotlib inline)")
 
         def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None, exception_only=False, running_compiled_code=False):
             # A magic that catches the cell's error (``%time 1/0``) reports it as the kernel

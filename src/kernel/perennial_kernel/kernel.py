@@ -14,7 +14,7 @@ import time
 import traceback
 import types
 
-from . import ipython_shell, snapshot_file
+from . import ipython_shell, process_state, snapshot_file
 from .display import Displays, has_rich_repr, install_display, mime_bundle
 from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
 from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, no_input, short_error, stream_writer
@@ -25,6 +25,7 @@ MAX_KEPT_CELLS = 2000
 FUTURE_FLAGS = 0
 for _feature in __import__("__future__").all_feature_names:
     FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+
 
 # The kernel's own frames, which a user's traceback leaves out.
 _KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -60,8 +61,13 @@ class Kernel:
         self.lost = list(getattr(adopt, "lost", []))
         self._loop = getattr(adopt, "_loop", None)
         self.displays = Displays(self.sink)
-        # IPython's shell, once a cell needs it (``ipython_shell``).
+        # IPython's shell, once a cell needs it (``ipython_shell``), and the magics that set its
+        # state, for a swap to replay (``process_state``).
         self.shell = None
+        self.magics = list(getattr(adopt, "magics", []))
+        if ipython_shell.available():
+            # As in IPython: libraries ask it whether they run in a notebook (pandas' display width).
+            builtins.get_ipython = self.ipython
         install_pyplot_hook(self)
         install_display(self)
 
@@ -174,10 +180,14 @@ class Kernel:
 
     def _display_value(self, value, text, png):
         """The value as IPython would show it, where that is more than its repr: HTML for a
-        DataFrame, IPython's pretty text. The result's ``value`` stays the repr."""
-        if self.shell is None and not has_rich_repr(value):
+        DataFrame, IPython's pretty text (a long list over several lines, an object without
+        ``object``). The result's ``value`` stays the repr. A number or a string IPython shows as
+        its repr, which spares a machine that only computes those from loading IPython."""
+        if self.shell is None and _shown_as_repr(value, text):
             return
         shell = self.ipython()
+        if shell is None and not has_rich_repr(value):
+            return
         try:
             data, metadata = ipython_shell.value_bundle(shell, value) if shell is not None else mime_bundle(value)
         except Exception:
@@ -239,9 +249,11 @@ class Kernel:
         """A fresh namespace in the same machine: every name the cells made goes (files and
         installed packages stay), and modules imported from the machine's own folder are
         forgotten, so that their next import reads them again. Returns how many names went."""
-        names = [n for n in self.ns if not (n.startswith("__") and n.endswith("__"))]
+        names = [n for n in self.user_namespace() if not (n.startswith("__") and n.endswith("__"))]
         self.ns.clear()
         self.ns.update({"__name__": "__main__", "__doc__": None, "__builtins__": builtins})
+        if self.shell is not None:  # its own names (In, Out, get_ipython) come back
+            self.shell.init_user_ns()
         self.future_flags = 0
         self.images = []
         close_figures()
@@ -260,7 +272,8 @@ class Kernel:
         names = [n for n in self.user_namespace() if not (n.startswith("__") and n.endswith("__"))]
         modules = {n: self.ns[n].__name__ for n in names if isinstance(self.ns[n], types.ModuleType)}
         values = save_order(self.ns, [n for n in names if n not in modules])
-        items = [(n, self.ns[n]) for n in values] + [(snapshot_file.RNG_SEGMENT, _rng_state())]
+        process, unkept = process_state.capture(self)
+        items = [(n, self.ns[n]) for n in values] + [(snapshot_file.PROCESS_SEGMENT, process)]
         meta = {
             "python": sys.version,
             "cache_tag": sys.implementation.cache_tag,
@@ -275,7 +288,7 @@ class Kernel:
             size, lost, saved = snapshot_file.write(path, items, meta)
         finally:
             forget_parsed_cells()
-        return {"bytes": size, "lost": lost, "saved": len(modules) + saved}
+        return {"bytes": size, "lost": lost + unkept, "saved": len(modules) + saved}
 
     def restore(self, path, transfer=False):
         """Loads a snapshot written by ``snapshot``; returns what could not be brought back, which
@@ -302,11 +315,13 @@ class Kernel:
                 lost.append({"name": name, "reason": f"import {module_name} failed: {short_error(exc)}"})
         with restoring(meta.get("cache_tag")):
             loaded = snapshot_file.load_segments(blob, meta.get("segments", []), lost)
+        process = {}
         for name, value in loaded:
-            if name == snapshot_file.RNG_SEGMENT:
-                _set_rng_state(value)
+            if name == snapshot_file.PROCESS_SEGMENT:
+                process = value
             else:
                 self.ns[name] = value
+        process_state.apply(self, process, lost)
         if not transfer:
             self.lost = lost
         return {"lost": lost}
@@ -369,29 +384,17 @@ def _ends_with_semicolon(code, node):
     return False
 
 
+def _shown_as_repr(value, text):
+    """Whether IPython would show the value as its repr: a number, a string, or a short list,
+    tuple or dict of values with reprs of their own (IPython breaks longer ones over lines)."""
+    if isinstance(value, (int, float, complex, str, bytes)):
+        return True
+    return type(value) in (list, tuple, dict) and len(text) < 80 and " object at 0x" not in text
+
+
 def _rebase(old, new):
     """Maps a path under the workdir a snapshot was taken in to the same place under this one."""
     if not old or old == new:
         return lambda path: path
     prefix = old.rstrip(os.sep) + os.sep
     return lambda path: new + path[len(old):] if path == old or path.startswith(prefix) else path
-
-
-def _rng_state():
-    state = {}
-    if "random" in sys.modules:
-        state["random"] = sys.modules["random"].getstate()
-    numpy_random = sys.modules.get("numpy.random")
-    if numpy_random is not None:
-        try:
-            state["numpy"] = numpy_random.get_state()
-        except Exception:
-            pass
-    return state
-
-
-def _set_rng_state(state):
-    if "random" in state:
-        importlib.import_module("random").setstate(state["random"])
-    if "numpy" in state:
-        importlib.import_module("numpy.random").set_state(state["numpy"])

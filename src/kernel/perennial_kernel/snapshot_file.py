@@ -19,8 +19,9 @@ from .pickling import NamespacePickler, fallback_picklers, reduce_process_bound
 from .reducers import _Unsaveable
 
 SNAPSHOT_MAGIC = b"PERENNIAL-PY-SNAPSHOT-1\n"
-# The segment of the random generators' state, which is not a variable.
-RNG_SEGMENT = "\0rng"
+# The segment of the process's state (``process_state``), which is not a variable. Its name is from
+# when it held only the random generators' states.
+PROCESS_SEGMENT = "\0rng"
 
 
 class NewerSnapshotError(ValueError):
@@ -33,7 +34,7 @@ class _WriteFailed(BaseException):
 
 
 def display_name(name):
-    return "random state" if name == RNG_SEGMENT else name
+    return "the process's state (random generators, settings)" if name == PROCESS_SEGMENT else name
 
 
 def write(path, items, meta):
@@ -53,7 +54,7 @@ def write(path, items, meta):
         f.write(SNAPSHOT_MAGIC)
         f.flush()
         os.fsync(f.fileno())
-        return f.tell(), lost, sum(1 for segment in segments if segment[0] != RNG_SEGMENT)
+        return f.tell(), lost, sum(1 for segment in segments if segment[0] != PROCESS_SEGMENT)
 
 
 def read(path, transfer=False):

@@ -1,0 +1,195 @@
+"""What a process holds outside the namespace, which a python-engine swap must carry to the next
+process for a cell to run the same after it: the random generators' states; numpy's print and error
+settings, pandas' options, matplotlib's rcParams and the warnings filters a cell changed; the
+environment variables a cell set; and IPython, if a cell made its shell, with the magics that set
+its state (``%precision``, ``%matplotlib inline``, ``%load_ext``, ``%config``).
+
+One snapshot segment holds it all (``snapshot_file.PROCESS_SEGMENT``; earlier builds saved only
+the random states there, under the same keys). Each part is saved and put back on its own: one
+that cannot be is named in the result's losses and the others still come back.
+"""
+
+import contextlib
+import importlib
+import io
+import os
+import pickle
+import sys
+import warnings
+
+# The environment this process started with: a swap carries what cells changed from it.
+_STARTING_ENVIRON = dict(os.environ)
+
+# Line magics whose effect lives in the process; replayed in order after a swap.
+STATEFUL_MAGICS = ("matplotlib", "precision", "load_ext", "config", "xmode", "autoreload", "aimport", "automagic", "autocall", "colors")
+# Of these, the ones that add up (each line counts), rather than set one thing.
+_CUMULATIVE_MAGICS = ("load_ext", "config", "aimport")
+
+
+def record_magic(magics, name, line):
+    """Notes a stateful line magic that ran, keeping what a replay needs: the last line of a magic
+    that sets one thing, every distinct line of one that adds up."""
+    if name not in STATEFUL_MAGICS:
+        return
+    entry = [name, line]
+    if name in _CUMULATIVE_MAGICS:
+        if entry not in magics:
+            magics.append(entry)
+    else:
+        magics[:] = [m for m in magics if m[0] != name] + [entry]
+
+
+def capture(kernel):
+    """The process's state, as plain data; parts that cannot be pickled are left out and named
+    in the returned losses."""
+    parts = {
+        "random": _random_state,
+        "numpy": _numpy_random_state,
+        "numpy_print": lambda: _module_call("numpy", "get_printoptions"),
+        "numpy_errors": lambda: _module_call("numpy", "geterr"),
+        "pandas": _pandas_options,
+        "matplotlib": _matplotlib_rc,
+        "environ": _environ_changes,
+        "warnings": lambda: list(warnings.filters),
+        "ipython": lambda: None if kernel.shell is None else list(kernel.magics),
+    }
+    state, lost = {}, []
+    for key, read in parts.items():
+        try:
+            value = read()
+            if value is not None:
+                pickle.dumps(value)
+                state[key] = value
+        except Exception as exc:
+            lost.append({"name": _NAMES[key], "reason": _short(exc)})
+    return state, lost
+
+
+def apply(kernel, state, lost):
+    """Puts back what ``capture`` saved, in the order things depend on: the environment before
+    anything reads it, IPython's magics before the settings they touch, the warnings filters
+    last (putting back the other parts may change them)."""
+    steps = [
+        ("environ", _set_environ),
+        ("ipython", lambda magics: _replay_magics(kernel, magics)),
+        ("matplotlib", _set_matplotlib_rc),
+        ("numpy_print", lambda options: importlib.import_module("numpy").set_printoptions(**options)),
+        ("numpy_errors", lambda settings: importlib.import_module("numpy").seterr(**settings)),
+        ("pandas", _set_pandas_options),
+        ("random", lambda value: importlib.import_module("random").setstate(value)),
+        ("numpy", lambda value: importlib.import_module("numpy.random").set_state(value)),
+        ("warnings", _set_warning_filters),
+    ]
+    for key, put in steps:
+        if key not in state:
+            continue
+        try:
+            put(state[key])
+        except Exception as exc:
+            lost.append({"name": _NAMES[key], "reason": _short(exc)})
+
+
+_NAMES = {
+    "random": "random's state",
+    "numpy": "numpy.random's state",
+    "numpy_print": "numpy's print options",
+    "numpy_errors": "numpy's floating-point error settings",
+    "pandas": "pandas' options",
+    "matplotlib": "matplotlib's rcParams",
+    "environ": "the environment variables the cells set",
+    "warnings": "the warnings filters",
+    "ipython": "IPython's state (its magics)",
+}
+
+
+def _short(exc):
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+
+def _module_call(module, function):
+    loaded = sys.modules.get(module)
+    return None if loaded is None else getattr(loaded, function)()
+
+
+def _random_state():
+    return sys.modules["random"].getstate() if "random" in sys.modules else None
+
+
+def _numpy_random_state():
+    numpy_random = sys.modules.get("numpy.random")
+    return None if numpy_random is None else numpy_random.get_state()
+
+
+def _pandas_options():
+    """The pandas options that differ from their defaults."""
+    if "pandas" not in sys.modules:
+        return None
+    from pandas._config import config
+
+    changed = {}
+    for key, option in config._registered_options.items():
+        if key in config._deprecated_options:
+            continue
+        value = config._get_option(key, silent=True)
+        if value != option.defval:
+            changed[key] = value
+    return changed or None
+
+
+def _set_pandas_options(changed):
+    import pandas
+
+    for key, value in changed.items():
+        pandas.set_option(key, value)
+
+
+def _matplotlib_rc():
+    """The rcParams that differ from matplotlib's defaults (a style, seaborn's theme, a cell's own)."""
+    mpl = sys.modules.get("matplotlib")
+    if mpl is None:
+        return None
+    defaults = mpl.rcParamsDefault
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        changed = {k: v for k, v in dict.items(mpl.rcParams) if k != "backend" and defaults.get(k) != v}
+    return changed or None
+
+
+def _set_matplotlib_rc(changed):
+    mpl = importlib.import_module("matplotlib")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mpl.rcParams.update(changed)
+
+
+def _environ_changes():
+    now = dict(os.environ)
+    changed = {k: v for k, v in now.items() if _STARTING_ENVIRON.get(k) != v}
+    removed = [k for k in _STARTING_ENVIRON if k not in now]
+    return {"set": changed, "unset": removed} if changed or removed else None
+
+
+def _set_environ(changes):
+    os.environ.update(changes["set"])
+    for key in changes["unset"]:
+        os.environ.pop(key, None)
+
+
+def _replay_magics(kernel, magics):
+    shell = kernel.ipython()
+    if shell is None:
+        raise RuntimeError("this interpreter has no IPython any more")
+    failed = []
+    for name, line in magics:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                shell.run_line_magic(name, line)
+        except Exception as exc:
+            failed.append(f"%{name} {line}: {_short(exc)}")
+    if failed:
+        raise RuntimeError("; ".join(failed))
+
+
+def _set_warning_filters(filters):
+    warnings.filters[:] = filters
+    warnings._filters_mutated()
