@@ -1,5 +1,5 @@
 import { WebSocket } from 'ws';
-import type { ExecResult, OutputChunk, ReplServerMessage } from '../shared/types.ts';
+import type { ExecResult, InputAnswerer, OutputChunk, ReplServerMessage } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
 
@@ -10,6 +10,10 @@ interface Pending {
   code: string;
   timeoutSeconds?: number;
   onOutput(chunk: OutputChunk): void;
+  /** Answers the instruction's `input()`; the server asks only when it is there. */
+  onInput?: InputAnswerer;
+  /** Its open questions, to give up when the server says the instruction ended. */
+  questions: Map<number, AbortController>;
   resolve(value: { seq: number; result: ExecResult }): void;
   reject(error: Error): void;
   /** Known once the server acknowledged the instruction. */
@@ -41,11 +45,16 @@ export class ReplConnection {
     return connection;
   }
 
-  /** Runs code on the machine, streaming its output; instructions wait their turn. */
-  exec(code: string, onOutput: (chunk: OutputChunk) => void = () => {}, timeoutSeconds?: number): Promise<{ seq: number; result: ExecResult }> {
+  /** Runs code on the machine, streaming its output and answering its `input()`; instructions wait their turn. */
+  exec(
+    code: string,
+    onOutput: (chunk: OutputChunk) => void = () => {},
+    timeoutSeconds?: number,
+    onInput?: InputAnswerer,
+  ): Promise<{ seq: number; result: ExecResult }> {
     if (this.#closed) return Promise.reject(new ForeverVMError(0, 'Closed', 'The REPL connection is closed'));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ code, timeoutSeconds, onOutput, resolve, reject });
+      this.#queue.push({ code, timeoutSeconds, onOutput, onInput, questions: new Map(), resolve, reject });
       this.#next();
     });
   }
@@ -65,7 +74,7 @@ export class ReplConnection {
 
   #send(pending: Pending): void {
     const instruction = { code: pending.code, ...(pending.timeoutSeconds ? { timeout_seconds: pending.timeoutSeconds } : {}) };
-    this.#socket!.send(JSON.stringify({ type: 'exec', instruction, request_id: this.#requestId++ }));
+    this.#socket!.send(JSON.stringify({ type: 'exec', instruction, request_id: this.#requestId++, ...(pending.onInput ? { input: true } : {}) }));
   }
 
   #connect(): Promise<void> {
@@ -141,11 +150,28 @@ export class ReplConnection {
     this.#next();
   }
 
+  async #answer(pending: Pending, { instruction_id, n, prompt, password }: Extract<ReplServerMessage, { type: 'input_request' }>): Promise<void> {
+    const question = new AbortController();
+    pending.questions.set(n, question);
+    let reply: { value: string } | { error: string };
+    try {
+      if (!pending.onInput) throw new Error('this client sent the cell without a way to answer');
+      reply = { value: await pending.onInput({ prompt, password }, question.signal) };
+    } catch (error) {
+      reply = { error: (error as Error).message };
+    } finally {
+      pending.questions.delete(n);
+    }
+    if (!question.signal.aborted) this.#socket?.send(JSON.stringify({ type: 'input_reply', instruction_id, n, ...reply }));
+  }
+
   #onMessage(message: ReplServerMessage): void {
     const pending = this.#pending;
     if (!pending) return;
     if (message.type === 'exec_received') pending.seq = message.seq;
     else if (message.type === 'output') pending.onOutput(message.chunk);
+    else if (message.type === 'input_request') void this.#answer(pending, message);
+    else if (message.type === 'input_cancel') pending.questions.get(message.n)?.abort();
     else if (message.type === 'result') {
       this.#pending = undefined;
       pending.resolve({ seq: message.instruction_id, result: message.result });

@@ -1,4 +1,4 @@
-import type { ExecResult, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
+import type { ExecResult, InputAnswerer, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
 import type { EngineName } from '../shared/requests.ts';
 import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
 import { CodedError } from '../platform/coded-error.ts';
@@ -20,6 +20,9 @@ export interface EngineOptions {
 }
 
 export type OutputListener = (stream: StreamName, text: string) => void;
+
+/** Why a cell's `input()` has no answer when its instruction came with no way to ask. */
+export const NOBODY_TO_ASK = 'the client that sent this cell cannot answer questions; put the value in the code instead';
 
 export interface SnapshotReport {
   bytes: number;
@@ -51,8 +54,11 @@ export interface Engine {
   restore(snapshotPath: string): Promise<RestoreReport>;
   /** Resolves once calls can run: a machine without a snapshot is loaded fresh by now. */
   ready(): Promise<void>;
-  /** Runs one cell; output is streamed to `onOutput` while it runs. */
-  run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult>;
+  /**
+   * Runs one cell; output is streamed to `onOutput` while it runs, and `input()` asks `onInput`
+   * (without it, the cell's EOFError says `NOBODY_TO_ASK`).
+   */
+  run(code: string, cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult>;
   /** Asks the running cell to stop (KeyboardInterrupt). Safe to call at any time. */
   interrupt(): void;
   /** One of the kernel's commands (variables, files, completion...), passed through as it is. */

@@ -13,6 +13,7 @@ import type {
   InterruptResult,
   MachineEvent,
   MachineInfo,
+  InputAnswerer,
   OutputChunk,
   RollbackResult,
   UpgradeResult,
@@ -73,6 +74,8 @@ export interface ExecOptions {
   timeoutSeconds?: number;
   /** Stop whatever is pending or running on the machine first. */
   interrupt?: boolean;
+  /** Answers the instruction's `input()`; without it, `input()` raises EOFError saying why. */
+  onInput?: InputAnswerer;
 }
 
 /** The events of `/v1/events`, with a finished instruction's whole result. */
@@ -226,7 +229,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       const stopped = machine.interrupt();
       interrupted = stopped.interrupted || stopped.cancelled > 0;
     }
-    const instruction = machine.exec(code, timeoutSeconds);
+    const instruction = machine.exec(code, timeoutSeconds, options.onInput);
     this.#warm.touch(machine);
     return { seq: instruction.seq, interrupted, done: instruction.done };
   }

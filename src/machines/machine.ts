@@ -1,5 +1,5 @@
 import { EngineExitedError, type Engine, type EngineFactory, type OutputListener } from '../engines/engine.ts';
-import type { CheckpointInfo, ExecResult, HistoryEntry, MachineInfo, MachineState, OutputChunk, UpgradeResult } from '../shared/types.ts';
+import type { CheckpointInfo, ExecResult, HistoryEntry, InputAnswerer, MachineInfo, MachineState, OutputChunk, UpgradeResult } from '../shared/types.ts';
 import { CheckpointStore, type CheckpointSource } from './checkpoint-store.ts';
 import { InstructionQueue, type QueuedInstruction, type QueueEntry } from './instruction-queue.ts';
 import { MachineCheckpoints, NotSavedError } from './machine-checkpoints.ts';
@@ -144,9 +144,9 @@ export class Machine {
   // ---- instructions ---------------------------------------------------------------------------
 
   /** Queues an instruction and returns it at once; `done` settles with its result. */
-  exec(code: string, timeoutSeconds: number): QueuedInstruction {
+  exec(code: string, timeoutSeconds: number, onInput?: InputAnswerer): QueuedInstruction {
     this.#assertAlive();
-    const instruction = this.#queue.add(code, timeoutSeconds);
+    const instruction = this.#queue.add(code, timeoutSeconds, onInput);
     this.#saver.cancel();
     void this.#serial(() => this.#run(instruction));
     return instruction;
@@ -339,11 +339,28 @@ export class Machine {
       for (const listener of instruction.listeners) listener(chunk);
     });
     const onOutput: OutputListener = (stream, text) => lines.push(stream, text);
-    const timer = setTimeout(() => this.#stop(instruction, 'timeout'), instruction.timeoutSeconds * 1000);
+    const timeout = () => this.#stop(instruction, 'timeout');
+    let timeLeft = instruction.timeoutSeconds * 1000;
+    let since = Date.now();
+    let timer = setTimeout(timeout, timeLeft);
+    const asker = instruction.onInput;
+    // The time a person takes to answer is not the cell's: its timeout waits meanwhile.
+    const onInput: InputAnswerer | undefined =
+      asker &&
+      (async (request, signal) => {
+        clearTimeout(timer);
+        timeLeft -= Date.now() - since;
+        try {
+          return await asker(request, signal);
+        } finally {
+          since = Date.now();
+          if (!signal.aborted) timer = setTimeout(timeout, timeLeft);
+        }
+      });
     const started = performance.now();
     let result: ExecResult;
     try {
-      result = await engine.run(instruction.code, instruction.seq, onOutput);
+      result = await engine.run(instruction.code, instruction.seq, onOutput, onInput);
       this.#engine.dirty = true;
     } catch (error) {
       result = { error: this.#describeFailure(instruction, error), runtime_ms: Math.round(performance.now() - started) };

@@ -1,13 +1,14 @@
 import type { RawData, WebSocket } from 'ws';
 import type { MachineManager } from '../machines/machine-manager.ts';
-import type { ReplServerMessage } from '../shared/types.ts';
-import { InvalidRequestError, ReplExecMessage, parseRequest } from '../shared/requests.ts';
+import type { InputAnswerer, ReplServerMessage } from '../shared/types.ts';
+import { InvalidRequestError, ReplClientMessage, parseRequest, type ReplExecMessage } from '../shared/requests.ts';
 import { toForeverVMError } from './machine-answers.ts';
 
 /**
  * ForeverVM's WebSocket REPL on one machine (`/v1/machine/{name|new}/repl`): `connected` first,
  * then for each `exec` an `exec_received`, the output chunks and the result. Instructions keep
- * running when the socket closes; a client that reconnects finds the machine as it left it.
+ * running when the socket closes; a client that reconnects finds the machine as it left it. An
+ * instruction sent with `input: true` asks this socket its `input()` questions.
  */
 export function serveRepl(socket: WebSocket, manager: MachineManager, requested: string): void {
   const send = (message: ReplServerMessage) => {
@@ -19,6 +20,27 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
   socket.on('message', (data, isBinary) => {
     void machine.then((name) => name !== undefined && accept(name, data, isBinary));
   });
+  // The questions this socket's instructions asked, by number, until answered.
+  const questions = new Map<number, { instruction: number; resolve(value: string): void; reject(error: Error): void }>();
+  let asked = 0;
+  socket.on('close', () => {
+    for (const question of questions.values()) question.reject(new Error('the client that sent this cell went away'));
+    questions.clear();
+  });
+
+  function asker(instruction: () => number | undefined): InputAnswerer {
+    return (request, signal) =>
+      new Promise((resolve, reject) => {
+        if (socket.readyState !== socket.OPEN) return reject(new Error('the client that sent this cell went away'));
+        const n = ++asked;
+        const seq = instruction() ?? -1;
+        questions.set(n, { instruction: seq, resolve, reject });
+        signal.addEventListener('abort', () => {
+          if (questions.delete(n)) send({ type: 'input_cancel', instruction_id: seq, n });
+        });
+        send({ type: 'input_request', instruction_id: seq, n, ...request });
+      });
+  }
 
   async function open(): Promise<string | undefined> {
     try {
@@ -34,21 +56,30 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
   }
 
   function accept(name: string, data: RawData, isBinary: boolean): void {
-    let message: ReplExecMessage;
+    let message: ReplClientMessage;
     try {
       if (isBinary) throw new Error('binary frames are not part of the protocol');
-      message = parseRequest(ReplExecMessage, JSON.parse(data.toString()));
+      message = parseRequest(ReplClientMessage, JSON.parse(data.toString()));
     } catch (error) {
       send({ type: 'message', level: 'error', message: error instanceof InvalidRequestError ? error.message : `Invalid request: ${(error as Error).message}` });
       send({ type: 'error', code: 'BadRequest', id: null });
       return;
     }
-    void run(name, message);
+    if (message.type === 'exec') return void run(name, message);
+    const question = questions.get(message.n);
+    // An answer to a question no longer open (the cell ended) is dropped.
+    if (!question || question.instruction !== message.instruction_id) return;
+    questions.delete(message.n);
+    if ('value' in message) question.resolve(message.value);
+    else question.reject(new Error(message.error));
   }
 
   async function run(name: string, message: ReplExecMessage): Promise<void> {
+    let queued: number | undefined;
     try {
-      const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds });
+      const onInput = message.input ? asker(() => queued) : undefined;
+      const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds, onInput });
+      queued = seq;
       send({ type: 'exec_received', seq, request_id: message.request_id });
       const result = await manager.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));
       send({ type: 'result', instruction_id: seq, result });

@@ -7,6 +7,7 @@ import type {
   FileContent,
   FileListing,
   HistoryEntry,
+  InputAnswerer,
   InterruptResult,
   MachineEvent,
   MachineInfo,
@@ -28,6 +29,11 @@ export interface RunOptions {
   interrupt?: boolean;
   /** Called for each output line while the instruction runs. */
   onOutput?: (chunk: OutputChunk) => void;
+  /**
+   * Answers the instruction's `input()` and `getpass()`; without it they raise EOFError saying
+   * that nobody can answer. (An `interrupt` run cannot ask: it goes over plain HTTP.)
+   */
+  onInput?: InputAnswerer;
 }
 
 /** The backend has no way to do this (a Perennial extension that hosted ForeverVM lacks). */

@@ -132,9 +132,25 @@ export type Instruction = z.infer<typeof Instruction>;
 
 export const ExecBody = z.object({ instruction: Instruction, interrupt: z.boolean().optional() });
 
-/** What a client sends on the WebSocket REPL. */
-export const ReplExecMessage = z.object({ type: z.literal('exec'), instruction: Instruction, request_id: z.number().int().nonnegative() });
+/**
+ * What a client sends on the WebSocket REPL: ForeverVM's `exec`, where `input: true` (a Perennial
+ * extension) says the client answers the instruction's `input()` (`input_request`) with an
+ * `input_reply`: the answer, or why there is none.
+ */
+export const ReplExecMessage = z.object({
+  type: z.literal('exec'),
+  instruction: Instruction,
+  request_id: z.number().int().nonnegative(),
+  input: z.boolean().optional(),
+});
 export type ReplExecMessage = z.infer<typeof ReplExecMessage>;
+export const ReplInputReply = z.union([
+  z.object({ type: z.literal('input_reply'), instruction_id: z.number().int(), n: z.number().int(), value: z.string().max(1_000_000) }),
+  z.object({ type: z.literal('input_reply'), instruction_id: z.number().int(), n: z.number().int(), error: z.string().max(2000) }),
+]);
+export type ReplInputReply = z.infer<typeof ReplInputReply>;
+export const ReplClientMessage = z.union([ReplExecMessage, ReplInputReply]);
+export type ReplClientMessage = z.infer<typeof ReplClientMessage>;
 
 // ---- Perennial's requests ----------------------------------------------------------------------
 

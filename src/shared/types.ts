@@ -58,6 +58,18 @@ export type ExecResult = { value: string | null; data: ResultData | null; runtim
 
 export type StreamName = 'stdout' | 'stderr';
 
+/** A question a running cell asks: `input(prompt)`, or `getpass(prompt)` with `password`. */
+export interface InputRequest {
+  prompt: string;
+  password: boolean;
+}
+
+/**
+ * Answers a running cell's question. Rejects when it cannot, with the reason the cell's EOFError
+ * gives; `signal` aborts when the cell ended meanwhile (an interrupt, a timeout) and nobody waits.
+ */
+export type InputAnswerer = (request: InputRequest, signal: AbortSignal) => Promise<string>;
+
 /** One line of output (without its newline), or a partial line flushed after a pause. */
 export interface OutputChunk {
   stream: StreamName;
@@ -340,5 +352,9 @@ export type ReplServerMessage =
   | { type: 'exec_received'; seq: number; request_id: number }
   | { type: 'output'; chunk: OutputChunk; instruction_id: number }
   | { type: 'result'; instruction_id: number; result: ExecResult }
+  /** Perennial's: the instruction's `input()` asks (only of a client that sent it with `input: true`). */
+  | ({ type: 'input_request'; instruction_id: number; n: number } & InputRequest)
+  /** Perennial's: the question `n` needs no answer any more (the instruction ended). */
+  | { type: 'input_cancel'; instruction_id: number; n: number }
   | { type: 'error'; code: string; id: string | null }
   | { type: 'message'; message: string; level: 'info' | 'warn' | 'error' };

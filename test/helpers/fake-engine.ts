@@ -10,7 +10,7 @@ import {
 } from '../../src/engines/engine.ts';
 import type { EngineSet } from '../../src/engines/index.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../../src/engines/kernel-commands.ts';
-import type { ExecResult, MachineRuntime } from '../../src/shared/types.ts';
+import type { ExecResult, InputAnswerer, MachineRuntime } from '../../src/shared/types.ts';
 
 /**
  * Failures the fake engines produce on demand, for the paths a real interpreter takes only under
@@ -36,6 +36,7 @@ let nextPid = 900_000;
  *   print TEXT        TEXT and a newline on stdout (`eprint`: stderr)
  *   sleep MS          waits MS ms (timer time); an interrupt ends it with a KeyboardInterrupt
  *   stubborn          waits and ignores interrupts: only a stop ends it
+ *   ask NAME          sets NAME to the answer `onInput` gives to the question NAME
  *   crash             the process dies (exit code 1)
  *   raise TEXT        the cell fails with TEXT
  *
@@ -72,7 +73,7 @@ export class FakeEngine implements Engine {
 
   async ready(): Promise<void> {}
 
-  async run(code: string, _cell: number, onOutput: OutputListener): Promise<ExecResult> {
+  async run(code: string, _cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult> {
     this.#assertRunning();
     this.ran.push(code);
     let value: unknown = null;
@@ -88,7 +89,10 @@ export class FakeEngine implements Engine {
       else if (word === 'print' || word === 'eprint') onOutput(word === 'print' ? 'stdout' : 'stderr', `${argument}\n`);
       else if (word === 'raise') return { error: argument, runtime_ms: 0 };
       else if (word === 'crash') this.#die({ code: 1, signal: null, requested: false });
-      else if (word === 'sleep' || word === 'stubborn') {
+      else if (word === 'ask') {
+        if (!onInput) return { error: 'EOFError: nobody to ask', runtime_ms: 0 };
+        this.#vars[argument] = await onInput({ prompt: argument, password: false }, new AbortController().signal);
+      } else if (word === 'sleep' || word === 'stubborn') {
         const outcome = await this.#wait(word === 'sleep' ? Number(argument) : undefined);
         if (outcome === 'interrupted') return { error: 'KeyboardInterrupt', runtime_ms: 0 };
       } else if (/^\w+$/.test(line)) {

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { after, before } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MachineManager, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
+import { MachineManager, type ExecOptions, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
 import type { ExecResult, OutputChunk } from '../../src/shared/types.ts';
 import type { EngineName, NewMachineOptions } from '../../src/shared/requests.ts';
 import { seedSandboxBase } from './sandbox-base.ts';
@@ -72,9 +72,9 @@ export interface Run {
 }
 
 /** Runs code and collects everything it produced. */
-export async function run(manager: MachineManager, name: string, code: string, timeoutSeconds?: number): Promise<Run> {
+export async function run(manager: MachineManager, name: string, code: string, options: ExecOptions = {}): Promise<Run> {
   const chunks: OutputChunk[] = [];
-  const { seq, result } = await manager.run(name, code, { timeoutSeconds, onOutput: (c) => chunks.push(c) });
+  const { seq, result } = await manager.run(name, code, { ...options, onOutput: (c) => chunks.push(c) });
   const text = (stream: string) =>
     chunks
       .filter((c) => c.stream === stream)

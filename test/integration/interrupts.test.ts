@@ -27,7 +27,7 @@ for (const engine of ENGINES_UNDER_TEST) {
 
     // How soon a timeout or an interrupt takes effect is measured by `npm run bench` (interrupt latency).
     it('times out a busy loop with "Timed out"; the state stays usable', async () => {
-      const r = await run(manager, name, 'n = 0\nwhile True:\n    n += 1', 1);
+      const r = await run(manager, name, 'n = 0\nwhile True:\n    n += 1', { timeoutSeconds: 1 });
       const error = errorOf(r.result);
       assert.match(error, /^Timed out after 1 s/);
       assert.match(error, /KeyboardInterrupt/);
@@ -36,7 +36,7 @@ for (const engine of ENGINES_UNDER_TEST) {
     });
 
     it('times out a sleep', async () => {
-      const error = errorOf((await run(manager, name, 'import time\ntime.sleep(30)', 1)).result);
+      const error = errorOf((await run(manager, name, 'import time\ntime.sleep(30)', { timeoutSeconds: 1 })).result);
       assert.match(error, /^Timed out after 1 s/);
       assert.doesNotMatch(error, /did not stop/, 'stopped by the interrupt, not the hard stop');
     });
@@ -120,7 +120,7 @@ while True:
     it('hard-stops code that ignores interrupts and restores the last snapshot', async () => {
       const machine = await machineWithState();
       await run(manager, machine, 'after_snapshot = 1');
-      const r = await run(manager, machine, 'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)', 1);
+      const r = await run(manager, machine, 'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)', { timeoutSeconds: 1 });
       const error = errorOf(r.result);
       assert.match(error, /^Timed out after 1 s: the code did not stop within 1 s of the interrupt, so its Python process was stopped/);
       assert.match(error, /goes back to its snapshot of/);
@@ -160,6 +160,6 @@ describe("an instruction's timeout on a sandbox machine still loading", { timeou
   it('counts from when the machine is loaded: the load (here, building the base image) is not the code', async () => {
     // On a fresh data dir, the first sandbox machine waits for the base image to be built (seconds).
     const name = (await fixture.manager.create(machineOptions('sandbox'))).name;
-    assert.equal(valueOf((await run(fixture.manager, name, '1 + 1', 0.5)).result), '2');
+    assert.equal(valueOf((await run(fixture.manager, name, '1 + 1', { timeoutSeconds: 0.5 })).result), '2');
   });
 });

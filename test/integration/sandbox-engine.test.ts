@@ -290,10 +290,10 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
       const port = (listener.address() as { port: number }).port;
       const fetch = `from pyodide.http import pyfetch\nr = await pyfetch("http://127.0.0.1:${port}/hello")\nawait r.string()`;
       const closed = (await manager.create({ engine: 'sandbox' })).name;
-      assert.ok('error' in (await run(manager, closed, fetch, 10)).result);
+      assert.ok('error' in (await run(manager, closed, fetch, { timeoutSeconds: 10 })).result);
       assert.deepEqual(requests, []);
       const open = (await manager.create({ engine: 'sandbox', network: true })).name;
-      assert.equal(valueOf((await run(manager, open, fetch, 10)).result), "'ok'");
+      assert.equal(valueOf((await run(manager, open, fetch, { timeoutSeconds: 10 })).result), "'ok'");
       assert.deepEqual(requests, ['GET /hello HTTP/1.1']);
     });
   });

@@ -86,7 +86,7 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
   it('installs an imported package and its dependencies before the cell runs, and keeps them across a swap', async () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     // Installing counts against the instruction's timeout: leave room for a loaded machine.
-    const r = await run(manager, name, 'import tinypkg\ntinypkg.greet("sandbox"), tinypkg.VERSION', 60);
+    const r = await run(manager, name, 'import tinypkg\ntinypkg.greet("sandbox"), tinypkg.VERSION', { timeoutSeconds: 60 });
     assert.equal(valueOf(r.result), "('hello sandbox', '0.1.0')");
     assert.match(r.stderr, /perennial: installing tinydep 0\.2\.0, tinypkg 0\.1\.0/);
     const cache = join(manager.dataDir, 'engines', 'sandbox', CURRENT_PYODIDE.cacheFolder, 'packages');
@@ -131,7 +131,7 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
       const name = (await own.create({ engine: 'sandbox' })).name;
       await run(own, name, 'x = 1');
       await own.swap(name);
-      const r = await run(own, name, 'import tinydep\ntinydep.greet("later")', 60);
+      const r = await run(own, name, 'import tinydep\ntinydep.greet("later")', { timeoutSeconds: 60 });
       assert.equal(valueOf(r.result), "'hello later'");
       assert.match(r.stderr, /perennial: installing tinydep 0\.2\.0/);
       await own.close();
@@ -139,7 +139,10 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
       await makeSource(other, [{ name: 'newpkg', version: '3.0.0', files: { 'newpkg/__init__.py': 'ANSWER = 42\n' } }]);
       process.env.PERENNIAL_PYODIDE_PACKAGES = other;
       own = await openManager({ dataDir: data.dir });
-      assert.equal(valueOf((await run(own, name, 'import newpkg\nnewpkg.ANSWER, tinydep.greet("still")', 60)).result), "(42, 'hello still')");
+      assert.equal(
+        valueOf((await run(own, name, 'import newpkg\nnewpkg.ANSWER, tinydep.greet("still")', { timeoutSeconds: 60 })).result),
+        "(42, 'hello still')",
+      );
       await own.close();
     } finally {
       process.env.PERENNIAL_PYODIDE_PACKAGES = source;

@@ -58,7 +58,7 @@ for (const bubblewrap of [true, false]) {
         .replace('@PORT@', String((listener.address() as { port: number }).port))
         .replace('@DATA_DIR@', dataDir)
         .replace('@HOST_PID@', String(victim.pid));
-      const attack = await run(manager, name, code, 60);
+      const attack = await run(manager, name, code, { timeoutSeconds: 60 });
       everything = JSON.stringify(attack);
       assert.equal(valueOf(attack.result), "'done'", 'the escape script ran to its end');
     });
@@ -105,7 +105,7 @@ for (const bubblewrap of [true, false]) {
 
     it('survives killing its own parent, coming back from its snapshot', async () => {
       await manager.save(name);
-      const killed = await run(manager, name, 'import js\njs.process.kill(js.process.ppid, 9)\n"survived"', 10);
+      const killed = await run(manager, name, 'import js\njs.process.kill(js.process.ppid, 9)\n"survived"', { timeoutSeconds: 10 });
       if ('error' in killed.result) assert.match(killed.result.error, /Python process|Timed out|disabled in the sandbox/);
       assert.equal(valueOf((await run(manager, name, 'kept')).result), "'state before the attacks'");
       assert.equal(victim.exitCode, null);
@@ -128,7 +128,7 @@ for (const bubblewrap of [true, false]) {
     ];
     for (const [what, code, timeout, expected] of bombs) {
       it(`ends ${what} with a clear error, and the machine lives`, async () => {
-        const r = await run(manager, name, code, timeout);
+        const r = await run(manager, name, code, { timeoutSeconds: timeout });
         assert.match(errorOf(r.result), expected);
         assert.ok(r.chunks.reduce((n, c) => n + c.data.length, 0) <= (1 << 20) + 200, 'output stays capped');
         await run(manager, name, 'hog = None');

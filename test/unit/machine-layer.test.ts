@@ -93,6 +93,34 @@ describe('the machine layer, over a fake engine', () => {
     assert.equal(await value(name, 'y = 3\ny'), '3', 'the machine runs on');
   });
 
+  it("does not count the time a person takes to answer input() against the instruction's timeout", async () => {
+    // The machine measures the wait on the clock, which moves here only with the mock timers.
+    mock.timers.reset();
+    mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: Date.now() });
+    const name = await open();
+    const busy = state(name, 'busy');
+    let answer!: (text: string) => void;
+    let asked!: () => void;
+    const question = new Promise<void>((resolve) => (asked = resolve));
+    const { done } = manager.exec(name, 'sleep 1000\nask who\nsleep 1500\nwho', {
+      timeoutSeconds: 2,
+      onInput: () => new Promise<string>((resolve) => ((answer = resolve), asked())),
+    });
+    let finished = false;
+    void done.then(() => (finished = true));
+    await busy;
+    mock.timers.tick(1000);
+    await question;
+    mock.timers.tick(60_000);
+    answer('Ada');
+    await new Promise(setImmediate);
+    mock.timers.tick(999);
+    await new Promise(setImmediate);
+    assert.equal(finished, false, '1 s of its 2 s were left when it asked');
+    mock.timers.tick(1);
+    assert.match(((await done) as { error: string }).error, /^Timed out after 2 s/);
+  });
+
   it('an interrupt stops what runs and cancels what is queued', async () => {
     const name = await open();
     const busy = state(name, 'busy');

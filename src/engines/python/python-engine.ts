@@ -3,13 +3,14 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
-import type { ExecResult, MachineRuntime } from '../../shared/types.ts';
+import type { ExecResult, InputAnswerer, InputRequest, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
   EngineExitedError,
   EngineStartError,
   KernelCommandError,
   NewerSnapshotError,
+  NOBODY_TO_ASK,
   type Engine,
   type EngineExit,
   type EngineOptions,
@@ -36,7 +37,11 @@ perennial_kernel.cpython_driver.main()
 `;
 
 interface KernelEvent {
-  ev: 'ready' | 'out' | 'reply';
+  ev: 'ready' | 'out' | 'reply' | 'input';
+  /** With `input`: the question's number, which its answer carries. */
+  n?: number;
+  prompt?: string;
+  password?: boolean;
   id?: number | null;
   stream?: 'stdout' | 'stderr';
   text?: string;
@@ -67,6 +72,9 @@ export class PythonEngine implements Engine {
   #nextId = 1;
   #pending = new Map<number, PendingCall>();
   #onOutput?: OutputListener;
+  #onInput?: InputAnswerer;
+  /** Gives up the question the running cell asked, when the cell ends without its answer. */
+  #question?: AbortController;
   #strayOutput: Array<['stdout' | 'stderr', string]> = [];
   #stderrTail = '';
   #stopRequested = false;
@@ -168,13 +176,16 @@ export class PythonEngine implements Engine {
     // The interpreter runs from `start()`.
   }
 
-  async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
+  async run(code: string, cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult> {
     for (const [stream, text] of this.#strayOutput.splice(0)) onOutput(stream, text);
     this.#onOutput = onOutput;
+    this.#onInput = onInput;
     try {
       return (await this.#call('run', { code, cell })) as ExecResult;
     } finally {
       this.#onOutput = undefined;
+      this.#onInput = undefined;
+      this.#question?.abort();
     }
   }
 
@@ -231,6 +242,22 @@ export class PythonEngine implements Engine {
     return reply;
   }
 
+  /** Puts the cell's question to whoever sent the cell, and its answer (or why none) to the kernel. */
+  async #answer(n: number, request: InputRequest): Promise<void> {
+    const question = (this.#question = new AbortController());
+    let reply: { value: string } | { error: string };
+    try {
+      if (!this.#onInput) throw new Error(NOBODY_TO_ASK);
+      reply = { value: await this.#onInput(request, question.signal) };
+    } catch (error) {
+      reply = { error: (error as Error).message };
+    }
+    // After the cell ended (an interrupt, a timeout) nobody waits for the answer.
+    if (question.signal.aborted || this.#exit || !this.#commands) return;
+    this.#question = undefined;
+    this.#commands.write(JSON.stringify({ op: 'input_reply', n, ...reply }) + '\n');
+  }
+
   #readEvents(events: Readable): void {
     const decoder = new StringDecoder('utf8');
     let buffered = '';
@@ -250,6 +277,10 @@ export class PythonEngine implements Engine {
     if (!event) return;
     if (event.ev === 'out') {
       this.#emit(event.stream ?? 'stdout', event.text ?? '');
+      return;
+    }
+    if (event.ev === 'input') {
+      void this.#answer(event.n ?? 0, { prompt: event.prompt ?? '', password: event.password === true });
       return;
     }
     const id = event.ev === 'ready' ? 0 : (event.id ?? -1);

@@ -5,6 +5,7 @@ stdout is never the channel; the real stdout and stderr (subprocesses, C code) a
 output too, captured by the host.
 """
 
+import itertools
 import json
 import os
 import signal
@@ -93,8 +94,24 @@ def main():
     def send_output(stream, text):
         channel.send({"ev": "out", "id": current["id"], "stream": stream, "text": text})
 
+    commands = os.fdopen(3, "rb")
+    questions = itertools.count(1)
+
+    def ask(prompt, password):
+        # The host answers on the command channel, which nothing else reads while a cell runs. An
+        # answer to an earlier question (one an interrupt cut short) is passed over.
+        number = next(questions)
+        channel.send({"ev": "input", "id": current["id"], "n": number, "prompt": prompt, "password": password})
+        for line in commands:
+            message = json.loads(line)
+            if message.get("op") == "input_reply" and message.get("n") == number:
+                if "error" in message:
+                    raise EOFError(f"input() has no answer: {message['error']}")
+                return str(message["value"])
+        raise EOFError("input() has no answer: Perennial closed the machine's channel")
+
     limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
-    kernel = current["kernel"] = Kernel(send_output, limit, fds=(1, 2))
+    kernel = current["kernel"] = Kernel(send_output, limit, fds=(1, 2), ask=ask)
 
     install_interrupt_handler(kernel, channel)
     _set_memory_limit(os.environ.pop("PERENNIAL_MEMORY_MB", None))
@@ -110,11 +127,12 @@ def main():
     threading.Thread(target=flusher, name="perennial-flusher", daemon=True).start()
     handlers = command_handlers(kernel)
     workdir = os.environ.pop("PERENNIAL_WORKDIR", None)
-    commands = os.fdopen(3, "rb")
     channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
     for line in commands:
         try:
             message = json.loads(line)
+            if message.get("op") == "input_reply":  # for a question an interrupt cut short
+                continue
             current["id"] = message.get("id")
             if workdir:
                 # Entered at the first command, not at start: the host may have put another

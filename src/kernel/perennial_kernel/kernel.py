@@ -17,7 +17,8 @@ import types
 from . import ipython_shell, process_state, snapshot_file
 from .display import Displays, has_rich_repr, install_display, mime_bundle
 from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
-from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, no_input, short_error, stream_writer
+from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, short_error, stream_writer
+from .questions import install_questions
 from .pickling import save_order
 from .reducers import forget_parsed_cells, restoring
 
@@ -34,12 +35,15 @@ _KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
 class Kernel:
     """One REPL: a namespace, result semantics and swap.
 
+    ``ask``: the driver's way to put ``input()``'s question to whoever sent the cell, or None
+    with ``unable``, why there is none (``questions``).
+
     ``adopt``: the kernel of an earlier build, running in this interpreter, that this one takes
     over (a sandbox machine carries its kernel in its memory): its namespace, cells and losses,
     and the stream objects that code may still hold. A later kernel reads the same attributes of
     this one, so their names stay."""
 
-    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None):
+    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None, ask=None, unable=None):
         if adopt is None:
             self.module = types.ModuleType("__main__")
             self.module.__dict__["__builtins__"] = builtins
@@ -51,7 +55,6 @@ class Kernel:
         self.stdout = stream_writer(self.sink, "stdout", fds[0], getattr(adopt, "stdout", None))
         self.stderr = stream_writer(self.sink, "stderr", fds[1], getattr(adopt, "stderr", None))
         sys.stdout, sys.stderr = self.stdout, self.stderr
-        builtins.input = no_input
         self.running = False
         self.future_flags = getattr(adopt, "future_flags", 0)
         self.cells = dict(getattr(adopt, "cells", {}))
@@ -70,6 +73,7 @@ class Kernel:
             builtins.get_ipython = self.ipython
         install_pyplot_hook(self)
         install_display(self)
+        install_questions(self, ask, unable)
 
     def ipython(self):
         """IPython's shell on this namespace, made on first use; None without IPython."""

@@ -5,7 +5,6 @@ host splits what it gets into line chunks.
 """
 
 import io
-import sys
 import threading
 import time
 
@@ -164,12 +163,6 @@ class _BinaryWriter(io.RawIOBase):
     def write(self, data):
         self._text.write(bytes(data).decode("utf-8", "backslashreplace"))
         return len(data)
-
-
-def no_input(prompt=""):
-    """``input()`` in a machine: there is no keyboard to read from."""
-    sys.stdout.write(str(prompt))
-    raise EOFError("input() is not available: a machine has no keyboard; put the value in the code instead")
 
 
 def short_error(exc):

@@ -18,6 +18,10 @@ from .kernel import Kernel
 from .output import DEFAULT_OUTPUT_LIMIT, short_error
 from .pickling import descriptor_bound
 
+# Why input() has no answer in a sandbox: its cells run inside the event loop Pyodide shares with
+# the host channel, so nothing can wait for a reply mid-cell.
+SANDBOX_CANNOT_ASK = "a sandbox machine cannot wait for an answer in the middle of a cell"
+
 
 class EmscriptenDriver:
     """Drives the kernel inside Pyodide for the sandbox engine. Output leaves through fds 1 and 2,
@@ -171,7 +175,7 @@ def _publish(driver):
 
 def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
     """Called once by the sandbox process when it boots a fresh machine."""
-    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2))))
+    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), unable=SANDBOX_CANNOT_ASK)))
 
 
 def adopt_emscripten(earlier):
@@ -179,7 +183,7 @@ def adopt_emscripten(earlier):
     package ``earlier``) an earlier build made: this kernel takes over that one's state in the
     same interpreter, so the machine answers today's commands with everything it held."""
     driver = earlier._DRIVER
-    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel)
+    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, unable=SANDBOX_CANNOT_ASK)
     # Builds before 0.2.0 bound the kernel module in the user's namespace.
     if kernel.ns.get("perennial_kernel") is earlier:
         del kernel.ns["perennial_kernel"]
