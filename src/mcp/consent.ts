@@ -28,10 +28,7 @@ export type Consent = { answer: 'given' | 'refused' | 'unasked' } | { ask: Input
  * confirmation of tool calls (VS Code, Claude Desktop) is what the user sees.
  */
 export async function askConsent(server: McpServer, ctx: ServerContext, message: string): Promise<Consent> {
-  // A 2026-07-28 request declares the client's capabilities itself; before, initialize did.
-  const envelope = ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined;
-  const elicitation = (envelope ? envelope[CLIENT_CAPABILITIES_META_KEY] : server.server.getClientCapabilities())?.elicitation;
-  if (!elicitation || (elicitation.url && !elicitation.form)) return { answer: 'unasked' };
+  if (!canShowForm(server, ctx)) return { answer: 'unasked' };
   if (ctx.mcpReq.envelope) {
     const response = inputResponse(ctx.mcpReq.inputResponses, CONSENT_KEY);
     if (response.kind === 'missing')
@@ -40,4 +37,12 @@ export async function askConsent(server: McpServer, ctx: ServerContext, message:
   }
   const response = await ctx.mcpReq.elicitInput({ mode: 'form', message, requestedSchema: CONSENT_FORM });
   return { answer: response.action === 'accept' ? 'given' : 'refused' };
+}
+
+/** Whether the client can show a form (form elicitation), as the request or its session declared. */
+export function canShowForm(server: McpServer, ctx: ServerContext): boolean {
+  // A 2026-07-28 request declares the client's capabilities itself; before, initialize did.
+  const envelope = ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined;
+  const elicitation = (envelope ? envelope[CLIENT_CAPABILITIES_META_KEY] : server.server.getClientCapabilities())?.elicitation;
+  return Boolean(elicitation) && !(elicitation!.url && !elicitation!.form);
 }

@@ -18,7 +18,8 @@ import {
   VariableName,
 } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
-import { streamText, type CheckpointInfo, type ExecResult, type OutputChunk } from '../shared/types.ts';
+import { streamText, type CheckpointInfo, type ExecResult, type InputAnswerer, type OutputChunk } from '../shared/types.ts';
+import { cellQuestions } from './cell-questions.ts';
 import { askConsent, type Consent } from './consent.ts';
 import { figureContent, historyWithFigureLinks } from './figures.ts';
 import { utf8Text } from './file-text.ts';
@@ -36,6 +37,8 @@ interface ToolContext {
   inlineImages: number;
   /** Asks the user before the tool changes something of theirs (see `askConsent`). */
   consent(message: string): Promise<Consent>;
+  /** Puts a running cell's `input()` to the person (see `cellQuestions`). */
+  ask: InputAnswerer;
 }
 
 interface ToolDefinition<In extends z.ZodObject> {
@@ -144,7 +147,7 @@ async function runInstruction(
   name: string,
   code: string,
   timeoutSeconds: number | undefined,
-  { client, signal, progress, inlineImages }: ToolContext,
+  { client, signal, progress, inlineImages, ask }: ToolContext,
 ): Promise<CallToolResult> {
   const stop = () => void client.interrupt(name).catch(() => {});
   signal.addEventListener('abort', stop, { once: true });
@@ -152,6 +155,7 @@ async function runInstruction(
     const chunks: OutputChunk[] = [];
     const { seq, result } = await client.run(name, code, {
       timeoutSeconds,
+      onInput: ask,
       onOutput: (chunk) => {
         chunks.push(chunk);
         void progress(chunk.data);
@@ -473,6 +477,7 @@ export function registerTools(
             progress,
             inlineImages,
             consent: (message) => askConsent(server, ctx, message),
+            ask: cellQuestions(server, ctx),
           });
         } finally {
           clearTimeout(heartbeat);

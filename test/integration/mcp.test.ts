@@ -682,6 +682,66 @@ describe('MCP server', { timeout: 480_000 }, () => {
     });
   });
 
+  describe("a cell's input() asks the person through the client's form, where the call can wait for it", () => {
+    let server: LocalServer;
+    let stopServer: () => Promise<void>;
+    before(async () => ({ server, stop: stopServer } = await startPythonServer()));
+    after(() => stopServer());
+    const code = 'who = input("Name? ")\nwho';
+
+    for (const [name, transport] of [
+      ['stdio', stdio],
+      ['HTTP', streamable],
+    ] as const) {
+      it(`over ${name}, 2025-11-25: the prompt is the form's message, the answer the cell's; a password is never asked`, async () => {
+        const questions: string[] = [];
+        const client = new Client(
+          { name: 'perennial-tests', version: '1.0.0' },
+          { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'legacy' } },
+        );
+        client.setRequestHandler('elicitation/create', async (request) => {
+          questions.push((request.params as { message: string }).message);
+          return { action: 'accept', content: { answer: 'Ada' } };
+        });
+        await client.connect(transport(server));
+        try {
+          const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+          const answered = await call(client, 'run-python-in-repl', { replId, pythonCode: code });
+          assert.equal((answered.structuredContent as { value: string }).value, "'Ada'", textOf(answered));
+          assert.match(textOf(answered), /^Name\? Ada$/m);
+          assert.deepEqual(questions, ['Name?']);
+          const secret = await call(client, 'run-python-in-repl', { replId, pythonCode: 'import getpass\ngetpass.getpass()' });
+          assert.match(textOf(secret), /EOFError: input\(\) has no answer: an MCP client may not be asked for a password/);
+          assert.equal(questions.length, 1);
+        } finally {
+          await client.close();
+        }
+      });
+    }
+
+    it('a client that cannot show a form, or a 2026-07-28 call, gets an EOFError that says so', async () => {
+      for (const [options, reason] of [
+        [{ versionNegotiation: { mode: 'legacy' } }, 'this MCP client cannot show a form to ask the person'],
+        [
+          { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'auto' } },
+          'an MCP 2026-07-28 tool call cannot wait for an answer in the middle of a cell',
+        ],
+      ] as const) {
+        const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, options);
+        await client.connect(streamable(server));
+        try {
+          const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
+          assert.match(
+            textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: code })),
+            new RegExp(`EOFError: input\\(\\) has no answer: ${reason}`),
+          );
+        } finally {
+          await client.close();
+        }
+      }
+    });
+  });
+
   describe('install-python-packages asks the user before pip changes their environment', () => {
     let server: LocalServer;
     let stopServer: () => Promise<void>;
