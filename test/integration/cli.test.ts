@@ -71,6 +71,16 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.equal(r.stdout, '');
   });
 
+  it("exec answers the cell's input() from stdin, the question on stderr; with the code on stdin there is no answer", async () => {
+    const r = await cli(['exec', '--engine', 'python', 'who = input("Name? ")\nprint("hi", who)'], 'Ada\n');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'hi Ada\n', 'the question and answer are not repeated on stdout');
+    assert.match(r.stderr, /Name\? /);
+    const piped = await cli(['exec', '--engine', 'python', '-'], 'input("Name? ")\n');
+    assert.equal(piped.code, 1);
+    assert.match(piped.stderr, /EOFError: input\(\) has no answer: the client that sent this cell cannot answer questions/);
+  });
+
   it('exec reads code from stdin with -, and honours --timeout', async () => {
     const r = await cli(['exec', '-'], 'import sys\nprint("to stderr", file=sys.stderr)\n"from stdin"\n');
     assert.equal(r.code, 0, r.stderr);
@@ -258,10 +268,26 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     await eventually(() => stderr.includes('KeyboardInterrupt'), 10_000, 'the interrupt');
     send('twice("ab")');
     await eventually(() => stdout.includes("'abab'"), 10_000, 'the machine to live on');
+
     child.stdin!.end();
     const r = await finished(child);
     assert.equal(r.code, 0, stderr);
     assert.match(stderr, /Perennial REPL on machine \S+\. Ctrl-C interrupts, Ctrl-D leaves/);
+  });
+
+  it("repl: a cell's input() asks at the prompt, and the question shows once", async () => {
+    const child = start(['repl', '--engine', 'python']);
+    let stdout = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d));
+    const send = (line: string) => child.stdin!.write(line + '\n');
+    send('answer = input("Your answer? ")');
+    await eventually(() => stdout.includes('Your answer? '), 20_000, "the cell's question");
+    send('forty-two');
+    send('answer');
+    await eventually(() => stdout.includes("'forty-two'"), 10_000, 'the answer in the namespace');
+    assert.equal(stdout.split('Your answer? ').length, 2, 'the question shows once');
+    child.stdin!.end();
+    assert.equal((await finished(child)).code, 0);
   });
 
   it('repl in a terminal: Tab completes from the machine and indents a continuation line, which shows "... "', async () => {

@@ -4,6 +4,7 @@ import { isErrorResult } from '../../shared/types.ts';
 import { withClient, type CliContext } from '../context.ts';
 import { ExitError } from '../errors.ts';
 import { printChunk, printResult } from '../result-printer.ts';
+import { TerminalQuestions } from '../terminal-questions.ts';
 
 export interface ExecCommandOptions {
   machine?: string;
@@ -31,15 +32,21 @@ export async function execCommand(ctx: CliContext, code: string, options: ExecCo
       void client.interrupt(machine);
     };
     process.on('SIGINT', onSigint);
+    // With the code on stdin, nothing is left there to answer from.
+    const questions = code === '-' ? undefined : TerminalQuestions.onStdin(ctx.stdin, ctx.term.err);
     try {
       const { seq, result } = await client.run(machine, source, {
         timeoutSeconds: options.timeout,
-        onOutput: (chunk) => printChunk(ctx.term, chunk),
+        onOutput: (chunk) => {
+          if (!questions?.isEcho(chunk.data)) printChunk(ctx.term, chunk);
+        },
+        onInput: questions?.answer,
       });
       await printResult(ctx.term, result, seq, options.images);
       if (isErrorResult(result)) throw new ExitError(interrupted ? 130 : 1);
     } finally {
       process.off('SIGINT', onSigint);
+      questions?.close();
     }
   });
 }

@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import type { EngineName } from '../../shared/requests.ts';
 import { withClient, type CliContext } from '../context.ts';
 import { printChunk, printResult } from '../result-printer.ts';
+import { TerminalQuestions } from '../terminal-questions.ts';
 
 const HISTORY_SIZE = 1000;
 const INDENT = '    ';
@@ -41,6 +42,7 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
         );
       },
     });
+    const questions = new TerminalQuestions(() => rl);
     let history: string[] = [];
     rl.on('history', (entries: string[]) => (history = entries));
 
@@ -83,7 +85,10 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
         try {
           const { seq, result } = await client.run(machine, code, {
             timeoutSeconds: options.timeout,
-            onOutput: (chunk) => printChunk(ctx.term, chunk),
+            onOutput: (chunk) => {
+              if (!questions.isEcho(chunk.data)) printChunk(ctx.term, chunk);
+            },
+            onInput: questions.answer,
           });
           await printResult(ctx.term, result, seq, options.images);
         } catch (error) {
