@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { OutputChunk, StreamName } from '../shared/types.ts';
 import { chooseMachine, createDefaultMachine, reporting } from './machine-commands.ts';
+import { askInInputBox } from './input-box.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
 import { cellOutputs, streamItem } from './notebook-outputs.ts';
 
@@ -182,7 +183,9 @@ class CellRun {
     try {
       // 0 is no limit, as in Jupyter: a day, the longest an instruction may run.
       const timeout = vscode.workspace.getConfiguration('perennial').get<number>('notebookCellTimeoutSeconds') || 24 * 3600;
-      const { seq, result } = await (await sources[machine.source].client()).run(machine.name, code, { timeoutSeconds: timeout, onOutput });
+      const { seq, result } = await (
+        await sources[machine.source].client()
+      ).run(machine.name, code, { timeoutSeconds: timeout, onOutput, onInput: askInInputBox });
       execution.executionOrder = seq + 1;
       // Its streams were shown as they came; what it displayed goes in its place among them.
       this.#edit(() => execution.replaceOutput(cellOutputs(chunks, result, seq + 1)));

@@ -4,6 +4,7 @@ import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ActiveMachine } from './active-machine.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
 import type { OutputPanel } from './output-panel.ts';
+import { askInInputBox } from './input-box.ts';
 
 const CELL_MARKER = /^#\s*%%/;
 
@@ -68,7 +69,11 @@ async function runInMachine(code: string, { sources, active, panel, log }: RunCo
     const client = await sources[machine.source].client();
     const timeout = vscode.workspace.getConfiguration('perennial').get<number>('instructionTimeoutSeconds');
     // A machine's instructions run in the order they are given to the client.
-    running = client.run(machine.name, code, { timeoutSeconds: timeout || undefined, onOutput: (chunk) => started.output(chunk.stream, chunk.data) });
+    running = client.run(machine.name, code, {
+      timeoutSeconds: timeout || undefined,
+      onOutput: (chunk) => started.output(chunk.stream, chunk.data),
+      onInput: askInInputBox,
+    });
   } catch (error) {
     return reportFailure(error as Error, machine?.name, entry, active, log);
   } finally {

@@ -78,12 +78,17 @@ async function webviewsReady(page) {
 
 /**
  * What a test asks of the workbench's page (the extension host cannot see it): click an element,
- * read the text of elements, count elements. The answer goes to $PERENNIAL_E2E_UI/<id>.json, which
- * the test polls.
+ * type into one and press Enter (`type: {into, text}`), read the text of elements, count elements.
+ * The answer goes to $PERENNIAL_E2E_UI/<id>.json, which the test polls.
  */
-async function uiAction(page, { click, text, count }) {
+async function uiAction(page, { click, type, text, count }) {
   try {
     if (click) await page.locator(click).first().click({ timeout: 10_000 });
+    if (type) {
+      const field = page.locator(type.into).first();
+      await field.fill(type.text, { timeout: 10_000 });
+      await field.press('Enter');
+    }
     // Read in every frame: webviews (and notebook outputs) live in nested iframes.
     const texts = text
       ? await Promise.all(

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { NOTEBOOK_CELLS, machineOf, openWithPerennial, runCells, shownInOutputs, textOutputs, writeNotebook } from './notebooks.ts';
-import { eventually, screenshot, ui } from './workbench.ts';
+import { count, eventually, screenshot, ui } from './workbench.ts';
 
 /**
  * The Perennial notebook kernel in VS Code's own ipynb support: outputs as the notebook shows
@@ -55,6 +55,26 @@ suite('Perennial notebook kernel', () => {
     assert.match(textOutputs(long).join('\n'), /KeyboardInterrupt/);
     await runCells(notebook, 4, 5);
     assert.deepEqual(textOutputs(notebook.cellAt(4)), ['42']);
+  });
+
+  test('IPython magics and !commands run; display(df) shows an HTML table; input() is answered in an input box', async () => {
+    await runCells(notebook, 10, 12);
+    const magics = textOutputs(notebook.cellAt(10)).join('');
+    assert.match(magics, /per loop \(mean ± std\. dev\. of 2 runs, 2 loops each\)/);
+    assert.match(magics, /from-the-shell/);
+    const table = notebook
+      .cellAt(11)
+      .outputs.flatMap((output) => output.items)
+      .find((item) => item.mime === 'text/html');
+    assert.match(new TextDecoder().decode(table!.data), /<table[\s\S]*Lyon/);
+    await shownInOutputs(11, 'Oslo');
+    assert.ok((await count('.output table')) >= 1, 'the notebook renders the table as HTML');
+    const asking = runCells(notebook, 12, 13);
+    await eventually(async () => ((await ui({ text: '.quick-input-widget' })).some((t) => t.includes('Your name?')) ? true : undefined), 'the input box');
+    await screenshot('notebook-input-box');
+    await ui({ type: { into: '.quick-input-widget input', text: 'Ada' } });
+    await asking;
+    assert.equal(textOutputs(notebook.cellAt(12)).join(''), 'Your name? Ada\nhello Ada\n');
   });
 
   test('completion in a cell lists a variable an earlier cell defined, and hover shows its value', async () => {

@@ -18,8 +18,8 @@ export async function eventually<T>(probe: () => T | undefined | Promise<T | und
 
 let actions = 0;
 
-/** Acts on the workbench page through the runner (see run-vscode.mjs): clicks, then reads the text of what matches. */
-export async function ui(action: { click?: string; text?: string }): Promise<string[]> {
+/** Acts on the workbench page through the runner (see run-vscode.mjs): clicks or types, then reads the text of what matches. */
+export async function ui(action: { click?: string; type?: { into: string; text: string }; text?: string }): Promise<string[]> {
   return (await page(action)).text;
 }
 
@@ -28,7 +28,12 @@ export async function count(selector: string): Promise<number> {
   return (await page({ count: selector })).count;
 }
 
-async function page(action: { click?: string; text?: string; count?: string }): Promise<{ text: string[]; count: number }> {
+async function page(action: {
+  click?: string;
+  type?: { into: string; text: string };
+  text?: string;
+  count?: string;
+}): Promise<{ text: string[]; count: number }> {
   const id = `action-${++actions}`;
   console.log(`@@ui:${id}:${JSON.stringify(action)}`);
   const file = join(process.env.PERENNIAL_E2E_UI!, `${id}.json`);
