@@ -1,15 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { viewResult, type ResultNote } from '../shared/result-format.ts';
-import type { ExecResult } from '../shared/types.ts';
+import type { DisplayBundle, ExecResult } from '../shared/types.ts';
 
 /** One instruction as the panel shows it. */
 interface Entry {
   id: number;
   machine: string;
   code: string;
-  output: Array<{ stream: 'stdout' | 'stderr'; text: string }>;
+  /** Streamed text, then what the code displayed: as HTML where it has HTML, else as text. */
+  output: Array<{ stream: 'stdout' | 'stderr'; text: string } | { html: string }>;
   value?: string | null;
+  /** The value as HTML (a DataFrame's table), shown in place of its repr. */
+  valueHtml?: string;
   error?: string;
   /** Perennial's notices and losses: a restore, a variable a swap did not keep. */
   notes: ResultNote[];
@@ -26,7 +29,9 @@ const KEPT_ENTRIES = 100;
 /**
  * "Perennial Output": a webview showing, per instruction, the code, its output as it streams, the
  * value, a readable traceback, Perennial's notices and losses, and images inline, with Copy value
- * and Clear. It follows the theme, and its Content Security Policy allows nothing remote.
+ * and Clear. It follows the theme, and its Content Security Policy allows nothing remote. HTML the
+ * code displayed (a DataFrame's table) shows in a sandboxed frame: no scripts, no forms, an origin
+ * of its own, and the panel's policy, so nothing remote either.
  */
 export class OutputPanel implements vscode.Disposable {
   #panel?: vscode.WebviewPanel;
@@ -80,16 +85,24 @@ export class OutputPanel implements vscode.Disposable {
     return {
       output: (stream, text) => {
         const last = entry.output.at(-1);
-        if (last?.stream === stream) last.text += text;
+        if (last && 'stream' in last && last.stream === stream) last.text += text;
         else entry.output.push({ stream, text });
         update();
       },
       finish: (result) => {
         const view = viewResult(result);
-        // What the code displayed, as text after its output; its images are among the images.
-        for (const { text } of view.displayed) entry.output.push({ stream: 'stdout', text: `${text}\n` });
+        // What the code displayed, after its output; its images are among the images.
+        const bundles = (result.data?.display ?? []).filter((d): d is DisplayBundle => 'data' in d);
+        for (const bundle of bundles.filter((b) => !b.result)) {
+          const html = bundle.data['text/html'];
+          const text = bundle.data['text/plain'];
+          if (typeof html === 'string') entry.output.push({ html });
+          else if (typeof text === 'string') entry.output.push({ stream: 'stdout', text: `${text}\n` });
+        }
         if (view.error !== null) entry.error = view.error;
         else entry.value = view.value;
+        const valueHtml = bundles.find((b) => b.result)?.data['text/html'];
+        if (typeof valueHtml === 'string') entry.valueHtml = valueHtml;
         entry.notes = view.notes;
         entry.images = view.images;
         entry.runtimeMs = result.runtime_ms;
@@ -129,6 +142,7 @@ pre { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-edi
 .note { border-left: 3px solid var(--vscode-editorWarning-foreground); padding: 2px 8px; margin: 4px 0; }
 .note.lost { color: var(--vscode-editorWarning-foreground); }
 img { max-width: 100%; background: white; display: block; margin: 4px 0; }
+iframe.html { width: 100%; height: 16em; resize: vertical; border: 1px solid var(--vscode-panel-border); background: white; display: block; margin: 4px 0; }
 .empty { color: var(--vscode-descriptionForeground); padding: 12px 0; }
 </style></head>
 <body>
@@ -148,13 +162,16 @@ function render(entry) {
     meta.append(copy);
   }
   box.append(meta, el('pre', 'code', entry.code));
-  for (const part of entry.output) box.append(el('pre', part.stream, part.text));
+  for (const part of entry.output) box.append(part.html !== undefined ? frame(part.html) : el('pre', part.stream, part.text));
   for (const image of entry.images) { const img = el('img'); img.src = 'data:' + image.mimeType + ';base64,' + image.data; img.alt = 'figure'; box.append(img); }
   if (entry.error) box.append(el('pre', 'error', entry.error));
+  else if (entry.valueHtml !== undefined) box.append(frame(entry.valueHtml));
   else if (entry.value != null) box.append(el('pre', 'value', entry.value));
   for (const note of entry.notes) box.append(el('div', 'note ' + note.kind, note.text));
   return box;
 }
+// An empty sandbox: the HTML runs no script, submits no form and has an origin of its own.
+function frame(html) { const f = el('iframe', 'html'); f.setAttribute('sandbox', ''); f.title = 'HTML the code displayed'; f.srcdoc = html; return f; }
 function place(entry) {
   main.querySelector('.empty')?.remove();
   const next = render(entry);

@@ -163,15 +163,30 @@ suite('Perennial in VS Code', () => {
     const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'plot.py');
     writeFileSync(
       file,
-      ['# %%', 'import matplotlib.pyplot as plt', 'xs = list(range(50))', 'plt.plot(xs, [x * x for x in xs])', "plt.title('squares')", 'plt.show()', ''].join(
-        '\n',
-      ),
+      [
+        '# %%',
+        'import matplotlib.pyplot as plt',
+        'xs = list(range(50))',
+        'plt.plot(xs, [x * x for x in xs])',
+        "plt.title('squares')",
+        'plt.show()',
+        '# %%',
+        'import pandas as pd',
+        'pd.DataFrame({"fjord": ["Sognefjord", "Hardangerfjord"]})',
+        '',
+      ].join('\n'),
     );
     const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
     editor.selection = new vscode.Selection(2, 0, 2, 0);
     await vscode.commands.executeCommand('perennial.runCell');
     await eventually(async () => ((await ui({ text: 'main#entries img' })).length ? true : undefined), 'a figure in the output panel', 120_000);
     await screenshot('output-panel-plot');
+    // A DataFrame's HTML table, in a sandboxed frame of the panel.
+    editor.selection = new vscode.Selection(7, 0, 7, 0);
+    await vscode.commands.executeCommand('perennial.runCell');
+    await eventually(async () => ((await ui({ text: 'td' })).includes('Hardangerfjord') ? true : undefined), 'the table in the output panel');
+    assert.equal((await ui({ text: 'main#entries iframe[sandbox=""]' })).length, 1, 'in a frame whose sandbox allows nothing');
+    await screenshot('output-panel-html');
     await vscode.commands.executeCommand('perennial.deleteMachine', { source: 'local', name: plotting });
   });
 
