@@ -118,6 +118,19 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal(valueOf((await run(manager, name, 'counter, add5(counter)')).result), '(44, 49)');
     });
 
+    it("a library's warning shown once per place is not shown again after a swap, nor when IPython is made after it", async () => {
+      manager = await openManager({ dataDir });
+      const name = (await manager.create(machineOptions(engine))).name;
+      const library = 'open("k_lib.py", "w").write("import warnings\\ndef warn():\\n    warnings.warn(\'k-once\')\\n")\nimport k_lib';
+      valueOf((await run(manager, name, library)).result);
+      assert.match((await run(manager, name, 'k_lib.warn()')).stderr, /UserWarning: k-once/);
+      assert.equal((await run(manager, name, 'k_lib.warn()')).stderr, '', 'once per place, as without a swap');
+      await manager.swap(name);
+      // A value IPython shows (a long list) makes its shell on the python engine, which adds warnings filters.
+      await run(manager, name, 'list(range(100))');
+      assert.equal((await run(manager, name, 'k_lib.warn()')).stderr, '');
+    });
+
     it('brings every machine back after a restart, with its seq, history and results', async () => {
       manager = await openManager({ dataDir });
       const name = (await manager.create(machineOptions(engine, { tags: { project: 'restart' } }))).name;

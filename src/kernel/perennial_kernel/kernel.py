@@ -78,7 +78,8 @@ class Kernel:
     def ipython(self):
         """IPython's shell on this namespace, made on first use; None without IPython."""
         if self.shell is None and ipython_shell.available():
-            self.shell = ipython_shell.make_shell(self)
+            with process_state.warnings_kept():
+                self.shell = ipython_shell.make_shell(self)
         return self.shell
 
     @staticmethod

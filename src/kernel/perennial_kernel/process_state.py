@@ -1,7 +1,8 @@
 """What a process holds outside the namespace, which a python-engine swap must carry to the next
 process for a cell to run the same after it: the random generators' states; numpy's print and error
-settings, pandas' options, matplotlib's rcParams and the warnings filters a cell changed; the
-environment variables a cell set; and IPython, if a cell made its shell, with the magics that set
+settings, pandas' options, matplotlib's rcParams and the warnings filters a cell changed, and
+which warnings were shown already (a warning shown once per place stays shown); the environment
+variables a cell set; and IPython, if a cell made its shell, with the magics that set
 its state (``%precision``, ``%matplotlib inline``, ``%load_ext``, ``%config``).
 
 One snapshot segment holds it all (``snapshot_file.PROCESS_SEGMENT``; earlier builds saved only
@@ -51,6 +52,7 @@ def capture(kernel):
         "matplotlib": _matplotlib_rc,
         "environ": _environ_changes,
         "warnings": lambda: list(warnings.filters),
+        "warned": _warning_registries,
         "ipython": lambda: None if kernel.shell is None else list(kernel.magics),
     }
     state, lost = {}, []
@@ -79,6 +81,7 @@ def apply(kernel, state, lost):
         ("random", lambda value: importlib.import_module("random").setstate(value)),
         ("numpy", lambda value: importlib.import_module("numpy.random").set_state(value)),
         ("warnings", _set_warning_filters),
+        ("warned", _set_warning_registries),
     ]
     for key, put in steps:
         if key not in state:
@@ -98,6 +101,7 @@ _NAMES = {
     "matplotlib": "matplotlib's rcParams",
     "environ": "the environment variables the cells set",
     "warnings": "the warnings filters",
+    "warned": "which warnings were shown already (a warning shown once may show again)",
     "ipython": "IPython's state (its magics)",
 }
 
@@ -193,3 +197,57 @@ def _replay_magics(kernel, magics):
 def _set_warning_filters(filters):
     warnings.filters[:] = filters
     warnings._filters_mutated()
+
+
+def _warning_registries():
+    """Each module's record of the warnings it showed, which the "default" and "module" actions
+    read to show a warning once per place; without it a swap would show them all again."""
+    shown = {}
+    for name, module in list(sys.modules.items()):
+        registry = getattr(module, "__dict__", {}).get("__warningregistry__")
+        entries = {k: v for k, v in registry.items() if k != "version"} if isinstance(registry, dict) else None
+        if entries:
+            shown[name] = entries
+    if warnings.onceregistry:
+        shown[_ONCE] = dict(warnings.onceregistry)
+    return shown or None
+
+
+_ONCE = "\0once"
+_PROBE = "perennial: the warnings registry's version"
+
+
+def _set_warning_registries(shown):
+    version = _registry_version()
+    for name, entries in shown.items():
+        if name == _ONCE:
+            warnings.onceregistry.update(entries)
+            continue
+        module = sys.modules.get(name) or importlib.import_module(name)
+        registry = module.__dict__.setdefault("__warningregistry__", {})
+        registry.clear()
+        registry.update(entries)
+        registry["version"] = version
+
+
+@contextlib.contextmanager
+def warnings_kept():
+    """Perennial's own work (making IPython's shell, which adds warnings filters) leaves which
+    warnings were shown as it was: changing the filters would otherwise make Python forget them."""
+    shown = _warning_registries()
+    yield
+    if shown:
+        _set_warning_registries(shown)
+
+
+def _registry_version():
+    """The version a registry must carry to count under the current filters. Python does not
+    expose it; a warning it ignores stamps it on the registry it is given."""
+    warnings.filterwarnings("ignore", message=_PROBE)
+    probe = {}
+    try:
+        warnings.warn_explicit(_PROBE, UserWarning, "<perennial>", 0, registry=probe)
+    finally:
+        if warnings.filters and warnings.filters[0][0] == "ignore" and getattr(warnings.filters[0][1], "pattern", None) == _PROBE:
+            del warnings.filters[0]
+    return probe.get("version")
