@@ -150,13 +150,13 @@ export class ReplConnection {
     this.#next();
   }
 
-  async #answer(pending: Pending, { instruction_id, n, prompt, password }: Extract<ReplServerMessage, { type: 'input_request' }>): Promise<void> {
+  async #answer(pending: Pending, { instruction_id, n, type: _type, ...request }: Extract<ReplServerMessage, { type: 'input_request' }>): Promise<void> {
     const question = new AbortController();
     pending.questions.set(n, question);
     let reply: { value: string } | { error: string };
     try {
       if (!pending.onInput) throw new Error('this client sent the cell without a way to answer');
-      reply = { value: await pending.onInput({ prompt, password }, question.signal) };
+      reply = { value: await pending.onInput(request, question.signal) };
     } catch (error) {
       reply = { error: (error as Error).message };
     } finally {

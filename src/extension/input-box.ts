@@ -4,9 +4,13 @@ import type { InputAnswerer } from '../shared/types.ts';
 /**
  * A running cell's `input()` in VS Code: an input box with its prompt (a password box for
  * `getpass`), closed when the cell ends without the answer. Escape refuses to answer, and the
- * cell's EOFError says so.
+ * cell's EOFError says so. A yes/no question (`%pip install`) is a modal dialog.
  */
-export const askInInputBox: InputAnswerer = async ({ prompt, password }, signal) => {
+export const askInInputBox: InputAnswerer = async ({ prompt, password, confirm }, signal) => {
+  if (confirm) {
+    const go = 'Go ahead';
+    return (await vscode.window.showWarningMessage(prompt, { modal: true }, go)) === go ? 'yes' : 'no';
+  }
   const cellEnded = new vscode.CancellationTokenSource();
   signal.addEventListener('abort', () => cellEnded.cancel());
   try {

@@ -13,7 +13,7 @@ import {
 const CONSENT_KEY = 'consent';
 
 /** A form with nothing to fill in: accepting it is the consent. */
-const CONSENT_FORM: ElicitRequestFormParams['requestedSchema'] = { type: 'object', properties: {} };
+export const CONSENT_FORM: ElicitRequestFormParams['requestedSchema'] = { type: 'object', properties: {} };
 
 /**
  * What the user said to a question, or, on a 2026-07-28 request that has not asked yet, the

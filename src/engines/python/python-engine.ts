@@ -42,6 +42,7 @@ interface KernelEvent {
   n?: number;
   prompt?: string;
   password?: boolean;
+  confirm?: boolean;
   id?: number | null;
   stream?: 'stdout' | 'stderr';
   text?: string;
@@ -280,7 +281,7 @@ export class PythonEngine implements Engine {
       return;
     }
     if (event.ev === 'input') {
-      void this.#answer(event.n ?? 0, { prompt: event.prompt ?? '', password: event.password === true });
+      void this.#answer(event.n ?? 0, { prompt: event.prompt ?? '', password: event.password === true, ...(event.confirm ? { confirm: true } : {}) });
       return;
     }
     const id = event.ev === 'ready' ? 0 : (event.id ?? -1);

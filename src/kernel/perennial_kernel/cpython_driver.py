@@ -97,11 +97,11 @@ def main():
     commands = os.fdopen(3, "rb")
     questions = itertools.count(1)
 
-    def ask(prompt, password):
+    def ask(prompt, password, confirm=False):
         # The host answers on the command channel, which nothing else reads while a cell runs. An
         # answer to an earlier question (one an interrupt cut short) is passed over.
         number = next(questions)
-        channel.send({"ev": "input", "id": current["id"], "n": number, "prompt": prompt, "password": password})
+        channel.send({"ev": "input", "id": current["id"], "n": number, "prompt": prompt, "password": password, "confirm": confirm})
         for line in commands:
             message = json.loads(line)
             if message.get("op") == "input_reply" and message.get("n") == number:

@@ -9,8 +9,10 @@ fifth of a second and tens of MB, which a machine that never uses it should not 
 
 import ast
 import builtins
+import importlib
 import importlib.util
 import os
+import shlex
 import sys
 
 from . import process_state
@@ -97,7 +99,32 @@ def make_shell(kernel):
         shell.user_ns.pop(name, None)
         shell.user_ns_hidden.pop(name, None)
     sys.modules["__main__"] = kernel.module
+    shell.register_magic_function(_pip_magic(shell), "line", "pip")
     return shell
+
+
+def _pip_magic(shell):
+    """``%pip``, as IPython's (pip of the machine's own interpreter), except that an install first
+    asks the person, as the install-python-packages tool does: it changes an environment other
+    programs use."""
+
+    def pip(line):
+        words = line.split()
+        if words[:1] == ["install"]:
+            packages = " ".join(w for w in words[1:] if not w.startswith("-")) or "the requested packages"
+            question = (
+                f"Install {packages} with pip into the Python environment of {sys.executable}? "
+                "It is your own interpreter's: this changes it for every program that uses it."
+            )
+            if not shell.kernel.questions.confirm(question):
+                print(f"Not installed: the user did not agree to install {packages} into the Python environment of {sys.executable}.")
+                return
+        shell.system(f"{shlex.quote(sys.executable)} -m pip {line}")
+        importlib.invalidate_caches()
+        if words[:1] in (["install"], ["uninstall"]):
+            print("Note: you may need to restart the kernel to use updated packages.")
+
+    return pip
 
 
 _SHELL_CLASS = None
