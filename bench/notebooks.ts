@@ -204,12 +204,15 @@ export async function benchNotebooks(): Promise<void> {
   let lostCells = 0;
   const started = performance.now();
   try {
-    for (const notebook of notebooks) {
+    for (const [index, notebook] of notebooks.entries()) {
       const reference = first.get(notebook);
       const again = second.get(notebook);
       if (!reference || !again) continue;
+      const notebookStarted = performance.now();
       // Side by side: the swapped run spends most of its time starting processes and importing.
       const [plain, swapped] = await Promise.all([runPerennial(manager, reference.cells, false), runPerennial(manager, reference.cells, true)]);
+      const seconds = ((performance.now() - notebookStarted) / 1000).toFixed(0);
+      console.log(`  ${index + 1}/${notebooks.length} ${notebook}: ${reference.cells.length} cells, ${seconds} s (Jupyter: ${reference.seconds} s)`);
       for (const [i, cell] of reference.cells.entries()) {
         tally.cells++;
         if (/^\s*[%!]|^\s*\w+\s*=\s*!|\?\s*$/m.test(cell.source)) tally.ipythonSyntax++;

@@ -37,12 +37,17 @@ class Questions:
             return True
 
     def _read(self, prompt, password):
-        if self._ask is None:
-            raise EOFError(f"input() has no answer: {self._unable}; put the value in the code instead")
-        if not self._kernel.running or threading.current_thread() is not threading.main_thread():
-            raise EOFError("input() has no answer: only a cell's own code can ask, not a thread it started")
-        self._kernel.sink.flush()
-        answer = self._ask(prompt, password)
+        try:
+            if self._ask is None:
+                raise EOFError(f"input() has no answer: {self._unable}; put the value in the code instead")
+            if not self._kernel.running or threading.current_thread() is not threading.main_thread():
+                raise EOFError("input() has no answer: only a cell's own code can ask, not a thread it started")
+            self._kernel.sink.flush()
+            answer = self._ask(prompt, password)
+        except EOFError:
+            # As Python does at the end of its input: the prompt, then the error.
+            self._kernel.stdout.write(prompt)
+            raise
         # The output keeps the question and its answer, as a terminal shows them; never a password.
         self._kernel.stdout.write(prompt + ("" if password else answer) + "\n")
         return answer
