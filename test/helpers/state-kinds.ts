@@ -229,6 +229,14 @@ k_re = re.compile(r"(\w+)@(\w+)\.com", re.IGNORECASE)`,
     expected: 'True',
   },
   {
+    kind: 'an object that looks up a REPL function while it loads (as a formula model does)',
+    setup: [
+      'def k_scale():\n    return 5\nclass KFormula:\n    def __init__(self):\n        self.value = k_scale()\n    def __setstate__(self, state):\n        self.value = globals()["k_scale"]()\nk_formula = KFormula()',
+    ],
+    check: 'k_formula.value',
+    expected: '5',
+  },
+  {
     kind: 'class with __getstate__ and __setstate__',
     setup: [
       'class KTagged:\n    def __init__(self):\n        self.tags = {"b", "a"}\n    def __getstate__(self):\n        return {"tags": sorted(self.tags)}\n    def __setstate__(self, state):\n        self.tags = set(state["tags"])\nk_tagged = KTagged()',

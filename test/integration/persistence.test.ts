@@ -131,6 +131,16 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.equal((await run(manager, name, 'k_lib.warn()')).stderr, '');
     });
 
+    it('brings back a machine whose variables fill most of its memory cap', { skip: engine !== 'python' && 'a sandbox swap is its exact memory' }, async () => {
+      manager = await openManager({ dataDir });
+      const name = (await manager.create({ ...machineOptions(engine), memoryMb: 400 })).name;
+      valueOf((await run(manager, name, 'k_big = bytearray(230 * 2**20)\nk_big[-1] = 7')).result);
+      await manager.swap(name);
+      const back = await run(manager, name, '(len(k_big) >> 20, k_big[-1])');
+      assert.equal(valueOf(back.result), '(230, 7)');
+      assert.equal(back.result.data?.lost, undefined);
+    });
+
     it('brings every machine back after a restart, with its seq, history and results', async () => {
       manager = await openManager({ dataDir });
       const name = (await manager.create(machineOptions(engine, { tags: { project: 'restart' } }))).name;

@@ -318,14 +318,16 @@ class Kernel:
                 self.ns[name] = importlib.import_module(module_name)
             except BaseException as exc:
                 lost.append({"name": name, "reason": f"import {module_name} failed: {short_error(exc)}"})
-        with restoring(meta.get("cache_tag")):
-            loaded = snapshot_file.load_segments(blob, meta.get("segments", []), lost)
         process = {}
-        for name, value in loaded:
+
+        def place(name, value):
             if name == snapshot_file.PROCESS_SEGMENT:
-                process = value
+                process.update(value)
             else:
                 self.ns[name] = value
+
+        with restoring(meta.get("cache_tag")):
+            snapshot_file.load_segments(blob, meta.get("segments", []), lost, place)
         process_state.apply(self, process, lost)
         if not transfer:
             self.lost = lost

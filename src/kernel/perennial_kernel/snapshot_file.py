@@ -9,6 +9,7 @@ loaded is reported as lost and never takes another with it.
 import importlib
 import io
 import json
+import mmap
 import os
 import pickle
 import pickletools
@@ -58,19 +59,60 @@ def write(path, items, meta):
 
 
 def read(path, transfer=False):
-    """The file's bytes and its footer; a ``transfer``'s file is removed once read."""
+    """The file, mapped read-only, and its footer; a ``transfer``'s file is removed once mapped.
+    Mapped, not read: the file's pages are the page cache's, so a machine whose variables fill
+    most of its memory cap still has room to load them back. Close the map once loaded."""
     with open(path, "rb") as f:
-        blob = f.read()
+        try:
+            blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # an empty file, or a file system without maps
+            blob = f.read()
     if transfer:
         os.unlink(path)
-    if not (blob.startswith(SNAPSHOT_MAGIC) and blob.endswith(SNAPSHOT_MAGIC)):
-        newer = re.match(rb"PERENNIAL-PY-SNAPSHOT-(\d+)\n", blob)
+    magic = len(SNAPSHOT_MAGIC)
+    if not (blob[:magic] == SNAPSHOT_MAGIC and blob[-magic:] == SNAPSHOT_MAGIC and len(blob) > 2 * magic):
+        newer = re.match(rb"PERENNIAL-PY-SNAPSHOT-(\d+)\n", blob[:64])
+        _close(blob)
         if newer and int(newer.group(1)) > 1:
             raise NewerSnapshotError(f"the snapshot was written by a newer Perennial in format {int(newer.group(1))}, and this one reads format 1")
         raise ValueError("not a Perennial python snapshot (bad magic)")
-    end = len(blob) - len(SNAPSHOT_MAGIC)
+    end = len(blob) - magic
     footer_len = int.from_bytes(blob[end - 8 : end], "little")
     return blob, json.loads(blob[end - 8 - footer_len : end - 8])
+
+
+class _MapReader(io.RawIOBase):
+    """The map as a file the unpickler reads into its objects' memory directly (``readinto``): a
+    large array or bytes is copied once, from the page cache, never held twice."""
+
+    def __init__(self, mapped):
+        self._map = mapped
+        self._pos = 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def seek(self, pos, whence=io.SEEK_SET):
+        self._pos = pos if whence == io.SEEK_SET else (self._pos + pos if whence == io.SEEK_CUR else len(self._map) + pos)
+        return self._pos
+
+    def tell(self):
+        return self._pos
+
+    def readinto(self, buffer):
+        with memoryview(self._map) as view, memoryview(buffer) as target:
+            count = max(0, min(len(target), len(view) - self._pos))
+            target[:count] = view[self._pos : self._pos + count]
+        self._pos += count
+        return count
+
+
+def _close(blob):
+    if isinstance(blob, mmap.mmap):
+        blob.close()
 
 
 class _SnapshotFile:
@@ -141,32 +183,41 @@ def _write_with_fallback(f, name, value, segments):
     return False
 
 
-def load_segments(blob, segments, lost):
-    """Returns [(name, value)] for the segments that load and adds the others to ``lost``. One C
+def load_segments(blob, segments, lost, place):
+    """Loads the segments of ``blob`` (as ``read`` gives it) in order, giving each that loads to
+    ``place(name, value)`` at once, so that a later one can find it (a statsmodels formula names a
+    REPL function, which is saved first); adds the others to ``lost``, and closes ``blob``. One C
     unpickler reads the segments of the shared memo in turn. After a failure it cannot go on: it
     keeps stale read-ahead, and its memo lacks what the failed segment would have made, which
     shifts every later index. So then the whole snapshot is read again by the mended path."""
-    stream = io.BytesIO(blob)
-    unpickler = pickle.Unpickler(stream)
-    loaded, lost_alone = [], []
-    for name, start, stop, label in segments:
-        if label != "pickle":
-            _load_alone(blob[start:stop], name, label, loaded, lost_alone)
-            continue
-        try:
-            stream.seek(start)
-            loaded.append((name, unpickler.load()))
-        except BaseException:
-            return _load_segments_mended(blob, segments, lost)
-    lost.extend(lost_alone)
-    return loaded
-
-
-def _load_alone(data, name, label, loaded, lost):
     try:
-        loaded.append((name, importlib.import_module(label).loads(data)))
+        # The map itself is the unpickler's file: a segment is read a piece at a time, not copied whole.
+        stream = _MapReader(blob) if isinstance(blob, mmap.mmap) else io.BytesIO(blob)
+        unpickler = pickle.Unpickler(stream)
+        lost_alone = []
+        for name, start, stop, label in segments:
+            if label != "pickle":
+                _load_alone(blob[start:stop], name, label, place, lost_alone)
+                continue
+            try:
+                stream.seek(start)
+                value = unpickler.load()
+            except BaseException:
+                return _load_segments_mended(blob, segments, lost, place)
+            place(name, value)
+        lost.extend(lost_alone)
+    finally:
+        _close(blob)
+
+
+def _load_alone(data, name, label, place, lost):
+    try:
+        value = importlib.import_module(label).loads(data)
     except BaseException as exc:
         lost.append({"name": display_name(name), "reason": short_error(exc)})
+        return
+    place(name, value)
+
 
 
 class _LostEntry:
@@ -184,27 +235,27 @@ class _MendedMemo(dict):
         return value
 
 
-def _load_segments_mended(blob, segments, lost):
+def _load_segments_mended(blob, segments, lost, place):
     """Reads each segment with a fresh pure-Python unpickler over one memo dict, mended after a
     failure: each index the failed segment would have made (its MEMOIZE opcodes) gets what the
     pickle states outright there (``_stated_memo``), or else a mark, so that a later segment that
     refers to a marked one fails and says why, and the others get the right objects."""
     memo = _MendedMemo()
-    loaded = []
     for name, start, stop, label in segments:
         data = blob[start:stop]
         if label != "pickle":
-            _load_alone(data, name, label, loaded, lost)
+            _load_alone(data, name, label, place, lost)
             continue
         made_before = len(memo)
         try:
             unpickler = pickle._Unpickler(io.BytesIO(data))
             unpickler.memo = memo
-            loaded.append((name, unpickler.load()))
+            value = unpickler.load()
         except BaseException as exc:
             lost.append({"name": display_name(name), "reason": short_error(exc)})
             dict.update(memo, _stated_memo(data, memo, made_before, _LostEntry(display_name(name))))
-    return loaded
+            continue
+        place(name, value)
 
 
 # Opcodes that push a value given in the pickle itself.
