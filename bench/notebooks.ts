@@ -10,8 +10,9 @@
  * either). Compared: stdout, stderr, the value's text, the error, the number of figures and the
  * displayed text. Every difference is written to bench/out/notebooks.md.
  *
- * `npm run bench -- notebooks [--fresh]`: the Jupyter runs are kept in bench/out/notebooks/ and
- * reused; `--fresh` runs them again. Only run when named: it takes about an hour.
+ * `npm run bench -- notebooks [--fresh] [--only name,name]`: the Jupyter runs are kept in
+ * bench/out/notebooks/ and reused; `--fresh` runs them again. Only run when named: the whole
+ * corpus takes about 40 minutes on two cores.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -186,7 +187,11 @@ export async function benchNotebooks(): Promise<void> {
     return;
   }
   const fresh = process.argv.includes('--fresh');
-  const notebooks = (await readdir(CORPUS)).filter((n) => n.endsWith('.ipynb')).sort();
+  // `--only a,b`: the notebooks whose names contain one of these (to check a fix quickly).
+  const only = process.argv[process.argv.indexOf('--only') + 1]?.split(',') ?? [];
+  const notebooks = (await readdir(CORPUS))
+    .filter((n) => n.endsWith('.ipynb') && (!process.argv.includes('--only') || only.some((part) => n.includes(part))))
+    .sort();
   console.log(`notebooks: ${notebooks.length} from ${CORPUS} (${(await readFile(join(CORPUS, '../SOURCE'), 'utf8')).split('\n').slice(1).join('; ')})`);
   const first = await runReference(notebooks, 1, fresh);
   const second = await runReference(notebooks, 2, fresh);

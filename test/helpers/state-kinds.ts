@@ -237,6 +237,14 @@ k_re = re.compile(r"(\w+)@(\w+)\.com", re.IGNORECASE)`,
     expected: '5',
   },
   {
+    kind: 'an object that looks for a REPL name in the frames it is loaded from (as statsmodels evaluates a formula)',
+    setup: [
+      'import sys\nclass KFrames:\n    def __init__(self):\n        self.found = "k_scale" in globals()\n    def __setstate__(self, state):\n        frame, self.found = sys._getframe(1), False\n        for _ in range(4):\n            if frame is None:\n                break\n            self.found = self.found or "k_scale" in frame.f_globals\n            frame = frame.f_back\nk_frames = KFrames()',
+    ],
+    check: 'k_frames.found',
+    expected: 'True',
+  },
+  {
     kind: 'class with __getstate__ and __setstate__',
     setup: [
       'class KTagged:\n    def __init__(self):\n        self.tags = {"b", "a"}\n    def __getstate__(self):\n        return {"tags": sorted(self.tags)}\n    def __setstate__(self, state):\n        self.tags = set(state["tags"])\nk_tagged = KTagged()',

@@ -326,8 +326,10 @@ class Kernel:
             else:
                 self.ns[name] = value
 
+        # A function of the namespace (made without adding to it): loads run in a frame of it.
+        within = eval("lambda load: load()", self.ns)
         with restoring(meta.get("cache_tag")):
-            snapshot_file.load_segments(blob, meta.get("segments", []), lost, place)
+            snapshot_file.load_segments(blob, meta.get("segments", []), lost, place, within)
         process_state.apply(self, process, lost)
         if not transfer:
             self.lost = lost

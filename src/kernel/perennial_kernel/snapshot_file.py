@@ -183,10 +183,12 @@ def _write_with_fallback(f, name, value, segments):
     return False
 
 
-def load_segments(blob, segments, lost, place):
+def load_segments(blob, segments, lost, place, within=lambda load: load()):
     """Loads the segments of ``blob`` (as ``read`` gives it) in order, giving each that loads to
     ``place(name, value)`` at once, so that a later one can find it (a statsmodels formula names a
-    REPL function, which is saved first); adds the others to ``lost``, and closes ``blob``. One C
+    REPL function, which is saved first); adds the others to ``lost``, and closes ``blob``. Each
+    load runs ``within(load)``: a frame of the user's namespace, where code that looks up the
+    frames it is loaded from (statsmodels evaluates a formula there) finds the user's names. One C
     unpickler reads the segments of the shared memo in turn. After a failure it cannot go on: it
     keeps stale read-ahead, and its memo lacks what the failed segment would have made, which
     shifts every later index. So then the whole snapshot is read again by the mended path."""
@@ -197,22 +199,22 @@ def load_segments(blob, segments, lost, place):
         lost_alone = []
         for name, start, stop, label in segments:
             if label != "pickle":
-                _load_alone(blob[start:stop], name, label, place, lost_alone)
+                _load_alone(blob[start:stop], name, label, place, lost_alone, within)
                 continue
             try:
                 stream.seek(start)
-                value = unpickler.load()
+                value = within(unpickler.load)
             except BaseException:
-                return _load_segments_mended(blob, segments, lost, place)
+                return _load_segments_mended(blob, segments, lost, place, within)
             place(name, value)
         lost.extend(lost_alone)
     finally:
         _close(blob)
 
 
-def _load_alone(data, name, label, place, lost):
+def _load_alone(data, name, label, place, lost, within):
     try:
-        value = importlib.import_module(label).loads(data)
+        value = within(lambda: importlib.import_module(label).loads(data))
     except BaseException as exc:
         lost.append({"name": display_name(name), "reason": short_error(exc)})
         return
@@ -235,7 +237,7 @@ class _MendedMemo(dict):
         return value
 
 
-def _load_segments_mended(blob, segments, lost, place):
+def _load_segments_mended(blob, segments, lost, place, within):
     """Reads each segment with a fresh pure-Python unpickler over one memo dict, mended after a
     failure: each index the failed segment would have made (its MEMOIZE opcodes) gets what the
     pickle states outright there (``_stated_memo``), or else a mark, so that a later segment that
@@ -244,13 +246,13 @@ def _load_segments_mended(blob, segments, lost, place):
     for name, start, stop, label in segments:
         data = blob[start:stop]
         if label != "pickle":
-            _load_alone(data, name, label, place, lost)
+            _load_alone(data, name, label, place, lost, within)
             continue
         made_before = len(memo)
         try:
             unpickler = pickle._Unpickler(io.BytesIO(data))
             unpickler.memo = memo
-            value = unpickler.load()
+            value = within(unpickler.load)
         except BaseException as exc:
             lost.append({"name": display_name(name), "reason": short_error(exc)})
             dict.update(memo, _stated_memo(data, memo, made_before, _LostEntry(display_name(name))))
