@@ -245,6 +245,14 @@ k_re = re.compile(r"(\w+)@(\w+)\.com", re.IGNORECASE)`,
     expected: 'True',
   },
   {
+    kind: 'an instance whose class refuses pickling "for now" (NotImplementedError, as patsy\'s)',
+    setup: [
+      'class KRefuses:\n    def __init__(self):\n        self.matrix, self.names = [[1, 0], [0, 1]], ["a", "b"]\n    def __getstate__(self):\n        raise NotImplementedError("Sorry, pickling not yet supported")\nk_refuses = KRefuses()',
+    ],
+    check: '(k_refuses.matrix, k_refuses.names, type(k_refuses).__name__)',
+    expected: "([[1, 0], [0, 1]], ['a', 'b'], 'KRefuses')",
+  },
+  {
     kind: 'class with __getstate__ and __setstate__',
     setup: [
       'class KTagged:\n    def __init__(self):\n        self.tags = {"b", "a"}\n    def __getstate__(self):\n        return {"tags": sorted(self.tags)}\n    def __setstate__(self, state):\n        self.tags = set(state["tags"])\nk_tagged = KTagged()',

@@ -39,7 +39,7 @@ _SNAPSHOT_HELPERS = {
         "_set_enum_state",
         "_set_function_state",
     ),
-    pickling: ("_make_closed_file", "_make_lock", "_make_mappingproxy"),
+    pickling: ("_make_closed_file", "_make_lock", "_make_mappingproxy", "_set_instance_dict"),
     arrays: ("_map_file", "_view_of"),
 }
 for _module, _names in _SNAPSHOT_HELPERS.items():

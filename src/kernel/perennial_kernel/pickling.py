@@ -7,6 +7,7 @@ and refused, saying why, where it cannot; dill or cloudpickle, when installed, a
 variable at a time for the rest, held to the same rules.
 """
 
+import copyreg
 import dataclasses
 import importlib
 import io
@@ -121,7 +122,28 @@ class NamespacePickler(pickle.Pickler):
         sentinel = _DATACLASS_SENTINELS.get(id(obj))
         if sentinel is not None:
             return getattr, (dataclasses, sentinel)
+        return _reduce_refused(obj)
+
+
+def _reduce_refused(obj):
+    """An instance whose class refuses pickling for now (its ``__getstate__`` raises
+    NotImplementedError, as patsy's do: "pickling not yet supported") is saved by its
+    ``__dict__``. A swap reads it back with the same library, which is what such a refusal leaves
+    open; a refusal for any other reason (TypeError: a handle, a lock) stands."""
+    getstate = getattr(type(obj), "__getstate__", None)
+    if not isinstance(getstate, types.FunctionType) or not isinstance(getattr(obj, "__dict__", None), dict):
         return NotImplemented
+    try:
+        getstate(obj)
+    except NotImplementedError:
+        return copyreg.__newobj__, (type(obj),), dict(obj.__dict__), None, None, _set_instance_dict
+    except Exception:
+        pass
+    return NotImplemented
+
+
+def _set_instance_dict(obj, state):
+    obj.__dict__.update(state)
 
 
 _DATACLASS_SENTINELS = {
