@@ -103,8 +103,11 @@ def main():
         number = next(questions)
         channel.send({"ev": "input", "id": current["id"], "n": number, "prompt": prompt, "password": password, "confirm": confirm})
         for line in commands:
-            message = json.loads(line)
-            if message.get("op") == "input_reply" and message.get("n") == number:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("op") == "input_reply" and message.get("n") == number:
                 if "error" in message:
                     raise EOFError(f"input() has no answer: {message['error']}")
                 return str(message["value"])

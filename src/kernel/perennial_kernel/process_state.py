@@ -18,6 +18,8 @@ import pickle
 import sys
 import warnings
 
+from .output import short_error
+
 # The environment this process started with: a swap carries what cells changed from it.
 _STARTING_ENVIRON = dict(os.environ)
 
@@ -63,7 +65,7 @@ def capture(kernel):
                 pickle.dumps(value)
                 state[key] = value
         except Exception as exc:
-            lost.append({"name": _NAMES[key], "reason": _short(exc)})
+            lost.append({"name": _NAMES[key], "reason": short_error(exc)})
     return state, lost
 
 
@@ -89,7 +91,7 @@ def apply(kernel, state, lost):
         try:
             put(state[key])
         except Exception as exc:
-            lost.append({"name": _NAMES[key], "reason": _short(exc)})
+            lost.append({"name": _NAMES[key], "reason": short_error(exc)})
 
 
 _NAMES = {
@@ -104,10 +106,6 @@ _NAMES = {
     "warned": "which warnings were shown already (a warning shown once may show again)",
     "ipython": "IPython's state (its magics)",
 }
-
-
-def _short(exc):
-    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
 
 
 def _module_call(module, function):
@@ -189,14 +187,14 @@ def _replay_magics(kernel, magics):
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 shell.run_line_magic(name, line)
         except Exception as exc:
-            failed.append(f"%{name} {line}: {_short(exc)}")
+            failed.append(f"%{name} {line}: {short_error(exc)}")
     if failed:
         raise RuntimeError("; ".join(failed))
 
 
 def _set_warning_filters(filters):
+    # In place: Python's warnings machinery holds this list.
     warnings.filters[:] = filters
-    warnings._filters_mutated()
 
 
 def _warning_registries():

@@ -54,7 +54,7 @@ class Questions:
 
 
 def install_questions(kernel, ask=None, unable=None):
+    """``input``, ``getpass.getpass`` and the kernel's ``questions`` (``%pip``'s consent)."""
     questions = kernel.questions = Questions(kernel, ask, unable)
     builtins.input = questions.input
     getpass.getpass = questions.getpass
-    return questions
