@@ -39,6 +39,7 @@ export class TerminalQuestions {
       signal.addEventListener('abort', () => {
         rl.off('close', ended);
         muted();
+        reject(new Error('the cell ended before the answer came'));
       });
     });
 

@@ -36,7 +36,9 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
         const seq = instruction() ?? -1;
         questions.set(n, { instruction: seq, resolve, reject });
         signal.addEventListener('abort', () => {
-          if (questions.delete(n)) send({ type: 'input_cancel', instruction_id: seq, n });
+          if (!questions.delete(n)) return;
+          send({ type: 'input_cancel', instruction_id: seq, n });
+          reject(new Error('the cell ended before the answer came'));
         });
         send({ type: 'input_request', instruction_id: seq, n, ...request });
       });
