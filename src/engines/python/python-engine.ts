@@ -37,7 +37,7 @@ perennial_kernel.cpython_driver.main()
 `;
 
 interface KernelEvent {
-  ev: 'ready' | 'out' | 'reply' | 'input';
+  ev: 'ready' | 'out' | 'reply' | 'input' | 'started';
   /** With `input`: the question's number, which its answer carries. */
   n?: number;
   prompt?: string;
@@ -74,6 +74,11 @@ export class PythonEngine implements Engine {
   #pending = new Map<number, PendingCall>();
   #onOutput?: OutputListener;
   #onInput?: InputAnswerer;
+  /**
+   * A cell is running: sent, and (`started`) begun in the kernel. An interrupt before it begins
+   * would find nothing to stop and be lost, so it waits for the start (`interruptWaiting`).
+   */
+  #cell?: { started: boolean; interruptWaiting: boolean };
   /** Gives up the question the running cell asked, when the cell ends without its answer. */
   #question?: AbortController;
   #strayOutput: Array<['stdout' | 'stderr', string]> = [];
@@ -181,9 +186,11 @@ export class PythonEngine implements Engine {
     for (const [stream, text] of this.#strayOutput.splice(0)) onOutput(stream, text);
     this.#onOutput = onOutput;
     this.#onInput = onInput;
+    this.#cell = { started: false, interruptWaiting: false };
     try {
       return (await this.#call('run', { code, cell })) as ExecResult;
     } finally {
+      this.#cell = undefined;
       this.#onOutput = undefined;
       this.#onInput = undefined;
       this.#question?.abort();
@@ -191,7 +198,8 @@ export class PythonEngine implements Engine {
   }
 
   interrupt(): void {
-    if (this.#child && !this.#exit) this.#child.kill('SIGINT');
+    if (this.#cell && !this.#cell.started) this.#cell.interruptWaiting = true;
+    else if (this.#child && !this.#exit) this.#child.kill('SIGINT');
   }
 
   command<Op extends KernelOp>(op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>> {
@@ -278,6 +286,13 @@ export class PythonEngine implements Engine {
     if (!event) return;
     if (event.ev === 'out') {
       this.#emit(event.stream ?? 'stdout', event.text ?? '');
+      return;
+    }
+    if (event.ev === 'started') {
+      const cell = this.#cell;
+      if (!cell) return;
+      cell.started = true;
+      if (cell.interruptWaiting) this.interrupt();
       return;
     }
     if (event.ev === 'input') {

@@ -114,7 +114,9 @@ def main():
         raise EOFError("input() has no answer: Perennial closed the machine's channel")
 
     limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
-    kernel = current["kernel"] = Kernel(send_output, limit, fds=(1, 2), ask=ask)
+    kernel = current["kernel"] = Kernel(
+        send_output, limit, fds=(1, 2), ask=ask, on_start=lambda: channel.send({"ev": "started", "id": current["id"]})
+    )
 
     install_interrupt_handler(kernel, channel)
     _set_memory_limit(os.environ.pop("PERENNIAL_MEMORY_MB", None))

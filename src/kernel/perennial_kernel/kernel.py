@@ -35,6 +35,9 @@ _KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
 class Kernel:
     """One REPL: a namespace, result semantics and swap.
 
+    ``on_start``: called as each cell starts, where an interrupt would reach it (the python
+    engine holds an interrupt until then: one sent earlier would find nothing to stop).
+
     ``ask``: the driver's way to put ``input()``'s question to whoever sent the cell, or None
     with ``unable``, why there is none (``questions``).
 
@@ -43,7 +46,7 @@ class Kernel:
     and the stream objects that code may still hold. A later kernel reads the same attributes of
     this one, so their names stay."""
 
-    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None, ask=None, unable=None):
+    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None, ask=None, unable=None, on_start=None):
         if adopt is None:
             self.module = types.ModuleType("__main__")
             self.module.__dict__["__builtins__"] = builtins
@@ -56,6 +59,7 @@ class Kernel:
         self.stderr = stream_writer(self.sink, "stderr", fds[1], getattr(adopt, "stderr", None))
         sys.stdout, sys.stderr = self.stdout, self.stderr
         self.running = False
+        self._on_start = on_start
         self.future_flags = getattr(adopt, "future_flags", 0)
         self.cells = dict(getattr(adopt, "cells", {}))
         self.images = []
@@ -140,6 +144,8 @@ class Kernel:
         if shell is not None:
             shell.events.trigger("pre_execute")
         try:
+            if self._on_start is not None:
+                self._on_start()
             body, last = self._compile(code, filename)
             yield from self._evaluate(body)
             value = (yield from self._evaluate(last)) if last is not None else None
