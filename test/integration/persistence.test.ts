@@ -129,6 +129,10 @@ for (const engine of ENGINES_UNDER_TEST) {
       // A value IPython shows (a long list) makes its shell on the python engine, which adds warnings filters.
       await run(manager, name, 'list(range(100))');
       assert.equal((await run(manager, name, 'k_lib.warn()')).stderr, '');
+      // Once a cell changes the filters, Python shows it again: so does a machine after a swap.
+      valueOf((await run(manager, name, 'import warnings\nwarnings.filterwarnings("ignore", message="unrelated")')).result);
+      await manager.swap(name);
+      assert.match((await run(manager, name, 'k_lib.warn()')).stderr, /UserWarning: k-once/);
     });
 
     it('brings back a machine whose variables fill most of its memory cap', { skip: engine !== 'python' && 'a sandbox swap is its exact memory' }, async () => {

@@ -199,11 +199,15 @@ def _set_warning_filters(filters):
 
 def _warning_registries():
     """Each module's record of the warnings it showed, which the "default" and "module" actions
-    read to show a warning once per place; without it a swap would show them all again."""
+    read to show a warning once per place; without it a swap would show them all again. Only
+    records still in force: Python forgets one (shows its warnings again) once the filters change."""
+    current = _registry_version()
     shown = {}
     for name, module in list(sys.modules.items()):
         registry = getattr(module, "__dict__", {}).get("__warningregistry__")
-        entries = {k: v for k, v in registry.items() if k != "version"} if isinstance(registry, dict) else None
+        if not isinstance(registry, dict) or registry.get("version") != current:
+            continue
+        entries = {k: v for k, v in registry.items() if k != "version"}
         if entries:
             shown[name] = entries
     if warnings.onceregistry:
@@ -240,12 +244,15 @@ def warnings_kept():
 
 def _registry_version():
     """The version a registry must carry to count under the current filters. Python does not
-    expose it; a warning it ignores stamps it on the registry it is given."""
-    warnings.filterwarnings("ignore", message=_PROBE)
+    expose it, but stamps it on the registry a warning is checked against: a probe warning,
+    whatever the filters make of it, shows nothing and changes no filter."""
     probe = {}
+    show = warnings._showwarnmsg
+    warnings._showwarnmsg = lambda message: None
     try:
-        warnings.warn_explicit(_PROBE, UserWarning, "<perennial>", 0, registry=probe)
+        warnings.warn_explicit(_PROBE, UserWarning, "<perennial>", 0, module="<perennial>", registry=probe)
+    except Warning:  # filters that turn warnings into errors
+        pass
     finally:
-        if warnings.filters and warnings.filters[0][0] == "ignore" and getattr(warnings.filters[0][1], "pattern", None) == _PROBE:
-            del warnings.filters[0]
+        warnings._showwarnmsg = show
     return probe.get("version")
