@@ -8,6 +8,7 @@ memory-mapped array comes back mapped to its file. Where the memory belongs to s
 cannot be saved, the view comes back as a copy and the snapshot says so.
 """
 
+import os
 import sys
 
 
@@ -44,6 +45,15 @@ def _view_of(base, offset, shape, strides, dtype, writeable):
     if not writeable:
         view.flags.writeable = False
     return view
+
+
+def _portable_path(filename):
+    """A mapped file under the working directory, by its path from there: a restore enters the
+    same directory wherever the machine is now (a moved data dir, a fork's own copy of its files)."""
+    cwd = os.getcwd()
+    if os.path.commonpath([cwd, os.path.abspath(filename)]) == cwd:
+        return os.path.relpath(filename, cwd)
+    return filename
 
 
 def _map_file(filename, dtype, mode, offset, shape, order):
@@ -94,7 +104,7 @@ def reduce_array(obj, namespace_ids, copies):
     if _mapped_file(obj, numpy):
         mode = "r+" if obj.mode == "w+" else obj.mode  # w+ made the file: mapping it again must not empty it
         order = "F" if obj.flags.f_contiguous and not obj.flags.c_contiguous else "C"
-        return _map_file, (obj.filename, obj.dtype, mode, obj.offset, obj.shape, order)
+        return _map_file, (_portable_path(obj.filename), obj.dtype, mode, obj.offset, obj.shape, order)
     if kept and memory is not None:
         start = _address(numpy.frombuffer(memory, dtype=numpy.uint8))
         return _view_of, (memory, _address(obj) - start, obj.shape, obj.strides, obj.dtype, obj.flags.writeable)
