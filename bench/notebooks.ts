@@ -264,7 +264,7 @@ export async function benchNotebooks(): Promise<void> {
     await manager.close();
     await rm(dataDir, { recursive: true, force: true });
   }
-  const lines = [
+  const figures = [
     `${tally.cells} code cells in ${notebooks.length} notebooks, ${tally.ipythonSyntax} of them with IPython syntax; ${tally.ranInJupyter} ran under Jupyter, ${tally.clean} cleanly, ${tally.deterministic} of those with the same output in both Jupyter runs`,
     `same as Jupyter, no swaps: ${matches.plain} / ${tally.deterministic} (${percent(matches.plain, tally.deterministic)}); fields that differ: ${FIELDS.map((f) => `${f} ${fieldMisses.plain[f]}`).join(', ')}`,
     `same as Jupyter, a swap after every cell: ${matches.swapped} / ${tally.deterministic} (${percent(matches.swapped, tally.deterministic)}); fields that differ: ${FIELDS.map((f) => `${f} ${fieldMisses.swapped[f]}`).join(', ')}`,
@@ -272,11 +272,11 @@ export async function benchNotebooks(): Promise<void> {
     `cells Jupyter shows HTML for: ${tally.html}; Perennial gives HTML for ${tally.htmlOurs} of them`,
     `Perennial's two runs took ${((performance.now() - started) / 1000).toFixed(0)} s`,
   ];
-  for (const line of lines) console.log(`  ${line}`);
+  for (const line of figures) console.log(`  ${line}`);
   await mkdir(OUT, { recursive: true });
   await writeFile(
     join(OUT, '../notebooks.md'),
-    `# Notebook corpus: differences\n\n${lines.map((l) => `- ${l}`).join('\n')}\n\n## Cells\n\n${report.join('\n')}\n`,
+    `# Notebook corpus: differences\n\n${figures.map((l) => `- ${l}`).join('\n')}\n\n## Cells\n\n${report.join('\n')}\n`,
   );
   console.log(`  every difference: ${join(OUT, '../notebooks.md')}`);
 }

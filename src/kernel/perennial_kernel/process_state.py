@@ -146,14 +146,14 @@ def _set_pandas_options(changed):
 
 
 def _matplotlib_rc():
-    """The rcParams that differ from matplotlib's defaults (a style, seaborn's theme, a cell's own)."""
+    """The rcParams that differ from matplotlib's defaults (a style, seaborn's theme, a cell's own).
+    Read as plain dicts, which warn of no deprecated key: ``catch_warnings`` here would change the
+    filters, and Python would forget which warnings it showed at every save."""
     mpl = sys.modules.get("matplotlib")
     if mpl is None:
         return None
     defaults = mpl.rcParamsDefault
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        changed = {k: v for k, v in dict.items(mpl.rcParams) if k != "backend" and defaults.get(k) != v}
+    changed = {k: v for k, v in dict.items(mpl.rcParams) if k != "backend" and dict.get(defaults, k) != v}
     return changed or None
 
 
