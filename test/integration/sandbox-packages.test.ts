@@ -18,6 +18,8 @@ interface Wheel {
   version: string;
   files: Record<string, string>;
   depends?: string[];
+  /** Import names, when not the package's name. */
+  imports?: string[];
   /** Write the lock entry but not the wheel (an offline cache miss). */
   missing?: boolean;
   /** Record a wrong sha256 in the lock file. */
@@ -48,7 +50,7 @@ async function makeSource(dir: string, wheels: Wheel[]): Promise<void> {
       install_dir: 'site',
       package_type: 'package',
       sha256,
-      imports: [wheel.name],
+      imports: wheel.imports ?? [wheel.name],
       depends: wheel.depends ?? [],
       unvendored_tests: false,
     };
@@ -70,6 +72,8 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
       },
       { name: 'ghostpkg', version: '1.0.0', missing: true, files: { 'ghostpkg/__init__.py': '' } },
       { name: 'badpkg', version: '1.0.0', tampered: true, files: { 'badpkg/__init__.py': '' } },
+      // As in Pyodide's own index, which lists IPython; offline, the test cannot have its wheel.
+      { name: 'ipython', version: '9.12.0', imports: ['IPython'], missing: true, files: { 'IPython/__init__.py': '' } },
     ]);
     process.env.PERENNIAL_PYODIDE_PACKAGES = source;
   });
@@ -118,6 +122,25 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     assert.equal(valueOf((await run(manager, name, '"still fine"')).result), "'still fine'");
   });
 
+  it('installs IPython from the index for a cell in IPython syntax, and only for one', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    await run(manager, name, 'x = 1');
+    const error = errorOf((await run(manager, name, '%timeit x + 1')).result);
+    assert.match(
+      error,
+      /^ModuleNotFoundError: Package "ipython" 9\.12\.0 is not in the package cache and could not be fetched from .*ipython-9\.12\.0-py3-none-any\.whl/,
+    );
+    assert.match(errorOf((await run(manager, name, 'get_ipython().run_line_magic("time", "x")')).result), /Package "ipython" 9\.12\.0/);
+    // Python that merely looks like it (a question mark, a percent sign) installs nothing.
+    const plain = await run(manager, name, 'print("what?")\nx % 1');
+    assert.equal(valueOf(plain.result), '0');
+    assert.doesNotMatch(plain.stderr, /installing/);
+    const syntax = errorOf((await run(manager, name, '1 +')).result);
+    assert.match(syntax, /SyntaxError/);
+    assert.doesNotMatch(syntax, /ipython/i);
+    assert.equal(valueOf((await run(manager, name, 'x')).result), '1');
+  });
+
   it('refuses a wheel whose checksum does not match the lock file', async () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     assert.match(errorOf((await run(manager, name, 'import badpkg')).result), /badpkg.*does not match the lock file's sha256/);
@@ -142,6 +165,11 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
       assert.equal(
         valueOf((await run(own, name, 'import newpkg\nnewpkg.ANSWER, tinydep.greet("still")', { timeoutSeconds: 60 })).result),
         "(42, 'hello still')",
+      );
+      // This index has no IPython: the cell says what it needs.
+      assert.match(
+        errorOf((await run(own, name, '%timeit newpkg.ANSWER')).result),
+        /^IPythonMissing: this cell uses IPython syntax \(%timeit\), and this machine's Python has no IPython: install the package ipython into this machine \(the install-python-packages tool\)/,
       );
       await own.close();
     } finally {

@@ -26,13 +26,32 @@ class IPythonMissing(SyntaxError):
 
 
 def available():
+    """Whether the interpreter has IPython. Only a yes is kept: a sandbox machine may install it
+    later (``wanted``)."""
     global _AVAILABLE
-    if _AVAILABLE is None:
+    if not _AVAILABLE:
         try:
             _AVAILABLE = importlib.util.find_spec("IPython") is not None
         except (ImportError, ValueError):
             _AVAILABLE = False
     return _AVAILABLE
+
+
+def wanted(code):
+    """Whether a cell cannot run without IPython, where the interpreter lacks it: it is IPython
+    syntax (not Python, with a construct of IPython's) or asks for the shell. A sandbox machine
+    then installs IPython from its package index before the cell runs."""
+    if "get_ipython" in code:
+        return True
+    if ipython_syntax(code) is None:
+        return False
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return True
+    except Exception:
+        return False
+    return False
 
 
 def needs_ipython(code, ns):

@@ -84,6 +84,8 @@ class Kernel:
         if self.shell is None and ipython_shell.available():
             with process_state.warnings_kept():
                 self.shell = ipython_shell.make_shell(self)
+            # A sandbox machine installs IPython after the kernel started.
+            builtins.get_ipython = self.ipython
         return self.shell
 
     @staticmethod

@@ -12,6 +12,7 @@ import sys
 import time
 import types
 
+from . import ipython_shell
 from .commands import command_handlers
 from .interrupts import install_interrupt_handler
 from .kernel import Kernel
@@ -69,9 +70,12 @@ class EmscriptenDriver:
             return json.dumps({"ok": False, "error": short_error(exc)})
 
     def _missing_imports(self, code):
-        """Modules the cell imports that are not installed but that the package index has."""
+        """Modules the cell imports, or IPython for a cell in IPython's syntax, that are not
+        installed but that the package index has."""
         if not self.installable:
             return []
+        if "IPython" in self.installable and not ipython_shell.available() and ipython_shell.wanted(code):
+            return ["IPython"]
         try:
             from pyodide.code import find_imports
 
