@@ -1,4 +1,4 @@
-import type { ExecResult, InputAnswerer, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
+import type { ExecResult, InputAnswerer, InputRequest, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
 import type { EngineName } from '../shared/requests.ts';
 import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
 import { CodedError } from '../platform/coded-error.ts';
@@ -23,6 +23,40 @@ export type OutputListener = (stream: StreamName, text: string) => void;
 
 /** Why a cell's `input()` has no answer when its instruction came with no way to ask. */
 export const NOBODY_TO_ASK = 'the client that sent this cell cannot answer questions; put the value in the code instead';
+
+/** What an engine sends its kernel for a question: the answer, or why there is none (the EOFError's message). */
+export type QuestionReply = { value: string } | { error: string };
+
+/**
+ * The questions of one running cell, put to whoever sent it (`onInput`). A new question gives up
+ * the one before it (an interrupt cut that one short), and so does the cell's end.
+ */
+export class CellQuestions {
+  #current?: AbortController;
+
+  constructor(readonly onInput: InputAnswerer | undefined) {}
+
+  /** The reply for the kernel, or undefined when nobody waits for it any more. */
+  async answer(request: InputRequest): Promise<QuestionReply | undefined> {
+    this.#current?.abort();
+    const question = (this.#current = new AbortController());
+    let reply: QuestionReply;
+    try {
+      if (!this.onInput) throw new Error(NOBODY_TO_ASK);
+      reply = { value: await this.onInput(request, question.signal) };
+    } catch (error) {
+      reply = { error: (error as Error).message };
+    }
+    if (question.signal.aborted) return undefined;
+    this.#current = undefined;
+    return reply;
+  }
+
+  /** The cell ended: nobody waits for an answer. */
+  end(): void {
+    this.#current?.abort();
+  }
+}
 
 export interface SnapshotReport {
   bytes: number;

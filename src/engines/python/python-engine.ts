@@ -10,7 +10,7 @@ import {
   EngineStartError,
   KernelCommandError,
   NewerSnapshotError,
-  NOBODY_TO_ASK,
+  CellQuestions,
   type Engine,
   type EngineExit,
   type EngineOptions,
@@ -73,14 +73,12 @@ export class PythonEngine implements Engine {
   #nextId = 1;
   #pending = new Map<number, PendingCall>();
   #onOutput?: OutputListener;
-  #onInput?: InputAnswerer;
+  #questions?: CellQuestions;
   /**
    * A cell is running: sent, and (`started`) begun in the kernel. An interrupt before it begins
    * would find nothing to stop and be lost, so it waits for the start (`interruptWaiting`).
    */
   #cell?: { started: boolean; interruptWaiting: boolean };
-  /** Gives up the question the running cell asked, when the cell ends without its answer. */
-  #question?: AbortController;
   #strayOutput: Array<['stdout' | 'stderr', string]> = [];
   #stderrTail = '';
   #stopRequested = false;
@@ -185,15 +183,15 @@ export class PythonEngine implements Engine {
   async run(code: string, cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult> {
     for (const [stream, text] of this.#strayOutput.splice(0)) onOutput(stream, text);
     this.#onOutput = onOutput;
-    this.#onInput = onInput;
+    this.#questions = new CellQuestions(onInput);
     this.#cell = { started: false, interruptWaiting: false };
     try {
       return (await this.#call('run', { code, cell })) as ExecResult;
     } finally {
       this.#cell = undefined;
       this.#onOutput = undefined;
-      this.#onInput = undefined;
-      this.#question?.abort();
+      this.#questions?.end();
+      this.#questions = undefined;
     }
   }
 
@@ -253,17 +251,9 @@ export class PythonEngine implements Engine {
 
   /** Puts the cell's question to whoever sent the cell, and its answer (or why none) to the kernel. */
   async #answer(n: number, request: InputRequest): Promise<void> {
-    const question = (this.#question = new AbortController());
-    let reply: { value: string } | { error: string };
-    try {
-      if (!this.#onInput) throw new Error(NOBODY_TO_ASK);
-      reply = { value: await this.#onInput(request, question.signal) };
-    } catch (error) {
-      reply = { error: (error as Error).message };
-    }
+    const reply = await (this.#questions ?? new CellQuestions(undefined)).answer(request);
     // After the cell ended (an interrupt, a timeout) nobody waits for the answer.
-    if (question.signal.aborted || this.#exit || !this.#commands) return;
-    this.#question = undefined;
+    if (!reply || this.#exit || !this.#commands) return;
     this.#commands.write(JSON.stringify({ op: 'input_reply', n, ...reply }) + '\n');
   }
 

@@ -1,6 +1,7 @@
 /**
- * Messages between the sandbox engine (host) and a sandbox process, over IPC. Interrupts take a
- * pipe of their own (see host-channel.ts): IPC is read only when no Python runs.
+ * Messages between the sandbox engine (host) and a sandbox process, over IPC. Interrupts, and
+ * answers to a cell's questions, take pipes of their own (see host-channel.ts): IPC is read only
+ * when no Python runs.
  */
 
 import type { KernelPackage } from '../../kernel/kernel-package.ts';
@@ -96,5 +97,7 @@ export type ChildMessage =
   | { type: 'reply'; id: number; ok: false; error: string }
   | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }> }
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
+  /** The running cell asks the person (`input()`); the answer goes back on the answer pipe, with `n`. */
+  | { type: 'input'; n: number; prompt: string; password: boolean; confirm: boolean }
   /** Pyodide suffered a fatal error, or something nothing caught; the machine must be restored. */
   | { type: 'fatal'; error: string };

@@ -1,7 +1,8 @@
 import { open, readFile } from 'node:fs/promises';
-import type { ExecResult, LostItem, MachineRuntime } from '../../shared/types.ts';
+import type { ExecResult, InputAnswerer, LostItem, MachineRuntime } from '../../shared/types.ts';
 import {
   AlreadyCurrentError,
+  CellQuestions,
   type Engine,
   type EngineExit,
   type EngineOptions,
@@ -81,9 +82,11 @@ export class SandboxEngine implements Engine {
     await this.#loaded();
   }
 
-  async run(code: string, cell: number, onOutput: OutputListener): Promise<ExecResult> {
+  async run(code: string, cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult> {
     const process = await this.#loaded();
+    const questions = new CellQuestions(onInput);
     process.onOutput = onOutput;
+    process.onQuestion = (request) => questions.answer(request);
     try {
       const started = performance.now();
       let result = (await process.call('run', { code, cell })) as ExecResult | { needPackages: string[] };
@@ -99,6 +102,8 @@ export class SandboxEngine implements Engine {
       return result as ExecResult;
     } finally {
       process.onOutput = undefined;
+      process.onQuestion = undefined;
+      questions.end();
     }
   }
 

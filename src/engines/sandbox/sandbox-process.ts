@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { MALLOC_ENV } from '../../platform/malloc-env.ts';
-import { EngineExitedError, EngineStartError, KernelCommandError, type EngineExit, type OutputListener } from '../engine.ts';
+import { EngineExitedError, EngineStartError, KernelCommandError, NOBODY_TO_ASK, type EngineExit, type OutputListener, type QuestionReply } from '../engine.ts';
+import type { InputRequest } from '../../shared/types.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
 import type { BaseFile, ChildMessage, ExportedFiles, HostMessage, ImportNames, KernelFiles, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
 
@@ -29,6 +30,8 @@ export class SandboxProcess {
   readonly exited: Promise<EngineExit>;
   /** Receives the machine's output; set by the engine while a command runs. */
   onOutput?: OutputListener;
+  /** Answers the running cell's questions; set by the engine while a cell runs. */
+  onQuestion?: (request: InputRequest) => Promise<QuestionReply | undefined>;
   #child: ChildProcess;
   #nextId = 1;
   #pending = new Map<number, Pending>();
@@ -38,6 +41,7 @@ export class SandboxProcess {
   #stopRequested = false;
   #stderr = '';
   #interrupts: Writable;
+  #answers: Writable;
   #notices: string[] = [];
 
   constructor(launch: SandboxLaunch, isolation: Isolation) {
@@ -47,12 +51,17 @@ export class SandboxProcess {
     // freed memory back.
     this.#child = spawn(command, args, {
       env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '1048576', ...MALLOC_ENV },
-      // fd 4: interrupts, read by the sandbox even while Python runs (see host-channel.ts).
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe'],
+      // fd 4: interrupts, fd 5: answers to a cell's questions, both read by the sandbox even
+      // while Python runs (see host-channel.ts).
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe', 'pipe'],
       serialization: 'advanced',
     });
-    this.#interrupts = this.#child.stdio[4] as Writable;
+    // Node types `stdio` for five descriptors; the process has six.
+    const pipes = this.#child.stdio as unknown as Writable[];
+    this.#interrupts = pipes[4]!;
     this.#interrupts.on('error', () => {});
+    this.#answers = pipes[5]!;
+    this.#answers.on('error', () => {});
     this.#child.stderr!.on('data', (data: Buffer) => (this.#stderr = (this.#stderr + data.toString()).slice(-4000)));
     this.#waiting = new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new EngineStartError('the sandbox process did not start in time')), SPAWN_TIMEOUT_MS);
@@ -159,6 +168,12 @@ export class SandboxProcess {
     return this.exited;
   }
 
+  async #answer({ n, prompt, password, confirm }: Extract<ChildMessage, { type: 'input' }>): Promise<void> {
+    const request = { prompt, password: password === true, ...(confirm === true ? { confirm: true } : {}) };
+    const reply = this.onQuestion ? await this.onQuestion(request) : { error: NOBODY_TO_ASK };
+    if (reply && this.alive) this.#answers.write(JSON.stringify({ n, ...reply }) + '\n');
+  }
+
   #result(reply: ChildMessage): unknown {
     if (reply.type !== 'reply') throw new KernelCommandError(`unexpected answer from the sandbox: ${reply.type}`);
     if (!reply.ok) throw new KernelCommandError(reply.error);
@@ -196,6 +211,9 @@ export class SandboxProcess {
     switch (message.type) {
       case 'out':
         if (typeof message.text === 'string' && (message.stream === 'stdout' || message.stream === 'stderr')) this.onOutput?.(message.stream, message.text);
+        return;
+      case 'input':
+        if (typeof message.n === 'number' && typeof message.prompt === 'string') void this.#answer(message);
         return;
       case 'fatal':
         // The machine is gone; ending the process makes it a crash, restored from its snapshot.

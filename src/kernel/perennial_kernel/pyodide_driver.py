@@ -19,9 +19,8 @@ from .kernel import Kernel
 from .output import DEFAULT_OUTPUT_LIMIT, short_error
 from .pickling import descriptor_bound
 
-# Why input() has no answer in a sandbox: its cells run inside the event loop Pyodide shares with
-# the host channel, so nothing can wait for a reply mid-cell.
-SANDBOX_CANNOT_ASK = "a sandbox machine cannot wait for an answer in the middle of a cell"
+# Where a cell's question goes and its answer comes from (the sandbox process's question-device.ts).
+QUESTIONS_DEVICE = "/dev/perennial-questions"
 
 
 class EmscriptenDriver:
@@ -141,6 +140,26 @@ class EmscriptenDriver:
         self.snapshot_lost = []
 
 
+def _ask(prompt, password, confirm=False):
+    """Puts a question to the person through the sandbox process, and waits for the answer."""
+    question = json.dumps({"prompt": prompt, "password": password, "confirm": confirm}) + "\n"
+    try:
+        fd = os.open(QUESTIONS_DEVICE, os.O_RDWR)
+    except OSError:
+        raise EOFError("input() has no answer: this sandbox process cannot ask") from None
+    try:
+        os.write(fd, question.encode("utf-8", "surrogatepass"))
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    reply = json.loads(b"".join(chunks))
+    if "error" in reply:
+        raise EOFError(f"input() has no answer: {reply['error']}")
+    return reply["value"]
+
+
 def _sliced_sleep(original, kernel):
     """``time.sleep`` in 20 ms slices: Pyodide's sleep cannot be interrupted, and pending
     output should reach the host while the cell waits."""
@@ -179,7 +198,7 @@ def _publish(driver):
 
 def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
     """Called once by the sandbox process when it boots a fresh machine."""
-    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), unable=SANDBOX_CANNOT_ASK)))
+    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask)))
 
 
 def adopt_emscripten(earlier):
@@ -187,7 +206,7 @@ def adopt_emscripten(earlier):
     package ``earlier``) an earlier build made: this kernel takes over that one's state in the
     same interpreter, so the machine answers today's commands with everything it held."""
     driver = earlier._DRIVER
-    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, unable=SANDBOX_CANNOT_ASK)
+    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, ask=_ask)
     # Builds before 0.2.0 bound the kernel module in the user's namespace.
     if kernel.ns.get("perennial_kernel") is earlier:
         del kernel.ns["perennial_kernel"]

@@ -12,12 +12,13 @@ import type { MemoryAccess } from './dead-memory.ts';
 import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
 import { withDynlibReplay, type CreateModule as ReplayCreateModule, type EmscriptenModule } from './dynlibs.ts';
 import { restoreFiles, type EmscriptenFS } from './fs-archive.ts';
+import type { DeviceFS } from './question-device.ts';
 import { initialMemoryBytes } from './wasm-memory.ts';
 
 /** The parts of the Pyodide API the sandbox uses. */
 export interface Pyodide {
   version: string;
-  FS: EmscriptenFS;
+  FS: EmscriptenFS & DeviceFS;
   loadedPackages: Record<string, string>;
   runPython(code: string): unknown;
   setStdout(options: { write(buffer: Uint8Array): number }): void;
