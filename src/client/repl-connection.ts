@@ -1,5 +1,5 @@
 import { WebSocket } from 'ws';
-import type { ExecResult, InputAnswerer, OutputChunk, ReplServerMessage } from '../shared/types.ts';
+import type { ExecResult, OutputChunk, ReplServerMessage, SenderListeners } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
 
@@ -10,8 +10,8 @@ interface Pending {
   code: string;
   timeoutSeconds?: number;
   onOutput(chunk: OutputChunk): void;
-  /** Answers the instruction's `input()`; the server asks only when it is there. */
-  onInput?: InputAnswerer;
+  /** Answers the instruction's `input()` (the server asks only when it is there), and sees its displays as they come. */
+  sender: SenderListeners;
   /** Its open questions, to give up when the server says the instruction ended. */
   questions: Map<number, AbortController>;
   resolve(value: { seq: number; result: ExecResult }): void;
@@ -45,16 +45,16 @@ export class ReplConnection {
     return connection;
   }
 
-  /** Runs code on the machine, streaming its output and answering its `input()`; instructions wait their turn. */
+  /** Runs code on the machine, streaming its output to `onOutput` and the rest to `sender`; instructions wait their turn. */
   exec(
     code: string,
     onOutput: (chunk: OutputChunk) => void = () => {},
     timeoutSeconds?: number,
-    onInput?: InputAnswerer,
+    sender: SenderListeners = {},
   ): Promise<{ seq: number; result: ExecResult }> {
     if (this.#closed) return Promise.reject(new ForeverVMError(0, 'Closed', 'The REPL connection is closed'));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ code, timeoutSeconds, onOutput, onInput, questions: new Map(), resolve, reject });
+      this.#queue.push({ code, timeoutSeconds, onOutput, sender, questions: new Map(), resolve, reject });
       this.#next();
     });
   }
@@ -74,7 +74,9 @@ export class ReplConnection {
 
   #send(pending: Pending): void {
     const instruction = { code: pending.code, ...(pending.timeoutSeconds ? { timeout_seconds: pending.timeoutSeconds } : {}) };
-    this.#socket!.send(JSON.stringify({ type: 'exec', instruction, request_id: this.#requestId++, ...(pending.onInput ? { input: true } : {}) }));
+    const { onInput, onDisplay } = pending.sender;
+    const extensions = { ...(onInput ? { input: true } : {}), ...(onDisplay ? { displays: true } : {}) };
+    this.#socket!.send(JSON.stringify({ type: 'exec', instruction, request_id: this.#requestId++, ...extensions }));
   }
 
   #connect(): Promise<void> {
@@ -155,8 +157,8 @@ export class ReplConnection {
     pending.questions.set(n, question);
     let reply: { value: string } | { error: string };
     try {
-      if (!pending.onInput) throw new Error('this client sent the cell without a way to answer');
-      reply = { value: await pending.onInput(request, question.signal) };
+      if (!pending.sender.onInput) throw new Error('this client sent the cell without a way to answer');
+      reply = { value: await pending.sender.onInput(request, question.signal) };
     } catch (error) {
       reply = { error: (error as Error).message };
     } finally {
@@ -172,6 +174,7 @@ export class ReplConnection {
     else if (message.type === 'output') pending.onOutput(message.chunk);
     else if (message.type === 'input_request') void this.#answer(pending, message);
     else if (message.type === 'input_cancel') pending.questions.get(message.n)?.abort();
+    else if (message.type === 'display') pending.sender.onDisplay?.(message.entry);
     else if (message.type === 'result') {
       this.#pending = undefined;
       pending.resolve({ seq: message.instruction_id, result: message.result });

@@ -1,4 +1,4 @@
-import type { ExecResult, InputAnswerer, InputRequest, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
+import type { DisplayBundle, DisplayClear, ExecResult, InputAnswerer, InputRequest, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
 import type { EngineName } from '../shared/requests.ts';
 import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
 import { CodedError } from '../platform/coded-error.ts';
@@ -20,6 +20,22 @@ export interface EngineOptions {
 }
 
 export type OutputListener = (stream: StreamName, text: string) => void;
+
+/**
+ * What a cell displayed, as its kernel places it: after `output_chars` characters of the cell's
+ * output (the machine turns that into the `afterOutput` of a `DisplayEntry`).
+ */
+export type KernelDisplay = (Omit<DisplayBundle, 'afterOutput'> | Omit<DisplayClear, 'afterOutput'>) & { output_chars: number };
+
+/** Who hears from a running cell. */
+export interface CellListeners {
+  /** What it prints, as it prints it. */
+  onOutput: OutputListener;
+  /** Answers its `input()`; without it, the cell's EOFError says `NOBODY_TO_ASK`. */
+  onInput?: InputAnswerer;
+  /** What it displays, as it displays it (its result carries them all as well). */
+  onDisplay?: (entry: KernelDisplay) => void;
+}
 
 /** Why a cell's `input()` has no answer when its instruction came with no way to ask. */
 export const NOBODY_TO_ASK = 'the client that sent this cell cannot answer questions; put the value in the code instead';
@@ -88,11 +104,8 @@ export interface Engine {
   restore(snapshotPath: string): Promise<RestoreReport>;
   /** Resolves once calls can run: a machine without a snapshot is loaded fresh by now. */
   ready(): Promise<void>;
-  /**
-   * Runs one cell; output is streamed to `onOutput` while it runs, and `input()` asks `onInput`
-   * (without it, the cell's EOFError says `NOBODY_TO_ASK`).
-   */
-  run(code: string, cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult>;
+  /** Runs one cell, telling `listeners` what it prints, asks and displays as it runs. */
+  run(code: string, cell: number, listeners: CellListeners): Promise<ExecResult>;
   /** Asks the running cell to stop (KeyboardInterrupt). Safe to call at any time. */
   interrupt(): void;
   /** One of the kernel's commands (variables, files, completion...), passed through as it is. */

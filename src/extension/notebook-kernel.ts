@@ -1,11 +1,11 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
-import type { OutputChunk, StreamName } from '../shared/types.ts';
+import type { DisplayEntry, OutputChunk, StreamName } from '../shared/types.ts';
 import { chooseMachine, createDefaultMachine, reporting } from './machine-commands.ts';
 import { askInInputBox } from './input-box.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
-import { cellOutputs, streamItem } from './notebook-outputs.ts';
+import { cellOutputs, runningOutputs, streamItem } from './notebook-outputs.ts';
 
 /** VS Code's own ipynb support: no Jupyter extension needed. */
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -156,6 +156,7 @@ class CellRun {
   ended = false;
   /** Output edits are applied one after another, so that they land in the order they came. */
   #edits: Promise<unknown> = Promise.resolve();
+  #layoutQueued = false;
 
   constructor(private readonly execution: vscode.NotebookCellExecution) {}
 
@@ -168,8 +169,19 @@ class CellRun {
     const code = execution.cell.document.getText();
     let stream: { name: StreamName; output: vscode.NotebookCellOutput } | undefined;
     const chunks: OutputChunk[] = [];
+    const entries: DisplayEntry[] = [];
+    const onDisplay = (entry: DisplayEntry) => {
+      entries.push(entry);
+      this.#showRunning(chunks, entries);
+    };
     const onOutput = (chunk: OutputChunk) => {
       chunks.push(chunk);
+      // Once the cell displayed something, its outputs are laid out again as they change (a
+      // clear_output, a display-id update); until then, a line is appended.
+      if (entries.length) {
+        this.#showRunning(chunks, entries);
+        return;
+      }
       const item = streamItem(chunk.stream, `${chunk.data}\n`);
       if (stream?.name === chunk.stream) {
         const { output } = stream;
@@ -185,7 +197,7 @@ class CellRun {
       const timeout = vscode.workspace.getConfiguration('perennial').get<number>('notebookCellTimeoutSeconds') || 24 * 3600;
       const { seq, result } = await (
         await sources[machine.source].client()
-      ).run(machine.name, code, { timeoutSeconds: timeout, onOutput, onInput: askInInputBox });
+      ).run(machine.name, code, { timeoutSeconds: timeout, onOutput, onInput: askInInputBox, onDisplay });
       execution.executionOrder = seq + 1;
       // Its streams were shown as they came; what it displayed goes in its place among them.
       this.#edit(() => execution.replaceOutput(cellOutputs(chunks, result, seq + 1)));
@@ -214,6 +226,16 @@ class CellRun {
     this.execution.start(Date.now());
     this.#edit(() => this.execution.replaceOutput(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error({ name: 'Perennial', message })])));
     void this.#end(false);
+  }
+
+  /** Lays out the running cell's outputs again, once for however many changes came meanwhile. */
+  #showRunning(chunks: OutputChunk[], entries: DisplayEntry[]): void {
+    if (this.#layoutQueued) return;
+    this.#layoutQueued = true;
+    this.#edit(() => {
+      this.#layoutQueued = false;
+      return this.execution.replaceOutput(runningOutputs(chunks, entries));
+    });
   }
 
   #edit(apply: () => Thenable<void>): void {

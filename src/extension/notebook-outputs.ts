@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { viewResult } from '../shared/result-format.ts';
-import { figureImages, type DisplayBundle, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
+import { figureImages, type DisplayBundle, type DisplayEntry, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
 
 /** MIME types a bundle is shown as, richest first, as Jupyter picks them; text/plain last. */
 const MIME_ORDER = [
@@ -24,45 +24,82 @@ export function streamItem(stream: StreamName, text: string): vscode.NotebookCel
 
 /**
  * A cell's outputs once its result is in, as Jupyter lays them out: its streams and what it
- * displayed in the order they came (`clear_output` clears what came before, a bundle with
- * `update` replaces the one of its `display_id`), its figures, then the value as IPython shows it
- * (or the error), then Perennial's notes.
+ * displayed in the order they came, its figures, then the value as IPython shows it (or the
+ * error), then Perennial's notes.
  */
 export function cellOutputs(chunks: OutputChunk[], result: ExecResult, executionCount: number): vscode.NotebookCellOutput[] {
-  const entries = result.data?.display ?? [];
-  let outputs: vscode.NotebookCellOutput[] = [];
-  const byId = new Map<string, number>();
-  let valueBundle: DisplayBundle | undefined;
-  const place = (entry: (typeof entries)[number]) => {
+  const shown = new ShownOutputs(chunks, result.data?.display ?? []);
+  const after = resultOutputs(result, executionCount, shown.valueBundle);
+  return [...shown.outputs(after.length > 0), ...after];
+}
+
+/** A running cell's outputs so far: its streams and what it displayed, in the order they came. */
+export function runningOutputs(chunks: OutputChunk[], entries: DisplayEntry[]): vscode.NotebookCellOutput[] {
+  return new ShownOutputs(chunks, entries).outputs(false);
+}
+
+/**
+ * Streams and displays laid out as Jupyter does: `clear_output()` clears what came before (with
+ * `wait`, once the next output comes), and a bundle with `update` replaces the one of its `display_id`.
+ */
+class ShownOutputs {
+  /** The cell's value as IPython shows it, when it has a bundle. */
+  valueBundle?: DisplayBundle;
+  #outputs: vscode.NotebookCellOutput[] = [];
+  #byId = new Map<string, number>();
+  #clearWaiting = false;
+
+  constructor(chunks: OutputChunk[], entries: DisplayEntry[]) {
+    const placeAfter = (count: number) => entries.filter((e) => e.afterOutput === count).forEach((e) => this.#place(e));
+    for (const [i, chunk] of chunks.entries()) {
+      placeAfter(i);
+      this.#clearIfWaiting();
+      const last = this.#outputs.at(-1);
+      const item = streamItem(chunk.stream, `${chunk.data}\n`);
+      if (last?.metadata?.stream === chunk.stream)
+        this.#outputs[this.#outputs.length - 1] = new vscode.NotebookCellOutput([...last.items, item], last.metadata);
+      else this.#outputs.push(new vscode.NotebookCellOutput([item], { outputType: 'stream', stream: chunk.stream }));
+    }
+    entries.filter((e) => e.afterOutput >= chunks.length).forEach((e) => this.#place(e));
+  }
+
+  /** The outputs; `more`: others follow, which a waiting clear clears these for. */
+  outputs(more: boolean): vscode.NotebookCellOutput[] {
+    if (more) this.#clearIfWaiting();
+    return this.#outputs;
+  }
+
+  #place(entry: DisplayEntry): void {
     if (!('data' in entry)) {
-      outputs = [];
-      byId.clear();
+      if (entry.wait) this.#clearWaiting = true;
+      else this.#clear();
       return;
     }
     if (entry.result) {
-      valueBundle = entry;
+      this.valueBundle = entry;
       return;
     }
     const output = bundleOutput(entry, { outputType: 'display_data' });
     const id = entry.transient?.display_id;
-    const shown = id === undefined ? undefined : byId.get(id);
+    const shown = id === undefined ? undefined : this.#byId.get(id);
     if (entry.update) {
-      if (shown !== undefined) outputs[shown] = output;
+      if (shown !== undefined) this.#outputs[shown] = output;
       return;
     }
-    if (id !== undefined) byId.set(id, outputs.length);
-    outputs.push(output);
-  };
-  const placeAfter = (count: number) => entries.filter((e) => e.afterOutput === count).forEach(place);
-  for (const [i, chunk] of chunks.entries()) {
-    placeAfter(i);
-    const last = outputs.at(-1);
-    const item = streamItem(chunk.stream, `${chunk.data}\n`);
-    if (last?.metadata?.stream === chunk.stream) outputs[outputs.length - 1] = new vscode.NotebookCellOutput([...last.items, item], last.metadata);
-    else outputs.push(new vscode.NotebookCellOutput([item], { outputType: 'stream', stream: chunk.stream }));
+    this.#clearIfWaiting();
+    if (id !== undefined) this.#byId.set(id, this.#outputs.length);
+    this.#outputs.push(output);
   }
-  entries.filter((e) => e.afterOutput >= chunks.length).forEach(place);
-  return [...outputs, ...resultOutputs(result, executionCount, valueBundle)];
+
+  #clearIfWaiting(): void {
+    if (this.#clearWaiting) this.#clear();
+  }
+
+  #clear(): void {
+    this.#outputs = [];
+    this.#byId.clear();
+    this.#clearWaiting = false;
+  }
 }
 
 /** A result as notebook outputs: figures and `_repr_png_` images, then the value (richly, where IPython shows it so) or the error, then Perennial's notes. */

@@ -1,4 +1,4 @@
-import type { ExecResult, HistoryEntry, InputAnswerer, OutputChunk } from '../shared/types.ts';
+import type { ExecResult, HistoryEntry, OutputChunk, SenderListeners } from '../shared/types.ts';
 import { streamText } from '../shared/types.ts';
 import type { HistoryLog } from './history-log.ts';
 import type { MachineManifest } from './machine-store.ts';
@@ -25,8 +25,8 @@ export interface QueueEntry extends QueuedInstruction {
   stopReason?: 'timeout' | 'interrupt';
   /** Why its start is not in the history, when it is not. */
   unrecorded?: string;
-  /** Who answers its `input()`: whoever sent it, if they can. */
-  onInput?: InputAnswerer;
+  /** Whoever sent it: who answers its `input()` and sees its displays as they come, if they can. */
+  sender: SenderListeners;
 }
 
 /**
@@ -61,13 +61,13 @@ export class InstructionQueue {
   }
 
   /** A new instruction at the end of the queue, its start recorded. */
-  add(code: string, timeoutSeconds: number, onInput?: InputAnswerer): QueueEntry {
+  add(code: string, timeoutSeconds: number, sender: SenderListeners = {}): QueueEntry {
     const seq = this.manifest.nextSeq++;
     const now = new Date();
     this.manifest.lastUsedAt = now.toISOString();
     let resolve!: (result: ExecResult) => void;
     const done = new Promise<ExecResult>((r) => (resolve = r));
-    const instruction: QueueEntry = { seq, code, timeoutSeconds, status: 'pending', chunks: [], done, listeners: new Set(), resolve, onInput };
+    const instruction: QueueEntry = { seq, code, timeoutSeconds, status: 'pending', chunks: [], done, listeners: new Set(), resolve, sender };
     // A full disk does not stop the instruction (it may be what frees space); its result says it is not recorded.
     instruction.unrecorded = this.#record(() => this.log.started(seq, code, now));
     this.#recent.set(seq, instruction);

@@ -13,7 +13,7 @@ import type {
   InterruptResult,
   MachineEvent,
   MachineInfo,
-  InputAnswerer,
+  SenderListeners,
   OutputChunk,
   RollbackResult,
   UpgradeResult,
@@ -70,12 +70,10 @@ export interface MachineManagerOptions {
   engines?: EngineSet;
 }
 
-export interface ExecOptions {
+export interface ExecOptions extends SenderListeners {
   timeoutSeconds?: number;
   /** Stop whatever is pending or running on the machine first. */
   interrupt?: boolean;
-  /** Answers the instruction's `input()`; without it, `input()` raises EOFError saying why. */
-  onInput?: InputAnswerer;
 }
 
 /** The events of `/v1/events`, with a finished instruction's whole result. */
@@ -229,7 +227,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       const stopped = machine.interrupt();
       interrupted = stopped.interrupted || stopped.cancelled > 0;
     }
-    const instruction = machine.exec(code, timeoutSeconds, options.onInput);
+    const instruction = machine.exec(code, timeoutSeconds, { onInput: options.onInput, onDisplay: options.onDisplay });
     this.#warm.touch(machine);
     return { seq: instruction.seq, interrupted, done: instruction.done };
   }

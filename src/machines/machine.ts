@@ -1,5 +1,15 @@
-import { EngineExitedError, type Engine, type EngineFactory, type OutputListener } from '../engines/engine.ts';
-import type { CheckpointInfo, ExecResult, HistoryEntry, InputAnswerer, MachineInfo, MachineState, OutputChunk, UpgradeResult } from '../shared/types.ts';
+import { EngineExitedError, type Engine, type EngineFactory, type KernelDisplay, type OutputListener } from '../engines/engine.ts';
+import type {
+  CheckpointInfo,
+  ExecResult,
+  HistoryEntry,
+  InputAnswerer,
+  MachineInfo,
+  MachineState,
+  OutputChunk,
+  SenderListeners,
+  UpgradeResult,
+} from '../shared/types.ts';
 import { CheckpointStore, type CheckpointSource } from './checkpoint-store.ts';
 import { InstructionQueue, type QueuedInstruction, type QueueEntry } from './instruction-queue.ts';
 import { MachineCheckpoints, NotSavedError } from './machine-checkpoints.ts';
@@ -144,9 +154,9 @@ export class Machine {
   // ---- instructions ---------------------------------------------------------------------------
 
   /** Queues an instruction and returns it at once; `done` settles with its result. */
-  exec(code: string, timeoutSeconds: number, onInput?: InputAnswerer): QueuedInstruction {
+  exec(code: string, timeoutSeconds: number, sender: SenderListeners = {}): QueuedInstruction {
     this.#assertAlive();
-    const instruction = this.#queue.add(code, timeoutSeconds, onInput);
+    const instruction = this.#queue.add(code, timeoutSeconds, sender);
     this.#saver.cancel();
     void this.#serial(() => this.#run(instruction));
     return instruction;
@@ -343,7 +353,7 @@ export class Machine {
     let timeLeft = instruction.timeoutSeconds * 1000;
     let since = Date.now();
     let timer = setTimeout(timeout, timeLeft);
-    const asker = instruction.onInput;
+    const { onInput: asker, onDisplay: shown } = instruction.sender;
     // The time a person takes to answer is not the cell's: its timeout waits meanwhile.
     const onInput: InputAnswerer | undefined =
       asker &&
@@ -360,7 +370,8 @@ export class Machine {
     const started = performance.now();
     let result: ExecResult;
     try {
-      result = await engine.run(instruction.code, instruction.seq, onOutput, onInput);
+      const onDisplay = shown && ((entry: KernelDisplay) => shown(lines.placeLive(entry)));
+      result = await engine.run(instruction.code, instruction.seq, { onOutput, onInput, onDisplay });
       this.#engine.dirty = true;
     } catch (error) {
       result = { error: this.#describeFailure(instruction, error), runtime_ms: Math.round(performance.now() - started) };

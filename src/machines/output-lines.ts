@@ -1,3 +1,4 @@
+import type { KernelDisplay } from '../engines/engine.ts';
 import type { DisplayEntry, OutputChunk, ResultData, StreamName } from '../shared/types.ts';
 
 /** How long a partial line may wait for the rest of its line before it is sent on its own. */
@@ -43,10 +44,20 @@ export class OutputLines {
    */
   placeDisplays(data: ResultData | null | undefined): void {
     if (!data?.display) return;
-    data.display = data.display.map((entry): DisplayEntry => {
-      const { output_chars: chars, ...rest } = entry as DisplayEntry & { output_chars?: number };
-      return { ...rest, afterOutput: this.#starts.filter((start) => start < (chars ?? Infinity)).length };
-    });
+    data.display = data.display.map((entry) => this.#place(entry as unknown as KernelDisplay));
+  }
+
+  /**
+   * What a running cell displayed, placed after the output so far: the kernel sent that output
+   * first, so a partial line before it is sent now rather than after it.
+   */
+  placeLive(entry: KernelDisplay): DisplayEntry {
+    this.#flushPartial();
+    return this.#place(entry);
+  }
+
+  #place({ output_chars: chars, ...rest }: KernelDisplay): DisplayEntry {
+    return { ...rest, afterOutput: this.#starts.filter((start) => start < (chars ?? Infinity)).length } as DisplayEntry;
   }
 
   #send(stream: StreamName, data: string, newline: number): void {

@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from 'ws';
 import type { MachineManager } from '../machines/machine-manager.ts';
-import type { InputAnswerer, ReplServerMessage } from '../shared/types.ts';
+import type { DisplayEntry, InputAnswerer, ReplServerMessage } from '../shared/types.ts';
 import { InvalidRequestError, ReplClientMessage, parseRequest, type ReplExecMessage } from '../shared/requests.ts';
 import { toForeverVMError } from './machine-answers.ts';
 
@@ -8,7 +8,8 @@ import { toForeverVMError } from './machine-answers.ts';
  * ForeverVM's WebSocket REPL on one machine (`/v1/machine/{name|new}/repl`): `connected` first,
  * then for each `exec` an `exec_received`, the output chunks and the result. Instructions keep
  * running when the socket closes; a client that reconnects finds the machine as it left it. An
- * instruction sent with `input: true` asks this socket its `input()` questions.
+ * instruction sent with `input: true` asks this socket its `input()` questions, and one sent with
+ * `displays: true` sends what it displays as it displays it.
  */
 export function serveRepl(socket: WebSocket, manager: MachineManager, requested: string): void {
   const send = (message: ReplServerMessage) => {
@@ -80,7 +81,8 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
     let queued: number | undefined;
     try {
       const onInput = message.input ? asker(() => queued) : undefined;
-      const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds, onInput });
+      const onDisplay = message.displays ? (entry: DisplayEntry) => send({ type: 'display', instruction_id: queued ?? -1, entry }) : undefined;
+      const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds, onInput, onDisplay });
       queued = seq;
       send({ type: 'exec_received', seq, request_id: message.request_id });
       const result = await manager.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));

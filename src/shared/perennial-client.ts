@@ -7,7 +7,7 @@ import type {
   FileContent,
   FileListing,
   HistoryEntry,
-  InputAnswerer,
+  SenderListeners,
   InterruptResult,
   MachineEvent,
   MachineInfo,
@@ -23,17 +23,13 @@ import type {
 } from './types.ts';
 import { CodedError } from '../platform/coded-error.ts';
 
-export interface RunOptions {
+/** An `interrupt` run neither asks nor shows displays as they come: it goes over plain HTTP. */
+export interface RunOptions extends SenderListeners {
   timeoutSeconds?: number;
   /** Stop whatever is pending or running on the machine first. */
   interrupt?: boolean;
   /** Called for each output line while the instruction runs. */
   onOutput?: (chunk: OutputChunk) => void;
-  /**
-   * Answers the instruction's `input()` and `getpass()`; without it they raise EOFError saying
-   * that nobody can answer. (An `interrupt` run cannot ask: it goes over plain HTTP.)
-   */
-  onInput?: InputAnswerer;
 }
 
 /** The backend has no way to do this (a Perennial extension that hosted ForeverVM lacks). */

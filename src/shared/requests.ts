@@ -133,15 +133,17 @@ export type Instruction = z.infer<typeof Instruction>;
 export const ExecBody = z.object({ instruction: Instruction, interrupt: z.boolean().optional() });
 
 /**
- * What a client sends on the WebSocket REPL: ForeverVM's `exec`, where `input: true` (a Perennial
- * extension) says the client answers the instruction's `input()` (`input_request`) with an
- * `input_reply`: the answer, or why there is none.
+ * What a client sends on the WebSocket REPL: ForeverVM's `exec`, with two Perennial extensions:
+ * `input: true` says the client answers the instruction's `input()` (`input_request`) with an
+ * `input_reply` (the answer, or why there is none), and `displays: true` that it wants what the
+ * instruction displays as it displays it (`display` messages; the result has them all anyway).
  */
 export const ReplExecMessage = z.object({
   type: z.literal('exec'),
   instruction: Instruction,
   request_id: z.number().int().nonnegative(),
   input: z.boolean().optional(),
+  displays: z.boolean().optional(),
 });
 export type ReplExecMessage = z.infer<typeof ReplExecMessage>;
 export const ReplInputReply = z.union([

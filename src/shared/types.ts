@@ -75,6 +75,16 @@ export interface InputRequest {
  */
 export type InputAnswerer = (request: InputRequest, signal: AbortSignal) => Promise<string>;
 
+/**
+ * What whoever sent an instruction hears from it besides its output: its questions (`onInput`;
+ * without it they raise EOFError saying that nobody can answer) and, while it runs, what it
+ * displays (`onDisplay`; its result carries them all as well).
+ */
+export interface SenderListeners {
+  onInput?: InputAnswerer;
+  onDisplay?: (entry: DisplayEntry) => void;
+}
+
 /** One line of output (without its newline), or a partial line flushed after a pause. */
 export interface OutputChunk {
   stream: StreamName;
@@ -361,5 +371,7 @@ export type ReplServerMessage =
   | ({ type: 'input_request'; instruction_id: number; n: number } & InputRequest)
   /** Perennial's: the question `n` needs no answer any more (the instruction ended). */
   | { type: 'input_cancel'; instruction_id: number; n: number }
+  /** Perennial's: what the instruction displayed, as it displayed it (only to a client that sent it with `displays: true`). */
+  | { type: 'display'; instruction_id: number; entry: DisplayEntry }
   | { type: 'error'; code: string; id: string | null }
   | { type: 'message'; message: string; level: 'info' | 'warn' | 'error' };

@@ -4,13 +4,13 @@ import {
   type Engine,
   type EngineExit,
   type EngineOptions,
-  type OutputListener,
+  type CellListeners,
   type RestoreReport,
   type SnapshotReport,
 } from '../../src/engines/engine.ts';
 import type { EngineSet } from '../../src/engines/index.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../../src/engines/kernel-commands.ts';
-import type { ExecResult, InputAnswerer, MachineRuntime } from '../../src/shared/types.ts';
+import type { ExecResult, MachineRuntime } from '../../src/shared/types.ts';
 
 /**
  * Failures the fake engines produce on demand, for the paths a real interpreter takes only under
@@ -33,7 +33,8 @@ let nextPid = 900_000;
  *
  *   NAME = JSON       sets a variable
  *   NAME              the cell's value: the variable, as JSON
- *   print TEXT        TEXT and a newline on stdout (`eprint`: stderr)
+ *   print TEXT        TEXT and a newline on stdout (`eprint`: stderr; `write`: without the newline)
+ *   show TEXT         displays TEXT (a text/plain bundle)
  *   sleep MS          waits MS ms (timer time); an interrupt ends it with a KeyboardInterrupt
  *   stubborn          waits and ignores interrupts: only a stop ends it
  *   ask NAME          sets NAME to the answer `onInput` gives to the question NAME
@@ -73,10 +74,15 @@ export class FakeEngine implements Engine {
 
   async ready(): Promise<void> {}
 
-  async run(code: string, _cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult> {
+  async run(code: string, _cell: number, { onOutput, onInput, onDisplay }: CellListeners): Promise<ExecResult> {
     this.#assertRunning();
     this.ran.push(code);
     let value: unknown = null;
+    let written = 0;
+    const print = (stream: 'stdout' | 'stderr', text: string) => {
+      written += text.length;
+      onOutput(stream, text);
+    };
     for (const line of code
       .split('\n')
       .map((l) => l.trim())
@@ -86,7 +92,9 @@ export class FakeEngine implements Engine {
       const assignment = /^(\w+)\s*=\s*(.+)$/.exec(line);
       value = null;
       if (assignment) this.#vars[assignment[1]!] = JSON.parse(assignment[2]!);
-      else if (word === 'print' || word === 'eprint') onOutput(word === 'print' ? 'stdout' : 'stderr', `${argument}\n`);
+      else if (word === 'print' || word === 'eprint') print(word === 'print' ? 'stdout' : 'stderr', `${argument}\n`);
+      else if (word === 'write') print('stdout', argument);
+      else if (word === 'show') onDisplay?.({ data: { 'text/plain': argument }, metadata: {}, output_chars: written });
       else if (word === 'raise') return { error: argument, runtime_ms: 0 };
       else if (word === 'crash') this.#die({ code: 1, signal: null, requested: false });
       else if (word === 'ask') {

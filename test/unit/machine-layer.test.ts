@@ -81,6 +81,17 @@ describe('the machine layer, over a fake engine', () => {
     );
   });
 
+  it('gives what a cell displays to its sender as it comes, after the output before it, even a partial line', async () => {
+    const name = await open();
+    const seen: string[] = [];
+    const { result } = await manager.run(name, 'print first\nwrite partial\nshow picture\nprint after', {
+      onOutput: (chunk) => seen.push(`chunk ${chunk.data}`),
+      onDisplay: (entry) => seen.push(`display ${'data' in entry ? String(entry.data['text/plain']) : 'clear'} after ${entry.afterOutput}`),
+    });
+    assert.ok(!('error' in result), 'the cell ran');
+    assert.deepEqual(seen, ['chunk first', 'chunk partial', 'display picture after 2', 'chunk after']);
+  });
+
   it('interrupts an instruction at its timeout, and says so', async () => {
     const name = await open();
     const busy = state(name, 'busy');

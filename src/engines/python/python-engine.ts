@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
-import type { ExecResult, InputAnswerer, InputRequest, MachineRuntime } from '../../shared/types.ts';
+import type { ExecResult, InputRequest, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
   EngineExitedError,
@@ -11,6 +11,8 @@ import {
   KernelCommandError,
   NewerSnapshotError,
   CellQuestions,
+  type CellListeners,
+  type KernelDisplay,
   type Engine,
   type EngineExit,
   type EngineOptions,
@@ -37,7 +39,7 @@ perennial_kernel.cpython_driver.main()
 `;
 
 interface KernelEvent {
-  ev: 'ready' | 'out' | 'reply' | 'input' | 'started';
+  ev: 'ready' | 'out' | 'reply' | 'input' | 'started' | 'display';
   /** With `input`: the question's number, which its answer carries. */
   n?: number;
   prompt?: string;
@@ -51,6 +53,8 @@ interface KernelEvent {
   error?: string;
   /** With `ready`: the interpreter's version. */
   python?: string;
+  /** With `display`: what the cell displayed. */
+  entry?: KernelDisplay;
 }
 
 interface PendingCall {
@@ -73,6 +77,7 @@ export class PythonEngine implements Engine {
   #nextId = 1;
   #pending = new Map<number, PendingCall>();
   #onOutput?: OutputListener;
+  #onDisplay?: CellListeners['onDisplay'];
   #questions?: CellQuestions;
   /**
    * A cell is running: sent, and (`started`) begun in the kernel. An interrupt before it begins
@@ -180,9 +185,10 @@ export class PythonEngine implements Engine {
     // The interpreter runs from `start()`.
   }
 
-  async run(code: string, cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult> {
+  async run(code: string, cell: number, { onOutput, onInput, onDisplay }: CellListeners): Promise<ExecResult> {
     for (const [stream, text] of this.#strayOutput.splice(0)) onOutput(stream, text);
     this.#onOutput = onOutput;
+    this.#onDisplay = onDisplay;
     this.#questions = new CellQuestions(onInput);
     this.#cell = { started: false, interruptWaiting: false };
     try {
@@ -190,6 +196,7 @@ export class PythonEngine implements Engine {
     } finally {
       this.#cell = undefined;
       this.#onOutput = undefined;
+      this.#onDisplay = undefined;
       this.#questions?.end();
       this.#questions = undefined;
     }
@@ -276,6 +283,10 @@ export class PythonEngine implements Engine {
     if (!event) return;
     if (event.ev === 'out') {
       this.#emit(event.stream ?? 'stdout', event.text ?? '');
+      return;
+    }
+    if (event.ev === 'display') {
+      if (event.entry && typeof event.entry === 'object') this.#onDisplay?.(event.entry);
       return;
     }
     if (event.ev === 'started') {

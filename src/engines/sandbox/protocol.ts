@@ -5,6 +5,7 @@
  */
 
 import type { KernelPackage } from '../../kernel/kernel-package.ts';
+import type { KernelDisplay } from '../engine.ts';
 
 /** The kernel package's modules, by file name, as a sandbox machine is given them. */
 export type KernelFiles = KernelPackage['files'];
@@ -99,5 +100,7 @@ export type ChildMessage =
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
   /** The running cell asks the person (`input()`); the answer goes back on the answer pipe, with `n`. */
   | { type: 'input'; n: number; prompt: string; password: boolean; confirm: boolean }
+  /** What the running cell displayed, as it displayed it (the result carries it too). */
+  | { type: 'display'; entry: KernelDisplay }
   /** Pyodide suffered a fatal error, or something nothing caught; the machine must be restored. */
   | { type: 'fatal'; error: string };

@@ -1,12 +1,12 @@
 import { open, readFile } from 'node:fs/promises';
-import type { ExecResult, InputAnswerer, LostItem, MachineRuntime } from '../../shared/types.ts';
+import type { ExecResult, LostItem, MachineRuntime } from '../../shared/types.ts';
 import {
   AlreadyCurrentError,
   CellQuestions,
+  type CellListeners,
   type Engine,
   type EngineExit,
   type EngineOptions,
-  type OutputListener,
   type RestoreReport,
   type SnapshotReport,
   type UpgradeReport,
@@ -82,11 +82,12 @@ export class SandboxEngine implements Engine {
     await this.#loaded();
   }
 
-  async run(code: string, cell: number, onOutput: OutputListener, onInput?: InputAnswerer): Promise<ExecResult> {
+  async run(code: string, cell: number, { onOutput, onInput, onDisplay }: CellListeners): Promise<ExecResult> {
     const process = await this.#loaded();
     const questions = new CellQuestions(onInput);
     process.onOutput = onOutput;
     process.onQuestion = (request) => questions.answer(request);
+    process.onDisplay = onDisplay;
     try {
       const started = performance.now();
       let result = (await process.call('run', { code, cell })) as ExecResult | { needPackages: string[] };
@@ -103,6 +104,7 @@ export class SandboxEngine implements Engine {
     } finally {
       process.onOutput = undefined;
       process.onQuestion = undefined;
+      process.onDisplay = undefined;
       questions.end();
     }
   }

@@ -1,7 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { MALLOC_ENV } from '../../platform/malloc-env.ts';
-import { EngineExitedError, EngineStartError, KernelCommandError, NOBODY_TO_ASK, type EngineExit, type OutputListener, type QuestionReply } from '../engine.ts';
+import {
+  EngineExitedError,
+  EngineStartError,
+  KernelCommandError,
+  NOBODY_TO_ASK,
+  type EngineExit,
+  type KernelDisplay,
+  type OutputListener,
+  type QuestionReply,
+} from '../engine.ts';
 import type { InputRequest } from '../../shared/types.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
 import type { BaseFile, ChildMessage, ExportedFiles, HostMessage, ImportNames, KernelFiles, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
@@ -32,6 +41,8 @@ export class SandboxProcess {
   onOutput?: OutputListener;
   /** Answers the running cell's questions; set by the engine while a cell runs. */
   onQuestion?: (request: InputRequest) => Promise<QuestionReply | undefined>;
+  /** Receives what the running cell displays; set by the engine while a cell runs. */
+  onDisplay?: (entry: KernelDisplay) => void;
   #child: ChildProcess;
   #nextId = 1;
   #pending = new Map<number, Pending>();
@@ -211,6 +222,9 @@ export class SandboxProcess {
     switch (message.type) {
       case 'out':
         if (typeof message.text === 'string' && (message.stream === 'stdout' || message.stream === 'stderr')) this.onOutput?.(message.stream, message.text);
+        return;
+      case 'display':
+        if (message.entry && typeof message.entry === 'object') this.onDisplay?.(message.entry);
         return;
       case 'input':
         if (typeof message.n === 'number' && typeof message.prompt === 'string') void this.#answer(message);

@@ -115,7 +115,12 @@ def main():
 
     limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
     kernel = current["kernel"] = Kernel(
-        send_output, limit, fds=(1, 2), ask=ask, on_start=lambda: channel.send({"ev": "started", "id": current["id"]})
+        send_output,
+        limit,
+        fds=(1, 2),
+        ask=ask,
+        on_start=lambda: channel.send({"ev": "started", "id": current["id"]}),
+        show=lambda entry: channel.send({"ev": "display", "id": current["id"], "entry": entry}),
     )
 
     install_interrupt_handler(kernel, channel)

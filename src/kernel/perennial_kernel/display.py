@@ -38,8 +38,11 @@ class Displays:
     notebook can put it in its place. Past ``limit`` characters a cell's bundles are dropped, and
     one entry says how many."""
 
-    def __init__(self, sink):
+    def __init__(self, sink, show=None):
+        """``show``: called with each entry as it comes, for a surface that shows them while the
+        cell still runs (the driver sends it to the host after the output before it)."""
         self._sink = sink
+        self._show = show
         self.reset()
 
     def reset(self):
@@ -61,10 +64,16 @@ class Displays:
             entry["update"] = True
         if result:
             entry["result"] = True
-        self.entries.append(entry)
+        self._add(entry)
 
     def clear(self, wait=False):
-        self.entries.append({"clear": True, "wait": bool(wait), "output_chars": self._sink.written})
+        self._add({"clear": True, "wait": bool(wait), "output_chars": self._sink.written})
+
+    def _add(self, entry):
+        self.entries.append(entry)
+        if self._show is not None:
+            self._sink.flush()
+            self._show(entry)
 
     def take(self):
         """The cell's entries, and a note of what the cap dropped."""

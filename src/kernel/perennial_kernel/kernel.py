@@ -39,14 +39,15 @@ class Kernel:
     engine holds an interrupt until then: one sent earlier would find nothing to stop).
 
     ``ask``: the driver's way to put ``input()``'s question to whoever sent the cell, or None
-    with ``unable``, why there is none (``questions``).
+    with ``unable``, why there is none (``questions``). ``show``: the driver's way to send what a
+    cell displays as it is displayed (``display.Displays``).
 
     ``adopt``: the kernel of an earlier build, running in this interpreter, that this one takes
     over (a sandbox machine carries its kernel in its memory): its namespace, cells and losses,
     and the stream objects that code may still hold. A later kernel reads the same attributes of
     this one, so their names stay."""
 
-    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None, ask=None, unable=None, on_start=None):
+    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None, ask=None, unable=None, on_start=None, show=None):
         if adopt is None:
             self.module = types.ModuleType("__main__")
             self.module.__dict__["__builtins__"] = builtins
@@ -67,7 +68,7 @@ class Kernel:
         self.workdir = getattr(adopt, "workdir", None) or os.getcwd()
         self.lost = list(getattr(adopt, "lost", []))
         self._loop = getattr(adopt, "_loop", None)
-        self.displays = Displays(self.sink)
+        self.displays = Displays(self.sink, show)
         # IPython's shell, once a cell needs it (``ipython_shell``), and the magics that set its
         # state, for a swap to replay (``process_state``).
         self.shell = None

@@ -19,8 +19,9 @@ from .kernel import Kernel
 from .output import DEFAULT_OUTPUT_LIMIT, short_error
 from .pickling import descriptor_bound
 
-# Where a cell's question goes and its answer comes from (the sandbox process's question-device.ts).
-QUESTIONS_DEVICE = "/dev/perennial-questions"
+# The sandbox process's device for what is not output: a cell's questions, whose answers are read
+# back from it, and what a cell displays (its kernel-device.ts).
+HOST_DEVICE = "/dev/perennial-host"
 
 
 class EmscriptenDriver:
@@ -142,22 +143,47 @@ class EmscriptenDriver:
 
 def _ask(prompt, password, confirm=False):
     """Puts a question to the person through the sandbox process, and waits for the answer."""
-    question = json.dumps({"prompt": prompt, "password": password, "confirm": confirm}) + "\n"
-    try:
-        fd = os.open(QUESTIONS_DEVICE, os.O_RDWR)
-    except OSError:
-        raise EOFError("input() has no answer: this sandbox process cannot ask") from None
-    try:
-        os.write(fd, question.encode("utf-8", "surrogatepass"))
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    reply = json.loads(b"".join(chunks))
+    with _HostDevice() as device:
+        device.send({"type": "input", "prompt": prompt, "password": password, "confirm": confirm})
+        reply = json.loads(device.read_all())
     if "error" in reply:
         raise EOFError(f"input() has no answer: {reply['error']}")
     return reply["value"]
+
+
+def _show(entry):
+    """Sends what the cell displayed to the host as it is displayed; the result carries it anyway."""
+    try:
+        with _HostDevice() as device:
+            device.send({"type": "display", "entry": entry})
+    except (EOFError, OSError):
+        pass
+
+
+class _HostDevice:
+    """The sandbox process's device, open for one exchange: no descriptor outlives it, so a
+    snapshot never holds one."""
+
+    def __enter__(self):
+        try:
+            self.fd = os.open(HOST_DEVICE, os.O_RDWR)
+        except OSError:
+            raise EOFError("this sandbox process has no line to the host") from None
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+    def send(self, message):
+        data = (json.dumps(message) + "\n").encode("utf-8", "surrogatepass")
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+    def read_all(self):
+        chunks = []
+        while chunk := os.read(self.fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
 
 
 def _sliced_sleep(original, kernel):
@@ -198,7 +224,7 @@ def _publish(driver):
 
 def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
     """Called once by the sandbox process when it boots a fresh machine."""
-    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask)))
+    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask, show=_show)))
 
 
 def adopt_emscripten(earlier):
@@ -206,7 +232,7 @@ def adopt_emscripten(earlier):
     package ``earlier``) an earlier build made: this kernel takes over that one's state in the
     same interpreter, so the machine answers today's commands with everything it held."""
     driver = earlier._DRIVER
-    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, ask=_ask)
+    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, ask=_ask, show=_show)
     # Builds before 0.2.0 bound the kernel module in the user's namespace.
     if kernel.ns.get("perennial_kernel") is earlier:
         del kernel.ns["perennial_kernel"]

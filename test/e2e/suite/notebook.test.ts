@@ -57,7 +57,7 @@ suite('Perennial notebook kernel', () => {
     assert.deepEqual(textOutputs(notebook.cellAt(4)), ['42']);
   });
 
-  test('IPython magics and !commands run; display(df) shows an HTML table; input() is answered in an input box', async () => {
+  test('IPython magics and !commands run; display(df) shows an HTML table; input() is answered in an input box, with what the cell displayed shown meanwhile', async () => {
     await runCells(notebook, 10, 12);
     const magics = textOutputs(notebook.cellAt(10)).join('');
     assert.match(magics, /per loop \(mean ± std\. dev\. of 2 runs, 2 loops each\)/);
@@ -71,10 +71,13 @@ suite('Perennial notebook kernel', () => {
     assert.ok((await count('.output table')) >= 1, 'the notebook renders the table as HTML');
     const asking = runCells(notebook, 12, 13);
     await eventually(async () => ((await ui({ text: '.quick-input-widget' })).some((t) => t.includes('Your name?')) ? true : undefined), 'the input box');
+    // The cell still runs: what it displayed before asking is shown already.
+    assert.deepEqual(textOutputs(notebook.cellAt(12)), ["'asked next'"]);
+    await shownInOutputs(12, 'asked next');
     await screenshot('notebook-input-box');
     await ui({ type: { into: '.quick-input-widget input', text: 'Ada' } });
     await asking;
-    assert.equal(textOutputs(notebook.cellAt(12)).join(''), 'Your name? Ada\nhello Ada\n');
+    assert.equal(textOutputs(notebook.cellAt(12)).join(''), "'asked next'Your name? Ada\nhello Ada\n");
   });
 
   test('completion in a cell lists a variable an earlier cell defined, and hover shows its value', async () => {

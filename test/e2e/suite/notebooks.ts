@@ -17,7 +17,7 @@ export const NOTEBOOK_CELLS = [
   '"x" in globals()',
   '%timeit -n 2 -r 2 sum(range(100))\n!echo from-the-shell',
   'import pandas as pd\ndisplay(pd.DataFrame({"city": ["Lyon", "Oslo"], "rain_mm": [831, 763]}))',
-  'who = input("Your name? ")\nprint("hello", who)',
+  'display("asked next")\nwho = input("Your name? ")\nprint("hello", who)',
 ];
 
 /** Writes an .ipynb of code cells. */

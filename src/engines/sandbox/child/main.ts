@@ -13,7 +13,7 @@ import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles, restoreFiles } from './fs-archive.ts';
 import { HostChannel } from './host-channel.ts';
-import { installQuestionDevice } from './question-device.ts';
+import { installKernelDevice } from './kernel-device.ts';
 import { HOME, PyodideLoader, type DriverCall, type Pyodide } from './pyodide-loader.ts';
 
 const [pyodideDir] = process.argv.slice(2);
@@ -59,7 +59,7 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   post({ type: 'loaded', id: message.id, ms: performance.now() - started, notices });
 }
 
-/** What every boot needs again: streams, the interrupt buffer, the question device, the workspace mount. */
+/** What every boot needs again: streams, the interrupt buffer, the kernel's device, the workspace mount. */
 function connect(instance: Pyodide, config: MachineConfig): DriverCall {
   const writer = (stream: 'stdout' | 'stderr') => ({
     write(buffer: Uint8Array): number {
@@ -71,7 +71,7 @@ function connect(instance: Pyodide, config: MachineConfig): DriverCall {
   instance.setStderr(writer('stderr'));
   // Typed as an Int32Array; Pyodide only reads and writes its element 0.
   instance.setInterruptBuffer(host.signals as unknown as Int32Array);
-  installQuestionDevice(instance.FS, host);
+  installKernelDevice(instance.FS, host);
   let cwd = HOME;
   if (config.workspace) {
     instance.FS.mkdirTree('/workspace');

@@ -12,7 +12,7 @@ import type { MemoryAccess } from './dead-memory.ts';
 import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
 import { withDynlibReplay, type CreateModule as ReplayCreateModule, type EmscriptenModule } from './dynlibs.ts';
 import { restoreFiles, type EmscriptenFS } from './fs-archive.ts';
-import type { DeviceFS } from './question-device.ts';
+import type { DeviceFS } from './kernel-device.ts';
 import { initialMemoryBytes } from './wasm-memory.ts';
 
 /** The parts of the Pyodide API the sandbox uses. */
