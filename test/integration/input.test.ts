@@ -78,10 +78,10 @@ for (const engine of ENGINES_UNDER_TEST)
     });
 
     if (engine === 'sandbox')
-      it('refuses what is not a question on the device a sandbox asks through, and the machine goes on', async () => {
+      it('refuses what is not a question or a display on the device a sandbox kernel talks to its host through, and the machine goes on', async () => {
         const code = [
           'import os',
-          'fd = os.open("/dev/perennial-questions", os.O_RDWR)',
+          'fd = os.open("/dev/perennial-host", os.O_RDWR)',
           'errors = []',
           'for attempt in (lambda: os.read(fd, 10), lambda: os.write(fd, b"not json\\n")):',
           '    try:',
