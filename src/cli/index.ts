@@ -21,7 +21,7 @@ import { hostedClient } from '../client/forevervm-config.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
-import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber } from './options.ts';
+import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber, timeoutSeconds } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 import { errorCodeOf } from '../platform/coded-error.ts';
@@ -54,7 +54,7 @@ function buildProgram(): Command {
     .argument('<code>', 'Python code, or - to read it from stdin')
     .option('-m, --machine <name>', 'machine to run on')
     .addOption(engineOption())
-    .option('-t, --timeout <seconds>', 'instruction timeout (default 15)', positiveNumber)
+    .option('-t, --timeout <seconds>', 'interrupt the code after this long; 0: no limit (default 15)', timeoutSeconds)
     .option('--images <dir>', 'save figures as PNG files in this folder')
     .action((code: string, options) => execCommand(context(), code, options));
 
@@ -63,7 +63,7 @@ function buildProgram(): Command {
     .description('interactive prompt on a machine (a new one without NAME)')
     .argument('[name]', 'machine to attach to')
     .addOption(engineOption())
-    .option('-t, --timeout <seconds>', 'instruction timeout (default 15)', positiveNumber)
+    .option('-t, --timeout <seconds>', 'interrupt each statement after this long (default: no limit, as in Python)', timeoutSeconds)
     .option('--images <dir>', 'save figures as PNG files in this folder')
     .action((name: string | undefined, options) => replCommand(context(), name, options));
 
@@ -77,6 +77,7 @@ function buildProgram(): Command {
         .choices(['python', 'sandbox'])
         .env('PERENNIAL_ENGINE'),
     )
+    .option('--timeout <seconds>', 'timeout of an instruction sent without one, as ForeverVM clients send them; 0: no limit (default 15)', timeoutSeconds)
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .option('--idle-seconds <seconds>', 'swap a machine out after this long without instructions (default 300)', positiveNumber)
     .option(

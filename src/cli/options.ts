@@ -14,6 +14,13 @@ export function positiveNumber(value: string): number {
   return n;
 }
 
+/** `--timeout`: seconds, 0 for no limit. */
+export function timeoutSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number of seconds, or 0 for no limit, got "${value}"`);
+  return n;
+}
+
 export function positiveInteger(value: string): number {
   const n = positiveNumber(value);
   if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected a whole number, got "${value}"`);

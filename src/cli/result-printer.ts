@@ -21,7 +21,7 @@ export function printChunk(term: Terminal, chunk: OutputChunk): void {
  * and restores (stderr). Figures are saved when `imagesDir` is set.
  */
 export async function printResult(term: Terminal, result: ExecResult, seq: number, imagesDir?: string): Promise<void> {
-  const { value, error, notes, images, displayed } = viewResult(result);
+  const { value, error, notes, images, displayed } = viewResult(result, 'give it longer with --timeout SECONDS (0: no limit)');
   for (const { text } of displayed) term.out.write(text + '\n');
   if (error !== null) term.err.write(error + '\n');
   else if (value !== null) term.out.write(value + '\n');

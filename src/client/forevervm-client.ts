@@ -113,7 +113,7 @@ export class ForeverVMClient {
   exec(machine: string, code: string, options: { timeoutSeconds?: number; interrupt?: boolean } = {}): Promise<ExecResponse> {
     return this.#json('POST', `/v1/machine/${encodeURIComponent(machine)}/exec`, {
       body: {
-        instruction: { code, ...(options.timeoutSeconds ? { timeout_seconds: options.timeoutSeconds } : {}) },
+        instruction: { code, ...(options.timeoutSeconds !== undefined ? { timeout_seconds: options.timeoutSeconds } : {}) },
         interrupt: options.interrupt ?? false,
       },
     });
@@ -293,6 +293,12 @@ export class ForeverVMClient {
    * the server lacks is learned once: hosted ForeverVM answers one 404 and lacks them all; a
    * local server of an older Perennial, still running after an update, lacks only the newest.
    */
+  /** Whether the server has Perennial's extensions (a local server) or none (hosted ForeverVM); asked once. */
+  async extended(): Promise<boolean> {
+    this.#plain ??= this.#json('GET', '/v1/status').then(() => false, unknownRoute);
+    return !(await this.#plain);
+  }
+
   async #learning<T>(what: string, send: () => Promise<T>): Promise<T> {
     if (this.#lacking.has(what) || (await this.#plain)) throw new UnsupportedByBackendError(what);
     try {

@@ -1,4 +1,4 @@
-import { base64Content, newMachineBody, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
+import { LONGEST_TIMEOUT_SECONDS, base64Content, newMachineBody, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
 import type {
   Completeness,
   Completions,
@@ -97,7 +97,10 @@ export class HttpClient implements PerennialClient {
   }
 
   /** Over the machine's WebSocket REPL; over HTTP when it must interrupt first. */
-  async run(name: string, code: string, options: RunOptions = {}) {
+  async run(name: string, code: string, given: RunOptions = {}) {
+    // Hosted ForeverVM has no "no limit" (0, Perennial's): it gets the longest Perennial allows.
+    const unlimited = given.timeoutSeconds === 0 && !(await this.#wire.extended());
+    const options = unlimited ? { ...given, timeoutSeconds: LONGEST_TIMEOUT_SECONDS } : given;
     const onOutput = options.onOutput ?? (() => {});
     const startedAt = new Date().toISOString();
     let ran;

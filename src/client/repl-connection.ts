@@ -73,7 +73,7 @@ export class ReplConnection {
   }
 
   #send(pending: Pending): void {
-    const instruction = { code: pending.code, ...(pending.timeoutSeconds ? { timeout_seconds: pending.timeoutSeconds } : {}) };
+    const instruction = { code: pending.code, ...(pending.timeoutSeconds !== undefined ? { timeout_seconds: pending.timeoutSeconds } : {}) };
     const { onInput, onDisplay } = pending.sender;
     const extensions = { ...(onInput ? { input: true } : {}), ...(onDisplay ? { displays: true } : {}) };
     this.#socket!.send(JSON.stringify({ type: 'exec', instruction, request_id: this.#requestId++, ...extensions }));

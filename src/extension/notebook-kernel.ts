@@ -193,8 +193,8 @@ class CellRun {
       }
     };
     try {
-      // 0 is no limit, as in Jupyter: a day, the longest an instruction may run.
-      const timeout = vscode.workspace.getConfiguration('perennial').get<number>('notebookCellTimeoutSeconds') || 24 * 3600;
+      // 0 is no limit, as in Jupyter.
+      const timeout = vscode.workspace.getConfiguration('perennial').get<number>('notebookCellTimeoutSeconds') ?? 0;
       const { seq, result } = await (
         await sources[machine.source].client()
       ).run(machine.name, code, { timeoutSeconds: timeout, onOutput, onInput: askInInputBox, onDisplay });

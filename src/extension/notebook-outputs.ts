@@ -104,7 +104,7 @@ class ShownOutputs {
 
 /** A result as notebook outputs: figures and `_repr_png_` images, then the value (richly, where IPython shows it so) or the error, then Perennial's notes. */
 function resultOutputs(result: ExecResult, executionCount: number, valueBundle?: DisplayBundle): vscode.NotebookCellOutput[] {
-  const view = viewResult(result);
+  const view = viewResult(result, 'Give cells longer with the setting perennial.notebookCellTimeoutSeconds (0: no limit).');
   const outputs = figureImages(result).map(
     (image) =>
       new vscode.NotebookCellOutput([new vscode.NotebookCellOutputItem(Buffer.from(image.data, 'base64'), image.mimeType)], { outputType: 'display_data' }),

@@ -90,7 +90,7 @@ export class OutputPanel implements vscode.Disposable {
         update();
       },
       finish: (result) => {
-        const view = viewResult(result);
+        const view = viewResult(result, 'Give code longer with the setting perennial.instructionTimeoutSeconds (0: no limit).');
         // What the code displayed, after its output; its images are among the images.
         const bundles = (result.data?.display ?? []).filter((d): d is DisplayBundle => 'data' in d);
         for (const bundle of bundles.filter((b) => !b.result)) {

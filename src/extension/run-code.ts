@@ -70,7 +70,7 @@ async function runInMachine(code: string, { sources, active, panel, log }: RunCo
     const timeout = vscode.workspace.getConfiguration('perennial').get<number>('instructionTimeoutSeconds');
     // A machine's instructions run in the order they are given to the client.
     running = client.run(machine.name, code, {
-      timeoutSeconds: timeout || undefined,
+      timeoutSeconds: timeout ?? 0,
       onOutput: (chunk) => started.output(chunk.stream, chunk.data),
       onInput: askInInputBox,
     });

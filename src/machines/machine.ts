@@ -17,6 +17,7 @@ import { MachineEngine, MachineGoneError } from './machine-engine.ts';
 import { MachineNotices } from './machine-notices.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
 import { OutputLines } from './output-lines.ts';
+import { isTimeoutError, timedOutText } from '../shared/result-format.ts';
 import { StateSaver } from './state-saver.ts';
 
 export { CheckpointNotFoundError, NotSavedError, UpgradeRefusedError } from './machine-checkpoints.ts';
@@ -349,10 +350,12 @@ export class Machine {
       for (const listener of instruction.listeners) listener(chunk);
     });
     const onOutput: OutputListener = (stream, text) => lines.push(stream, text);
+    // A timeout of 0 is no limit.
+    const limited = instruction.timeoutSeconds > 0;
     const timeout = () => this.#stop(instruction, 'timeout');
     let timeLeft = instruction.timeoutSeconds * 1000;
     let since = Date.now();
-    let timer = setTimeout(timeout, timeLeft);
+    let timer = limited ? setTimeout(timeout, timeLeft) : undefined;
     const { onInput: asker, onDisplay: shown } = instruction.sender;
     // The time a person takes to answer is not the cell's: its timeout waits meanwhile.
     const onInput: InputAnswerer | undefined =
@@ -364,7 +367,7 @@ export class Machine {
           return await asker(request, signal);
         } finally {
           since = Date.now();
-          if (!signal.aborted) timer = setTimeout(timeout, timeLeft);
+          if (!signal.aborted && limited) timer = setTimeout(timeout, timeLeft);
         }
       });
     const started = performance.now();
@@ -382,9 +385,9 @@ export class Machine {
       lines.end();
     }
     lines.placeDisplays(result.data);
-    if (instruction.stopReason === 'timeout' && !('error' in result && result.error.startsWith('Timed out'))) {
+    if (instruction.stopReason === 'timeout' && !('error' in result && isTimeoutError(result.error))) {
       const detail = 'error' in result ? `\n${result.error}` : '';
-      result = { error: `Timed out after ${instruction.timeoutSeconds} s: the instruction was interrupted.${detail}`, runtime_ms: result.runtime_ms };
+      result = { error: `${timedOutText(instruction.timeoutSeconds)}: the instruction was interrupted.${detail}`, runtime_ms: result.runtime_ms };
     }
     queue.current = undefined;
     queue.completedSeq = instruction.seq;
@@ -409,7 +412,7 @@ export class Machine {
     if (!(error instanceof EngineExitedError)) return `Perennial could not run the instruction: ${(error as Error).message}`;
     const restore = this.#notices.restoreNotice();
     if (error.exit.requested && instruction.stopReason) {
-      const what = instruction.stopReason === 'timeout' ? `Timed out after ${instruction.timeoutSeconds} s` : 'Interrupted';
+      const what = instruction.stopReason === 'timeout' ? timedOutText(instruction.timeoutSeconds) : 'Interrupted';
       return `${what}: the code did not stop within ${this.settings.interruptGraceMs / 1000} s of the interrupt, so its Python process was stopped. ${restore}`;
     }
     return `${error.message}. ${restore}`;

@@ -12,7 +12,7 @@ export const INSTRUCTIONS = [
   'Perennial gives you persistent Python REPLs: create one with create-python-repl and keep its replId.',
   'run-python-in-repl runs code there; variables, imports, functions and files stay for later calls, even after hours.',
   'The last expression is returned as its repr; print for more output. Figures come back as images (a few per result) and as perennial:// resources to read.',
-  'Long work: pass timeoutSeconds (default 15 s); interrupt-python-repl stops runaway code without losing state.',
+  'Long work: pass timeoutSeconds (default 15 s, 0 for no limit); interrupt-python-repl stops runaway code without losing state.',
 ].join('\n');
 
 /** What a client can choose for its connection (`perennial mcp` flags, the HTTP endpoint's query). */

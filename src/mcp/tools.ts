@@ -96,7 +96,7 @@ const json = (value: unknown): CallToolResult => ({
 function execResult(name: string, seq: number, chunks: OutputChunk[], result: ExecResult, inlineImages: number): CallToolResult {
   const view = viewResult(result);
   const figures = figureContent(name, seq, view.images, inlineImages);
-  const more = figures.note ? [figures.note] : [];
+  const more = [...(figures.note ? [figures.note] : []), ...(view.timedOut ? ['Give it longer with the timeoutSeconds argument (0: no limit).'] : [])];
   return {
     content: [{ type: 'text', text: resultText(chunks, result, more) }, ...figures.blocks],
     structuredContent: {
@@ -201,7 +201,7 @@ export const TOOLS = [
     inputSchema: z.object({
       pythonCode: z.string().describe('The code; the value of its last expression is returned'),
       replId,
-      timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this long (default 15)'),
+      timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this many seconds (default 15; 0: no limit)'),
     }),
     outputSchema: RunOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -215,7 +215,7 @@ export const TOOLS = [
     inputSchema: z.object({
       path: FilePath.describe('The file, inside the REPL'),
       replId,
-      timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this long (default 15)'),
+      timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this many seconds (default 15; 0: no limit)'),
     }),
     outputSchema: RunOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

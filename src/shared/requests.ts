@@ -46,11 +46,13 @@ export const MemoryMb = z
   .min(64, 'memory is at least 64 MiB')
   .max(1024 * 1024, 'memory is at most 1048576 MiB')
   .describe('Memory cap in MiB (64 to 1048576)');
-/** The longest an instruction may be given: a day. */
+/** The longest timeout but none: a day. */
+export const LONGEST_TIMEOUT_SECONDS = 24 * 3600;
+/** How long an instruction may run before it is interrupted: 0 for no limit, else at most a day. */
 export const TimeoutSeconds = z
   .number()
-  .positive('a timeout is above 0 seconds')
-  .max(24 * 3600, 'a timeout is at most 86400 seconds (a day)');
+  .min(0, 'a timeout is 0 (no limit) or a number of seconds')
+  .max(LONGEST_TIMEOUT_SECONDS, `a timeout is at most ${LONGEST_TIMEOUT_SECONDS} seconds (a day); 0 is no limit`);
 /** Largest request body accepted (code, files), and WebSocket message; beyond it the answer is 413. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Largest file read from a machine at once. */
@@ -126,7 +128,7 @@ export function newMachineBody({ memoryMb, workspaceWritable, ...rest }: NewMach
 
 export const ListBody = z.object({ tags: TagFilter.optional() });
 
-/** `{"code": str, "timeout_seconds": int}`; a missing `timeout_seconds` means the server's default. */
+/** `{"code": str, "timeout_seconds": int}`; a missing `timeout_seconds` means the server's default, 0 (Perennial's) no limit. */
 export const Instruction = z.object({ code: z.string(), timeout_seconds: TimeoutSeconds.optional() });
 export type Instruction = z.infer<typeof Instruction>;
 

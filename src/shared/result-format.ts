@@ -9,6 +9,17 @@ import {
   type OutputChunk,
 } from './types.ts';
 
+const TIMED_OUT = 'Timed out after ';
+
+/** How the error of an instruction its timeout stopped begins. */
+export function timedOutText(seconds: number): string {
+  return `${TIMED_OUT}${seconds} s`;
+}
+
+export function isTimeoutError(error: string): boolean {
+  return error.startsWith(TIMED_OUT);
+}
+
 /** Something Perennial says about an instruction besides its result: a notice or a loss. */
 export interface ResultNote {
   kind: 'notice' | 'lost';
@@ -26,10 +37,14 @@ export interface ResultView {
   images: ImageData[];
   /** What the code displayed (`display(obj)`), as text, each after the output chunk it followed. */
   displayed: { text: string; afterOutput: number }[];
+  /** Its timeout stopped it: a surface says how to give it longer there. */
+  timedOut: boolean;
 }
 
-export function viewResult(result: ExecResult): ResultView {
+/** `timeoutHint`: how to give an instruction longer on the caller's surface, a note when its timeout stopped it. */
+export function viewResult(result: ExecResult, timeoutHint?: string): ResultView {
   const failed = isErrorResult(result);
+  const timedOut = failed && isTimeoutError(result.error);
   return {
     value: failed ? null : result.value,
     error: failed ? result.error : null,
@@ -39,8 +54,10 @@ export function viewResult(result: ExecResult): ResultView {
     notes: [
       ...(result.data?.notices ?? []).map((text): ResultNote => ({ kind: 'notice', text })),
       ...(result.data?.lost ?? []).map((item): ResultNote => ({ kind: 'lost', text: lostText(item) })),
+      ...(timedOut && timeoutHint ? [{ kind: 'notice', text: timeoutHint } satisfies ResultNote] : []),
     ],
     images: resultImages(result),
+    timedOut,
   };
 }
 

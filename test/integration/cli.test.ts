@@ -4,11 +4,10 @@ import { after, before, describe, it } from 'node:test';
 import { cpSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stripVTControlCharacters } from 'node:util';
 import { runningServer } from '../../src/client/local-server-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
-import { finished, type CliRun } from '../helpers/processes.ts';
+import { TerminalSession, finished, type CliRun } from '../helpers/processes.ts';
 
 /** The built CLI; `npm test` builds it first. */
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
@@ -153,7 +152,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     const badTag = await cli(['machine', 'new', '--tag', 'novalue']);
     assert.match(badTag.stderr, /expected key=value/);
     const badTimeout = await cli(['exec', '--timeout', '-1', '1']);
-    assert.match(badTimeout.stderr, /expected a positive number/);
+    assert.match(badTimeout.stderr, /expected a number of seconds, or 0 for no limit/);
     const badPort = await cli(['serve', '--port', '70000']);
     assert.match(badPort.stderr, /expected a port from 0 \(any free port\) to 65535/);
     const badDefault = await cliWith({ PERENNIAL_ENGINE: 'bogus' }, ['--data-dir', dataDir, 'serve']);
@@ -258,7 +257,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     send('');
     send('twice(21)');
     await eventually(() => stdout.includes('42\n'), 20_000, 'the value 42');
-    const machine = /Perennial REPL on machine (\S+)\./.exec(stderr)?.[1];
+    const machine = /Perennial REPL on machine (\S+) \(/.exec(stderr)?.[1];
     assert.ok(machine);
     const shared = await cli(['exec', '-m', machine, 'twice(4)']);
     assert.equal(shared.stdout, '8\n', 'another command sees what the REPL defined');
@@ -272,7 +271,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     child.stdin!.end();
     const r = await finished(child);
     assert.equal(r.code, 0, stderr);
-    assert.match(stderr, /Perennial REPL on machine \S+\. Ctrl-C interrupts, Ctrl-D leaves/);
+    assert.match(stderr, /Perennial REPL on machine \S+ \(\w+ engine, Python [\d.]+.*\)\. Ctrl-C interrupts; exit\(\) or Ctrl-D leaves/);
   });
 
   it("repl: a cell's input() asks at the prompt, and the question shows once", async () => {
@@ -291,34 +290,27 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
   });
 
   it('repl in a terminal: Tab completes from the machine and indents a continuation line, which shows "... "', async () => {
-    // `script` gives the REPL a real terminal (a pty), as a person at a shell has.
-    const command = [process.execPath, CLI, '--data-dir', dataDir, 'repl'].map((part) => `'${part}'`).join(' ');
-    const child = spawn('script', ['-qfec', command, '/dev/null'], {
-      env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, TERM: 'xterm' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let screen = '';
-    // What the terminal shows, without its cursor moves.
-    child.stdout!.on('data', (d: Buffer) => (screen += stripVTControlCharacters(d.toString())));
+    const terminal = new TerminalSession([process.execPath, CLI, '--data-dir', dataDir, 'repl'], { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON });
+    const shows = (what: RegExp | string, description: string) =>
+      eventually(() => (typeof what === 'string' ? terminal.screen.includes(what) : what.test(terminal.screen)), 20_000, description);
     try {
-      await eventually(() => screen.includes('>>> '), 30_000, 'the prompt');
-      child.stdin!.write('completion_target_value = 20\r');
-      await eventually(() => screen.split('>>> ').length > 2, 20_000, 'the next prompt');
-      child.stdin!.write('completion_tar\t');
-      await eventually(() => /completion_target_value$/.test(screen), 20_000, 'the name completed');
-      child.stdin!.write(' + 1\r');
-      await eventually(() => screen.includes('21\r\n'), 20_000, 'the completed line run');
-      child.stdin!.write('if completion_target_value:\r');
-      await eventually(() => /\.\.\. $/.test(screen), 20_000, 'the continuation prompt');
+      await eventually(() => terminal.screen.includes('>>> '), 30_000, 'the prompt');
+      terminal.type('completion_target_value = 20\r');
+      await eventually(() => terminal.screen.split('>>> ').length > 2, 20_000, 'the next prompt');
+      terminal.type('completion_tar\t');
+      await shows(/completion_target_value$/, 'the name completed');
+      terminal.type(' + 1\r');
+      await shows('21\r\n', 'the completed line run');
+      terminal.type('if completion_target_value:\r');
+      await shows(/\.\.\. $/, 'the continuation prompt');
       // A key at a time, as typed: readline takes a Tab inside pasted text for text.
-      child.stdin!.write('\t');
-      await eventually(() => /\.\.\. {5}$/.test(screen), 20_000, 'the indentation');
-      child.stdin!.write('print("in" + "dented")\r\r');
-      await eventually(() => screen.includes('indented\r\n'), 20_000, 'the indented block run');
-      assert.match(screen, /\.\.\. {5}print\("in" \+ "dented"\)/, 'Tab indented the line by four spaces');
+      terminal.type('\t');
+      await shows(/\.\.\. {5}$/, 'the indentation');
+      terminal.type('print("in" + "dented")\r\r');
+      await shows('indented\r\n', 'the indented block run');
+      assert.match(terminal.screen, /\.\.\. {5}print\("in" \+ "dented"\)/, 'Tab indented the line by four spaces');
     } finally {
-      child.stdin!.end();
-      child.kill();
+      terminal.close();
     }
   });
 });

@@ -395,6 +395,18 @@ describe('MCP server', { timeout: 480_000 }, () => {
         );
       });
 
+      it('takes timeoutSeconds 0 as no limit; a call its timeout stopped says how to give it longer', async () => {
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        const code = 'import time\ntime.sleep(1.5)\n"slept"';
+        const stopped = await call(client, 'run-python-in-repl', { replId, pythonCode: code, timeoutSeconds: 1 });
+        const view = stopped.structuredContent as { error: string; notes: string[] };
+        assert.match(view.error, /^Timed out after 1 s/);
+        assert.deepEqual(view.notes, ['Give it longer with the timeoutSeconds argument (0: no limit).']);
+        assert.match(textOf(stopped), /Give it longer with the timeoutSeconds argument \(0: no limit\)\./);
+        const unlimited = await call(client, 'run-python-in-repl', { replId, pythonCode: code, timeoutSeconds: 0 });
+        assert.equal((unlimited.structuredContent as { value: string }).value, "'slept'");
+      });
+
       it('returns a figure as an image and a link to its resource; past the inline cap, only links, and says so', async () => {
         const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
         await call(client, 'run-python-in-repl', { replId, pythonCode: 'import matplotlib.pyplot as plt\ndata = [1, 4, 9]' });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidArgumentError } from 'commander';
-import { collectTag, positiveInteger, positiveNumber } from '../../src/cli/options.ts';
+import { collectTag, positiveInteger, positiveNumber, timeoutSeconds } from '../../src/cli/options.ts';
 import { defaultDataDir } from '../../src/platform/data-dir.ts';
 
 describe('CLI option parsers', () => {
@@ -26,6 +26,19 @@ describe('CLI option parsers', () => {
     ['abc', null, null],
     ['Infinity', null, null],
   ];
+  for (const [input, seconds] of [
+    ['0', 0],
+    ['15', 15],
+    ['0.5', 0.5],
+    ['-1', null],
+    ['abc', null],
+    ['Infinity', null],
+  ] as const) {
+    it(`--timeout ${input}`, () => {
+      if (seconds === null) assert.throws(() => timeoutSeconds(input), InvalidArgumentError);
+      else assert.equal(timeoutSeconds(input), seconds);
+    });
+  }
   for (const [input, asNumber, asInteger] of numberCases) {
     it(`positive number/integer of ${input}`, () => {
       if (asNumber === null) assert.throws(() => positiveNumber(input), InvalidArgumentError);

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import { MachineManager, type MachineManagerOptions, type ManagerEvent } from '../../src/machines/machine-manager.ts';
 import type { ExecResult } from '../../src/shared/types.ts';
 import { fakeEngines, type FakeEngine, type Faults } from '../helpers/fake-engine.ts';
-import { tempDataDir } from '../helpers/machines.ts';
+import { tempDataDir, valueOf } from '../helpers/machines.ts';
 
 const GRACE_MS = 1000;
 const SAVE_DELAY_MS = 500;
@@ -102,6 +102,15 @@ describe('the machine layer, over a fake engine', () => {
     const result = (await done) as { error: string };
     assert.match(result.error, /^Timed out after 2 s: the instruction was interrupted\.\nKeyboardInterrupt$/);
     assert.equal(await value(name, 'y = 3\ny'), '3', 'the machine runs on');
+  });
+
+  it('gives an instruction with a timeout of 0 all the time it takes', async () => {
+    const name = await open({ defaultTimeoutSeconds: 2 });
+    const busy = state(name, 'busy');
+    const { done } = manager.exec(name, 'sleep 86400000\nv = 1\nv', { timeoutSeconds: 0 });
+    await busy;
+    mock.timers.tick(86_400_000);
+    assert.equal(valueOf(await done), '1');
   });
 
   it("does not count the time a person takes to answer input() against the instruction's timeout", async () => {

@@ -1,7 +1,9 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import type { EngineName } from '../../shared/requests.ts';
+import { isErrorResult, type ExecResult, type MachineInfo } from '../../shared/types.ts';
+import { ExitError } from '../errors.ts';
 import { withClient, type CliContext } from '../context.ts';
 import { printChunk, printResult } from '../result-printer.ts';
 import { TerminalQuestions } from '../terminal-questions.ts';
@@ -16,15 +18,24 @@ export interface ReplCommandOptions {
 }
 
 /**
- * `perennial repl [NAME]`: an interactive prompt on a machine (a new one without NAME). Lines
- * gather until they form a whole statement, as in Python's own prompt (continuation lines show
- * `... `); Tab completes from the machine's namespace, or indents at the start of a line; Ctrl-C
- * interrupts the running cell or drops the line being typed; Ctrl-D leaves, and the machine stays.
+ * `perennial repl [NAME]`: an interactive prompt on a machine (a new one without NAME), as
+ * Python's own. Lines gather until they form a whole statement (continuation lines show `... `);
+ * a block pasted into a terminal runs whole, blank lines and all; Tab completes from the machine's
+ * namespace, or indents at the start of a line; Ctrl-C interrupts the running statement or drops
+ * the line being typed; `exit()`, `quit()`, `sys.exit()` and Ctrl-D leave, and the machine stays.
+ * A statement runs as long as it takes, unless `--timeout` says otherwise.
  */
 export async function replCommand(ctx: CliContext, name: string | undefined, options: ReplCommandOptions): Promise<void> {
   await withClient(ctx, async (client) => {
-    const machine = name ?? (await client.create({ engine: options.engine })).name;
-    ctx.term.err.write(`Perennial REPL on machine ${machine}. Ctrl-C interrupts, Ctrl-D leaves (the machine stays).\n`);
+    // A machine that does not exist is said at once, not at the first statement.
+    let info = name ? await client.get(name) : await client.create({ engine: options.engine });
+    const machine = info.name;
+    if (!info.runtime && info.engine !== 'forevervm') {
+      // Its Python is known once it runs: start it now, as the first statement would.
+      await client.isComplete(machine, '');
+      info = await client.get(machine);
+    }
+    ctx.term.err.write(`Perennial REPL on machine ${machine} (${describeRuntime(info)}). Ctrl-C interrupts; exit() or Ctrl-D leaves, and the machine stays.\n`);
     const isTerminal = Boolean((ctx.stdin as NodeJS.ReadStream).isTTY);
     const rl = createInterface({
       input: ctx.stdin,
@@ -42,6 +53,7 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
         );
       },
     });
+    const lines = new TypedLines(rl, ctx.stdin, isTerminal ? ctx.term.out : undefined);
     const questions = new TerminalQuestions(() => rl);
     let history: string[] = [];
     rl.on('history', (entries: string[]) => (history = entries));
@@ -66,17 +78,23 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
     };
     rl.on('SIGINT', onInterrupt);
     process.on('SIGINT', onInterrupt);
+    let exit: ExitError | undefined;
     try {
       prompt('>>> ');
-      for await (const line of rl) {
-        buffer.push(line);
+      while (!exit) {
+        const typed = await lines.next();
+        if (!typed) break;
+        if (typed.kind === 'line') buffer.push(typed.text);
+        // Inside a paste, a blank line does not end the block: the paste's end does.
+        if (typed.kind === 'line' && typed.pasted) continue;
         const code = buffer.join('\n');
         if (!code.trim()) {
           buffer = [];
-          prompt('>>> ');
+          if (typed.kind === 'line') prompt('>>> ');
           continue;
         }
-        if ((await client.isComplete(machine, code)) === 'incomplete') {
+        // A paste's end ends its last block too, as the blank line after it would.
+        if ((await client.isComplete(machine, typed.kind === 'paste-end' ? `${code}\n` : code)) === 'incomplete') {
           prompt('... ');
           continue;
         }
@@ -84,28 +102,119 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
         running = true;
         try {
           const { seq, result } = await client.run(machine, code, {
-            timeoutSeconds: options.timeout,
+            // As in Python's own prompt, a statement runs as long as it takes unless told otherwise.
+            timeoutSeconds: options.timeout ?? 0,
             onOutput: (chunk) => {
               if (!questions.isEcho(chunk.data)) printChunk(ctx.term, chunk);
             },
             onInput: questions.answer,
           });
-          await printResult(ctx.term, result, seq, options.images);
+          exit = systemExit(result);
+          if (!exit) await printResult(ctx.term, result, seq, options.images);
         } catch (error) {
           ctx.term.err.write(`perennial: ${(error as Error).message}\n`);
         } finally {
           running = false;
         }
-        prompt('>>> ');
+        if (!exit) prompt('>>> ');
       }
     } finally {
       process.off('SIGINT', onInterrupt);
+      lines.close();
       rl.close();
-      if (isTerminal) ctx.term.out.write('\n');
+      if (isTerminal && !exit) ctx.term.out.write('\n');
       await saveHistory(ctx.historyFile, history);
     }
+    if (exit) throw exit;
   });
 }
+
+/** "sandbox engine, Python 3.14.2 on Pyodide 314.0.7". */
+function describeRuntime({ engine, runtime }: MachineInfo): string {
+  const python = runtime ? `, Python ${runtime.python}${runtime.pyodide ? ` on Pyodide ${runtime.pyodide}` : ''}` : '';
+  return engine === 'forevervm' ? 'hosted ForeverVM' : `${engine} engine${python}`;
+}
+
+/**
+ * How the REPL ends when a statement raised SystemExit (`exit()`, `quit()`, `sys.exit(n)`), as
+ * Python's does: with the status it gave, or 1 and its message; undefined for any other result.
+ */
+function systemExit(result: ExecResult): ExitError | undefined {
+  if (!isErrorResult(result)) return undefined;
+  const match = /^SystemExit(?::\s?(.*))?$/.exec(result.error.trimEnd().split('\n').at(-1) ?? '');
+  if (!match) return undefined;
+  const argument = match[1] ?? '';
+  if (argument === '' || argument === 'None') return new ExitError(0);
+  if (/^-?\d+$/.test(argument)) return new ExitError(Number(argument) & 0xff);
+  return new ExitError(1, argument);
+}
+
+/** A line typed (or pasted) at the prompt, or the end of a paste. */
+type Typed = { kind: 'line'; text: string; pasted: boolean } | { kind: 'paste-end' };
+
+/**
+ * The lines of the prompt, each marked when it came in a paste. A terminal is put in bracketed
+ * paste mode, which marks a paste's start and end, so that a pasted block with blank lines in it
+ * is one statement, as in IPython and Python 3.13's REPL. (readline reads ahead of the REPL, so
+ * a line is marked as it arrives, not when the REPL takes it.)
+ */
+class TypedLines {
+  #queue: Typed[] = [];
+  #waiting?: (typed: Typed | null) => void;
+  #pasting = false;
+  #closed = false;
+
+  constructor(
+    private readonly rl: Interface,
+    private readonly input: NodeJS.ReadableStream,
+    private readonly terminal?: NodeJS.WritableStream,
+  ) {
+    rl.on('line', (text: string) => this.#push({ kind: 'line', text, pasted: this.#pasting }));
+    rl.on('close', () => this.#end());
+    input.on('keypress', this.#onKey);
+    terminal?.write(BRACKETED_PASTE_ON);
+  }
+
+  next(): Promise<Typed | null> {
+    const typed = this.#queue.shift();
+    if (typed) return Promise.resolve(typed);
+    if (this.#closed) return Promise.resolve(null);
+    return new Promise((resolve) => (this.#waiting = resolve));
+  }
+
+  /** Gives the terminal back as it was. */
+  close(): void {
+    this.input.off('keypress', this.#onKey);
+    this.terminal?.write(BRACKETED_PASTE_OFF);
+    this.#end();
+  }
+
+  readonly #onKey = (_text: string, key?: { name?: string }) => {
+    if (key?.name === 'paste-start') this.#pasting = true;
+    else if (key?.name === 'paste-end') {
+      this.#pasting = false;
+      // A paste that ends inside a line leaves it for the person to finish.
+      if (!this.rl.line) this.#push({ kind: 'paste-end' });
+    }
+  };
+
+  #push(typed: Typed): void {
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    if (waiting) waiting(typed);
+    else this.#queue.push(typed);
+  }
+
+  #end(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#waiting?.(null);
+    this.#waiting = undefined;
+  }
+}
+
+const BRACKETED_PASTE_ON = '\x1b[?2004h';
+const BRACKETED_PASTE_OFF = '\x1b[?2004l';
 
 async function loadHistory(file: string): Promise<string[]> {
   const text = await readFile(file, 'utf8').catch(() => '');

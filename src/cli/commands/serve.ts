@@ -7,6 +7,8 @@ export interface ServeCommandOptions {
   port?: number;
   /** Engine of machines created without one. */
   engine?: EngineName;
+  /** Timeout of an instruction sent without one. */
+  timeout?: number;
   /** Stop after this many seconds with nothing going on (for servers that clients start). */
   exitWhenIdle?: number;
   /** Swap a machine out after this many seconds without instructions. */
@@ -26,6 +28,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     idleSeconds: options.idleSeconds,
     poolIdleSeconds: options.poolIdleSeconds,
     defaultEngine: options.engine,
+    defaultTimeoutSeconds: options.timeout,
     heartbeatMs: options.heartbeat === undefined ? undefined : options.heartbeat * 1000,
     // Clients start their background server with an idle limit; a person's `serve` has none.
     background: options.exitWhenIdle !== undefined,
