@@ -60,7 +60,7 @@ describe('perennial as a Python user expects it', { timeout: 180_000 }, () => {
     const terminal = repl();
     try {
       await shows(terminal, '>>> ', 'the prompt');
-      assert.match(terminal.screen, /Perennial REPL on machine \S+ \(python engine, Python \d+\.\d+\.\d+\)\. Ctrl-C interrupts; exit\(\) or Ctrl-D leaves/);
+      assert.match(terminal.screen, /Perennial REPL on machine \S+: python engine, Python \d+\.\d+\.\d+\. Ctrl-C interrupts; exit\(\) or Ctrl-D leaves/);
       terminal.type('import time; time.sleep(1.5); print("slept through")\r');
       await shows(terminal, /slept through\r\n[\s\S]*>>> $/, 'the statement to finish');
       assert.doesNotMatch(terminal.screen, /Timed out/);
@@ -90,7 +90,7 @@ describe('perennial as a Python user expects it', { timeout: 180_000 }, () => {
     it(`repl: ${leave} leaves with status ${status}, and the machine stays`, async () => {
       const terminal = repl();
       await shows(terminal, '>>> ', 'the prompt');
-      const machine = /on machine (\S+) /.exec(terminal.screen)![1]!;
+      const machine = /on machine (\S+):/.exec(terminal.screen)![1]!;
       terminal.type('kept = "still here"\r');
       await eventually(() => terminal.screen.split('>>> ').length > 2, 30_000, 'the next prompt');
       terminal.type(`${leave}\r`);

@@ -257,7 +257,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     send('');
     send('twice(21)');
     await eventually(() => stdout.includes('42\n'), 20_000, 'the value 42');
-    const machine = /Perennial REPL on machine (\S+) \(/.exec(stderr)?.[1];
+    const machine = /Perennial REPL on machine (\S+):/.exec(stderr)?.[1];
     assert.ok(machine);
     const shared = await cli(['exec', '-m', machine, 'twice(4)']);
     assert.equal(shared.stdout, '8\n', 'another command sees what the REPL defined');
@@ -271,7 +271,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     child.stdin!.end();
     const r = await finished(child);
     assert.equal(r.code, 0, stderr);
-    assert.match(stderr, /Perennial REPL on machine \S+ \(\w+ engine, Python [\d.]+.*\)\. Ctrl-C interrupts; exit\(\) or Ctrl-D leaves/);
+    assert.match(stderr, /Perennial REPL on machine \S+: \w+ engine, .*Python [\d.]+.*\. Ctrl-C interrupts; exit\(\) or Ctrl-D leaves/);
   });
 
   it("repl: a cell's input() asks at the prompt, and the question shows once", async () => {

@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import type { EngineName } from '../../shared/requests.ts';
+import { describeRuntime } from '../../shared/result-format.ts';
 import { isErrorResult, type ExecResult, type MachineInfo } from '../../shared/types.ts';
 import { ExitError } from '../errors.ts';
 import { withClient, type CliContext } from '../context.ts';
@@ -35,7 +36,7 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
       await client.isComplete(machine, '');
       info = await client.get(machine);
     }
-    ctx.term.err.write(`Perennial REPL on machine ${machine} (${describeRuntime(info)}). Ctrl-C interrupts; exit() or Ctrl-D leaves, and the machine stays.\n`);
+    ctx.term.err.write(`Perennial REPL on machine ${machine}: ${describeMachine(info)}. Ctrl-C interrupts; exit() or Ctrl-D leaves, and the machine stays.\n`);
     const isTerminal = Boolean((ctx.stdin as NodeJS.ReadStream).isTTY);
     const rl = createInterface({
       input: ctx.stdin,
@@ -129,10 +130,9 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
   });
 }
 
-/** "sandbox engine, Python 3.14.2 on Pyodide 314.0.7". */
-function describeRuntime({ engine, runtime }: MachineInfo): string {
-  const python = runtime ? `, Python ${runtime.python}${runtime.pyodide ? ` on Pyodide ${runtime.pyodide}` : ''}` : '';
-  return engine === 'forevervm' ? 'hosted ForeverVM' : `${engine} engine${python}`;
+/** "sandbox engine, Pyodide 314.0.7 (Python 3.14.2)". */
+function describeMachine({ engine, runtime }: MachineInfo): string {
+  return engine === 'forevervm' ? 'hosted ForeverVM' : `${engine} engine, ${describeRuntime(runtime)}`;
 }
 
 /**
