@@ -1,4 +1,5 @@
 import type { PerennialClient } from '../shared/perennial-client.ts';
+import type { EngineName, NewMachineOptions } from '../shared/requests.ts';
 import type { Terminal } from './result-printer.ts';
 
 /** What every command gets: where machines are, and where to talk. */
@@ -22,4 +23,14 @@ export async function withClient<T>(ctx: CliContext, task: (client: PerennialCli
   } finally {
     await client.close();
   }
+}
+
+/**
+ * The interpreter of a machine a command creates: `--python`, else `PERENNIAL_PYTHON` as this
+ * command sees it. Sent with the request, so that it holds even when the server that makes the
+ * machine was started earlier, with another environment. Not for a sandbox machine.
+ */
+export function interpreterOption(options: { engine?: EngineName; python?: string }, env: NodeJS.ProcessEnv = process.env): Pick<NewMachineOptions, 'python'> {
+  const python = options.python ?? (env.PERENNIAL_PYTHON || undefined);
+  return python && options.engine !== 'sandbox' ? { python } : {};
 }

@@ -14,6 +14,7 @@ import {
 } from './commands/machine.ts';
 import { replCommand } from './commands/repl.ts';
 import { serveCommand } from './commands/serve.ts';
+import { stopCommand } from './commands/stop.ts';
 import { mcpCommand } from './commands/mcp.ts';
 import { statusCommand } from './commands/status.ts';
 import { loginCommand } from './commands/login.ts';
@@ -47,6 +48,7 @@ function buildProgram(): Command {
     };
   };
   const engineOption = () => new Option('--engine <engine>', 'engine of a new machine').choices(['python', 'sandbox']);
+  const pythonOption = () => new Option('--python <path>', 'python engine: the interpreter of a new machine (default: $PERENNIAL_PYTHON, else python3)');
 
   program
     .command('exec')
@@ -54,6 +56,7 @@ function buildProgram(): Command {
     .argument('<code>', 'Python code, or - to read it from stdin')
     .option('-m, --machine <name>', 'machine to run on')
     .addOption(engineOption())
+    .addOption(pythonOption())
     .option('-t, --timeout <seconds>', 'interrupt the code after this long; 0: no limit (default 15)', timeoutSeconds)
     .option('--images <dir>', 'save figures as PNG files in this folder')
     .action((code: string, options) => execCommand(context(), code, options));
@@ -63,6 +66,7 @@ function buildProgram(): Command {
     .description('interactive prompt on a machine (a new one without NAME)')
     .argument('[name]', 'machine to attach to')
     .addOption(engineOption())
+    .addOption(pythonOption())
     .option('-t, --timeout <seconds>', 'interrupt each statement after this long (default: no limit, as in Python)', timeoutSeconds)
     .option('--images <dir>', 'save figures as PNG files in this folder')
     .action((name: string | undefined, options) => replCommand(context(), name, options));
@@ -91,6 +95,11 @@ function buildProgram(): Command {
       positiveNumber,
     )
     .action((options) => serveCommand(context(), options));
+
+  program
+    .command('stop')
+    .description("stop the data dir's local server (one you or a command started); it saves every machine first")
+    .action(() => stopCommand(context()));
 
   program
     .command('mcp')
@@ -123,7 +132,7 @@ function buildProgram(): Command {
     .addOption(engineOption())
     .option('--tag <key=value>', 'tag the machine (repeatable)', collectTag)
     .option('--memory-mb <n>', 'memory cap in MiB', positiveInteger)
-    .option('--python <path>', 'python engine: the interpreter to use')
+    .addOption(pythonOption())
     .option('--workspace <dir>', 'sandbox engine: mount this folder at /workspace (read-only)')
     .option('--workspace-write', 'sandbox engine: mount the workspace read-write')
     .option('--network', 'sandbox engine: let the machine reach the network')

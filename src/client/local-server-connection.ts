@@ -60,8 +60,8 @@ export class OlderServerError extends CodedError {
   }
 }
 
-/** How long a replaced background server may take to save its machines and stop. */
-const REPLACE_TIMEOUT_MS = 120_000;
+/** How long a server that is asked to stop may take to save its machines. */
+const STOP_TIMEOUT_MS = 120_000;
 
 /**
  * The local server of `dataDir`: the running one, or one started now (unless `autoStart` is false).
@@ -72,7 +72,7 @@ export async function localServer(dataDir: string, options: LocalConnectionOptio
   let running = await runningServer(dataDir);
   if (running && isOlder(running.version, VERSION)) {
     if (!startedInBackground(running)) throw new OlderServerError(dataDir, running);
-    await replace(running);
+    await stopServer(running);
     running = await runningServer(dataDir);
   }
   if (running) return running;
@@ -93,18 +93,28 @@ export async function runningServer(dataDir: string): Promise<ServerInfo | null>
   }
 }
 
-/** Stops an older background server (it saves every machine first) and waits until it has gone. */
-async function replace(server: ServerInfo): Promise<void> {
+/**
+ * Stops the local server of `dataDir` (it saves every machine first) and waits until it has gone;
+ * answers the server it stopped, or null when none ran.
+ */
+export async function stopLocalServer(dataDir: string): Promise<ServerInfo | null> {
+  const running = await runningServer(dataDir);
+  if (running) await stopServer(running);
+  return running;
+}
+
+/** Stops a server (it saves every machine first) and waits until it has gone. */
+async function stopServer(server: ServerInfo): Promise<void> {
   try {
     process.kill(server.pid, 'SIGTERM');
   } catch {
     return; // gone already
   }
-  const deadline = Date.now() + REPLACE_TIMEOUT_MS;
+  const deadline = Date.now() + STOP_TIMEOUT_MS;
   while (isProcessAlive(server.pid)) {
     if (Date.now() > deadline)
       throw new LocalServerUnavailableError(
-        `The Perennial ${server.version} server (pid ${server.pid}) did not stop within ${REPLACE_TIMEOUT_MS / 1000} s to make way for ${VERSION}`,
+        `The Perennial ${server.version} server (pid ${server.pid}) did not stop within ${STOP_TIMEOUT_MS / 1000} s; it may still be saving its machines`,
       );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

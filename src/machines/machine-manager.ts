@@ -189,7 +189,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       tags: options.tags ?? {},
       engine,
       memoryMb,
-      ...(options.python ? { python: options.python } : {}),
+      // The interpreter is the python engine's: a client may send its own for whichever engine runs.
+      ...(options.python && engine === 'python' ? { python: options.python } : {}),
       ...(options.workspace ? { workspace: { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false } } : {}),
       ...(options.network ? { network: true } : {}),
       nextSeq: 0,

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../platform/atomic-file.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 
-const TOKEN_FILE = 'server-token';
+/** The server's token, in the data dir (mode 0600): it stays the same from one start to the next. */
+export const TOKEN_FILE = 'server-token';
 
 /** The server's bearer token: made once, kept 0600 in the data dir, so clients stay configured. */
 export async function loadOrCreateToken(dataDir: string): Promise<string> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -106,5 +106,110 @@ describe('perennial as a Python user expects it', { timeout: 180_000 }, () => {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^perennial: Machine no-such-machine does not exist/);
     assert.doesNotMatch(r.stdout + r.stderr, />>> /);
+  });
+});
+
+describe("the local server, visible and under the user's control", { timeout: 180_000 }, () => {
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir({ empty: true }));
+  });
+  after(async () => {
+    await finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'stop'], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] }));
+    await cleanup();
+  });
+
+  const cli = (args: string[], env: NodeJS.ProcessEnv = ENV): Promise<CliRun> =>
+    finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  /** A `perennial serve` a person started, once it listens; its banner so far. */
+  const serve = async (...args: string[]) => {
+    const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', '--engine', 'python', ...args], {
+      env: ENV,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let banner = '';
+    child.stderr!.on('data', (d: Buffer) => (banner += d));
+    const stopped = finished(child);
+    let exited = false;
+    void stopped.then(() => (exited = true));
+    await eventually(() => banner.includes('ForeverVM clients:') || exited, 30_000, 'the server to listen');
+    return { child, banner: () => banner, stopped };
+  };
+
+  it('stop: stops the server a command started, which saves every machine; the next command starts one again', async () => {
+    const made = await cli(['exec', '--engine', 'python', 'kept = 42']);
+    const name = /^machine: (\S+)$/m.exec(made.stderr)![1]!;
+    const pid = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')).pid as number;
+    const stopped = await cli(['stop']);
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.match(
+      stopped.stderr,
+      new RegExp(`^Stopped the Perennial server of ${dataDir} \\(pid ${pid}, http://127\\.0\\.0\\.1:\\d+\\); its machines are saved`),
+    );
+    assert.equal(existsSync(join(dataDir, 'server.json')), false);
+    assert.throws(() => process.kill(pid, 0), 'the server process is gone');
+    assert.match((await cli(['stop'])).stderr, new RegExp(`^No Perennial server runs on ${dataDir}\\.`));
+    assert.equal((await cli(['exec', '-m', name, 'kept'])).stdout, '42\n', 'the machine was saved');
+  });
+
+  it('serve: takes over from a server a command started; names a server a person started and how to stop it', async () => {
+    await cli(['exec', '1']);
+    const background = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { pid: number };
+    const first = await serve('--port', '0');
+    assert.match(first.banner(), new RegExp(`perennial: took over from the server a command had started in the background \\(pid ${background.pid}\\)`));
+    const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(first.banner())![1]!;
+    assert.notEqual(JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')).pid, background.pid);
+
+    const second = await serve();
+    const refused = await second.stopped;
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, new RegExp(`A Perennial server already serves ${dataDir}: pid ${first.child.pid}, at ${url} \\(MCP: ${url}/mcp\\)`));
+    assert.match(refused.stderr, new RegExp(`stop it with: perennial stop --data-dir ${dataDir}`));
+    assert.match((await cli(['stop'])).stderr, /^Stopped the Perennial server/);
+    assert.equal((await first.stopped).code, 0, 'the server stopped as if by Ctrl-C');
+  });
+
+  it('serve: the banner says how to connect, and its client line works as printed', async () => {
+    const server = await serve('--port', '0');
+    try {
+      const banner = server.banner();
+      const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(banner)![1]!;
+      assert.match(banner, new RegExp(`MCP: ${url}/mcp \\(streamable HTTP\\) or ${url}/sse \\(legacy SSE\\)`));
+      assert.match(banner, /The port changes at each start; --port keeps one\./);
+      const tokenFile = new RegExp(`claude mcp add --transport http perennial ${url}/mcp --header "Authorization: Bearer \\$\\(cat (\\S+)\\)"`).exec(
+        banner,
+      )![1]!;
+      const token = readFileSync(tokenFile, 'utf8').trim();
+      const initialize = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'banner', version: '1' } },
+      };
+      const answer = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify(initialize),
+      });
+      assert.equal(answer.status, 200, await answer.text());
+    } finally {
+      server.child.kill('SIGINT');
+      await server.stopped;
+    }
+  });
+
+  it("a command's PERENNIAL_PYTHON or --python makes the machine it creates, whatever the running server was started with", async () => {
+    await cli(['exec', '1']);
+    const venv = join(process.cwd(), '.cache', 'python-without-packages');
+    if (!existsSync(join(venv, 'bin', 'python3'))) execFileSync(TEST_PYTHON, ['-m', 'venv', '--without-pip', venv]);
+    const python = join(venv, 'bin', 'python3');
+    const executable = 'import sys; sys.prefix';
+    const fromEnv = await cli(['exec', '--engine', 'python', executable], { ...ENV, PERENNIAL_PYTHON: python });
+    assert.equal(fromEnv.stdout, `'${venv}'\n`, fromEnv.stderr);
+    const fromFlag = await cli(['exec', '--engine', 'python', '--python', python, executable]);
+    assert.equal(fromFlag.stdout, `'${venv}'\n`, fromFlag.stderr);
+    const plain = await cli(['exec', '--engine', 'python', executable]);
+    assert.notEqual(plain.stdout, `'${venv}'\n`, "the server's own default otherwise");
   });
 });

@@ -1,7 +1,7 @@
 import { describeRuntime } from '../../shared/result-format.ts';
 import type { MachineInfo } from '../../shared/types.ts';
 import type { EngineName } from '../../shared/requests.ts';
-import { withClient, type CliContext } from '../context.ts';
+import { interpreterOption, withClient, type CliContext } from '../context.ts';
 import { table } from '../table.ts';
 
 export interface NewMachineCommandOptions {
@@ -20,7 +20,7 @@ export async function machineNewCommand(ctx: CliContext, options: NewMachineComm
       engine: options.engine,
       tags: options.tag,
       memoryMb: options.memoryMb,
-      python: options.python,
+      ...interpreterOption(options),
       workspace: options.workspace,
       workspaceWritable: options.workspaceWrite,
       network: options.network,

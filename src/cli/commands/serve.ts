@@ -1,3 +1,8 @@
+import { join } from 'node:path';
+import { runningServer, stopLocalServer } from '../../client/local-server-connection.ts';
+import { CodedError } from '../../platform/coded-error.ts';
+import { startedInBackground } from '../../platform/server-info.ts';
+import { TOKEN_FILE } from '../../server/access.ts';
 import { LocalServer } from '../../server/local-server.ts';
 import type { EngineName } from '../../shared/requests.ts';
 import type { CliContext } from '../context.ts';
@@ -19,8 +24,28 @@ export interface ServeCommandOptions {
   heartbeat?: number;
 }
 
-/** `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. */
+/** Another server a person started serves the data dir. */
+class ServerRunningError extends CodedError {
+  static override readonly errorCode = 'ServerRunning';
+}
+
+/**
+ * `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. A
+ * server a command started in the background on the data dir makes way for it; one a person
+ * started is left alone, and named.
+ */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
+  const running = await runningServer(ctx.dataDir);
+  if (running && !startedInBackground(running)) {
+    throw new ServerRunningError(
+      `A Perennial server already serves ${ctx.dataDir}: pid ${running.pid}, at ${running.url} (MCP: ${running.url}/mcp), started with perennial serve. ` +
+        `Use it, stop it with: perennial stop --data-dir ${ctx.dataDir} (it saves every machine), or serve another data dir with --data-dir`,
+    );
+  }
+  if (running) {
+    await stopLocalServer(ctx.dataDir);
+    ctx.term.err.write(`perennial: took over from the server a command had started in the background (pid ${running.pid}); its machines are saved.\n`);
+  }
   const server = await LocalServer.start({
     dataDir: ctx.dataDir,
     host: options.host,
@@ -33,9 +58,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     // Clients start their background server with an idle limit; a person's `serve` has none.
     background: options.exitWhenIdle !== undefined,
   });
-  ctx.term.err.write(
-    `Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it.\n`,
-  );
+  ctx.term.err.write(banner(ctx, server, options));
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
   }
@@ -49,4 +72,18 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
   });
   ctx.term.err.write('Stopping: saving machines...\n');
   await server.close();
+}
+
+/** What a person needs to connect: the URLs, where the token is, and a client line to copy. */
+function banner(ctx: CliContext, server: LocalServer, options: ServeCommandOptions): string {
+  const token = join(ctx.dataDir, TOKEN_FILE);
+  const bearer = `"Authorization: Bearer $(cat ${token})"`;
+  return [
+    `Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it and saves every machine.`,
+    `  MCP: ${server.url}/mcp (streamable HTTP) or ${server.url}/sse (legacy SSE), with the header Authorization: Bearer <the token in ${token}>`,
+    `  For example: claude mcp add --transport http perennial ${server.url}/mcp --header ${bearer}`,
+    `  ForeverVM clients: FOREVERVM_BASE_URL=${server.url} FOREVERVM_TOKEN=$(cat ${token})`,
+    ...(options.port ? [] : ['  The port changes at each start; --port keeps one.']),
+    '',
+  ].join('\n');
 }
