@@ -159,7 +159,8 @@ function buildProgram(): Command {
     .command('rm')
     .description('delete machines and all their files')
     .argument('<names...>')
-    .action((names: string[]) => machineRemoveCommand(context(), names));
+    .option('-f, --force', 'also a machine that runs an instruction (it is stopped)')
+    .action((names: string[], options: { force?: boolean }) => machineRemoveCommand(context(), names, options));
   machine
     .command('swap')
     .description('swap machines out to disk now')

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, openSync, closeSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { closeSync, existsSync, fstatSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MALLOC_ENV } from '../platform/malloc-env.ts';
@@ -10,6 +10,8 @@ import { VERSION } from '../shared/version.ts';
 import type { EngineName } from '../shared/requests.ts';
 import { HttpClient } from './http-client.ts';
 import { CodedError } from '../platform/coded-error.ts';
+import { prepareDataDir } from '../platform/data-dir.ts';
+import { DataDirLock } from '../platform/data-dir-lock.ts';
 
 /** How long a client waits for a server it started. */
 const START_TIMEOUT_MS = 30_000;
@@ -133,7 +135,7 @@ function isOlder(version: string, own: string): boolean {
 }
 
 async function startServer(dataDir: string, options: LocalConnectionOptions): Promise<ServerInfo> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await prepareDataDir(dataDir);
   const deadline = Date.now() + START_TIMEOUT_MS;
   const args = [...(options.idleSeconds ? ['--idle-seconds', String(options.idleSeconds)] : []), ...(options.engine ? ['--engine', options.engine] : [])];
   const spawnServer = () => spawnDetachedServer(dataDir, args);
@@ -141,9 +143,16 @@ async function startServer(dataDir: string, options: LocalConnectionOptions): Pr
   while (Date.now() < deadline) {
     const info = await runningServer(dataDir);
     if (info) return info;
-    // It exited: the data dir was still owned (another client's server is starting, or a
-    // stopping one has not let go yet). Give that a moment, then try again.
-    if (child.exitedAt !== undefined && Date.now() - child.exitedAt > 1000) child = spawnServer();
+    if (child.exitedAt !== undefined) {
+      // A server that exits while no other process owns the data dir failed to start: say why.
+      if ((await DataDirLock.owner(dataDir)) === null && (await runningServer(dataDir)) === null) {
+        const reason = failure(await readFile(child.log, 'utf8').catch(() => ''), child.logFrom);
+        throw new LocalServerUnavailableError(`The Perennial server could not start on ${dataDir}: ${reason || 'it exited at once'} (its log: ${child.log})`);
+      }
+      // The data dir was still owned (another client's server is starting, or a stopping one has
+      // not let go yet). Give that a moment, then try again.
+      if (Date.now() - child.exitedAt > 1000) child = spawnServer();
+    }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new LocalServerUnavailableError(
@@ -151,15 +160,31 @@ async function startServer(dataDir: string, options: LocalConnectionOptions): Pr
   );
 }
 
-function spawnDetachedServer(dataDir: string, extraArgs: string[]): { exitedAt?: number } {
-  const log = openSync(join(dataDir, 'server.log'), 'a', 0o600);
+/** Why a server that exited at its start did: the last error in its log from that start. */
+function failure(log: string, from: number): string {
+  const lines = Buffer.from(log).subarray(from).toString().trim().split('\n');
+  const error = lines.findLast((line) => /^(error|perennial):/.test(line)) ?? lines.at(-1) ?? '';
+  return error.replace(/^(error|perennial): /, '');
+}
+
+/** A server started here: its log, where this start's lines begin, and when it exited. */
+interface StartedServer {
+  log: string;
+  logFrom: number;
+  exitedAt?: number;
+}
+
+function spawnDetachedServer(dataDir: string, extraArgs: string[]): StartedServer {
+  const path = join(dataDir, 'server.log');
+  const log = openSync(path, 'a', 0o600);
+  const logFrom = fstatSync(log).size;
   const child = spawn(process.execPath, [cliPath(), '--data-dir', dataDir, 'serve', '--exit-when-idle', String(AUTO_SERVER_IDLE_SECONDS), ...extraArgs], {
     detached: true,
     stdio: ['ignore', log, log],
     env: serverEnv(),
   });
+  const state: StartedServer = { log: path, logFrom };
   closeSync(log);
-  const state: { exitedAt?: number } = {};
   child.once('exit', () => (state.exitedAt = Date.now()));
   child.unref();
   return state;

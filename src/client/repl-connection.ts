@@ -18,6 +18,8 @@ interface Pending {
   reject(error: Error): void;
   /** Known once the server acknowledged the instruction. */
   seq?: number;
+  /** Why the server refused it, when it said so before its error frame. */
+  refusal?: string;
 }
 
 /**
@@ -175,13 +177,15 @@ export class ReplConnection {
     else if (message.type === 'input_request') void this.#answer(pending, message);
     else if (message.type === 'input_cancel') pending.questions.get(message.n)?.abort();
     else if (message.type === 'display') pending.sender.onDisplay?.(message.entry);
+    else if (message.type === 'message' && message.level === 'error') pending.refusal = message.message;
     else if (message.type === 'result') {
       this.#pending = undefined;
       pending.resolve({ seq: message.instruction_id, result: message.result });
       this.#next();
     } else if (message.type === 'error') {
       this.#pending = undefined;
-      pending.reject(new ForeverVMError(400, message.code, `The server refused the instruction (${message.code})`, message.id));
+      const why = pending.refusal ? `: ${pending.refusal}` : ` (${message.code})`;
+      pending.reject(new ForeverVMError(400, message.code, `The server refused the instruction${why}`, message.id));
       this.#next();
     }
   }

@@ -409,6 +409,7 @@ export class Machine {
   }
 
   #describeFailure(instruction: QueueEntry, error: unknown): string {
+    if (this.#deleted) return 'The machine was deleted while this instruction ran: it stopped, and nothing of the machine is kept.';
     if (!(error instanceof EngineExitedError)) return `Perennial could not run the instruction: ${(error as Error).message}`;
     const restore = this.#notices.restoreNotice();
     if (error.exit.requested && instruction.stopReason) {

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
+import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { isProcessAlive } from './process-liveness.ts';
 import { CodedError } from './coded-error.ts';
+import { prepareDataDir } from './data-dir.ts';
 
 const LOCK_FILE = 'owner.lock';
 
@@ -38,7 +39,7 @@ export class DataDirLock {
   ) {}
 
   static async acquire(dataDir: string): Promise<DataDirLock> {
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await prepareDataDir(dataDir);
     const path = join(dataDir, LOCK_FILE);
     const record: LockRecord = {
       pid: process.pid,

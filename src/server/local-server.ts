@@ -8,6 +8,7 @@ import { AccessPolicy, loadOrCreateToken } from './access.ts';
 import { foreverVMRoutes, machineName, type Handler } from './forevervm-api.ts';
 import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { CodedError } from '../platform/coded-error.ts';
 import { readJson, sendError, sendJson } from './http-io.ts';
 import { MAX_BODY_BYTES } from '../shared/requests.ts';
 import { McpHttpEndpoints } from '../mcp/http-endpoints.ts';
@@ -70,7 +71,7 @@ export class LocalServer {
       const server = new LocalServer(manager, token, http, access, options.heartbeatMs);
       const host = options.host ?? DEFAULT_HOST;
       await new Promise<void>((resolve, reject) => {
-        http.once('error', reject);
+        http.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, options.port ?? 0)));
         http.listen(options.port ?? 0, host, () => resolve());
       });
       const port = (http.address() as { port: number }).port;
@@ -186,4 +187,19 @@ export class LocalServer {
       ['POST', /^\/messages$/, async (req, res) => this.#mcp.postSseMessage(req, res, await readJson(req))],
     ];
   }
+}
+
+/** The server cannot listen where it was told to. */
+class ListenError extends CodedError {
+  static override readonly errorCode = 'CannotListen';
+}
+
+/** Why the server cannot listen, with what to do instead; other errors as they are. */
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  const where = `${host}:${port}`;
+  if (error.code === 'EADDRINUSE')
+    return new ListenError(`Port ${port} on ${host} is in use by another program; choose another with --port, or --port 0 for any free port`);
+  if (error.code === 'EACCES') return new ListenError(`This user may not listen on ${where} (ports below 1024 need privileges); choose another with --port`);
+  if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') return new ListenError(`${host} is not an address of this computer; use --host 127.0.0.1`);
+  return error;
 }

@@ -88,7 +88,9 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
       const result = await manager.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));
       send({ type: 'result', instruction_id: seq, result });
     } catch (error) {
+      // The reason first, as a message (the ForeverVM protocol's error frame carries only a code).
       const failure = toForeverVMError(error);
+      send({ type: 'message', level: 'error', message: failure.message });
       send({ type: 'error', code: failure.code, id: failure.id });
     }
   }

@@ -51,6 +51,8 @@ export interface ResultData {
   lost?: LostItem[];
   /** Things the user should know about this machine, e.g. that it came back from a snapshot. */
   notices?: string[];
+  /** The output reached the cap (`limit` bytes): `dropped` more bytes were left out, and a marker says so in the output. */
+  truncated?: { limit: number; dropped: number };
   [key: string]: unknown;
 }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -211,5 +212,119 @@ describe("the local server, visible and under the user's control", { timeout: 18
     assert.equal(fromFlag.stdout, `'${venv}'\n`, fromFlag.stderr);
     const plain = await cli(['exec', '--engine', 'python', executable]);
     assert.notEqual(plain.stdout, `'${venv}'\n`, "the server's own default otherwise");
+  });
+});
+
+describe('errors a person can act on', { timeout: 180_000 }, () => {
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir({ empty: true }));
+  });
+  after(async () => {
+    await finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'stop'], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] }));
+    await cleanup();
+  });
+
+  const run = (args: string[], env: NodeJS.ProcessEnv = ENV): Promise<CliRun> =>
+    finished(spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const cli = (args: string[], env: NodeJS.ProcessEnv = ENV) => run(['--data-dir', dataDir, ...args], env);
+
+  it('a data dir that cannot be used: one line that names it and the way out, for every command', async () => {
+    for (const args of [
+      ['--data-dir', '/proc/perennial-x', 'exec', '1'],
+      ['--data-dir', '/proc/perennial-x', 'serve'],
+    ]) {
+      const r = await run(args);
+      assert.equal(r.code, 1);
+      assert.equal(
+        r.stderr,
+        'perennial: The data dir /proc/perennial-x cannot be used: no folder can be made at /proc/perennial-x. Choose another with --data-dir DIR or PERENNIAL_HOME\n',
+      );
+    }
+    const file = join(dataDir, 'a-file');
+    writeFileSync(file, 'not a folder');
+    const r = await run(['--data-dir', join(file, 'machines'), 'machine', 'list']);
+    assert.equal(
+      r.stderr,
+      `perennial: The data dir ${join(file, 'machines')} cannot be used: ${file} is a file, not a folder. Choose another with --data-dir DIR or PERENNIAL_HOME\n`,
+    );
+  });
+
+  it('a bad PERENNIAL_ENGINE for the server a command starts: its reason, once', async () => {
+    const { dir, cleanup: remove } = await tempDataDir({ empty: true });
+    try {
+      const r = await run(['--data-dir', dir, 'exec', '1'], { ...ENV, PERENNIAL_ENGINE: 'bogus' });
+      assert.equal(r.code, 1);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `^perennial: The Perennial server could not start on ${dir}: option '--engine <engine>' value 'bogus' from env 'PERENNIAL_ENGINE' is invalid\\. Allowed choices are python, sandbox\\.`,
+        ),
+      );
+      const log = readFileSync(join(dir, 'server.log'), 'utf8');
+      assert.equal(log.split("value 'bogus'").length, 2, 'the server was started once, not again and again');
+    } finally {
+      await remove();
+    }
+  });
+
+  it('a busy port: which, and what to do', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const r = await cli(['serve', '--port', String(port)]);
+      assert.equal(r.code, 1);
+      assert.equal(r.stderr, `perennial: Port ${port} on 127.0.0.1 is in use by another program; choose another with --port, or --port 0 for any free port\n`);
+    } finally {
+      taken.close();
+    }
+  });
+
+  it("an instruction the server refuses: the server's reason", async () => {
+    const r = await cli(['exec', '--timeout', '100000', '1']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /perennial: The server refused the instruction: .*a timeout is at most 86400 seconds \(a day\); 0 is no limit/);
+  });
+
+  it('machine rm keeps a busy machine without --force; with it, the running exec is told', async () => {
+    const made = await cli(['machine', 'new', '--engine', 'python']);
+    const name = made.stdout.trim();
+    const running = spawn(
+      process.execPath,
+      [CLI, '--data-dir', dataDir, 'exec', '-m', name, '--timeout', '0', 'print("started", flush=True)\nimport time\ntime.sleep(3600)'],
+      {
+        env: ENV,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const ran = finished(running);
+    let out = '';
+    running.stdout!.on('data', (d: Buffer) => (out += d));
+    await eventually(() => out.includes('started'), 30_000, 'the instruction to run');
+    const kept = await cli(['machine', 'rm', name]);
+    assert.equal(kept.code, 1);
+    assert.match(
+      kept.stderr,
+      new RegExp(
+        `^perennial: ${name}: running an instruction, so not removed: interrupt it first \\(Ctrl-C where it runs\\), or remove it anyway with: perennial machine rm --force ${name}`,
+      ),
+    );
+    assert.match((await cli(['machine', 'list'])).stdout, new RegExp(name));
+    const removed = await cli(['machine', 'rm', '--force', name]);
+    assert.equal(removed.code, 0, removed.stderr);
+    const told = await ran;
+    assert.equal(told.code, 1);
+    assert.match(told.stderr, /The machine was deleted while this instruction ran: it stopped, and nothing of the machine is kept\./);
+    assert.doesNotMatch((await cli(['machine', 'list'])).stdout, new RegExp(name));
+  });
+
+  it('exec of output cut at the cap exits 3 and says so, so a redirected file is never taken for whole', async () => {
+    const r = await cli(['exec', '--engine', 'python', 'print("x" * 1100000)']);
+    assert.equal(r.code, 3);
+    assert.match(r.stderr, /perennial: the output was cut at 1048576 bytes, so what was printed is incomplete \(exit status 3\)/);
+    const whole = await cli(['exec', '--engine', 'python', 'print("x" * 1000)']);
+    assert.equal(whole.code, 0);
   });
 });

@@ -16,7 +16,8 @@ export interface ExecCommandOptions {
 
 /**
  * `perennial exec`: runs code (or `-` for stdin) on a machine, streaming its output, then prints the
- * value. Exits 1 on a Python error, 130 when interrupted with Ctrl-C.
+ * value. Exits 1 on a Python error, 130 when interrupted with Ctrl-C, 3 when the output was cut at
+ * the server's cap.
  */
 export async function execCommand(ctx: CliContext, code: string, options: ExecCommandOptions): Promise<void> {
   const source = code === '-' ? await text(ctx.stdin) : code;
@@ -45,6 +46,9 @@ export async function execCommand(ctx: CliContext, code: string, options: ExecCo
       });
       await printResult(ctx.term, result, seq, options.images);
       if (isErrorResult(result)) throw new ExitError(interrupted ? 130 : 1);
+      // What was printed is not all the code wrote: a script that saves it must not take it for whole.
+      if (result.data?.truncated)
+        throw new ExitError(3, `perennial: the output was cut at ${result.data.truncated.limit} bytes, so what was printed is incomplete (exit status 3)`);
     } finally {
       process.off('SIGINT', onSigint);
       questions?.close();

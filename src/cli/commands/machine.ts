@@ -2,6 +2,7 @@ import { describeRuntime } from '../../shared/result-format.ts';
 import type { MachineInfo } from '../../shared/types.ts';
 import type { EngineName } from '../../shared/requests.ts';
 import { interpreterOption, withClient, type CliContext } from '../context.ts';
+import { ExitError } from '../errors.ts';
 import { table } from '../table.ts';
 
 export interface NewMachineCommandOptions {
@@ -67,9 +68,23 @@ export async function machineUpgradeCommand(ctx: CliContext, name: string): Prom
   ctx.term.err.write(`The state before is checkpoint ${upgraded.checkpoint.id}; to go back to it: perennial rollback ${name} ${label}\n`);
 }
 
-export async function machineRemoveCommand(ctx: CliContext, names: string[]): Promise<void> {
+/**
+ * `perennial machine rm NAME...`: deletes machines with their files. One that runs or waits to run
+ * an instruction is kept, unless `force`: like `docker rm`, a busy one needs saying so.
+ */
+export async function machineRemoveCommand(ctx: CliContext, names: string[], options: { force?: boolean } = {}): Promise<void> {
   await withClient(ctx, async (client) => {
-    for (const name of names) await client.delete(name);
+    const busy: string[] = [];
+    for (const name of names) {
+      const machine = await client.get(name);
+      if (!options.force && (machine.state === 'busy' || machine.pendingInstructions > 0)) busy.push(name);
+      else await client.delete(name);
+    }
+    if (busy.length)
+      throw new ExitError(
+        1,
+        `perennial: ${busy.join(', ')}: running an instruction, so not removed: interrupt it first (Ctrl-C where it runs), or remove it anyway with: perennial machine rm --force ${busy.join(' ')}`,
+      );
   });
 }
 

@@ -174,8 +174,10 @@ class Kernel:
                 shell.events.trigger("post_execute")
             except Exception as exc:  # an extension's hook must not lose the cell's result
                 self.stderr.write(f"perennial: an IPython post_execute hook failed: {short_error(exc)}\n")
-        self.sink.finish()
+        dropped = self.sink.finish()
         data = {}
+        if dropped:
+            data["truncated"] = {"limit": self.sink.limit, "dropped": dropped}
         displays = self.displays.take()
         if displays:
             data["display"] = displays

@@ -75,16 +75,16 @@ class OutputSink:
             self._flush_locked()
 
     def finish(self):
-        """Flushes everything and appends the truncation marker if the cap was reached."""
+        """Flushes everything and appends the truncation marker if the cap was reached; answers
+        how many bytes the cap dropped."""
         with self._lock:
             self._flush_locked()
-            if self._dropped:
-                marker = (
-                    f"\n[perennial: output truncated at {self.limit} bytes; "
-                    f"{self._dropped} more bytes were dropped]\n"
-                )
+            dropped = self._dropped
+            if dropped:
+                marker = f"\n[perennial: output truncated at {self.limit} bytes; {dropped} more bytes were dropped]\n"
                 self._send(self._dropped_stream, marker)
                 self._dropped = 0
+            return dropped
 
     def _flush_locked(self):
         if self._pending:
