@@ -12,6 +12,8 @@ export const PARTIAL_LINE_DELAY_MS = 50;
 export class OutputLines {
   #seq = 0;
   #partial: { stream: StreamName; text: string } | null = null;
+  /** The stream whose last chunk was a partial line, sent before its newline came. */
+  #cut: StreamName | null = null;
   #timer: NodeJS.Timeout | undefined;
   /** Where each chunk sent starts in the text written, in code points (the kernel counts so). */
   #starts: number[] = [];
@@ -27,6 +29,12 @@ export class OutputLines {
     if (this.#partial && this.#partial.stream !== stream) this.#flushPartial();
     const lines = ((this.#partial?.text ?? '') + text).split('\n');
     const rest = lines.pop()!;
+    if (this.#cut === stream && lines[0] === '') {
+      // The newline that ends the partial line already sent: that line is whole now, not followed by an empty one.
+      lines.shift();
+      this.#offset += 1;
+    }
+    this.#cut = null;
     for (const line of lines) this.#send(stream, line, 1);
     this.#partial = rest ? { stream, text: rest } : null;
     if (!this.#partial) this.#clearTimer();
@@ -61,6 +69,7 @@ export class OutputLines {
   }
 
   #send(stream: StreamName, data: string, newline: number): void {
+    this.#cut = newline ? null : stream;
     this.#starts.push(this.#offset);
     this.#offset += codePoints(data) + newline;
     this.emit({ stream, data, seq: this.#seq++ });

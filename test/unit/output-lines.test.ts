@@ -73,6 +73,22 @@ describe('OutputLines', () => {
     }
   });
 
+  it('makes no empty chunk of the newline that ends a partial line sent after the pause', () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const { chunks, lines } = collector();
+      lines.push('stdout', 'Optimization terminated successfully.');
+      mock.timers.tick(50);
+      lines.push('stdout', '\n         Current function value: 1.41\n\n');
+      assert.deepEqual(
+        chunks.map((c) => c.data),
+        ['Optimization terminated successfully.', '         Current function value: 1.41', ''],
+      );
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
   it('does not send a completed line twice when the timer fires', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
