@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -41,7 +42,8 @@ export async function prepareDataDir(dataDir: string): Promise<void> {
         if (!(await isFolder(folder))) throw Object.assign(new Error(`${folder} is not a folder`), { code: 'ENOTDIR', path: folder });
       });
     }
-    const probe = join(target, `.write-test-${process.pid}`);
+    // Named for this call alone: two clients may prepare one data dir at once.
+    const probe = join(target, `.write-test-${randomUUID()}`);
     await writeFile(probe, '', { mode: 0o600 });
     await unlink(probe);
   } catch (error) {

@@ -314,7 +314,8 @@ for (const engine of ENGINES_UNDER_TEST) {
       await assert.rejects(manager.create(machineOptions(engine, { memoryMb: 64.5 })), /memoryMb: memory is a whole number of MiB/);
       await assert.rejects(manager.create(machineOptions(engine, { tags: { 'bad key': 'v' } })), /tags: bad tag key "bad key"/);
       const name = (await manager.create(machineOptions(engine))).name;
-      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: 0 }), /a timeout is above 0 seconds/);
+      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: -1 }), /a timeout is 0 \(no limit\) or a number of seconds/);
+      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: 86401 }), /a timeout is at most 86400 seconds \(a day\); 0 is no limit/);
       await assert.rejects(manager.result(name, 99), /has no instruction 99/);
       assert.throws(() => manager!.exec('no-such-machine', '1'), /Machine no-such-machine does not exist/);
     });

@@ -29,7 +29,20 @@ describe('result format', () => {
         { kind: 'lost', text: 'Not kept across the swap: the whole state (the snapshot could not be read)' },
       ],
       images: [png],
+      timedOut: false,
     });
+  });
+
+  it("adds the surface's hint to a result its timeout stopped, and to no other", () => {
+    const hint = 'give it longer with --timeout SECONDS (0: no limit)';
+    const stopped: ExecResult = { error: 'Timed out after 15 s: the instruction was interrupted.\nKeyboardInterrupt', runtime_ms: 15_000 };
+    const view = viewResult(stopped, hint);
+    assert.equal(view.timedOut, true);
+    assert.deepEqual(view.notes, [{ kind: 'notice', text: hint }]);
+    assert.deepEqual(viewResult(stopped).notes, [], 'no hint, none given');
+    const failed: ExecResult = { error: 'Traceback (most recent call last):\nValueError: Timed out after 3 s', runtime_ms: 1 };
+    assert.equal(viewResult(failed, hint).timedOut, false, "the code's own error that mentions a timeout");
+    assert.deepEqual(viewResult(failed, hint).notes, []);
   });
 
   it('writes the whole instruction as text: output, traceback or value, then the notes', () => {
