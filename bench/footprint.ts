@@ -20,7 +20,7 @@ import type { ServerInfo } from '../src/platform/server-info.ts';
 import { LocalServer } from '../src/server/local-server.ts';
 import type { ExecResult, MachineInfo, ReplServerMessage } from '../src/shared/types.ts';
 import { SPEED } from './sandbox-engine.ts';
-import { median, ms, row, timeIt, treeMemory } from './stats.ts';
+import { childPids, median, ms, row, timeIt, treeMemory } from './stats.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
@@ -91,6 +91,31 @@ async function memoryFigures(): Promise<void> {
     row('  of which its sandbox process (RSS)', mb(total - serverAlone));
     row('  of which its sandbox process (private memory)', mb(treeMemory(server.child.pid!, 'private') - treeMemory(server.child.pid!, 'private', false)));
     row('  of which the server (first sandbox use: base image built)', mb(serverAlone - idle));
+  } finally {
+    await server.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The whole process tree as a person sees it (issue 25): a server on a fresh data dir with its
+ * defaults (the pools stay filled), one warm trivial sandbox machine, 15 s after its first result.
+ */
+async function wholeTree(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-whole-tree-'));
+  const server = await serve(dataDir);
+  try {
+    await sleep(15_000);
+    const idle = treeMemory(server.child.pid!);
+    const { machine_name: name } = await api<{ machine_name: string }>(server.info, 'POST', '/v1/machine/new', { engine: 'sandbox' });
+    await api(server.info, 'POST', `/v1/machine/${name}/exec`, { instruction: { code: '1+1' } });
+    await api(server.info, 'GET', `/v1/machine/${name}/exec/0/result`);
+    await sleep(15_000);
+    const sandboxes = childPids(server.child.pid!).length;
+    row('whole tree, idle server, no machine, 15 s after start (RSS)', mb(idle), 'target ≤ 80 MB');
+    row(`whole tree, one warm sandbox machine, ${sandboxes} sandboxes (RSS)`, mb(treeMemory(server.child.pid!)), 'target ≤ 260 MB');
+    row('  the same, shared pages divided among processes (PSS)', mb(treeMemory(server.child.pid!, 'pss')));
+    row('  of which the server alone (RSS)', mb(treeMemory(server.child.pid!, 'rss', false)));
   } finally {
     await server.stop();
     await rm(dataDir, { recursive: true, force: true });
@@ -307,7 +332,8 @@ async function manyMachines(): Promise<void> {
 }
 
 export async function benchFootprint(): Promise<void> {
-  console.log('\nfootprint (issue 11)');
+  console.log('\nfootprint (issues 11 and 25)');
+  await wholeTree();
   await memoryFigures();
   await firstUse();
   await mcpOverhead();

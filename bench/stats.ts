@@ -30,24 +30,34 @@ export function row(label: string, ...cells: string[]): void {
 
 /**
  * Memory of a process and all its descendants (bwrap, its init, node and its threads), in bytes:
- * `rss`, or `private` (USS: what no other process shares; RSS also counts the pages of the node
- * binary and libraries that every Node process on the host maps, so it overstates what one more
- * process adds). `descendants` false: the process alone.
+ * `rss`, `pss` (each shared page divided among the processes that map it), or `private` (USS:
+ * what no other process shares; RSS also counts the pages of the node binary and libraries that
+ * every Node process on the host maps, so it overstates what one more process adds).
+ * `descendants` false: the process alone.
  */
-export function treeMemory(pid: number, kind: 'rss' | 'private' = 'rss', descendants = true): number {
-  const pattern = kind === 'rss' ? /^Rss:\s+(\d+) kB/gm : /^Private_(?:Clean|Dirty):\s+(\d+) kB/gm;
+export function treeMemory(pid: number, kind: 'rss' | 'pss' | 'private' = 'rss', descendants = true): number {
+  const pattern = { rss: /^Rss:\s+(\d+) kB/gm, pss: /^Pss:\s+(\d+) kB/gm, private: /^Private_(?:Clean|Dirty):\s+(\d+) kB/gm }[kind];
   let total = 0;
   const visit = (p: number) => {
     try {
       for (const match of readFileSync(`/proc/${p}/smaps_rollup`, 'utf8').matchAll(pattern)) total += Number(match[1]) * 1024;
       if (!descendants) return;
-      for (const task of readdirSync(`/proc/${p}/task`)) {
-        for (const child of readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) visit(Number(child));
-      }
+      for (const child of childPids(p)) visit(child);
     } catch {
       // gone meanwhile
     }
   };
   visit(pid);
   return total;
+}
+
+/** A process's children. */
+export function childPids(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+    );
+  } catch {
+    return [];
+  }
 }

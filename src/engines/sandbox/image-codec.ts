@@ -3,6 +3,11 @@ import { Worker } from 'node:worker_threads';
 
 /** The worker ends after this long without work, and gives its memory back. */
 const IDLE_MS = 20_000;
+/**
+ * A job this large (a base image, a big machine) grows the worker's memory by several times its
+ * size: the worker ends as soon as it is idle, rather than keep that for the idle time.
+ */
+const LARGE_JOB_BYTES = 8 << 20;
 
 /**
  * The thread's code, as CommonJS: it only loads the zstd package, which the bundle keeps as a
@@ -34,6 +39,8 @@ class ImageCodec {
   #worker?: Worker;
   #idle?: NodeJS.Timeout;
   #nextId = 0;
+  /** The current worker has handled a large job. */
+  #grown = false;
   readonly #pending = new Map<number, { resolve(bytes: Uint8Array): void; reject(error: Error): void }>();
 
   compress(bytes: Uint8Array, level: number): Promise<Uint8Array> {
@@ -52,6 +59,7 @@ class ImageCodec {
     const id = this.#nextId++;
     // Its own copy of just these bytes, handed over rather than cloned with the buffer it views.
     const bytes = job.bytes.slice();
+    if (bytes.length >= LARGE_JOB_BYTES) this.#grown = true;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       worker.postMessage({ id, ...job, bytes }, [bytes.buffer]);
@@ -59,6 +67,7 @@ class ImageCodec {
   }
 
   #start(): Worker {
+    this.#grown = false;
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { zstd: createRequire(import.meta.url).resolve('@bokuweb/zstd-wasm') } });
     worker.on('message', (reply: Reply) => {
       const waiting = this.#pending.get(reply.id);
@@ -82,11 +91,14 @@ class ImageCodec {
 
   #stopWhenIdle(worker: Worker): void {
     clearTimeout(this.#idle);
-    this.#idle = setTimeout(() => {
-      if (this.#worker !== worker || this.#pending.size) return;
-      this.#worker = undefined;
-      void worker.terminate();
-    }, IDLE_MS);
+    this.#idle = setTimeout(
+      () => {
+        if (this.#worker !== worker || this.#pending.size) return;
+        this.#worker = undefined;
+        void worker.terminate();
+      },
+      this.#grown ? 0 : IDLE_MS,
+    );
     this.#idle.unref();
   }
 }
