@@ -110,22 +110,38 @@ describe('perennial as a Python user expects it', { timeout: 180_000 }, () => {
   });
 });
 
-describe("the local server, visible and under the user's control", { timeout: 180_000 }, () => {
-  let dataDir: string;
+/** Runs the CLI with `args` (and no stdin); `env` replaces the tests' environment. */
+const run = (args: string[], env: NodeJS.ProcessEnv = ENV): Promise<CliRun> =>
+  finished(spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+
+/**
+ * A data dir for one describe block, empty at its start, whose server (one a command started, or
+ * one a test left) is stopped at its end; `cli` runs commands on it.
+ */
+function dataDirForBlock(): { readonly dir: string; cli(args: string[], env?: NodeJS.ProcessEnv): Promise<CliRun> } {
+  let dir = '';
   let cleanup: () => Promise<void>;
   before(async () => {
-    ({ dir: dataDir, cleanup } = await tempDataDir({ empty: true }));
+    ({ dir, cleanup } = await tempDataDir({ empty: true }));
   });
   after(async () => {
-    await finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'stop'], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] }));
+    await run(['--data-dir', dir, 'stop']);
     await cleanup();
   });
+  return {
+    get dir() {
+      return dir;
+    },
+    cli: (args, env) => run(['--data-dir', dir, ...args], env),
+  };
+}
 
-  const cli = (args: string[], env: NodeJS.ProcessEnv = ENV): Promise<CliRun> =>
-    finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+describe("the local server, visible and under the user's control", { timeout: 180_000 }, () => {
+  const block = dataDirForBlock();
+  const cli = block.cli;
   /** A `perennial serve` a person started, once it listens; its banner so far. */
   const serve = async (...args: string[]) => {
-    const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', '--engine', 'python', ...args], {
+    const child = spawn(process.execPath, [CLI, '--data-dir', block.dir, 'serve', '--engine', 'python', ...args], {
       env: ENV,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -141,32 +157,36 @@ describe("the local server, visible and under the user's control", { timeout: 18
   it('stop: stops the server a command started, which saves every machine; the next command starts one again', async () => {
     const made = await cli(['exec', '--engine', 'python', 'kept = 42']);
     const name = /^machine: (\S+)$/m.exec(made.stderr)![1]!;
-    const pid = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')).pid as number;
+    const pid = JSON.parse(readFileSync(join(block.dir, 'server.json'), 'utf8')).pid as number;
     const stopped = await cli(['stop']);
     assert.equal(stopped.code, 0, stopped.stderr);
     assert.match(
       stopped.stderr,
-      new RegExp(`^Stopped the Perennial server of ${dataDir} \\(pid ${pid}, http://127\\.0\\.0\\.1:\\d+\\); its machines are saved`),
+      new RegExp(`^Stopped the Perennial server of ${block.dir} \\(pid ${pid}, http://127\\.0\\.0\\.1:\\d+\\); its machines are saved`),
     );
-    assert.equal(existsSync(join(dataDir, 'server.json')), false);
+    assert.equal(existsSync(join(block.dir, 'server.json')), false);
     assert.throws(() => process.kill(pid, 0), 'the server process is gone');
-    assert.match((await cli(['stop'])).stderr, new RegExp(`^No Perennial server runs on ${dataDir}\\.`));
+    assert.match((await cli(['stop'])).stderr, new RegExp(`^No Perennial server runs on ${block.dir}\\.`));
     assert.equal((await cli(['exec', '-m', name, 'kept'])).stdout, '42\n', 'the machine was saved');
   });
 
   it('serve: takes over from a server a command started; names a server a person started and how to stop it', async () => {
     await cli(['exec', '1']);
-    const background = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { pid: number };
+    const background = JSON.parse(readFileSync(join(block.dir, 'server.json'), 'utf8')) as { pid: number };
+    // Another background server, as a second client starts at the same moment, leaves the first be.
+    const racing = await cli(['serve', '--exit-when-idle', '900']);
+    assert.equal(racing.code, 1);
+    assert.equal(JSON.parse(readFileSync(join(block.dir, 'server.json'), 'utf8')).pid, background.pid, 'the first background server still serves');
     const first = await serve('--port', '0');
     assert.match(first.banner(), new RegExp(`perennial: took over from the server a command had started in the background \\(pid ${background.pid}\\)`));
     const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(first.banner())![1]!;
-    assert.notEqual(JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')).pid, background.pid);
+    assert.notEqual(JSON.parse(readFileSync(join(block.dir, 'server.json'), 'utf8')).pid, background.pid);
 
     const second = await serve();
     const refused = await second.stopped;
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, new RegExp(`A Perennial server already serves ${dataDir}: pid ${first.child.pid}, at ${url} \\(MCP: ${url}/mcp\\)`));
-    assert.match(refused.stderr, new RegExp(`stop it with: perennial stop --data-dir ${dataDir}`));
+    assert.match(refused.stderr, new RegExp(`A Perennial server already serves ${block.dir}: pid ${first.child.pid}, at ${url} \\(MCP: ${url}/mcp\\)`));
+    assert.match(refused.stderr, new RegExp(`stop it with: perennial stop --data-dir ${block.dir}`));
     assert.match((await cli(['stop'])).stderr, /^Stopped the Perennial server/);
     assert.equal((await first.stopped).code, 0, 'the server stopped as if by Ctrl-C');
   });
@@ -216,19 +236,8 @@ describe("the local server, visible and under the user's control", { timeout: 18
 });
 
 describe('errors a person can act on', { timeout: 180_000 }, () => {
-  let dataDir: string;
-  let cleanup: () => Promise<void>;
-  before(async () => {
-    ({ dir: dataDir, cleanup } = await tempDataDir({ empty: true }));
-  });
-  after(async () => {
-    await finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'stop'], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] }));
-    await cleanup();
-  });
-
-  const run = (args: string[], env: NodeJS.ProcessEnv = ENV): Promise<CliRun> =>
-    finished(spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
-  const cli = (args: string[], env: NodeJS.ProcessEnv = ENV) => run(['--data-dir', dataDir, ...args], env);
+  const block = dataDirForBlock();
+  const cli = block.cli;
 
   it('a data dir that cannot be used: one line that names it and the way out, for every command', async () => {
     for (const args of [
@@ -242,7 +251,7 @@ describe('errors a person can act on', { timeout: 180_000 }, () => {
         'perennial: The data dir /proc/perennial-x cannot be used: no folder can be made at /proc/perennial-x. Choose another with --data-dir DIR or PERENNIAL_HOME\n',
       );
     }
-    const file = join(dataDir, 'a-file');
+    const file = join(block.dir, 'a-file');
     writeFileSync(file, 'not a folder');
     const r = await run(['--data-dir', join(file, 'machines'), 'machine', 'list']);
     assert.equal(
@@ -293,7 +302,7 @@ describe('errors a person can act on', { timeout: 180_000 }, () => {
     const name = made.stdout.trim();
     const running = spawn(
       process.execPath,
-      [CLI, '--data-dir', dataDir, 'exec', '-m', name, '--timeout', '0', 'print("started", flush=True)\nimport time\ntime.sleep(3600)'],
+      [CLI, '--data-dir', block.dir, 'exec', '-m', name, '--timeout', '0', 'print("started", flush=True)\nimport time\ntime.sleep(3600)'],
       {
         env: ENV,
         stdio: ['ignore', 'pipe', 'pipe'],

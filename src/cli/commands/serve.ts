@@ -31,11 +31,14 @@ class ServerRunningError extends CodedError {
 
 /**
  * `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. A
- * server a command started in the background on the data dir makes way for it; one a person
- * started is left alone, and named.
+ * server a command started in the background on the data dir makes way for a person's `serve`;
+ * one a person started is left alone, and named.
  */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
-  const running = await runningServer(ctx.dataDir);
+  // Clients start their background server with an idle limit; a person's `serve` has none.
+  const background = options.exitWhenIdle !== undefined;
+  // A background server that finds another running leaves it be: a client started that one too.
+  const running = background ? null : await runningServer(ctx.dataDir);
   if (running && !startedInBackground(running)) {
     throw new ServerRunningError(
       `A Perennial server already serves ${ctx.dataDir}: pid ${running.pid}, at ${running.url} (MCP: ${running.url}/mcp), started with perennial serve. ` +
@@ -55,8 +58,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     defaultEngine: options.engine,
     defaultTimeoutSeconds: options.timeout,
     heartbeatMs: options.heartbeat === undefined ? undefined : options.heartbeat * 1000,
-    // Clients start their background server with an idle limit; a person's `serve` has none.
-    background: options.exitWhenIdle !== undefined,
+    background,
   });
   ctx.term.err.write(banner(ctx, server, options));
   for (const engine of server.manager.engineStatus()) {
