@@ -288,17 +288,22 @@ export class ForeverVMClient {
     return this.#learning(what, () => this.#json<T>(method, path, { body }));
   }
 
+  /** Whether the server has Perennial's extensions (a local server) or none (hosted ForeverVM); asked once. */
+  async extended(): Promise<boolean> {
+    return !(await this.#isPlain());
+  }
+
+  /** Whether the server has none of Perennial's extensions: its status is asked the first time. */
+  #isPlain(): Promise<boolean> {
+    this.#plain ??= this.#json('GET', '/v1/status').then(() => false, unknownRoute);
+    return this.#plain;
+  }
+
   /**
    * A Perennial extension's request, or UnsupportedByBackendError where the server lacks it. What
    * the server lacks is learned once: hosted ForeverVM answers one 404 and lacks them all; a
    * local server of an older Perennial, still running after an update, lacks only the newest.
    */
-  /** Whether the server has Perennial's extensions (a local server) or none (hosted ForeverVM); asked once. */
-  async extended(): Promise<boolean> {
-    this.#plain ??= this.#json('GET', '/v1/status').then(() => false, unknownRoute);
-    return !(await this.#plain);
-  }
-
   async #learning<T>(what: string, send: () => Promise<T>): Promise<T> {
     if (this.#lacking.has(what) || (await this.#plain)) throw new UnsupportedByBackendError(what);
     try {
@@ -306,9 +311,8 @@ export class ForeverVMClient {
     } catch (error) {
       if (!unknownRoute(error)) throw error;
       this.#lacking.add(what);
-      this.#plain ??= this.#json('GET', '/v1/status').then(() => false, unknownRoute);
       // Learned before this call answers, so that no request of it is left in flight.
-      await this.#plain;
+      await this.#isPlain();
       throw new UnsupportedByBackendError(what);
     }
   }

@@ -108,7 +108,7 @@ export class HttpClient implements PerennialClient {
       const { instruction_seq: seq } = await this.#wire.exec(name, code, { timeoutSeconds: options.timeoutSeconds, interrupt: true });
       ran = { seq, result: await this.#wire.streamResult(name, seq, onOutput) };
     } else {
-      ran = await this.#onRepl(name, (repl) => repl.exec(code, onOutput, options.timeoutSeconds, { onInput: options.onInput, onDisplay: options.onDisplay }));
+      ran = await this.#onRepl(name, (repl) => repl.exec(code, onOutput, options.timeoutSeconds, options));
     }
     if (!this.#extended) this.#emulation.record(name, { seq: ran.seq, code, startedAt, result: ran.result });
     return ran;

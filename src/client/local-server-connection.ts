@@ -106,7 +106,7 @@ export async function stopLocalServer(dataDir: string): Promise<ServerInfo | nul
 }
 
 /** Stops a server (it saves every machine first) and waits until it has gone. */
-async function stopServer(server: ServerInfo): Promise<void> {
+export async function stopServer(server: ServerInfo): Promise<void> {
   try {
     process.kill(server.pid, 'SIGTERM');
   } catch {

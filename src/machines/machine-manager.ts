@@ -228,7 +228,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       const stopped = machine.interrupt();
       interrupted = stopped.interrupted || stopped.cancelled > 0;
     }
-    const instruction = machine.exec(code, timeoutSeconds, { onInput: options.onInput, onDisplay: options.onDisplay });
+    const instruction = machine.exec(code, timeoutSeconds, options);
     this.#warm.touch(machine);
     return { seq: instruction.seq, interrupted, done: instruction.done };
   }

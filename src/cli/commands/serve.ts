@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { runningServer, stopLocalServer } from '../../client/local-server-connection.ts';
+import { runningServer, stopServer } from '../../client/local-server-connection.ts';
 import { CodedError } from '../../platform/coded-error.ts';
 import { startedInBackground } from '../../platform/server-info.ts';
 import { TOKEN_FILE } from '../../server/access.ts';
@@ -46,7 +46,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     );
   }
   if (running) {
-    await stopLocalServer(ctx.dataDir);
+    await stopServer(running);
     ctx.term.err.write(`perennial: took over from the server a command had started in the background (pid ${running.pid}); its machines are saved.\n`);
   }
   const server = await LocalServer.start({
