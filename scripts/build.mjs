@@ -7,6 +7,9 @@ const outdir = new URL('../dist/', import.meta.url);
 await mkdir(outdir, { recursive: true });
 
 // Names kept: an error's name is its class's (CodedError), which the bundle must not rename.
+// Whitespace and comments go: V8 keeps a module's source in memory for as long as the process
+// lives, and one character beyond Latin-1 in a comment made it keep all of it at two bytes a
+// character (4.3 MB in every server).
 const common = {
   outdir: outdir.pathname,
   bundle: true,
@@ -16,6 +19,9 @@ const common = {
   sourcemap: true,
   logLevel: 'warning',
   keepNames: true,
+  minifyWhitespace: true,
+  minifySyntax: true,
+  charset: 'ascii',
 };
 
 await build({

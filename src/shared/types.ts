@@ -243,7 +243,7 @@ export interface EngineStatus {
   detail: string;
   /** Something a user of this engine's machines should know (e.g. network isolation is off). */
   warning: string | null;
-  /** Processes kept ready: holding a fresh machine, or booted ahead for a swap-in (the sandbox pools start empty). */
+  /** Processes kept ready, booted ahead for a new machine or a swap-in (the sandbox pool starts empty). */
   ready: number;
 }
 

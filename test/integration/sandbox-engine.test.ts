@@ -81,9 +81,9 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
     );
   });
 
-  it('keeps no process ready until a sandbox machine is made, then fills its pools, and empties them when idle', async () => {
+  it('keeps no process ready until a sandbox machine is made, then fills its pool, and empties it when idle', async () => {
     const { dir, cleanup } = await tempDataDir();
-    // Long enough for both pools to fill before they are emptied.
+    // Long enough for the pool to fill before it is emptied.
     const server = await LocalServer.start({ dataDir: dir, poolIdleSeconds: 10 });
     const own = server.manager;
     const ready = () => own.engineStatus().find((e) => e.name === 'sandbox')!.ready;
@@ -92,12 +92,12 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
       assert.deepEqual(sandboxProcesses(), [], 'a server that has run no sandbox machine runs no sandbox');
       const first = (await own.create()).name;
       assert.equal(valueOf((await run(own, first, '6 * 7')).result), '42');
-      await eventually(() => ready() === 2, 60_000, 'the pools to fill');
+      await eventually(() => ready() === 1, 60_000, 'the pool to fill');
       const second = (await own.create()).name;
       assert.equal(valueOf((await run(own, second, '1 + 1')).result), '2');
       await own.swap(first);
       await own.swap(second);
-      await eventually(() => ready() === 0 && sandboxProcesses().length === 0, 60_000, 'the pools to empty once idle');
+      await eventually(() => ready() === 0 && sandboxProcesses().length === 0, 60_000, 'the pool to empty once idle');
       assert.equal(valueOf((await run(own, first, '6 * 7')).result), '42', 'a machine still swaps in, from a new process');
     } finally {
       await server.close();

@@ -1,13 +1,28 @@
 import { createRequire } from 'node:module';
+import * as zlib from 'node:zlib';
 import { Worker } from 'node:worker_threads';
 
-/** The worker ends after this long without work, and gives its memory back. */
-const IDLE_MS = 20_000;
+/**
+ * The worker ends after this long without work, and gives its memory back (~6 MB). A machine's
+ * saves come a second after its last instruction; its swap-in usually follows minutes of quiet,
+ * which no idle time short of those minutes would bridge.
+ */
+const IDLE_MS = 2_000;
+/**
+ * Node's own zstd, from Node 22.15 and 23.8 (VS Code runs the server on such a Node): with it, a
+ * section smaller than `HERE_BYTES` is decompressed on this thread, since a trivial machine's
+ * swap-in would otherwise wait ~30 ms for the thread to start, longer than the rest of it. A
+ * larger one goes to the thread, rather than hold up the server's other requests.
+ */
+const nativeDecompress = (zlib as { zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array }).zstdDecompressSync;
+const HERE_BYTES = 1 << 20;
 /**
  * A job this large (a base image, a big machine) grows the worker's memory by several times its
  * size: the worker ends as soon as it is idle, rather than keep that for the idle time.
  */
 const LARGE_JOB_BYTES = 8 << 20;
+/** A buffer is handed over rather than copied from this size: Node's pool gives out none so large. */
+const HAND_OVER_BYTES = 64 << 10;
 
 /**
  * The thread's code, as CommonJS: it only loads the zstd package, which the bundle keeps as a
@@ -43,26 +58,41 @@ class ImageCodec {
   #grown = false;
   readonly #pending = new Map<number, { resolve(bytes: Uint8Array): void; reject(error: Error): void }>();
 
-  compress(bytes: Uint8Array, level: number): Promise<Uint8Array> {
-    return this.#call({ op: 'compress', bytes, level });
+  /**
+   * `handOver`: the thread takes the buffer `bytes` view, which the caller must not read after,
+   * rather than a copy of them. A snapshot arrives from a sandbox as a view into the buffer of its
+   * whole message; left here as garbage, that could stay for hours, as V8 collects when JavaScript
+   * allocates and an idle server allocates next to nothing. Handed over, it goes when the thread does.
+   */
+  compress(bytes: Uint8Array, level: number, handOver = false): Promise<Uint8Array> {
+    return this.#call({ op: 'compress', bytes, level }, handOver);
   }
 
-  decompress(bytes: Uint8Array): Promise<Uint8Array> {
-    return this.#call({ op: 'decompress', bytes });
+  async decompress(bytes: Uint8Array): Promise<Uint8Array> {
+    if (!nativeDecompress || bytes.length >= HERE_BYTES) return this.#call({ op: 'decompress', bytes });
+    try {
+      // A copy of its own, aligned: Pyodide reads a snapshot's header as 32-bit words.
+      return new Uint8Array(nativeDecompress(bytes));
+    } catch (error) {
+      throw new Error(`zstd: ${(error as Error).message}`, { cause: error });
+    }
   }
 
-  #call(job: { op: 'compress' | 'decompress'; bytes: Uint8Array; level?: number }): Promise<Uint8Array> {
+  #call(job: { op: 'compress' | 'decompress'; bytes: Uint8Array; level?: number }, handOver = false): Promise<Uint8Array> {
     clearTimeout(this.#idle);
     const worker = (this.#worker ??= this.#start());
     // Held open only while it works: an idle thread must not keep the process alive.
     worker.ref();
     const id = this.#nextId++;
-    // Its own copy of just these bytes, handed over rather than cloned with the buffer it views.
-    const bytes = job.bytes.slice();
+    const { buffer } = job.bytes;
+    // Smaller buffers may be slices of Node's shared pool, which must not move; they are copied.
+    const whole = handOver && buffer instanceof ArrayBuffer && buffer.byteLength >= HAND_OVER_BYTES;
+    // Else only these bytes are sent, rather than cloned with the buffer they view.
+    const bytes = whole ? job.bytes : job.bytes.slice();
     if (bytes.length >= LARGE_JOB_BYTES) this.#grown = true;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      worker.postMessage({ id, ...job, bytes }, [bytes.buffer]);
+      worker.postMessage({ id, ...job, bytes }, [bytes.buffer as ArrayBuffer]);
     });
   }
 

@@ -52,15 +52,23 @@ export interface StoredImage {
   meta: ImageMeta;
 }
 
-/** A machine image on disk: magic, a JSON header, the memory and the archive of its files (both zstd). */
-export async function encodeImage(image: StoredImage, lost: LostItem[] = []): Promise<Uint8Array> {
-  const [memory, files] = await Promise.all([imageCodec.compress(image.memory, ZSTD_LEVEL), imageCodec.compress(image.files, ZSTD_LEVEL)]);
+/**
+ * A machine image on disk: magic, a JSON header, the memory and the archive of its files (both
+ * zstd). `handOver`: the buffer the image's memory views goes to the codec's thread (see
+ * `compress`), and neither it nor the files, which may view the same, may be read after.
+ */
+export async function encodeImage(image: StoredImage, lost: LostItem[] = [], handOver = false): Promise<Uint8Array> {
+  const memoryLength = image.memory.length;
+  const memorySha256 = image.base === null ? createHash('sha256').update(image.memory).digest('hex') : undefined;
+  // The files are copied as their job is queued, before the memory's buffer moves.
+  const filesJob = imageCodec.compress(image.files, ZSTD_LEVEL);
+  const [files, memory] = await Promise.all([filesJob, imageCodec.compress(image.memory, ZSTD_LEVEL, handOver)]);
   const header: ImageHeader = {
     pyodideVersion: image.meta.pyodideVersion,
     base: image.base,
     meta: image.meta,
-    memoryLength: image.memory.length,
-    ...(image.base === null ? { memorySha256: createHash('sha256').update(image.memory).digest('hex') } : {}),
+    memoryLength,
+    ...(memorySha256 ? { memorySha256 } : {}),
     memoryBytes: memory.length,
     filesBytes: files.length,
     lost,

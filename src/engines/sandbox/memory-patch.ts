@@ -95,27 +95,15 @@ export function applyMemoryPatch(patch: Uint8Array, base: Uint8Array): Uint8Arra
   const { length, header } = patchedSnapshot(patch);
   const snapshot = new Uint8Array(length);
   snapshot.set(header);
-  writePatchedHeap(patch, base, snapshot.subarray(header.length));
+  const heap = snapshot.subarray(header.length);
+  const baseHeap = base.subarray(heapOffset(base));
+  heap.set(baseHeap.subarray(0, Math.min(baseHeap.length, heap.length)));
+  applyPatchRuns(patch, heap);
   return snapshot;
 }
 
-/**
- * Writes the heap a patch makes into `heap`, which is as long as that heap and zero past the
- * base's: the base's heap goes in through `copy`, then the patch's runs are applied.
- */
-export function writePatchedHeap(
-  patch: Uint8Array,
-  base: Uint8Array,
-  heap: Uint8Array,
-  copy: (target: Uint8Array, source: Uint8Array) => void = (target, source) => target.set(source),
-): void {
-  const baseHeap = base.subarray(heapOffset(base));
-  copy(heap, baseHeap.subarray(0, Math.min(baseHeap.length, heap.length)));
-  applyPatchRuns(patch, heap);
-}
-
-/** XORs a patch's runs into `heap`, which holds the base's heap. */
-function applyPatchRuns(patch: Uint8Array, heap: Uint8Array): void {
+/** XORs a patch's runs into `heap`, which holds the base's heap (zero past it). */
+export function applyPatchRuns(patch: Uint8Array, heap: Uint8Array): void {
   const view = new DataView(patch.buffer, patch.byteOffset, patch.length);
   const start = view.getUint32(4, true);
   for (let at = 8 + padded(start); at < patch.length;) {

@@ -87,11 +87,13 @@ export type HostMessage =
   | { type: 'exportFiles'; id: number }
   /** Puts an archive's files in place. */
   | { type: 'importFiles'; id: number; archive: Uint8Array }
-  /** Read this base's memory now, while waiting for a machine: a restore from it need not. */
+  /** Find this base's pages now and warm up on it, while waiting for a machine: a restore from it need not. */
   | { type: 'prefetch'; base: BaseFile };
 
 export type ChildMessage =
   | { type: 'waiting' }
+  /** The base of a `prefetch` is read and the module warmed up on it (or that failed, and the load will say why). */
+  | { type: 'prefetched' }
   /** `notices`: what the machine's next result should say about its load (a kernel left as it was). */
   | { type: 'loaded'; id: number; ms: number; notices: string[] }
   | { type: 'reply'; id: number; ok: true; result: unknown }

@@ -54,14 +54,16 @@ export class SandboxProcess {
   #interrupts: Writable;
   #answers: Writable;
   #notices: string[] = [];
+  #prefetched = false;
 
   constructor(launch: SandboxLaunch, isolation: Isolation) {
     const { command, args } = sandboxCommand(launch, isolation);
     // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc's
     // per-thread arenas would hold ~40 MiB of V8's freed memory per machine: keep two, and give
-    // freed memory back.
+    // freed memory back, to the last page (~2 MiB more per process than a 1 MiB threshold; Python
+    // allocates in wasm memory, not here, so the trimming costs it nothing).
     this.#child = spawn(command, args, {
-      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '1048576', ...MALLOC_ENV },
+      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '0', MALLOC_TOP_PAD_: '0', ...MALLOC_ENV },
       // fd 4: interrupts, fd 5: answers to a cell's questions, both read by the sandbox even
       // while Python runs (see host-channel.ts).
       stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe', 'pipe'],
@@ -158,7 +160,12 @@ export class SandboxProcess {
     this.#result(await this.#request({ type: 'loadPackages', paths }, LOAD_TIMEOUT_MS));
   }
 
-  /** Has a waiting sandbox read the base memory that the machine it will load is a patch on. */
+  /** Whether the process has done what `prefetch` asked: a load from that base now starts at once. */
+  get prefetched(): boolean {
+    return this.#prefetched;
+  }
+
+  /** Has a waiting sandbox read the base memory that the machine it will load is a patch on, and warm up on it. */
   async prefetch(base: BaseFile): Promise<void> {
     await this.#waiting;
     if (this.alive && this.#child.connected) this.#child.send({ type: 'prefetch', base } satisfies HostMessage);
@@ -228,6 +235,9 @@ export class SandboxProcess {
         return;
       case 'input':
         if (typeof message.n === 'number' && typeof message.prompt === 'string') void this.#answer(message);
+        return;
+      case 'prefetched':
+        this.#prefetched = true;
         return;
       case 'fatal':
         // The machine is gone; ending the process makes it a crash, restored from its snapshot.

@@ -7,28 +7,30 @@ import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
-import type { BaseFile, ImageMeta, ImportNames, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
+import type { BaseFile, ImageMeta, ImportNames, KernelFiles, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, type PyodideRuntime } from './pyodide-runtimes.ts';
 import { sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
 
-/** How long the pools stay filled after the last sandbox machine was made or swapped in. */
+/** How long the pool stays filled after the last sandbox machine was made or swapped in. */
 export const DEFAULT_POOL_IDLE_SECONDS = 300;
-/** Machines in the pool boot with these limits; `configure` sets each machine's own. */
-const POOL_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
+/**
+ * A refill starts a process and boots Pyodide: it waits this long after a machine was handed out,
+ * so that the machine's first instruction does not compete with it for a small host's CPU.
+ */
+const REFILL_DELAY_MS = 250;
+/** The base image's machine boots with these limits. */
+const BASE_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
 
 export interface SandboxRuntimeOptions {
   /** Where base images and the package cache are kept. */
   cacheDir: string;
   /** The Pyodide build its machines run. */
   pyodide: PyodideRuntime;
-  /**
-   * Sandbox processes kept ready of each kind: holding a fresh machine (for new machines), and
-   * with Pyodide booted ahead (for restores); 0 for none. Default 1.
-   */
+  /** Sandbox processes kept ready, Pyodide booted ahead, for new machines and swap-ins; 0 for none. Default 1. */
   poolSize?: number;
-  /** The pools are emptied after this long without a sandbox machine made or swapped in. Default 300 s. */
+  /** The pool is emptied after this long without a sandbox machine made or swapped in. Default 300 s. */
   poolIdleSeconds?: number;
   /** Where packages come from (`defaultPackageSource`). */
   packageSource: PackageSource;
@@ -67,10 +69,11 @@ interface BaseImage {
 /**
  * What all sandbox machines of one manager share: the isolation found on this host, the base
  * image (a fresh machine, booted once per Pyodide and kernel version, which every machine starts
- * from and every snapshot is a delta against), and two pools, so that creating or swapping in a
- * machine does not wait for a process to start: processes that already hold a fresh machine, and
- * processes whose Pyodide is booted ahead and waits for a snapshot. Each process only ever runs
- * one interpreter, which keeps a warm machine's memory to its own.
+ * from and every snapshot is a delta against), and a pool, so that creating or swapping in a
+ * machine does not wait for a process to start: processes whose Pyodide is booted ahead and
+ * waits for a snapshot, a new machine's being the base's. One pool serves both, as a process
+ * costs ~90 MB. Each process only ever runs one interpreter, which keeps a warm machine's memory
+ * to its own.
  */
 export class SandboxRuntime {
   readonly isolation: Isolation = detectIsolation();
@@ -80,6 +83,7 @@ export class SandboxRuntime {
   readonly #poolSize: number;
   readonly #poolIdleMs: number;
   #poolIdle?: NodeJS.Timeout;
+  #refillSoon?: NodeJS.Timeout;
   readonly #childDir = sandboxChildDir();
   readonly #pyodideDir: string;
   /** Base images' memory as plain files, mounted read-only into every sandbox. */
@@ -89,8 +93,6 @@ export class SandboxRuntime {
   /** Older bases' memory files, by id: machines made before an upgrade stay patches on theirs. */
   readonly #olderBases = new Map<string, Promise<BaseFile>>();
   #baseId?: string;
-  /** Processes holding a fresh machine. */
-  #fresh: Array<{ sandbox: Promise<SandboxProcess>; loaded: boolean }> = [];
   /** Processes with Pyodide booted ahead and no machine yet. */
   #ready: SandboxProcess[] = [];
   #closed = false;
@@ -107,19 +109,20 @@ export class SandboxRuntime {
     this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource);
   }
 
-  /** Starts filling the pools now rather than after the first sandbox machine. */
+  /** Starts filling the pool now rather than after the first sandbox machine. */
   prewarm(): void {
     this.#refill();
   }
 
-  /** Sandbox processes waiting in the pools: holding a fresh machine, or booted ahead for a restore. */
+  /** Sandbox processes waiting in the pool, warmed up on the base. */
   get pooled(): number {
-    return this.#fresh.filter((entry) => entry.loaded).length + this.#ready.filter((sandbox) => sandbox.alive).length;
+    return this.#ready.filter((sandbox) => sandbox.alive && sandbox.prefetched).length;
   }
 
   /** A process holding a fresh machine with `config`'s limits. */
-  fresh(placement: SandboxPlacement, config: MachineConfig): Promise<SandboxProcess> {
-    return this.#acquire(placement, config, async (pooled) => (pooled ? await this.#takeFresh() : undefined) ?? this.#freshProcess(placement, config));
+  async fresh(placement: SandboxPlacement, config: MachineConfig): Promise<SandboxProcess> {
+    const base = await this.base();
+    return this.#acquire(placement, config, { image: { patch: base.freshPatch, base: base.file, files: base.files, meta: base.meta } });
   }
 
   /**
@@ -129,39 +132,30 @@ export class SandboxRuntime {
   async restore(placement: SandboxPlacement, config: MachineConfig, bytes: Uint8Array): Promise<SandboxProcess> {
     const stored = await readImage(bytes, this.pyodideVersion);
     const kernel = readKernelPackage();
-    return this.#acquire(placement, config, async (pooled) => {
-      const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
-      try {
-        // As a patch on its base, only what differs from it crosses into the sandbox.
-        const image: LoadImage = stored.base
-          ? { patch: stored.memory, base: await this.#baseFile(stored.base), files: stored.files, meta: stored.meta }
-          : { snapshot: stored.memory, files: stored.files, meta: stored.meta };
-        await sandbox.load(config, { image, ...(stored.meta.kernel === kernel.id ? {} : { kernel: kernel.files }) });
-      } catch (error) {
-        await sandbox.kill();
-        throw error;
-      }
-      return sandbox;
-    });
+    // As a patch on its base, only what differs from it crosses into the sandbox.
+    const image: LoadImage = stored.base
+      ? { patch: stored.memory, base: await this.#baseFile(stored.base), files: stored.files, meta: stored.meta }
+      : { snapshot: stored.memory, files: stored.files, meta: stored.meta };
+    return this.#acquire(placement, config, { image, ...(stored.meta.kernel === kernel.id ? {} : { kernel: kernel.files }) });
   }
 
-  async #acquire(placement: SandboxPlacement, config: MachineConfig, get: (pooled: boolean) => Promise<SandboxProcess>): Promise<SandboxProcess> {
+  /** A process, from the pool where the placement allows, with `image` loaded and `config`'s limits. */
+  async #acquire(placement: SandboxPlacement, config: MachineConfig, source: { image: LoadImage; kernel?: KernelFiles }): Promise<SandboxProcess> {
     const pooled = isDefaultPlacement(placement);
-    let sandbox: SandboxProcess | undefined;
+    const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
     try {
-      sandbox = await get(pooled);
+      await sandbox.load(config, source);
       await sandbox.configure(config.memoryMb, config.outputLimit, await this.#importNames());
       return sandbox;
     } catch (error) {
-      await sandbox?.kill();
+      await sandbox.kill();
       throw error;
     } finally {
-      // Refill once this machine is up: on a small host a refill would compete with it for CPU.
-      if (pooled) this.#refill();
+      if (pooled) this.#refillLater();
     }
   }
 
-  /** Empties the pools once no sandbox machine has been made or swapped in for a while. */
+  /** Empties the pool once no sandbox machine has been made or swapped in for a while. */
   #drainWhenIdle(): void {
     clearTimeout(this.#poolIdle);
     this.#poolIdle = setTimeout(() => void this.#drain(), this.#poolIdleMs);
@@ -169,8 +163,7 @@ export class SandboxRuntime {
   }
 
   async #drain(): Promise<void> {
-    const pooled = [...this.#fresh.splice(0).map((entry) => entry.sandbox), ...this.#ready.splice(0).map((sandbox) => Promise.resolve(sandbox))];
-    await Promise.all(pooled.map((p) => p.then((sandbox) => sandbox.kill()).catch(() => {})));
+    await Promise.all(this.#ready.splice(0).map((sandbox) => sandbox.kill().catch(() => {})));
   }
 
   /** The memory snapshot of base image `id`, for decoding patches. */
@@ -180,14 +173,15 @@ export class SandboxRuntime {
 
   /**
    * A machine's image file; its memory is stored as a patch on its base. Every machine a runtime
-   * holds runs this build's kernel: a restore upgraded any other.
+   * holds runs this build's kernel: a restore upgraded any other. The image is handed over: its
+   * memory and files must not be read after.
    */
   async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
     const files = image.files;
     const meta = { ...image.meta, kernel: readKernelPackage().id };
-    if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost);
+    if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost, true);
     const base = await this.base();
-    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost);
+    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost, true);
   }
 
   /** The memory file of base `id`: the current base's, or an older one's, made from its image when missing. */
@@ -245,19 +239,20 @@ export class SandboxRuntime {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#poolIdle);
+    clearTimeout(this.#refillSoon);
     await this.#drain();
+  }
+
+  #refillLater(): void {
+    this.#drainWhenIdle();
+    this.#refillSoon ??= setTimeout(() => {
+      this.#refillSoon = undefined;
+      this.#refill();
+    }, REFILL_DELAY_MS);
   }
 
   #refill(): void {
     this.#drainWhenIdle();
-    while (!this.#closed && this.#fresh.length < this.#poolSize) {
-      const entry = { sandbox: this.#freshProcess({ network: false }), loaded: false };
-      entry.sandbox.then(
-        () => (entry.loaded = true),
-        () => {},
-      );
-      this.#fresh.push(entry);
-    }
     while (!this.#closed && this.#ready.length < this.#poolSize) {
       const sandbox = this.#spawn({ network: false });
       this.#ready.push(sandbox);
@@ -267,33 +262,12 @@ export class SandboxRuntime {
     }
   }
 
-  async #takeFresh(): Promise<SandboxProcess | undefined> {
-    while (this.#fresh.length) {
-      const candidate = await this.#fresh.shift()!.sandbox.catch(() => undefined);
-      if (candidate?.alive) return candidate;
-    }
-    return undefined;
-  }
-
   #takeReady(): SandboxProcess | undefined {
     while (this.#ready.length) {
       const candidate = this.#ready.shift()!;
       if (candidate.alive) return candidate;
     }
     return undefined;
-  }
-
-  /** A new process holding a fresh machine; the pool's are made with the default config. */
-  async #freshProcess(placement: SandboxPlacement, config = POOL_CONFIG): Promise<SandboxProcess> {
-    const base = await this.base();
-    const sandbox = this.#spawn(placement);
-    try {
-      await sandbox.load(config, { image: { patch: base.freshPatch, base: base.file, files: base.files, meta: base.meta } });
-    } catch (error) {
-      await sandbox.kill();
-      throw error;
-    }
-    return sandbox;
   }
 
   /** Import names machines may auto-install; none when the package index cannot be read. */
@@ -343,14 +317,16 @@ export class SandboxRuntime {
     // Boot a machine cold (a few seconds, once per version) and keep its image.
     const sandbox = this.#spawn({ network: false });
     try {
-      await sandbox.load(POOL_CONFIG, { kernel: kernel.files });
+      await sandbox.load(BASE_CONFIG, { kernel: kernel.files });
       const { image } = await sandbox.snapshot();
       if (!('snapshot' in image)) throw new Error('a cold boot returned a patch');
       const { snapshot, files } = image;
       const meta = { ...image.meta, kernel: kernel.id };
+      const base = await this.#withMemoryFile(id, { snapshot, files, meta });
       await mkdir(this.#cacheDir, { recursive: true, mode: 0o700 });
-      await writeFileAtomic(path, await encodeImage({ base: null, memory: snapshot, files, meta }));
-      return await this.#withMemoryFile(id, { snapshot, files, meta });
+      // The snapshot's 30 MiB leave this thread with the codec's, which ends after so large a job.
+      await writeFileAtomic(path, await encodeImage({ base: null, memory: snapshot, files, meta }, [], true));
+      return base;
     } finally {
       await sandbox.kill();
     }

@@ -177,8 +177,10 @@ process.on('message', (message: HostMessage) => {
     const id = 'id' in message ? message.id : -1;
     try {
       if (message.type === 'load') await load(message);
-      else if (message.type === 'prefetch') (await loader).prefetch(message.base);
-      else if (!machine) throw new Error('no machine is loaded');
+      else if (message.type === 'prefetch') {
+        await (await loader).prefetch(message.base);
+        post({ type: 'prefetched' });
+      } else if (!machine) throw new Error('no machine is loaded');
       else if (message.type === 'call') await runCommand(id, message.op, message.args);
       else if (message.type === 'configure') await configure(id, message);
       else if (message.type === 'snapshot') await snapshot(id);

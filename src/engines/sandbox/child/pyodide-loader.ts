@@ -6,9 +6,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { applyMemoryPatch, heapOffset, patchedSnapshot, writePatchedHeap } from '../memory-patch.ts';
+import { applyMemoryPatch, applyPatchRuns, heapOffset, patchedSnapshot } from '../memory-patch.ts';
 import type { BaseFile, KernelFiles, LoadImage } from '../protocol.ts';
 import type { MemoryAccess } from './dead-memory.ts';
+import { BaseMemory, nonZeroRuns, writeSnapshotHeap, type PageRuns } from './heap-pages.ts';
 import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
 import { withDynlibReplay, type CreateModule as ReplayCreateModule, type EmscriptenModule } from './dynlibs.ts';
 import { restoreFiles, type EmscriptenFS } from './fs-archive.ts';
@@ -39,6 +40,8 @@ type StartPyodide = (snapshot?: Uint8Array, create?: CreateModule) => Promise<Py
 /** What `loadPyodide` gets from Emscripten's module factory, before it copies a snapshot in. */
 interface CreatedModule {
   HEAPU8: Uint8Array;
+  HEAPU32: Uint32Array;
+  _emscripten_get_sbrk_ptr(): number;
   growMemory(bytes: number): number | undefined;
   API: { restoreSnapshot(snapshot: Uint8Array): unknown };
 }
@@ -79,12 +82,6 @@ interface BootAhead {
   supply(memory: MachineMemory | null): void;
 }
 
-/** A base's memory read ahead, while the sandbox waited for its machine. */
-interface Prefetched {
-  path: string;
-  bytes: Uint8Array;
-}
-
 /**
  * What a load is given: the machine's image (none for a cold boot), and the kernel to boot with,
  * or to upgrade the image's to.
@@ -104,7 +101,7 @@ export interface LoadedMachine {
 /** Boots or restores a sandbox's one machine; see `prepare` for what it does before that. */
 export class PyodideLoader {
   #ahead?: BootAhead;
-  #prefetched?: Prefetched;
+  #prefetched?: BaseMemory;
   #base?: BaseFile;
   #loading = false;
 
@@ -159,19 +156,20 @@ export class PyodideLoader {
   }
 
   /**
-   * Reads a base's memory now, while waiting for a machine: a restore from it need not. Then
+   * Finds a base's pages now, while waiting for a machine: a restore from it need not. Then
    * warms the module up on a throwaway machine restored from it.
    */
-  prefetch(base: BaseFile): void {
+  async prefetch(base: BaseFile): Promise<void> {
     if (this.#prefetched || this.#loading) return;
+    let bytes: Uint8Array;
     try {
-      this.#prefetched = { path: base.path, bytes: readFileSync(base.path) };
+      bytes = readFileSync(base.path);
+      this.#prefetched = BaseMemory.of(base.path, bytes);
     } catch {
       // The load reads it again, and says what is wrong.
       return;
     }
-    const { bytes } = this.#prefetched;
-    void this.#ahead?.created.then(() => warmUp(this.start, bytes, () => this.#loading)).catch(() => {});
+    await this.#ahead?.created.then(() => warmUp(this.start, bytes, () => this.#loading)).catch(() => {});
   }
 
   /** The machine; called once. */
@@ -243,31 +241,6 @@ function aligned(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset % 8 === 0 ? bytes : new Uint8Array(bytes);
 }
 
-const PAGE = 4096;
-
-/**
- * Copies `source` into the start of the memory, leaving out pages that are zero in both. A page
- * of wasm memory takes room in the process only once written, and a third of a machine's memory
- * is zero (most of the 5 MiB C stack, the unused heap).
- */
-function copyTouchingLess(memory: Uint8Array, source: Uint8Array): void {
-  const words = new Uint32Array(source.buffer, source.byteOffset, source.length >>> 2);
-  const target = new Uint32Array(memory.buffer, memory.byteOffset, memory.length >>> 2);
-  const zero = (array: Uint32Array, from: number, to: number) => {
-    for (let i = from; i < to; i++) if (array[i]) return false;
-    return true;
-  };
-  const perPage = PAGE >>> 2;
-  for (let from = 0; from < words.length; from += perPage) {
-    const to = Math.min(from + perPage, words.length);
-    if (!zero(words, from, to)) target.set(words.subarray(from, to), from);
-    else if (!zero(target, from, to)) target.fill(0, from, to);
-  }
-  // A length that is not a multiple of 4 leaves its last bytes.
-  const tail = source.length & 3;
-  if (tail) memory.set(source.subarray(source.length - tail), source.length - tail);
-}
-
 /**
  * A Pyodide instance booted before the snapshot it will hold is known. Instantiating and linking
  * Emscripten's module is done here, on a placeholder snapshot of the smallest memory the module
@@ -279,21 +252,27 @@ function bootAhead(start: StartPyodide, create: CreateModule, minimumBytes: numb
   let supply!: (memory: MachineMemory | null) => void;
   let madeModule!: () => void;
   const created = new Promise<void>((resolve) => (madeModule = resolve));
-  const supplied = new Promise<MachineMemory | null>((resolve) => (supply = resolve));
+  // Let go once taken: the instance's options keep this factory, and so what it holds, for good.
+  let supplied: Promise<MachineMemory | null> | undefined = new Promise((resolve) => (supply = resolve));
   const createAhead: CreateModule = async (settings) => {
     const module = await create(settings);
+    // What instantiation wrote (data, the stack, what start-up allocated), all below the break:
+    // found now, while the instance waits, rather than during the load.
+    const dirty = nonZeroRuns(module.HEAPU8.subarray(0, module.HEAPU32[module._emscripten_get_sbrk_ptr() >>> 2]));
     madeModule();
-    const machine = await supplied;
+    let machine = await supplied;
+    supplied = undefined;
     if (!machine) throw new Error('the instance booted ahead was not needed');
     const { heapLength } = machine;
     if (heapLength > module.HEAPU8.length && !module.growMemory(heapLength)) throw new Error(`could not grow the memory to the snapshot's ${heapLength} bytes`);
-    // Called once, right after this; the machine must not keep the snapshot alive after.
+    // Called once, right after this.
     const restoreSnapshot = module.API.restoreSnapshot;
     module.API.restoreSnapshot = () => {
       module.API.restoreSnapshot = restoreSnapshot;
       // Pyodide takes its state from the header; the heap is written here.
-      const state = restoreSnapshot(machine.header);
-      machine.writeHeap(module.HEAPU8);
+      const state = restoreSnapshot(machine!.header);
+      machine!.writeHeap(module.HEAPU8, dirty);
+      machine = null;
       return state;
     };
     return module;
@@ -394,32 +373,37 @@ function upgradeKernel(instance: Pyodide, kernel: KernelFiles): string[] {
 interface MachineMemory {
   header: Uint8Array;
   heapLength: number;
-  writeHeap(memory: Uint8Array): void;
+  /** Into an instance's memory, which may not be zero in its `dirty` runs. */
+  writeHeap(memory: Uint8Array, dirty: PageRuns): void;
   whole(): Uint8Array;
 }
 
 /** The memory of an image as loaded: sent whole, or a patch on a base snapshot file. */
-function memoryOf(image: LoadImage, prefetched: Prefetched | undefined): MachineMemory {
+function memoryOf(image: LoadImage, prefetched: BaseMemory | undefined): MachineMemory {
   if ('snapshot' in image) {
     const snapshot = aligned(image.snapshot);
     const start = heapOffset(snapshot);
     return {
       header: snapshot.slice(0, start),
       heapLength: snapshot.length - start,
-      writeHeap: (memory) => copyTouchingLess(memory, snapshot.subarray(start)),
+      writeHeap: (memory, dirty) => writeSnapshotHeap(memory, snapshot.subarray(start), dirty),
       whole: () => snapshot,
     };
   }
   const { patch, base: file } = image;
-  const base = prefetched?.path === file.path ? prefetched.bytes : readFileSync(file.path);
+  const base = prefetched?.path === file.path ? prefetched : BaseMemory.of(file.path);
   const { length, header } = patchedSnapshot(patch);
   const heapLength = length - header.length;
   return {
     header,
     heapLength,
-    // Past the base's heap, a grown memory is zero, as the patch expects.
-    writeHeap: (memory) => writePatchedHeap(patch, base, memory.subarray(0, heapLength), copyTouchingLess),
-    whole: () => applyMemoryPatch(patch, base),
+    writeHeap: (memory, dirty) => {
+      // Past the base's heap, a grown memory is zero, as the patch expects.
+      const heap = memory.subarray(0, heapLength);
+      base.writeHeap(heap, dirty);
+      applyPatchRuns(patch, heap);
+    },
+    whole: () => applyMemoryPatch(patch, base.bytes()),
   };
 }
 

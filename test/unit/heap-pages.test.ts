@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { BaseMemory, nonZeroRuns, writeSnapshotHeap } from '../../src/engines/sandbox/child/heap-pages.ts';
+
+const PAGE = 4096;
+
+/** A heap of `pages` pages, with `byte` written at the given offsets. */
+function heapWith(pages: number, offsets: number[], byte = 7): Uint8Array {
+  const heap = new Uint8Array(pages * PAGE);
+  for (const at of offsets) heap[at] = byte;
+  return heap;
+}
+
+/** A Pyodide-style snapshot: 8 bytes naming where the heap starts, a header, then the heap. */
+function snapshotOf(header: Uint8Array, heap: Uint8Array): Uint8Array {
+  const start = 8 + header.length;
+  const snapshot = new Uint8Array(start + heap.length);
+  new DataView(snapshot.buffer).setUint32(4, start, true);
+  snapshot.set(header, 8);
+  snapshot.set(heap, start);
+  return snapshot;
+}
+
+describe('heap pages', () => {
+  it('finds the runs of pages that are not zero, joining neighbours', () => {
+    const heap = heapWith(8, [0, PAGE + 5, 4 * PAGE + 100, 7 * PAGE + PAGE - 1]);
+    assert.deepEqual(nonZeroRuns(heap), [
+      [0, 2 * PAGE],
+      [4 * PAGE, 5 * PAGE],
+      [7 * PAGE, 8 * PAGE],
+    ]);
+    assert.deepEqual(nonZeroRuns(new Uint8Array(3 * PAGE)), []);
+  });
+
+  it('counts the last bytes of a heap whose length is not a multiple of four', () => {
+    const heap = new Uint8Array(2 * PAGE + 3);
+    heap[2 * PAGE + 2] = 1;
+    assert.deepEqual(nonZeroRuns(heap), [[2 * PAGE, 2 * PAGE + 3]]);
+  });
+
+  it('writes a heap exactly, clearing what the memory held where the heap is zero', () => {
+    const heap = heapWith(6, [10, 3 * PAGE + 9]);
+    const memory = heapWith(8, [PAGE + 1, 2 * PAGE + 2, 3 * PAGE + 3, 7 * PAGE], 9);
+    writeSnapshotHeap(memory, heap, nonZeroRuns(memory));
+    assert.deepEqual(memory.subarray(0, heap.length), heap);
+    // Past the heap, the memory is not the heap's to change.
+    assert.equal(memory[7 * PAGE], 9);
+  });
+
+  it('clears only the pages it is told may not be zero', () => {
+    const heap = new Uint8Array(4 * PAGE);
+    const memory = heapWith(4, [PAGE, 3 * PAGE], 9);
+    writeSnapshotHeap(memory, heap, [[PAGE, 2 * PAGE]]);
+    assert.equal(memory[PAGE], 0);
+    assert.equal(memory[3 * PAGE], 9, 'a page outside the dirty runs is taken to be zero already, and left alone');
+  });
+
+  it('reads a base heap from its file into memory, runs at a time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perennial-heap-pages-'));
+    try {
+      const heap = heapWith(16, [0, 5 * PAGE + 17, 6 * PAGE, 15 * PAGE + 4095], 3);
+      const path = join(dir, 'base.snapshot');
+      await writeFile(path, snapshotOf(new Uint8Array([1, 2, 3, 4]), heap));
+      const base = BaseMemory.of(path);
+      const memory = heapWith(20, [2 * PAGE, 19 * PAGE], 8);
+      base.writeHeap(memory.subarray(0, heap.length), nonZeroRuns(memory));
+      assert.deepEqual(memory.subarray(0, heap.length), heap);
+      assert.equal(memory[19 * PAGE], 8, 'past the base heap the memory is left as it is');
+      assert.deepEqual(new Uint8Array(base.bytes()), snapshotOf(new Uint8Array([1, 2, 3, 4]), heap));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
