@@ -162,7 +162,7 @@ async function firstUse(): Promise<void> {
     row('first sandbox machine of a server: create + first result', ms(first));
     row(`  the next ones, from the pool (median of ${SAMPLES})`, ms(median(creates)), 'target ≤ 50 ms');
     row(`  a trivial machine's swap-in + result, at once (median of ${SAMPLES})`, ms(median(swapIns.atOnce)), 'target ≤ 60 ms');
-    row(`  the same after ${CODEC_QUIET_MS / 1000} s of quiet: the codec's thread starts again`, ms(median(swapIns.afterQuiet)), 'target ≤ 60 ms');
+    row(`  the same after ${CODEC_QUIET_MS / 1000} s of quiet: the codec's thread has ended`, ms(median(swapIns.afterQuiet)), 'target ≤ 60 ms');
   } finally {
     await server.stop();
     await rm(dataDir, { recursive: true, force: true });

@@ -9,13 +9,17 @@ import { Worker } from 'node:worker_threads';
  */
 const IDLE_MS = 2_000;
 /**
- * Node's own zstd, from Node 22.15 and 23.8 (VS Code runs the server on such a Node): with it, a
- * section smaller than `HERE_BYTES` is decompressed on this thread, since a trivial machine's
- * swap-in would otherwise wait ~30 ms for the thread to start, longer than the rest of it. A
- * larger one goes to the thread, rather than hold up the server's other requests.
+ * A section that decompresses to at most this many bytes is decompressed on this thread, since a
+ * trivial machine's swap-in would otherwise wait ~30 ms for the thread to start, longer than the
+ * rest of it: with Node's own zstd (from Node 22.15 and 23.8; VS Code runs the server on such a
+ * Node), else with the wasm package, loaded here at the first such section (~5 MB, kept; its
+ * memory grows to the largest section it has handled, hence the bound). A larger section goes to
+ * the thread, rather than hold up the server's other requests.
  */
+const HERE_BYTES = 4 << 20;
 const nativeDecompress = (zlib as { zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array }).zstdDecompressSync;
-const HERE_BYTES = 1 << 20;
+type Zstd = { init(): Promise<void>; decompress(bytes: Uint8Array): Uint8Array };
+let zstdHere: Promise<Zstd> | undefined;
 /**
  * A job this large (a base image, a big machine) grows the worker's memory by several times its
  * size: the worker ends as soon as it is idle, rather than keep that for the idle time.
@@ -69,13 +73,19 @@ class ImageCodec {
   }
 
   async decompress(bytes: Uint8Array): Promise<Uint8Array> {
-    if (!nativeDecompress || bytes.length >= HERE_BYTES) return this.#call({ op: 'decompress', bytes });
+    const size = frameContentSize(bytes);
+    if (size === undefined || size > HERE_BYTES) return this.#call({ op: 'decompress', bytes });
+    let out: Uint8Array;
     try {
       // A copy of its own, aligned: Pyodide reads a snapshot's header as 32-bit words.
-      return new Uint8Array(nativeDecompress(bytes));
+      if (nativeDecompress) out = new Uint8Array(nativeDecompress(bytes));
+      else out = (await (zstdHere ??= loadZstd())).decompress(bytes);
     } catch (error) {
       throw new Error(`zstd: ${(error as Error).message}`, { cause: error });
     }
+    // Node's zstd returns what it could of a cut frame, without an error.
+    if (out.length !== size) throw new Error(`zstd: the data is damaged (${out.length} bytes of ${size})`);
+    return out;
   }
 
   #call(job: { op: 'compress' | 'decompress'; bytes: Uint8Array; level?: number }, handOver = false): Promise<Uint8Array> {
@@ -131,6 +141,32 @@ class ImageCodec {
     );
     this.#idle.unref();
   }
+}
+
+/** The zstd package, on this thread. */
+function loadZstd(): Promise<Zstd> {
+  const zstd = createRequire(import.meta.url)('@bokuweb/zstd-wasm') as Zstd;
+  const loaded = zstd.init().then(() => zstd);
+  loaded.catch(() => (zstdHere = undefined));
+  return loaded;
+}
+
+/**
+ * The size a zstd frame says it decompresses to (RFC 8878, 3.1.1.1), or undefined when it does
+ * not say or is not a frame; the compressor writes it.
+ */
+function frameContentSize(bytes: Uint8Array): number | undefined {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.length < 6 || view.getUint32(0, true) !== 0xfd2fb528) return undefined;
+  const descriptor = bytes[4]!;
+  const singleSegment = (descriptor >> 5) & 1;
+  const at = 5 + (singleSegment ? 0 : 1) + [0, 1, 2, 4][descriptor & 3]!;
+  const width = [singleSegment ? 1 : 0, 2, 4, 8][descriptor >> 6]!;
+  if (!width || at + width > bytes.length) return undefined;
+  if (width === 1) return view.getUint8(at);
+  if (width === 2) return view.getUint16(at, true) + 256;
+  if (width === 4) return view.getUint32(at, true);
+  return Number(view.getBigUint64(at, true));
 }
 
 /** The one codec of this process. */

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { imageCodec } from '../../src/engines/sandbox/image-codec.ts';
+
+/** Bytes that compress, but not to nothing. */
+function sample(length: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let i = 0; i < length; i += 7) bytes[i] = (i * 31) & 0xff;
+  return bytes;
+}
+
+describe('image codec', () => {
+  it('round-trips a small section (decompressed on the calling thread)', async () => {
+    const bytes = sample(300_000);
+    const packed = await imageCodec.compress(bytes, 1);
+    assert.ok(packed.length < bytes.length / 2);
+    const unpacked = await imageCodec.decompress(packed);
+    assert.deepEqual(unpacked, bytes);
+    assert.equal(unpacked.byteOffset, 0, 'a buffer of its own, aligned for Pyodide');
+  });
+
+  it('round-trips a section larger than the calling thread takes (decompressed in the thread)', async () => {
+    const bytes = sample(6 << 20);
+    assert.deepEqual(await imageCodec.decompress(await imageCodec.compress(bytes, 1)), bytes);
+  });
+
+  it('takes over the buffer it is handed, and copies one it is not', async () => {
+    const bytes = sample(1 << 20);
+    const kept = await imageCodec.compress(bytes, 1);
+    assert.equal(bytes.length, 1 << 20, 'not handed over: the caller keeps its bytes');
+    const view = new Uint8Array(bytes.buffer.slice(0), 1024, 4096);
+    await imageCodec.compress(view, 1, true);
+    assert.equal(view.buffer.byteLength, 0, 'handed over: the whole buffer it views has moved');
+    assert.deepEqual(await imageCodec.decompress(kept), bytes);
+  });
+
+  it('rejects damaged data with a zstd error, on either thread', async () => {
+    const packed = await imageCodec.compress(sample(100_000), 1);
+    const damaged = packed.slice(0, packed.length - 40);
+    await assert.rejects(imageCodec.decompress(damaged), /zstd/);
+    await assert.rejects(imageCodec.decompress(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8])), /zstd/);
+  });
+});
