@@ -31,9 +31,9 @@ export interface EngineSet {
 
 export interface EngineSetOptions {
   dataDir: string;
-  /** Sandbox processes kept ready with a fresh machine. Default 1. */
+  /** Sandbox processes kept ready, Pyodide booted ahead, for new machines and swap-ins. Default 1. */
   sandboxPoolSize?: number;
-  /** The sandbox pools are emptied after this long without a sandbox machine made or swapped in. */
+  /** The sandbox pool is emptied after this long without a sandbox machine made or swapped in. */
   sandboxPoolIdleSeconds?: number;
   /** The Pyodide build new sandbox machines run and upgrades go to; default the newest (benchmarks compare builds with it). */
   sandboxPyodide?: PyodideRuntime;

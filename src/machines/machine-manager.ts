@@ -168,7 +168,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#engines.status();
   }
 
-  /** Fills the sandbox pools now rather than after the first sandbox machine (they start empty). */
+  /** Fills the sandbox pool now rather than after the first sandbox machine (it starts empty). */
   prewarm(): void {
     this.#engines.prewarm();
   }

@@ -18,7 +18,7 @@ export interface ServeCommandOptions {
   exitWhenIdle?: number;
   /** Swap a machine out after this many seconds without instructions. */
   idleSeconds?: number;
-  /** Empty the sandbox pools after this many seconds without a sandbox machine made or swapped in. */
+  /** Empty the sandbox pool after this many seconds without a sandbox machine made or swapped in. */
   poolIdleSeconds?: number;
   /** Longest silence a waiting client sees, in seconds. */
   heartbeat?: number;
