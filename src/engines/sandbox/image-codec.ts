@@ -96,9 +96,9 @@ class ImageCodec {
     const id = this.#nextId++;
     const { buffer } = job.bytes;
     // Smaller buffers may be slices of Node's shared pool, which must not move; they are copied.
-    const whole = handOver && buffer instanceof ArrayBuffer && buffer.byteLength >= HAND_OVER_BYTES;
+    const take = handOver && buffer instanceof ArrayBuffer && buffer.byteLength >= HAND_OVER_BYTES;
     // Else only these bytes are sent, rather than cloned with the buffer they view.
-    const bytes = whole ? job.bytes : job.bytes.slice();
+    const bytes = take ? job.bytes : job.bytes.slice();
     if (bytes.length >= LARGE_JOB_BYTES) this.#grown = true;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });

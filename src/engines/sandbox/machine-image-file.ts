@@ -60,9 +60,8 @@ export interface StoredImage {
 export async function encodeImage(image: StoredImage, lost: LostItem[] = [], handOver = false): Promise<Uint8Array> {
   const memoryLength = image.memory.length;
   const memorySha256 = image.base === null ? createHash('sha256').update(image.memory).digest('hex') : undefined;
-  // The files are copied as their job is queued, before the memory's buffer moves.
-  const filesJob = imageCodec.compress(image.files, ZSTD_LEVEL);
-  const [files, memory] = await Promise.all([filesJob, imageCodec.compress(image.memory, ZSTD_LEVEL, handOver)]);
+  // The files' job is queued first, and copies them, before the memory's buffer moves.
+  const [files, memory] = await Promise.all([imageCodec.compress(image.files, ZSTD_LEVEL), imageCodec.compress(image.memory, ZSTD_LEVEL, handOver)]);
   const header: ImageHeader = {
     pyodideVersion: image.meta.pyodideVersion,
     base: image.base,

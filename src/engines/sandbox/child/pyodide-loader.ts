@@ -38,10 +38,8 @@ type LoadPyodide = (options: Record<string, unknown>) => Promise<Pyodide>;
  */
 type StartPyodide = (snapshot?: Uint8Array, create?: CreateModule) => Promise<Pyodide>;
 /** What `loadPyodide` gets from Emscripten's module factory, before it copies a snapshot in. */
-interface CreatedModule {
+interface CreatedModule extends Pick<MemoryAccess, 'HEAPU32' | '_emscripten_get_sbrk_ptr'> {
   HEAPU8: Uint8Array;
-  HEAPU32: Uint32Array;
-  _emscripten_get_sbrk_ptr(): number;
   growMemory(bytes: number): number | undefined;
   API: { restoreSnapshot(snapshot: Uint8Array): unknown };
 }
