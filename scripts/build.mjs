@@ -1,7 +1,8 @@
 // Bundles the CLI, the sandbox process and the VS Code extension with esbuild, and ships the
 // Python kernel beside them.
 import { build } from 'esbuild';
-import { copyFile, mkdir, chmod, readdir, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, chmod, readdir, rm, writeFile } from 'node:fs/promises';
 
 const outdir = new URL('../dist/', import.meta.url);
 await mkdir(outdir, { recursive: true });
@@ -46,6 +47,36 @@ await build({
   define: { 'import.meta.url': '__importMetaUrl' },
   banner: { js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
+// The MCP App's view: one page with its script and style inline, as a host's sandboxed frame loads
+// nothing else. Its Content Security Policy allows those two by hash, images from data: URIs, and
+// nothing more.
+const view = async (entry, loader) => {
+  const { outputFiles } = await build({
+    entryPoints: [entry],
+    bundle: true,
+    write: false,
+    minify: true,
+    format: 'iife',
+    platform: 'browser',
+    target: 'es2022',
+    charset: 'ascii',
+    loader,
+    logLevel: 'warning',
+  });
+  return outputFiles[0].text.trim();
+};
+const script = await view('src/view/main.ts');
+const style = await view('src/view/view.css', { '.css': 'css' });
+if (/<\/(script|style)/i.test(script + style)) throw new Error('The view would end its own inline script or style early');
+const sha = (text) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+const csp = `default-src 'none'; script-src ${sha(script)}; style-src ${sha(style)}; img-src data:; base-uri 'none'; form-action 'none'`;
+await mkdir(new URL('view/', outdir), { recursive: true });
+await writeFile(
+  new URL('view/machine.html', outdir),
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<meta http-equiv="Content-Security-Policy" content="${csp}"><title>Perennial</title><style>${style}</style></head>` +
+    `<body><script>${script}</script></body></html>`,
+);
 // The kernel package: its modules only (a python engine run from src/ leaves __pycache__ beside them).
 const kernelSource = new URL('../src/kernel/perennial_kernel/', import.meta.url);
 const kernelOut = new URL('perennial_kernel/', outdir);

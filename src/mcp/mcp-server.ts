@@ -3,6 +3,7 @@ import type { PerennialClient } from '../shared/perennial-client.ts';
 import { DEFAULT_INLINE_IMAGES } from '../shared/requests.ts';
 import { VERSION } from '../shared/version.ts';
 import { ICONS } from './icons.ts';
+import { registerMachineView } from './machine-view.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
 import { registerTools } from './tools.ts';
@@ -41,5 +42,6 @@ export function createMcpServer(
   registerTools(server, client, { inlineImages, progressHeartbeatMs });
   registerResources(server, client);
   registerPrompts(server, client);
+  registerMachineView(server);
   return server;
 }

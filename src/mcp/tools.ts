@@ -1,6 +1,6 @@
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { PerennialClient } from '../shared/perennial-client.ts';
+import { UnsupportedByBackendError, type PerennialClient } from '../shared/perennial-client.ts';
 import {
   CheckpointLabel,
   CheckpointRef,
@@ -18,12 +18,21 @@ import {
   VariableName,
 } from '../shared/requests.ts';
 import { resultText, viewResult } from '../shared/result-format.ts';
-import { streamText, type CheckpointInfo, type ExecResult, type InputAnswerer, type OutputChunk } from '../shared/types.ts';
+import {
+  streamText,
+  type CheckpointInfo,
+  type ExecResult,
+  type InputAnswerer,
+  type MachineInfo,
+  type OutputChunk,
+  type VariableSummary,
+} from '../shared/types.ts';
 import { cellQuestions } from './cell-questions.ts';
 import { askConsent, type Consent } from './consent.ts';
 import { figureContent, historyWithFigureLinks } from './figures.ts';
 import { utf8Text } from './file-text.ts';
 import { ICONS } from './icons.ts';
+import { MACHINE_VIEW_META, VIEW_ONLY_META } from './machine-view.ts';
 
 /** What a tool's handler gets besides its arguments. */
 interface ToolContext {
@@ -48,6 +57,8 @@ interface ToolDefinition<In extends z.ZodObject> {
   inputSchema: In;
   outputSchema?: z.ZodObject;
   annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  /** The MCP Apps view it links (`MACHINE_VIEW_META`), or that only the view calls it (`VIEW_ONLY_META`). */
+  _meta?: Record<string, unknown>;
   /** An `input_required` result asks the user something, on a 2026-07-28 request (see `askConsent`). */
   handler(args: z.infer<In>, context: ToolContext): Promise<CallToolResult | InputRequiredResult>;
 }
@@ -131,6 +142,17 @@ const RunOutput = z.object({
   seq: z.number().int(),
 });
 
+/** What a run tool's structured content holds (the MCP App view reads it too). */
+export type RunOutput = z.infer<typeof RunOutput>;
+
+/** What describe-python-repl gives back. */
+export interface ReplDescription {
+  machine: MachineInfo;
+  variables: VariableSummary[];
+  /** Null where the backend keeps none (hosted ForeverVM). */
+  checkpoints: CheckpointInfo[] | null;
+}
+
 const CheckpointOutput = z.object({
   id: z.string(),
   label: z.string().nullable(),
@@ -188,6 +210,7 @@ export const TOOLS = [
     }),
     outputSchema: z.object({ replId: z.string() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    _meta: MACHINE_VIEW_META,
     async handler(options, { client }) {
       const { name } = await client.create(options);
       return { content: [{ type: 'text', text: name }], structuredContent: { replId: name } };
@@ -205,6 +228,7 @@ export const TOOLS = [
     }),
     outputSchema: RunOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    _meta: MACHINE_VIEW_META,
     handler: ({ pythonCode, replId: name, timeoutSeconds }, context) => runInstruction(name, pythonCode, timeoutSeconds, context),
   }),
   tool({
@@ -219,6 +243,7 @@ export const TOOLS = [
     }),
     outputSchema: RunOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    _meta: MACHINE_VIEW_META,
     handler: ({ path, replId: name, timeoutSeconds }, context) => runInstruction(name, runFileCode(path), timeoutSeconds, context),
   }),
   tool({
@@ -260,6 +285,26 @@ export const TOOLS = [
     annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ replId: name }, { client }) {
       return json({ variables: await client.variables(name) });
+    },
+  }),
+  tool({
+    name: 'describe-python-repl',
+    title: 'Describe a Python REPL',
+    description:
+      'A REPL as it is now, in one call: its state, engine and next instruction number, its variables and its checkpoints (null where the backend keeps none).',
+    inputSchema: z.object({ replId }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    _meta: VIEW_ONLY_META,
+    async handler({ replId: name }, { client }) {
+      const [machine, variables, checkpoints] = await Promise.all([
+        client.get(name),
+        client.variables(name),
+        client.checkpoints(name).catch((error: unknown) => {
+          if (error instanceof UnsupportedByBackendError) return null;
+          throw error;
+        }),
+      ]);
+      return json({ machine, variables, checkpoints } satisfies ReplDescription);
     },
   }),
   tool({
@@ -452,6 +497,7 @@ export function registerTools(
         ...(definition.outputSchema ? { outputSchema: definition.outputSchema } : {}),
         annotations: definition.annotations,
         icons: ICONS,
+        ...(definition._meta ? { _meta: definition._meta } : {}),
       },
       async (args: Record<string, unknown>, ctx) => {
         const token = ctx.mcpReq._meta?.progressToken;

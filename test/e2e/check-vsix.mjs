@@ -1,7 +1,7 @@
 // The package as a user gets it: installs the .vsix into a clean code-server with
 // `--install-extension`, opens the workbench, checks that the extension activates, and creates a
 // sandbox machine from the Machines view's welcome (which starts the local server from the files
-// the package carries).
+// the package carries), and that the package carries the MCP App view.
 // Usage: node test/e2e/check-vsix.mjs <perennial-x.y.z.vsix>   (env: CS_NODE, CS_ENTRY)
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -58,7 +58,11 @@ try {
     'the new machine in the Machines view',
     120_000,
   );
-  console.log('check-vsix: installed, activated, and created a sandbox machine from the package');
+  // The MCP App view the local server serves comes from the package too.
+  const installed = readdirSync(join(state.dir, 'extensions')).find((name) => name.startsWith('perennial.perennial-repl-'));
+  if (!installed || !existsSync(join(state.dir, 'extensions', installed, 'dist/view/machine.html')))
+    throw new Error('the package has no dist/view/machine.html');
+  console.log('check-vsix: installed, activated, and created a sandbox machine from the package, which carries the MCP App view');
 } catch (error) {
   failure = error;
 } finally {

@@ -42,6 +42,7 @@ const TOOL_NAMES = [
   'checkpoint-python-repl',
   'create-python-repl',
   'delete-python-repl',
+  'describe-python-repl',
   'fork-python-repl',
   'get-repl-history',
   'get-repl-variable',
@@ -181,6 +182,16 @@ describe('MCP server', { timeout: 480_000 }, () => {
         );
         assert.match(Buffer.from(icons[0]!.src.split(',')[1]!, 'base64').toString(), /^<svg [^>]*stroke="#1f6f43"/);
         assert.ok(tools.every((t) => t.icons?.length === 2));
+        // The MCP App view: linked from the tools whose results it shows, with the tool only it calls kept from the model.
+        const viewOf = (tool: string) => (tools.find((t) => t.name === tool)!._meta as { ui?: { resourceUri?: string } } | undefined)?.ui?.resourceUri;
+        assert.deepEqual(
+          tools.filter((t) => viewOf(t.name)).map((t) => t.name),
+          ['create-python-repl', 'run-python-in-repl', 'run-file-in-repl'],
+        );
+        assert.ok(tools.every((t) => [undefined, 'ui://perennial/machine'].includes(viewOf(t.name))));
+        assert.deepEqual(tools.find((t) => t.name === 'describe-python-repl')!._meta, { ui: { visibility: ['app'] } });
+        const { resources } = await client.listResources();
+        assert.equal(resources.find((r) => r.uri === 'ui://perennial/machine')?.mimeType, 'text/html;profile=mcp-app');
       });
 
       it('creates a REPL and keeps its state across calls; errors are flagged', async () => {
@@ -190,6 +201,10 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const first = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x = 20\nprint("set")\nx + 1' });
         assert.equal(first.isError, undefined);
         assert.equal(textOf(first), 'set\nOut: 21');
+        // What a host without MCP Apps gets, the view linked or not: the content and the structured content, nothing of the view.
+        const { _meta: protocolMeta, ...shown } = first;
+        assert.deepEqual(Object.keys(shown).sort(), ['content', 'structuredContent']);
+        assert.doesNotMatch(JSON.stringify(protocolMeta ?? {}), /ui/);
         assert.deepEqual(
           { ...(first.structuredContent as object), runtimeMs: 0 },
           { stdout: 'set', stderr: '', value: '21', error: null, displayed: [], notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0 },

@@ -23,6 +23,7 @@ const SHIPPED = [
   'dist/cli.js',
   ...KERNEL_MODULES.map((name) => `dist/perennial_kernel/${name}`),
   'dist/sandbox/main.js',
+  'dist/view/machine.html',
   'package.json',
 ].sort();
 
@@ -114,6 +115,12 @@ describe('the npm package', { timeout: 600_000 }, () => {
     assert.ok(
       (templates.result!.resourceTemplates as Array<{ uriTemplate: string }>).some((t) => t.uriTemplate === 'perennial://machines/{replId}/files/{+path}'),
     );
+    // The MCP App view, read from beside the installed bundle.
+    const view = inspect('--method', 'resources/read', '--uri', 'ui://perennial/machine');
+    assert.equal(view.status, 0, view.stderr);
+    const [page] = view.result!.contents as Array<{ mimeType: string; text: string }>;
+    assert.equal(page?.mimeType, 'text/html;profile=mcp-app');
+    assert.match(page!.text, /^<!doctype html>.*<script>/s);
     const prompts = inspect('--method', 'prompts/list');
     assert.equal(prompts.status, 0, prompts.stderr);
     assert.ok((prompts.result!.prompts as Array<{ name: string }>).some((p) => p.name === 'resume-repl'));

@@ -1,0 +1,290 @@
+import type { McpUiHostCapabilities } from '@modelcontextprotocol/ext-apps';
+import type { CallToolResult } from '@modelcontextprotocol/client';
+import type { ReplDescription } from '../mcp/tools.ts';
+import type { CheckpointInfo } from '../shared/types.ts';
+import { VERSION } from '../shared/version.ts';
+import { callSection, runOutput, type Call } from './call-section.ts';
+import { ago, h } from './dom.ts';
+import { HostBridge, textOf } from './host-bridge.ts';
+import { checkpointBefore, machineSection } from './machine-section.ts';
+import { applyHostContext } from './theme.ts';
+
+/** A question before a destructive action, shown in place of the actions. */
+interface Confirmation {
+  question: string;
+  confirm: string;
+  run(): Promise<void>;
+}
+
+const bridge = new HostBridge();
+const header = h('header');
+const callSlot = h('div');
+const machineSlot = h('div');
+const statusLine = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+document.body.append(header, statusLine, callSlot, machineSlot);
+
+let tool = '';
+let args: Record<string, unknown> = {};
+let call: Call | null = null;
+let replId: string | null = null;
+let description: ReplDescription | null = null;
+let confirmation: Confirmation | null = null;
+let acting = false;
+let host: McpUiHostCapabilities = {};
+/** What the user did here, told to the model with each update (an update replaces the last). */
+const userActions: string[] = [];
+const figureSources = new Map<string, Promise<string>>();
+
+bridge.on('ui/notifications/tool-input', (params) => {
+  args = params.arguments ?? {};
+  replId = typeof args.replId === 'string' ? args.replId : replId;
+  call = { tool, code: codeOf(args), caption: captionOf(tool), result: null, cancelled: null, startedAt: Date.now() };
+  renderAll();
+  void refresh();
+});
+bridge.on('ui/notifications/tool-result', (result) => {
+  call ??= { tool, code: null, caption: null, result: null, cancelled: null, startedAt: Date.now() };
+  call.result = result;
+  const created = (result.structuredContent as { replId?: unknown } | undefined)?.replId;
+  if (typeof created === 'string') replId = created;
+  renderAll();
+  void refresh();
+});
+bridge.on('ui/notifications/tool-cancelled', ({ reason }) => {
+  if (call && !call.result) call.cancelled = reason ?? 'by the host';
+  renderAll();
+});
+bridge.on('ui/notifications/host-context-changed', applyHostContext);
+
+new ResizeObserver(() => {
+  const { scrollWidth: width, scrollHeight: height } = document.documentElement;
+  bridge.notify('ui/notifications/size-changed', { width, height });
+}).observe(document.documentElement);
+
+void bridge.connect({ name: 'perennial-machine-view', version: VERSION }).then(
+  (init) => {
+    host = init.hostCapabilities;
+    tool = init.hostContext.toolInfo?.tool.name ?? '';
+    applyHostContext(init.hostContext);
+    renderAll();
+  },
+  (error: Error) => showStatus(`The host did not answer: ${error.message}`, 'danger'),
+);
+
+/** The code a call runs, as the user should read it (a file run as IPython writes it). */
+function codeOf(input: Record<string, unknown>): string | null {
+  if (typeof input.pythonCode === 'string') return input.pythonCode;
+  if (typeof input.path === 'string') return `%run -i ${input.path}`;
+  return null;
+}
+
+function captionOf(name: string): string | null {
+  return name === 'create-python-repl' ? 'A new REPL' : null;
+}
+
+/** Reads the machine as it is now. */
+async function refresh(): Promise<void> {
+  if (!replId || !host.serverTools) return;
+  try {
+    const result = await bridge.callTool('describe-python-repl', { replId });
+    description = result.structuredContent as unknown as ReplDescription;
+  } catch (error) {
+    showStatus(`Could not read ${replId}: ${(error as Error).message}`, 'danger');
+  }
+  renderAll();
+}
+
+function renderAll(): void {
+  renderHeader();
+  callSlot.replaceChildren(call ? callSection(call, readFigure, zoom) : h('p', { class: 'running' }, 'Waiting for the call…'));
+  machineSlot.replaceChildren(
+    description ? machineSection(description, runOutput(call?.result ?? null)?.seq ?? null, { detail, rollBackTo: askRollback }) : '',
+  );
+}
+
+function renderHeader(): void {
+  const machine = description?.machine;
+  const title = h(
+    'div',
+    { class: 'title' },
+    h('strong', {}, 'Perennial'),
+    replId ? h('span', { class: 'repl' }, replId) : null,
+    machine ? h('span', { class: 'chip' }, machine.engine) : null,
+    machine ? h('span', { class: `chip state-${machine.state}` }, machine.state) : null,
+  );
+  header.replaceChildren(title, confirmation ? confirmBar(confirmation) : actionBar());
+}
+
+function actionBar(): HTMLElement {
+  const output = runOutput(call?.result ?? null);
+  const running = (call !== null && call.result === null && call.cancelled === null) || description?.machine.state === 'busy';
+  const canAct = Boolean(replId && host.serverTools) && !acting;
+  const before = output && description?.checkpoints ? checkpointBefore(description.checkpoints, output.seq) : undefined;
+  const rerunnable = call?.code !== null && call?.code !== undefined && (call.tool === 'run-python-in-repl' || call.tool === 'run-file-in-repl');
+  const button = (label: string, title: string, enabled: boolean, onclick: () => void, kind = '') =>
+    h('button', { type: 'button', class: kind, title, disabled: !enabled, onclick }, label);
+  return h(
+    'div',
+    { class: 'actions', role: 'toolbar', 'aria-label': 'Actions on the machine' },
+    button('Interrupt', 'Stop the code that runs (KeyboardInterrupt); the state is kept', canAct && running, () => void interrupt()),
+    button('Re-run…', 'Run this code again in the same REPL', canAct && rerunnable && !running, () => askRerun()),
+    button(
+      'Roll back…',
+      before ? `Return the REPL to checkpoint ${before.label ?? before.id}, the state before In [${before.seq}]` : 'No checkpoint from before this instruction',
+      canAct && before !== undefined,
+      () => before && askRollback(before),
+      'danger',
+    ),
+    button('Fork', 'Make a new REPL with the state this one has now', canAct, () => void fork()),
+    button('Refresh', 'Read the REPL again', canAct, () => void refresh()),
+  );
+}
+
+function confirmBar(question: Confirmation): HTMLElement {
+  return h(
+    'div',
+    { class: 'confirm', role: 'alertdialog', 'aria-label': 'Confirm' },
+    h('span', {}, question.question),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'danger',
+        onclick: () => {
+          confirmation = null;
+          void act(question.run);
+        },
+      },
+      question.confirm,
+    ),
+    h(
+      'button',
+      {
+        type: 'button',
+        onclick: () => {
+          confirmation = null;
+          renderHeader();
+        },
+      },
+      'Cancel',
+    ),
+  );
+}
+
+function askRollback(checkpoint: CheckpointInfo): void {
+  const name = checkpoint.label ? `"${checkpoint.label}"` : `checkpoint ${checkpoint.id}`;
+  confirmation = {
+    question: `Roll ${replId} back to ${name}, the state before In [${checkpoint.seq}] (${ago(checkpoint.at)})? What ran since is undone; the state now is kept as an automatic checkpoint.`,
+    confirm: 'Roll back',
+    run: async () => {
+      const result = await bridge.callTool('rollback-python-repl', { replId, checkpoint: checkpoint.id });
+      showStatus(textOf(result), 'ok');
+      await tellModel(`rolled ${replId} back to ${name} (the state before instruction ${checkpoint.seq})`);
+    },
+  };
+  renderHeader();
+}
+
+function askRerun(): void {
+  if (!call?.code) return;
+  const again = call;
+  confirmation = {
+    question: `Run this code again in ${replId}? It runs on the state the REPL has now.`,
+    confirm: 'Run again',
+    run: async () => {
+      const before = runOutput(again.result)?.seq;
+      call = { ...again, result: null, cancelled: null, startedAt: Date.now() };
+      renderAll();
+      const rerunArgs = again.tool === 'run-file-in-repl' ? { replId, path: args.path } : { replId, pythonCode: args.pythonCode };
+      const timeout = typeof args.timeoutSeconds === 'number' ? { timeoutSeconds: args.timeoutSeconds } : {};
+      const result: CallToolResult = await bridge.request('tools/call', { name: again.tool, arguments: { ...rerunArgs, ...timeout } });
+      const seq = runOutput(result)?.seq;
+      call = { ...call, result, caption: before !== undefined && seq !== undefined ? `Re-run of In [${before}] as In [${seq}]` : 'Re-run' };
+      await tellModel(`ran the code of instruction ${before ?? '?'} again in ${replId}${seq !== undefined ? ` as instruction ${seq}` : ''}`);
+    },
+  };
+  renderHeader();
+}
+
+async function interrupt(): Promise<void> {
+  await act(async () => {
+    await bridge.callTool('interrupt-python-repl', { replId });
+    showStatus(`Interrupted ${replId}`, 'ok');
+    await tellModel(`interrupted what ran in ${replId}`);
+  });
+}
+
+async function fork(): Promise<void> {
+  await act(async () => {
+    const result = await bridge.callTool('fork-python-repl', { replId });
+    const forked = (result.structuredContent as { replId: string }).replId;
+    showStatus(`Forked ${replId} as ${forked}`, 'ok');
+    await tellModel(`forked ${replId} as a new REPL, ${forked}, with its state at that moment`);
+  });
+}
+
+/** Runs an action with the buttons off, then reads the machine again; a failure is shown. */
+async function act(action: () => Promise<void>): Promise<void> {
+  acting = true;
+  renderHeader();
+  try {
+    await action();
+  } catch (error) {
+    showStatus((error as Error).message, 'danger');
+  } finally {
+    acting = false;
+  }
+  await refresh();
+}
+
+/** Tells the model what the user did here, for its next turn (the host sends it with the next message). */
+async function tellModel(action: string): Promise<void> {
+  userActions.push(action);
+  if (!host.updateModelContext) return;
+  const text = `In the Perennial view, the user ${userActions.join('; then ')}.`;
+  await bridge.request('ui/update-model-context', { content: [{ type: 'text', text }] }).catch(() => {});
+}
+
+function detail(name: string): Promise<string> {
+  return bridge.callTool('get-repl-variable', { replId, name }).then((result) => {
+    const variable = result.structuredContent as { repr: string; truncated: boolean };
+    return variable.truncated ? `${variable.repr}\n… (cut)` : variable.repr;
+  });
+}
+
+function readFigure(uri: string): Promise<string> {
+  let source = figureSources.get(uri);
+  if (!source) {
+    source = bridge.request('resources/read', { uri }).then(({ contents }) => {
+      const image = contents[0];
+      if (!image || !('blob' in image)) throw new Error('the server sent no image');
+      return `data:${image.mimeType ?? 'image/png'};base64,${image.blob}`;
+    });
+    figureSources.set(uri, source);
+  }
+  return source;
+}
+
+/** A figure at full size over the view: a click switches between fitting and its own size. */
+function zoom(src: string, title: string): void {
+  const image = h('img', { src, alt: title });
+  const overlay = h(
+    'div',
+    { class: 'zoom fit', role: 'dialog', 'aria-label': title },
+    h('div', { class: 'zoom-bar' }, h('span', {}, title), h('button', { type: 'button', onclick: () => close() }, 'Close')),
+    h('div', { class: 'zoom-body' }, image),
+  );
+  const close = () => {
+    overlay.remove();
+    document.removeEventListener('keydown', onKey);
+  };
+  const onKey = (event: KeyboardEvent) => event.key === 'Escape' && close();
+  image.addEventListener('click', () => overlay.classList.toggle('fit'));
+  document.addEventListener('keydown', onKey);
+  document.body.append(overlay);
+}
+
+function showStatus(text: string, kind: 'ok' | 'danger'): void {
+  statusLine.textContent = text;
+  statusLine.className = `status ${kind}`;
+}
