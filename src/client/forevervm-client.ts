@@ -137,15 +137,16 @@ export class ForeverVMClient {
    * Streams an instruction's output line by line, then answers its result, for as long as it
    * runs. A stream that breaks first (a proxy's idle timeout, a backend that sends nothing while
    * the code is silent) is opened again; chunks are told apart by their seq, so none repeats.
+   * Aborting `signal` stops following (the instruction runs on).
    */
-  async streamResult(machine: string, seq: number, onOutput: (chunk: OutputChunk) => void): Promise<ExecResult> {
+  async streamResult(machine: string, seq: number, onOutput: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult> {
     const path = `/v1/machine/${encodeURIComponent(machine)}/exec/${seq}/stream-result`;
     let nextChunk = 0;
     let breaks = 0;
     for (;;) {
       let cause: unknown = 'it ended before the result';
       try {
-        const response = await this.#request('GET', path, { timeoutMs: 0, headers: { [KEEPALIVE_HEADER]: '1' } });
+        const response = await this.#request('GET', path, { timeoutMs: 0, headers: { [KEEPALIVE_HEADER]: '1' }, signal });
         for await (const line of pieces(response, '\n')) {
           breaks = 0;
           if (!line.trim()) continue;
@@ -156,6 +157,7 @@ export class ForeverVMClient {
           onOutput(message.chunk);
         }
       } catch (error) {
+        signal?.throwIfAborted();
         // What the server answered stands; what broke on the way (status 0) is tried again.
         if (error instanceof ForeverVMError && error.status !== 0) throw error;
         cause = error;

@@ -8,6 +8,7 @@ import type {
   InterruptResult,
   MachineEvent,
   MachineInfo,
+  OutputChunk,
   StatusReport,
   WrittenFile,
 } from '../shared/types.ts';
@@ -116,6 +117,10 @@ export class HttpClient implements PerennialClient {
 
   result(name: string, seq: number): Promise<ExecResult> {
     return this.#wire.result(name, seq);
+  }
+
+  follow(name: string, seq: number, onOutput: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult> {
+    return this.#wire.streamResult(name, seq, onOutput, signal);
   }
 
   interrupt(name: string): Promise<InterruptResult> {

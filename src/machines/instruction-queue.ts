@@ -96,19 +96,27 @@ export class InstructionQueue {
   }
 
   /**
-   * Streams an instruction's output from its first chunk, then resolves with its result.
-   * Older instructions come from the history (result only).
+   * Streams an instruction's output from its first chunk, then resolves with its result, or
+   * rejects when `signal` aborts first. Older instructions come from the history (result only).
    */
-  async follow(seq: number, onChunk: (chunk: OutputChunk) => void): Promise<ExecResult | undefined> {
+  async follow(seq: number, onChunk: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult | undefined> {
     const live = this.#recent.get(seq);
     if (!live) return (await this.#historyEntry(seq))?.result;
     for (const chunk of live.chunks) onChunk(chunk);
     if (live.status !== 'done') {
       live.listeners.add(onChunk);
+      // A follower that stops (a view's poll) lets go of the instruction, which runs on.
+      let stop: (() => void) | undefined;
+      const stopped = new Promise<never>((_, reject) => {
+        stop = () => reject(signal!.reason);
+        signal?.addEventListener('abort', stop, { once: true });
+      });
       try {
-        return await live.done;
+        signal?.throwIfAborted();
+        return await Promise.race([live.done, stopped]);
       } finally {
         live.listeners.delete(onChunk);
+        if (stop) signal?.removeEventListener('abort', stop);
       }
     }
     return live.result;

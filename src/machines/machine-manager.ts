@@ -247,9 +247,9 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return result;
   }
 
-  /** Replays and then streams the output of instruction `seq`; resolves with its result. */
-  async follow(name: string, seq: number, onChunk: (chunk: OutputChunk) => void): Promise<ExecResult> {
-    const result = await this.#machine(name).follow(seq, onChunk);
+  /** Replays and then streams the output of instruction `seq`; resolves with its result, or rejects when `signal` aborts first. */
+  async follow(name: string, seq: number, onChunk: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult> {
+    const result = await this.#machine(name).follow(seq, onChunk, signal);
     if (!result) throw new InstructionNotFoundError(name, seq);
     return result;
   }

@@ -169,11 +169,11 @@ export class Machine {
   }
 
   /**
-   * Streams an instruction's output from its first chunk, then resolves with its result.
-   * Older instructions come from the history (result only).
+   * Streams an instruction's output from its first chunk, then resolves with its result (see
+   * `InstructionQueue.follow`).
    */
-  follow(seq: number, onChunk: (chunk: OutputChunk) => void): Promise<ExecResult | undefined> {
-    return this.#queue.follow(seq, onChunk);
+  follow(seq: number, onChunk: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult | undefined> {
+    return this.#queue.follow(seq, onChunk, signal);
   }
 
   /** The result of an instruction, waiting for it when it has not finished. */

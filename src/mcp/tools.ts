@@ -142,6 +142,25 @@ const RunOutput = z.object({
   seq: z.number().int(),
 });
 
+/** What follow-repl-instruction gives back. */
+const FollowOutput = z.object({
+  found: z.boolean().describe('Whether the instruction was found (by code: whether it has started)'),
+  seq: z.number().int().nullable(),
+  chunks: z.array(z.object({ stream: z.enum(['stdout', 'stderr']), data: z.string(), seq: z.number().int() })).describe('The output after `from`, in order'),
+  next: z.number().int().describe('The `from` of the next call'),
+  done: z.boolean(),
+});
+export type FollowOutput = z.infer<typeof FollowOutput>;
+
+/** How long output that has started to come is held for what follows it. */
+const FOLLOW_COALESCE_MS = 150;
+
+/** The newest of a machine's last few instructions that runs `code`, if it came after `after`. */
+async function newestWithCode(client: PerennialClient, name: string, code: string, after: number): Promise<number | undefined> {
+  const seq = (await client.history(name, 5)).findLast((entry) => entry.code === code)?.seq;
+  return seq !== undefined && seq > after ? seq : undefined;
+}
+
 /** What a run tool's structured content holds (the MCP App view reads it too). */
 export type RunOutput = z.infer<typeof RunOutput>;
 
@@ -305,6 +324,54 @@ export const TOOLS = [
         }),
       ]);
       return json({ machine, variables, checkpoints } satisfies ReplDescription);
+    },
+  }),
+  tool({
+    name: 'follow-repl-instruction',
+    title: 'Follow a REPL instruction',
+    description:
+      "An instruction's output so far, in the order it came: by its seq, or the newest of the last few whose code is pythonCode (or that runs the file at path). Waits up to waitSeconds for output the caller has not had (from), and says when the instruction is done. The MCP App view shows a call's output with it as the call runs.",
+    inputSchema: z.object({
+      replId,
+      seq: z.number().int().min(0).optional().describe('The instruction'),
+      pythonCode: z.string().optional().describe('Without seq: the code the instruction runs'),
+      path: FilePath.optional().describe('Without seq: the file the instruction runs (run-file-in-repl)'),
+      after: z.number().int().min(0).optional().describe('Without seq: only an instruction after this one'),
+      from: z.number().int().min(0).optional().describe('How many chunks the caller has: only later ones come'),
+      waitSeconds: z.number().min(0).max(20).optional().describe('How long to wait for new output (default 10)'),
+    }),
+    outputSchema: FollowOutput,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    _meta: VIEW_ONLY_META,
+    async handler({ replId: name, seq, pythonCode, path, after = -1, from = 0, waitSeconds = 10 }, { client, signal }) {
+      const code = pythonCode ?? (path === undefined ? undefined : runFileCode(path));
+      const target = seq ?? (code === undefined ? undefined : await newestWithCode(client, name, code, after));
+      if (target === undefined) return json({ found: false, seq: null, chunks: [], next: from, done: false } satisfies FollowOutput);
+      const chunks: OutputChunk[] = [];
+      const stop = new AbortController();
+      const quit = () => stop.abort();
+      signal.addEventListener('abort', quit, { once: true });
+      let wake!: () => void;
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      let timer = setTimeout(() => wake(), waitSeconds * 1000);
+      const onOutput = (chunk: OutputChunk) => {
+        chunks.push(chunk);
+        // Output that starts to come is sent a moment later, with what follows it in that moment.
+        if (chunks.length === from + 1) {
+          clearTimeout(timer);
+          timer = setTimeout(() => wake(), FOLLOW_COALESCE_MS);
+        }
+      };
+      const following = client.follow(name, target, onOutput, stop.signal);
+      try {
+        const done = await Promise.race([following.then(() => true), woken.then(() => false)]);
+        return json({ found: true, seq: target, chunks: chunks.slice(from), next: chunks.length, done } satisfies FollowOutput);
+      } finally {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', quit);
+        stop.abort();
+        following.catch(() => {});
+      }
     },
   }),
   tool({

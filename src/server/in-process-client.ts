@@ -1,7 +1,7 @@
 import type { PerennialClient, RunOptions } from '../shared/perennial-client.ts';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
 import { base64Content, MAX_FILE_BYTES, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
-import type { MachineEvent } from '../shared/types.ts';
+import type { MachineEvent, OutputChunk } from '../shared/types.ts';
 import { localAccount, statusReport, toForeverVMError, toMachineEvent } from './machine-answers.ts';
 
 /**
@@ -20,6 +20,8 @@ export class InProcessClient implements PerennialClient {
   delete = (name: string) => this.#answer(() => this.manager.delete(name));
   run = (name: string, code: string, options: RunOptions = {}) => this.#answer(() => this.manager.run(name, code, options));
   result = (name: string, seq: number) => this.#answer(() => this.manager.result(name, seq));
+  follow = (name: string, seq: number, onOutput: (chunk: OutputChunk) => void, signal?: AbortSignal) =>
+    this.#answer(() => this.manager.follow(name, seq, onOutput, signal));
   interrupt = (name: string) => this.#answer(() => this.manager.interrupt(name));
   variables = (name: string) => this.#answer(() => this.manager.kernel(name, 'variables', {}));
   variable = (name: string, variable: string) => this.#answer(() => this.manager.kernel(name, 'variable', { name: variable }));

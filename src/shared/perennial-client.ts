@@ -59,6 +59,11 @@ export interface PerennialClient {
   run(name: string, code: string, options?: RunOptions): Promise<{ seq: number; result: ExecResult }>;
   /** Instruction `seq`'s result, waiting while it runs; kept as long as the machine's history. */
   result(name: string, seq: number): Promise<ExecResult>;
+  /**
+   * Instruction `seq`'s output from its first chunk (while it is recent), then as it comes; resolves
+   * with its result, or rejects when `signal` aborts first (the instruction runs on).
+   */
+  follow(name: string, seq: number, onOutput: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult>;
   /** Stops the running instruction and cancels what waits; the state is kept. */
   interrupt(name: string): Promise<InterruptResult>;
   /** Swaps the machine out to disk now. */

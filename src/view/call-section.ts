@@ -1,5 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { RunOutput } from '../mcp/tools.ts';
+import type { OutputChunk } from '../shared/types.ts';
 import { h } from './dom.ts';
 
 /** The call the view belongs to, as far as it is known. */
@@ -12,7 +13,10 @@ export interface Call {
   result: CallToolResult | null;
   /** Why the host cancelled it, when it did. */
   cancelled: string | null;
-  startedAt: number;
+  /** A re-run's: the instruction it ran again, which its own comes after. */
+  after: number | null;
+  /** Its output in the order it came, read from the server while it runs and after (follow-repl-instruction). */
+  live: { seq: number; chunks: OutputChunk[]; complete: boolean } | null;
 }
 
 /** Reads a figure the result only links (a host's `resources/read`); the image as a data URI. */
@@ -33,16 +37,37 @@ export function callSection(call: Call, readFigure: FigureReader, zoom: (src: st
     { class: 'call', 'aria-label': 'The call' },
     call.caption ? h('p', { class: 'caption' }, call.caption) : null,
     call.code !== null ? h('div', { class: 'cell' }, h('span', { class: 'prompt' }, prompt), h('pre', { class: 'code' }, call.code)) : null,
+    call.result === null && call.live?.chunks.length ? stream(call.live.chunks) : null,
     call.result === null && call.cancelled === null ? h('p', { class: 'running', role: 'status' }, 'Running…') : null,
     call.cancelled !== null ? h('p', { class: 'notice warn' }, `Cancelled: ${call.cancelled}`) : null,
-    output ? outputBlocks(output, call.result!, readFigure, zoom) : call.result ? otherResult(call.result) : null,
+    output ? outputBlocks(output, call, readFigure, zoom) : call.result ? otherResult(call.result) : null,
   );
 }
 
-function outputBlocks(output: RunOutput, result: CallToolResult, readFigure: FigureReader, zoom: (src: string, title: string) => void): DocumentFragment {
+/** Output lines in the order they came, errors marked: adjacent lines of one stream run together. */
+function stream(chunks: OutputChunk[]): HTMLElement {
+  const pre = h('pre', { class: 'stream', 'aria-label': 'Output' });
+  let run: HTMLElement | null = null;
+  chunks.forEach((chunk, i) => {
+    if (chunk.stream !== chunks[i - 1]?.stream) {
+      run = h('span', { class: chunk.stream });
+      pre.append(run);
+    }
+    run!.append(i ? `\n${chunk.data}` : chunk.data);
+  });
+  return pre;
+}
+
+function outputBlocks(output: RunOutput, call: Call, readFigure: FigureReader, zoom: (src: string, title: string) => void): DocumentFragment {
+  const result = call.result!;
   const fragment = document.createDocumentFragment();
-  if (output.stdout) fragment.append(h('pre', { class: 'stream stdout', 'aria-label': 'Output' }, output.stdout));
-  if (output.stderr) fragment.append(h('pre', { class: 'stream stderr', 'aria-label': 'Errors' }, output.stderr));
+  // The order it came in, where the whole of it was read; else each stream as the result has it.
+  if (call.live?.complete && call.live.seq === output.seq) {
+    if (call.live.chunks.length) fragment.append(stream(call.live.chunks));
+  } else {
+    if (output.stdout) fragment.append(h('pre', { class: 'stream' }, h('span', { class: 'stdout' }, output.stdout)));
+    if (output.stderr) fragment.append(h('pre', { class: 'stream' }, h('span', { class: 'stderr' }, output.stderr)));
+  }
   for (const shown of output.displayed) fragment.append(h('pre', { class: 'displayed' }, shown));
   if (output.error !== null) fragment.append(h('pre', { class: 'traceback', 'aria-label': 'Traceback' }, output.error));
   else if (output.value !== null)

@@ -1,6 +1,6 @@
 import type { McpUiHostCapabilities } from '@modelcontextprotocol/ext-apps';
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import type { ReplDescription } from '../mcp/tools.ts';
+import type { FollowOutput, ReplDescription } from '../mcp/tools.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
 import { callSection, runOutput, type Call } from './call-section.ts';
@@ -38,17 +38,19 @@ const figureSources = new Map<string, Promise<string>>();
 bridge.on('ui/notifications/tool-input', (params) => {
   args = params.arguments ?? {};
   replId = typeof args.replId === 'string' ? args.replId : replId;
-  call = { tool, code: codeOf(args), caption: captionOf(tool), result: null, cancelled: null, startedAt: Date.now() };
+  call = { tool, code: codeOf(args), caption: captionOf(tool), result: null, cancelled: null, after: null, live: null };
   renderAll();
   void refresh();
+  void followLive(call);
 });
 bridge.on('ui/notifications/tool-result', (result) => {
-  call ??= { tool, code: null, caption: null, result: null, cancelled: null, startedAt: Date.now() };
+  call ??= { tool, code: null, caption: null, result: null, cancelled: null, after: null, live: null };
   call.result = result;
   const created = (result.structuredContent as { replId?: unknown } | undefined)?.replId;
   if (typeof created === 'string') replId = created;
   renderAll();
   void refresh();
+  void completeOutput(call);
 });
 bridge.on('ui/notifications/tool-cancelled', ({ reason }) => {
   if (call && !call.result) call.cancelled = reason ?? 'by the host';
@@ -96,10 +98,59 @@ async function refresh(): Promise<void> {
 
 function renderAll(): void {
   renderHeader();
-  callSlot.replaceChildren(call ? callSection(call, readFigure, zoom) : h('p', { class: 'running' }, 'Waiting for the call…'));
+  renderCall();
   machineSlot.replaceChildren(
     description ? machineSection(description, runOutput(call?.result ?? null)?.seq ?? null, { detail, rollBackTo: askRollback }) : '',
   );
+}
+
+function renderCall(): void {
+  callSlot.replaceChildren(call ? callSection(call, readFigure, zoom) : h('p', { class: 'running' }, 'Waiting for the call…'));
+}
+
+/** The input the server finds a run's instruction by, before its seq is known. */
+function runInput(target: Call): Record<string, unknown> {
+  return target.tool === 'run-file-in-repl' ? { path: args.path } : { pythonCode: args.pythonCode };
+}
+
+/** Shows a call's output as it comes, until its result does (long polls of follow-repl-instruction). */
+async function followLive(target: Call): Promise<void> {
+  if (target.code === null || !host.serverTools) return;
+  // The call reaches the server about when the view hears of it: a few tries find its instruction.
+  for (let misses = 0; call === target && target.result === null && target.cancelled === null && replId;) {
+    const followed = await follow(target, 10).catch(() => null);
+    if (!followed) return;
+    if (followed.found) {
+      renderCall();
+      if (followed.done) return;
+    } else {
+      if (++misses > 40) return;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+/** Once the result is in, the rest of its output in order (the result has each stream apart). */
+async function completeOutput(target: Call): Promise<void> {
+  const seq = runOutput(target.result)?.seq;
+  if (seq === undefined || !host.serverTools || target.live?.complete) return;
+  if (target.live && target.live.seq !== seq) target.live = null;
+  target.live ??= { seq, chunks: [], complete: false };
+  const followed = await follow(target, 2).catch(() => null);
+  if (followed?.done && call === target) renderCall();
+}
+
+/** One follow-repl-instruction call: what came after the output the view has. */
+async function follow(target: Call, waitSeconds: number): Promise<FollowOutput> {
+  const by = target.live ? { seq: target.live.seq } : { ...runInput(target), ...(target.after === null ? {} : { after: target.after }) };
+  const result = await bridge.callTool('follow-repl-instruction', { replId, ...by, from: target.live?.chunks.length ?? 0, waitSeconds });
+  const followed = result.structuredContent as unknown as FollowOutput;
+  if (followed.found && followed.seq !== null) {
+    target.live ??= { seq: followed.seq, chunks: [], complete: false };
+    target.live.chunks.push(...followed.chunks);
+    target.live.complete = followed.done;
+  }
+  return followed;
 }
 
 function renderHeader(): void {
@@ -193,13 +244,24 @@ function askRerun(): void {
     confirm: 'Run again',
     run: async () => {
       const before = runOutput(again.result)?.seq;
-      call = { ...again, result: null, cancelled: null, startedAt: Date.now() };
+      const rerun: Call = {
+        ...again,
+        caption: before === undefined ? 'Re-run' : `Re-run of In [${before}]`,
+        result: null,
+        cancelled: null,
+        after: before ?? null,
+        live: null,
+      };
+      call = rerun;
       renderAll();
-      const rerunArgs = again.tool === 'run-file-in-repl' ? { replId, path: args.path } : { replId, pythonCode: args.pythonCode };
       const timeout = typeof args.timeoutSeconds === 'number' ? { timeoutSeconds: args.timeoutSeconds } : {};
-      const result: CallToolResult = await bridge.request('tools/call', { name: again.tool, arguments: { ...rerunArgs, ...timeout } });
+      const running = bridge.request('tools/call', { name: again.tool, arguments: { replId, ...runInput(again), ...timeout } });
+      void followLive(rerun);
+      const result: CallToolResult = await running;
       const seq = runOutput(result)?.seq;
-      call = { ...call, result, caption: before !== undefined && seq !== undefined ? `Re-run of In [${before}] as In [${seq}]` : 'Re-run' };
+      rerun.result = result;
+      if (before !== undefined && seq !== undefined) rerun.caption = `Re-run of In [${before}] as In [${seq}]`;
+      void completeOutput(rerun);
       await tellModel(`ran the code of instruction ${before ?? '?'} again in ${replId}${seq !== undefined ? ` as instruction ${seq}` : ''}`);
     },
   };

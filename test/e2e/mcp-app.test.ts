@@ -129,8 +129,9 @@ describe('the MCP App view in a host built on the SDK app bridge', { timeout: 30
       await view.getByText('Running…').waitFor();
       await sendResult(page, result);
       await view.locator('pre.code').getByText('plt.bar(xs, xs)').waitFor();
-      await view.locator('pre.stdout').getByText('plotting 4 points').waitFor();
-      await view.locator('pre.stderr').getByText('a warning').waitFor();
+      // The output in the order it came, the error line marked.
+      await view.locator('pre.stream span.stderr').getByText('a warning').waitFor();
+      assert.equal(await view.locator('pre.stream').textContent(), 'plotting 4 points\na warning');
       await view.locator('pre.value').getByText('30').waitFor();
       const seq = (result.structuredContent as { seq: number }).seq;
       await view.getByText(`Out[${seq}]`).waitFor();
@@ -197,18 +198,29 @@ describe('the MCP App view in a host built on the SDK app bridge', { timeout: 30
     const list = (await call('list-python-repls', {})).structuredContent as { repls: Array<{ name: string; tags: Record<string, string> }> };
     assert.equal(list.repls.find((m) => m.name === fork)?.tags.forked_from, replId);
 
+    // Re-run asks first, then runs the code again on the state as it is now, and shows the new result.
+    await view.getByRole('button', { name: 'Re-run…' }).click();
+    await view.getByRole('alertdialog').getByRole('button', { name: 'Run again' }).click();
+    const caption = await view.locator('.caption').getByText(/^Re-run of In \[\d+\] as In \[\d+\]$/).textContent();
+    const rerunSeq = Number(/as In \[(\d+)\]/.exec(caption!)![1]);
+    await view.getByText(`Out[${rerunSeq}]`).waitFor();
+    assert.deepEqual(await variableNames(replId), ['squares', 'xs']);
+
     // The model is told what the user did.
     const told = JSON.stringify(await page.evaluate('modelContext'));
-    assert.match(told, /rolled .* back to \\"before-plot\\".*then forked/);
+    assert.match(told, /rolled .* back to \\"before-plot\\".*then forked .*then ran the code of instruction \d+ again/);
     await page.close();
   });
 
-  it('interrupts the call it shows, and takes the host theme variables', async () => {
+  it('shows output as it comes, interrupts the call, and takes the host theme variables', async () => {
     const replId = ((await call('create-python-repl', {})).structuredContent as { replId: string }).replId;
-    const input = { replId, pythonCode: 'import time\nfor i in range(600):\n    time.sleep(0.1)', timeoutSeconds: 0 };
+    const input = { replId, pythonCode: 'import time\nfor i in range(600):\n    print("tick", i, flush=True)\n    time.sleep(0.1)', timeoutSeconds: 0 };
     const { page, view } = await host('dark', 'run-python-in-repl', input, { variables: { '--color-background-primary': 'rgb(1, 2, 3)' } as never });
     assert.equal(await view.locator('body').evaluate((body) => (globalThis as unknown as Browserish).getComputedStyle(body).backgroundColor), 'rgb(1, 2, 3)');
     const running = call('run-python-in-repl', input);
+    // Its output shows as it comes, before the result.
+    await view.locator('pre.stream').getByText(/tick 3/).waitFor();
+    assert.equal(await view.getByText('Running…').count(), 1);
     await view.getByRole('button', { name: 'Interrupt' }).click();
     await view.locator('.status.ok').getByText(`Interrupted ${replId}`).waitFor();
     const result = await running;

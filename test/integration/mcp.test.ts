@@ -43,6 +43,7 @@ const TOOL_NAMES = [
   'create-python-repl',
   'delete-python-repl',
   'describe-python-repl',
+  'follow-repl-instruction',
   'fork-python-repl',
   'get-repl-history',
   'get-repl-variable',
@@ -386,6 +387,44 @@ describe('MCP server', { timeout: 480_000 }, () => {
         };
         const cancelled = history.find((entry) => entry.code.includes('looping'));
         assert.match(cancelled?.result.error ?? '', /KeyboardInterrupt$/, 'the cancelled call was interrupted, not timed out');
+      });
+
+      it("follows an instruction's output as it runs (follow-repl-instruction, for the MCP App view)", async () => {
+        const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
+        const pythonCode =
+          'import sys, time\nfor i in range(600):\n    print("tick", i, flush=True)\n    if i == 2: print("odd", file=sys.stderr, flush=True)\n    time.sleep(0.05)';
+        type Followed = { found: boolean; seq: number | null; chunks: Array<{ stream: string; data: string; seq: number }>; next: number; done: boolean };
+        const follow = async (args: Record<string, unknown>) =>
+          (await call(client, 'follow-repl-instruction', { replId, ...args })).structuredContent as Followed;
+        assert.deepEqual(await follow({ pythonCode, waitSeconds: 0 }), { found: false, seq: null, chunks: [], next: 0, done: false });
+        const running = call(client, 'run-python-in-repl', { replId, pythonCode, timeoutSeconds: 0 });
+        let first: Followed | undefined;
+        await eventually(async () => (first = await follow({ pythonCode, waitSeconds: 5 })).found, 20_000, 'the instruction found by its code');
+        assert.equal(first!.done, false);
+        assert.ok(first!.chunks.length >= 1);
+        // Only what the caller has not had comes next, waited for.
+        const second = await follow({ seq: first!.seq, from: first!.next, waitSeconds: 5 });
+        assert.ok(second.chunks.length >= 1 && second.chunks[0]!.seq === first!.chunks.at(-1)!.seq + 1, JSON.stringify(second));
+        await call(client, 'interrupt-python-repl', { replId });
+        await running;
+        // Once done, the whole output again, in the order it came, both streams.
+        const all = await follow({ seq: first!.seq, waitSeconds: 5 });
+        assert.equal(all.done, true);
+        assert.deepEqual(
+          all.chunks.slice(0, 4).map((c) => [c.stream, c.data]),
+          [
+            ['stdout', 'tick 0'],
+            ['stdout', 'tick 1'],
+            ['stdout', 'tick 2'],
+            ['stderr', 'odd'],
+          ],
+        );
+        assert.ok(all.chunks.every((c, i) => i === 0 || c.seq > all.chunks[i - 1]!.seq));
+        // A file run is found by its path.
+        await call(client, 'write-repl-file', { replId, path: 'hello.py', content: 'print("hello from a file")' });
+        await call(client, 'run-file-in-repl', { replId, path: 'hello.py' });
+        const file = await follow({ path: 'hello.py', waitSeconds: 5 });
+        assert.deepEqual([file.found, file.done, file.chunks.map((c) => c.data)], [true, true, ['hello from a file']]);
       });
 
       it('keeps a silent call alive with progress (elapsed time), past a client timeout that progress resets', async () => {

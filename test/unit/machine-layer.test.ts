@@ -92,6 +92,24 @@ describe('the machine layer, over a fake engine', () => {
     assert.deepEqual(seen, ['chunk first', 'chunk partial', 'display picture after 2', 'chunk after']);
   });
 
+  it('lets a follower of a running instruction stop following; the instruction runs on, and is followed again from its start', async () => {
+    const name = await open();
+    const busy = state(name, 'busy');
+    const { seq, done } = manager.exec(name, 'print one\nsleep 1000\nprint two');
+    await busy;
+    const stop = new AbortController();
+    const seen: string[] = [];
+    const following = manager.follow(name, seq, (chunk) => seen.push(chunk.data), stop.signal);
+    stop.abort(new Error('the view looked away'));
+    await assert.rejects(following, /the view looked away/);
+    mock.timers.tick(1000);
+    assert.ok(!('error' in (await done)), 'the instruction finished');
+    assert.deepEqual(seen, ['one'], 'nothing after the stop');
+    const again: string[] = [];
+    await manager.follow(name, seq, (chunk) => again.push(chunk.data));
+    assert.deepEqual(again, ['one', 'two']);
+  });
+
   it('interrupts an instruction at its timeout, and says so', async () => {
     const name = await open();
     const busy = state(name, 'busy');
