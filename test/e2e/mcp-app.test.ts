@@ -201,7 +201,10 @@ describe('the MCP App view in a host built on the SDK app bridge', { timeout: 30
     // Re-run asks first, then runs the code again on the state as it is now, and shows the new result.
     await view.getByRole('button', { name: 'Re-run…' }).click();
     await view.getByRole('alertdialog').getByRole('button', { name: 'Run again' }).click();
-    const caption = await view.locator('.caption').getByText(/^Re-run of In \[\d+\] as In \[\d+\]$/).textContent();
+    const caption = await view
+      .locator('.caption')
+      .getByText(/^Re-run of In \[\d+\] as In \[\d+\]$/)
+      .textContent();
     const rerunSeq = Number(/as In \[(\d+)\]/.exec(caption!)![1]);
     await view.getByText(`Out[${rerunSeq}]`).waitFor();
     assert.deepEqual(await variableNames(replId), ['squares', 'xs']);
@@ -219,7 +222,10 @@ describe('the MCP App view in a host built on the SDK app bridge', { timeout: 30
     assert.equal(await view.locator('body').evaluate((body) => (globalThis as unknown as Browserish).getComputedStyle(body).backgroundColor), 'rgb(1, 2, 3)');
     const running = call('run-python-in-repl', input);
     // Its output shows as it comes, before the result.
-    await view.locator('pre.stream').getByText(/tick 3/).waitFor();
+    await view
+      .locator('pre.stream')
+      .getByText(/tick 3/)
+      .waitFor();
     assert.equal(await view.getByText('Running…').count(), 1);
     await view.getByRole('button', { name: 'Interrupt' }).click();
     await view.locator('.status.ok').getByText(`Interrupted ${replId}`).waitFor();
