@@ -1,11 +1,12 @@
 /**
- * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|notebooks]`: prints every benchmark's figures (or the named ones).
+ * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|notebooks]`: prints every benchmark's figures (or the named ones).
  * `notebooks` runs only when named: it needs a corpus fetched first and takes about an hour.
  * Figures go in bench/RESULTS.md.
  */
 import { benchCheckpoints } from './checkpoints.ts';
 import { benchFootprint } from './footprint.ts';
 import { benchInterrupts } from './interrupts.ts';
+import { benchMcpApp } from './mcp-app.ts';
 import { benchNotebooks } from './notebooks.ts';
 import { benchPythonEngine } from './python-engine.ts';
 import { benchSandboxEngine } from './sandbox-engine.ts';
@@ -18,6 +19,7 @@ const suites: Record<string, () => Promise<void>> = {
   server: benchServer,
   footprint: benchFootprint,
   checkpoints: benchCheckpoints,
+  'mcp-app': benchMcpApp,
 };
 const namedOnly: Record<string, () => Promise<void>> = { notebooks: benchNotebooks };
 const chosen = process.argv.slice(2).filter((a) => a in suites || a in namedOnly);
