@@ -74,6 +74,12 @@ export default tseslint.config(
   ...ALL_LAYERS.filter((name) => name !== 'extension').map((name) => layer(name)),
   layer('extension', ['test/e2e/**'], { vscode: true }),
   {
+    // The end-to-end suite's chat host is a CommonJS VS Code extension, loaded as it is.
+    files: ['test/e2e/chat-host/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', exports: 'writable' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // The CLI, benchmarks, build scripts and tests talk to a person on the terminal.
     files: ['src/cli/**', 'bench/**', 'scripts/**', 'test/**'],
     rules: { 'no-console': 'off' },

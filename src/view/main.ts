@@ -34,6 +34,8 @@ let host: McpUiHostCapabilities = {};
 /** What the user did here, told to the model with each update (an update replaces the last). */
 const userActions: string[] = [];
 const figureSources = new Map<string, Promise<string>>();
+/** How often a running call's output is read. */
+const POLL_MS = 1000;
 
 bridge.on('ui/notifications/tool-input', (params) => {
   args = params.arguments ?? {};
@@ -58,14 +60,10 @@ bridge.on('ui/notifications/tool-cancelled', ({ reason }) => {
 });
 bridge.on('ui/notifications/host-context-changed', applyHostContext);
 
-new ResizeObserver(() => {
-  const { scrollWidth: width, scrollHeight: height } = document.documentElement;
-  bridge.notify('ui/notifications/size-changed', { width, height });
-}).observe(document.documentElement);
-
 void bridge.connect({ name: 'perennial-machine-view', version: VERSION }).then(
   (init) => {
     host = init.hostCapabilities;
+    reportSize();
     tool = init.hostContext.toolInfo?.tool.name ?? '';
     applyHostContext(init.hostContext);
     renderAll();
@@ -82,6 +80,35 @@ function codeOf(input: Record<string, unknown>): string | null {
 
 function captionOf(name: string): string | null {
   return name === 'create-python-repl' ? 'A new REPL' : null;
+}
+
+/**
+ * Tells the host the view's size when it changes, once a frame, from after the handshake: the
+ * height its content needs (not the frame's, which the host sets from what it is told) and the
+ * frame's width. VS Code's chat (1.139) lost a call's result when told sizes on every layout.
+ */
+function reportSize(): void {
+  let pending = false;
+  let last = '';
+  const measure = () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      const root = document.documentElement;
+      const height = root.style.height;
+      root.style.height = 'max-content';
+      const size = { width: Math.ceil(window.innerWidth), height: Math.ceil(root.getBoundingClientRect().height) };
+      root.style.height = height;
+      if (`${size.width}x${size.height}` === last) return;
+      last = `${size.width}x${size.height}`;
+      bridge.notify('ui/notifications/size-changed', size);
+    });
+  };
+  measure();
+  const observer = new ResizeObserver(measure);
+  observer.observe(document.documentElement);
+  observer.observe(document.body);
 }
 
 /** Reads the machine as it is now. */
@@ -113,20 +140,20 @@ function runInput(target: Call): Record<string, unknown> {
   return target.tool === 'run-file-in-repl' ? { path: args.path } : { pythonCode: args.pythonCode };
 }
 
-/** Shows a call's output as it comes, until its result does (long polls of follow-repl-instruction). */
+/**
+ * Shows a call's output as it comes, until its result does: polls follow-repl-instruction, which
+ * answers at once, from a second into the call. A call that ends sooner shows its output with its
+ * result; requests at the moment a call ended made VS Code's chat (1.139) lose the call's result.
+ */
 async function followLive(target: Call): Promise<void> {
   if (target.code === null || !host.serverTools) return;
-  // The call reaches the server about when the view hears of it: a few tries find its instruction.
-  for (let misses = 0; call === target && target.result === null && target.cancelled === null && replId;) {
-    const followed = await follow(target, 10).catch(() => null);
-    if (!followed) return;
-    if (followed.found) {
-      renderCall();
-      if (followed.done) return;
-    } else {
-      if (++misses > 40) return;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+  // The call reaches the server about when the view hears of it: the first polls may not find it.
+  for (let misses = 0; ;) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    if (call !== target || target.result !== null || target.cancelled !== null || !replId) return;
+    const followed = await follow(target, 0).catch(() => null);
+    if (!followed || followed.done || (!followed.found && ++misses > 20)) return;
+    if (followed.chunks.length) renderCall();
   }
 }
 
@@ -136,19 +163,21 @@ async function completeOutput(target: Call): Promise<void> {
   if (seq === undefined || !host.serverTools || target.live?.complete) return;
   if (target.live && target.live.seq !== seq) target.live = null;
   target.live ??= { seq, chunks: [], complete: false };
-  const followed = await follow(target, 2).catch(() => null);
+  const followed = await follow(target, 0).catch(() => null);
   if (followed?.done && call === target) renderCall();
 }
 
 /** One follow-repl-instruction call: what came after the output the view has. */
 async function follow(target: Call, waitSeconds: number): Promise<FollowOutput> {
   const by = target.live ? { seq: target.live.seq } : { ...runInput(target), ...(target.after === null ? {} : { after: target.after }) };
-  const result = await bridge.callTool('follow-repl-instruction', { replId, ...by, from: target.live?.chunks.length ?? 0, waitSeconds });
+  const from = target.live?.chunks.length ?? 0;
+  const result = await bridge.callTool('follow-repl-instruction', { replId, ...by, from, waitSeconds });
   const followed = result.structuredContent as unknown as FollowOutput;
   if (followed.found && followed.seq !== null) {
     target.live ??= { seq: followed.seq, chunks: [], complete: false };
-    target.live.chunks.push(...followed.chunks);
-    target.live.complete = followed.done;
+    // A poll and the read after the result can overlap: what the other added meanwhile is not added again.
+    target.live.chunks.push(...followed.chunks.slice(target.live.chunks.length - from));
+    target.live.complete ||= followed.done;
   }
   return followed;
 }

@@ -15,7 +15,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join, resolve } from 'node:path';
 import { format } from 'node:util';
 import { build } from 'esbuild';
-import { codeServerPaths, freshState, launchChromium, removeState, startCodeServer, stopPerennialServer } from './vscode-session.mjs';
+import { execFileSync } from 'node:child_process';
+import { codeServerPaths, freshState, installExtension, launchChromium, removeState, startCodeServer, stopPerennialServer } from './vscode-session.mjs';
 
 const root = resolve(new URL('../..', import.meta.url).pathname);
 codeServerPaths();
@@ -53,6 +54,14 @@ Object.assign(state.env, {
   PERENNIAL_E2E_RELOAD: reload,
   PERENNIAL_E2E_RELOADED: reloaded,
 });
+// The suite's chat host (test/e2e/chat-host) goes in as a package: the workbench loaded only one
+// of two extensions under development given in its payload.
+const chatHost = join(root, '.cache/e2e/perennial-chat-host.vsix');
+execFileSync(join(root, 'node_modules/.bin/vsce'), ['package', '--allow-missing-repository', '--skip-license', '--no-dependencies', '--out', chatHost], {
+  cwd: join(root, 'test/e2e/chat-host'),
+  stdio: 'ignore',
+});
+installExtension(state, chatHost);
 const server = await startCodeServer(state);
 say(`code-server on ${server.authority}, state in ${state.dir}`);
 
@@ -77,13 +86,39 @@ async function webviewsReady(page) {
 }
 
 /**
- * What a test asks of the workbench's page (the extension host cannot see it): click an element,
+ * What a test asks of the workbench's page (the extension host cannot see it): click an element (in any frame),
  * type into one and press Enter (`type: {into, text}`), read the text of elements, count elements.
  * The answer goes to $PERENNIAL_E2E_UI/<id>.json, which the test polls.
  */
-async function uiAction(page, { click, type, text, count }) {
+async function uiAction(page, { click, dispatch, type, text, count }) {
   try {
-    if (click) await page.locator(click).first().click({ timeout: 10_000 });
+    // A click event on the last match in any frame, without scrolling to it: a view a chat scrolled away.
+    if (dispatch) {
+      const matches = await Promise.all(
+        page.frames().map((frame) =>
+          frame
+            .locator(dispatch)
+            .count()
+            .catch(() => 0),
+        ),
+      );
+      const index = matches.findLastIndex((n) => n > 0);
+      if (index < 0) throw new Error(`nothing matches ${dispatch}`);
+      await page.frames()[index].locator(dispatch).last().dispatchEvent('click');
+    }
+    if (click) {
+      // In whichever frame has it: webviews and MCP App views live in nested frames.
+      const counts = await Promise.all(
+        page.frames().map((frame) =>
+          frame
+            .locator(click)
+            .count()
+            .catch(() => 0),
+        ),
+      );
+      const frame = page.frames()[counts.findIndex((n) => n > 0)] ?? page.mainFrame();
+      await frame.locator(click).first().click({ timeout: 10_000 });
+    }
     if (type) {
       const field = page.locator(type.into).first();
       await field.fill(type.text, { timeout: 10_000 });

@@ -18,8 +18,11 @@ export async function eventually<T>(probe: () => T | undefined | Promise<T | und
 
 let actions = 0;
 
-/** Acts on the workbench page through the runner (see run-vscode.mjs): clicks or types, then reads the text of what matches. */
-export async function ui(action: { click?: string; type?: { into: string; text: string }; text?: string }): Promise<string[]> {
+/**
+ * Acts on the workbench page through the runner (see run-vscode.mjs): clicks, or fires a click
+ * event on the last match in any frame (`dispatch`), or types; then reads the text of what matches.
+ */
+export async function ui(action: { click?: string; dispatch?: string; type?: { into: string; text: string }; text?: string }): Promise<string[]> {
   return (await page(action)).text;
 }
 
@@ -30,6 +33,7 @@ export async function count(selector: string): Promise<number> {
 
 async function page(action: {
   click?: string;
+  dispatch?: string;
   type?: { into: string; text: string };
   text?: string;
   count?: string;

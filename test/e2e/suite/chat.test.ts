@@ -1,0 +1,79 @@
+/**
+ * The MCP App view in VS Code's own chat: the suite's chat host (test/e2e/chat-host) runs code
+ * through Perennial's MCP tools within a chat request, as an agent would, and VS Code renders the
+ * view linked to the call. An action in the view goes through VS Code to the server.
+ *
+ * Opt-in (PERENNIAL_E2E_CHAT=1): in code-server 1.139, about half the runs never got the call's
+ * result in the chat, although the server had answered every request (traced); without the view
+ * (chat.mcp.apps.enabled off) no run did. Not yet explained: see the issue's closing note.
+ */
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { count, eventually, screenshot, ui } from './workbench.ts';
+
+const CODE = [
+  'import matplotlib',
+  'matplotlib.use("Agg")',
+  'import matplotlib.pyplot as plt',
+  'print("hello from the chat")',
+  'plt.figure(figsize=(4, 2.5)); plt.plot([1, 4, 9, 16], marker="o"); plt.title("squares"); plt.show()',
+  'squares = [1, 4, 9, 16]',
+  '6 * 7',
+].join('\n');
+
+/** A tool by its MCP name (VS Code prefixes it). */
+const find = (name: string) => vscode.lm.tools.find((t) => t.name.endsWith(name) || t.name.endsWith(name.replaceAll('-', '_')));
+const tool = (name: string) => find(name)!;
+
+async function invoke(name: string, input: object): Promise<unknown> {
+  const result = await vscode.lm.invokeTool(tool(name).name, { input, toolInvocationToken: undefined });
+  return JSON.parse(result.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : '')).join(''));
+}
+
+suite('Perennial in VS Code chat', () => {
+  test("a call's MCP App view renders in the chat, and its Fork reaches the server", async () => {
+    await vscode.workspace.getConfiguration('chat.mcp.apps').update('enabled', true, vscode.ConfigurationTarget.Global);
+    await eventually(async () => {
+      await vscode.commands.executeCommand('workbench.mcp.startServer', 'perennial.perennial-repl/Perennial Python REPLs', { waitForLiveTools: true });
+      return find('run-python-in-repl');
+    }, "Perennial's MCP tools");
+    // The chat finds a request's model among those the extension host has listed.
+    await eventually(async () => (await vscode.lm.selectChatModels({ vendor: 'perennial-tests' })).length > 0 || undefined, 'the scripted model');
+    const before = ((await invoke('list-python-repls', {})) as { repls: Array<{ name: string }> }).repls.map((m) => m.name);
+    // The chat takes the model its picker shows: open it, and choose the scripted one there.
+    await vscode.commands.executeCommand('workbench.action.chat.open');
+    await eventually(async () => {
+      await vscode.commands.executeCommand('workbench.action.chat.changeModel', { vendor: 'perennial-tests', id: 'scripted', family: 'scripted' });
+      return (await count('.interactive-input-part >> text=Scripted')) > 0 || undefined;
+    }, 'the chat to take the scripted model');
+    // The command returns once the request is answered, which waits for the approvals below.
+    const asked = vscode.commands.executeCommand('workbench.action.chat.open', { query: `@runner ${CODE}` });
+    // VS Code asks before each MCP tool call; allowed for the session, as a person would.
+    await eventually(
+      async () => {
+        if (await count('role=button[name=/^(Allow|Continue)/]')) await ui({ click: 'role=button[name=/^(Allow|Continue)/]' }).catch(() => []);
+        return (await count('.figures img')) > 0 || undefined;
+      },
+      'the view of the call in the chat, with its figure',
+      180_000,
+    );
+    assert.deepEqual(await ui({ text: 'pre.value' }), ['42']);
+    assert.ok((await ui({ text: 'pre.stream' })).some((text) => text.includes('hello from the chat')));
+    await eventually(async () => (await ui({ text: 'table.variables td button' })).includes('squares') || undefined, 'the variables in the view');
+    await asked;
+    await screenshot('chat-mcp-app');
+
+    // The call's own view is the last in the chat.
+    await ui({ dispatch: 'button[title^="Make a new REPL"]' });
+    const status = await eventually(async () => (await ui({ text: '.status.ok' })).find((line) => line.startsWith('Forked')), 'the fork from the view');
+    const fork = /as (\S+)$/.exec(status)![1]!;
+    const after = ((await invoke('list-python-repls', {})) as { repls: Array<{ name: string; tags: Record<string, string> }> }).repls;
+    const forked = after.find((m) => m.name === fork);
+    assert.ok(forked && !before.includes(fork), `the fork ${fork} is a new machine`);
+    const variables = ((await invoke('list-repl-variables', { replId: fork })) as { variables: Array<{ name: string }> }).variables;
+    assert.deepEqual(
+      variables.map((v) => v.name),
+      ['squares'],
+    );
+  });
+});
