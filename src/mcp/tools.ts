@@ -345,7 +345,8 @@ export const TOOLS = [
     _meta: VIEW_ONLY_META,
     async handler({ replId: name, seq, pythonCode, path, after = -1, from = 0, waitSeconds = 10 }, { client, signal }) {
       const code = pythonCode ?? (path === undefined ? undefined : runFileCode(path));
-      const target = seq ?? (code === undefined ? undefined : await newestWithCode(client, name, code, after));
+      if (seq === undefined && code === undefined) throw new Error('Name the instruction: give seq, pythonCode or path.');
+      const target = seq ?? (await newestWithCode(client, name, code!, after));
       if (target === undefined) return json({ found: false, seq: null, chunks: [], next: from, done: false } satisfies FollowOutput);
       const chunks: OutputChunk[] = [];
       const stop = new AbortController();

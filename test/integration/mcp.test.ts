@@ -397,6 +397,9 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const follow = async (args: Record<string, unknown>) =>
           (await call(client, 'follow-repl-instruction', { replId, ...args })).structuredContent as Followed;
         assert.deepEqual(await follow({ pythonCode, waitSeconds: 0 }), { found: false, seq: null, chunks: [], next: 0, done: false });
+        const unnamed = await client.callTool({ name: 'follow-repl-instruction', arguments: { replId } });
+        assert.equal(unnamed.isError, true);
+        assert.match(textOf(unnamed as CallToolResult), /give seq, pythonCode or path/);
         const running = call(client, 'run-python-in-repl', { replId, pythonCode, timeoutSeconds: 0 });
         let first: Followed | undefined;
         await eventually(async () => (first = await follow({ pythonCode, waitSeconds: 5 })).found, 20_000, 'the instruction found by its code');
