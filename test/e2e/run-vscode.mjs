@@ -85,6 +85,18 @@ async function webviewsReady(page) {
   return false;
 }
 
+/** How many elements match `selector` in each of the page's frames, in `page.frames()` order. */
+function frameCounts(page, selector) {
+  return Promise.all(
+    page.frames().map((frame) =>
+      frame
+        .locator(selector)
+        .count()
+        .catch(() => 0),
+    ),
+  );
+}
+
 /**
  * What a test asks of the workbench's page (the extension host cannot see it): click an element (in any frame),
  * type into one and press Enter (`type: {into, text}`), read the text of elements, count elements.
@@ -94,29 +106,13 @@ async function uiAction(page, { click, dispatch, type, text, count }) {
   try {
     // A click event on the last match in any frame, without scrolling to it: a view a chat scrolled away.
     if (dispatch) {
-      const matches = await Promise.all(
-        page.frames().map((frame) =>
-          frame
-            .locator(dispatch)
-            .count()
-            .catch(() => 0),
-        ),
-      );
-      const index = matches.findLastIndex((n) => n > 0);
+      const index = (await frameCounts(page, dispatch)).findLastIndex((n) => n > 0);
       if (index < 0) throw new Error(`nothing matches ${dispatch}`);
       await page.frames()[index].locator(dispatch).last().dispatchEvent('click');
     }
     if (click) {
       // In whichever frame has it: webviews and MCP App views live in nested frames.
-      const counts = await Promise.all(
-        page.frames().map((frame) =>
-          frame
-            .locator(click)
-            .count()
-            .catch(() => 0),
-        ),
-      );
-      const frame = page.frames()[counts.findIndex((n) => n > 0)] ?? page.mainFrame();
+      const frame = page.frames()[(await frameCounts(page, click)).findIndex((n) => n > 0)] ?? page.mainFrame();
       await frame.locator(click).first().click({ timeout: 10_000 });
     }
     if (type) {
@@ -135,16 +131,7 @@ async function uiAction(page, { click, dispatch, type, text, count }) {
           ),
         )
       : [];
-    const counts = count
-      ? await Promise.all(
-          page.frames().map((frame) =>
-            frame
-              .locator(count)
-              .count()
-              .catch(() => 0),
-          ),
-        )
-      : [];
+    const counts = count ? await frameCounts(page, count) : [];
     return { ok: true, text: texts.flat(), count: counts.reduce((a, b) => a + b, 0) };
   } catch (error) {
     return { ok: false, error: error.message };
