@@ -155,10 +155,10 @@ export type FollowOutput = z.infer<typeof FollowOutput>;
 /** How long output that has started to come is held for what follows it. */
 const FOLLOW_COALESCE_MS = 150;
 
-/** The newest of a machine's last few instructions that runs `code`, if it came after `after`. */
-async function newestWithCode(client: PerennialClient, name: string, code: string, after: number): Promise<number | undefined> {
-  const seq = (await client.history(name, 5)).findLast((entry) => entry.code === code)?.seq;
-  return seq !== undefined && seq > after ? seq : undefined;
+/** The newest of a machine's last few instructions that runs `code`, if it came after `after` and started at `since` or later. */
+async function newestWithCode(client: PerennialClient, name: string, code: string, after: number, since: number): Promise<number | undefined> {
+  const entry = (await client.history(name, 5)).findLast((e) => e.code === code);
+  return entry && entry.seq > after && Date.parse(entry.startedAt) >= since ? entry.seq : undefined;
 }
 
 /** What a run tool's structured content holds (the MCP App view reads it too). */
@@ -337,16 +337,17 @@ export const TOOLS = [
       pythonCode: z.string().optional().describe('Without seq: the code the instruction runs'),
       path: FilePath.optional().describe('Without seq: the file the instruction runs (run-file-in-repl)'),
       after: z.number().int().min(0).optional().describe('Without seq: only an instruction after this one'),
+      since: z.iso.datetime({ offset: true }).optional().describe('Without seq: only an instruction started at this time or later'),
       from: z.number().int().min(0).optional().describe('How many chunks the caller has: only later ones come'),
       waitSeconds: z.number().min(0).max(20).optional().describe('How long to wait for new output (default 10)'),
     }),
     outputSchema: FollowOutput,
     annotations: { readOnlyHint: true, openWorldHint: false },
     _meta: VIEW_ONLY_META,
-    async handler({ replId: name, seq, pythonCode, path, after = -1, from = 0, waitSeconds = 10 }, { client, signal }) {
+    async handler({ replId: name, seq, pythonCode, path, after = -1, since, from = 0, waitSeconds = 10 }, { client, signal }) {
       const code = pythonCode ?? (path === undefined ? undefined : runFileCode(path));
       if (seq === undefined && code === undefined) throw new Error('Name the instruction: give seq, pythonCode or path.');
-      const target = seq ?? (await newestWithCode(client, name, code!, after));
+      const target = seq ?? (await newestWithCode(client, name, code!, after, since === undefined ? -Infinity : Date.parse(since)));
       if (target === undefined) return json({ found: false, seq: null, chunks: [], next: from, done: false } satisfies FollowOutput);
       const chunks: OutputChunk[] = [];
       const stop = new AbortController();

@@ -15,12 +15,20 @@ export interface Call {
   cancelled: string | null;
   /** A re-run's: the instruction it ran again, which its own comes after. */
   after: number | null;
+  /** The earliest its instruction can have started (ISO): an older one with the same code is not it. */
+  since: string;
   /** Its output in the order it came, read from the server while it runs and after (follow-repl-instruction). */
   live: { seq: number; chunks: OutputChunk[]; complete: boolean } | null;
 }
 
 /** Reads a figure the result only links (a host's `resources/read`); the image as a data URI. */
 export type FigureReader = (uri: string) => Promise<string>;
+
+/**
+ * Shown when the server has finished the call's instruction but the host has not passed the result
+ * on: VS Code holds an open-world tool's result until the person allows it, in a prompt above the view.
+ */
+const HELD = 'Done in the REPL. The result has not come through the chat yet: it may be asking you to allow it first.';
 
 /** The structured content of a run tool's result, when that is what the result holds. */
 export function runOutput(result: CallToolResult | null): RunOutput | null {
@@ -38,7 +46,7 @@ export function callSection(call: Call, readFigure: FigureReader, zoom: (src: st
     call.caption ? h('p', { class: 'caption' }, call.caption) : null,
     call.code !== null ? h('div', { class: 'cell' }, h('span', { class: 'prompt' }, prompt), h('pre', { class: 'code' }, call.code)) : null,
     call.result === null && call.live?.chunks.length ? stream(call.live.chunks) : null,
-    call.result === null && call.cancelled === null ? h('p', { class: 'running', role: 'status' }, 'Running…') : null,
+    call.result === null && call.cancelled === null ? h('p', { class: 'running', role: 'status' }, call.live?.complete ? HELD : 'Running…') : null,
     call.cancelled !== null ? h('p', { class: 'notice warn' }, `Cancelled: ${call.cancelled}`) : null,
     output ? outputBlocks(output, call, readFigure, zoom) : call.result ? otherResult(call.result) : null,
   );

@@ -39,14 +39,15 @@ const POLL_MS = 1000;
 
 bridge.on('ui/notifications/tool-input', (params) => {
   args = params.arguments ?? {};
+  tool ||= toolOf(args);
   replId = typeof args.replId === 'string' ? args.replId : replId;
-  call = { tool, code: codeOf(args), caption: captionOf(tool), result: null, cancelled: null, after: null, live: null };
+  call = { tool, code: codeOf(args), caption: captionOf(tool), result: null, cancelled: null, after: null, since: sinceNow(), live: null };
   renderAll();
   void refresh();
   void followLive(call);
 });
 bridge.on('ui/notifications/tool-result', (result) => {
-  call ??= { tool, code: null, caption: null, result: null, cancelled: null, after: null, live: null };
+  call ??= { tool, code: null, caption: null, result: null, cancelled: null, after: null, since: sinceNow(), live: null };
   call.result = result;
   const created = (result.structuredContent as { replId?: unknown } | undefined)?.replId;
   if (typeof created === 'string') replId = created;
@@ -71,11 +72,29 @@ void bridge.connect({ name: 'perennial-machine-view', version: VERSION }).then(
   (error: Error) => showStatus(`The host did not answer: ${error.message}`, 'danger'),
 );
 
+/**
+ * The linked tool a call with this input is to: the host's toolInfo says, but the spec makes it
+ * optional and VS Code (1.139) leaves it out. The three tools' inputs tell them apart.
+ */
+function toolOf(input: Record<string, unknown>): string {
+  if (typeof input.pythonCode === 'string') return 'run-python-in-repl';
+  if (typeof input.path === 'string') return 'run-file-in-repl';
+  return 'create-python-repl';
+}
+
 /** The code a call runs, as the user should read it (a file run as IPython writes it). */
 function codeOf(input: Record<string, unknown>): string | null {
   if (typeof input.pythonCode === 'string') return input.pythonCode;
   if (typeof input.path === 'string') return `%run -i ${input.path}`;
   return null;
+}
+
+/**
+ * The earliest a call heard of now can have started on the server: a host may send the call before
+ * it shows the view, and the server's clock may differ a little from this one.
+ */
+function sinceNow(): string {
+  return new Date(Date.now() - 30_000).toISOString();
 }
 
 function captionOf(name: string): string | null {
@@ -85,7 +104,7 @@ function captionOf(name: string): string | null {
 /**
  * Tells the host the view's size when it changes, once a frame, from after the handshake: the
  * height its content needs (not the frame's, which the host sets from what it is told) and the
- * frame's width. VS Code's chat (1.139) lost a call's result when told sizes on every layout.
+ * frame's width, as the SDK's App does.
  */
 function reportSize(): void {
   let pending = false;
@@ -126,8 +145,11 @@ async function refresh(): Promise<void> {
 function renderAll(): void {
   renderHeader();
   renderCall();
+  // While a call runs, the machine as it was would be stale, and a tall view pushes the host's
+  // prompts about the call (above it in VS Code) out of sight.
+  const running = call !== null && call.result === null && call.cancelled === null;
   machineSlot.replaceChildren(
-    description ? machineSection(description, runOutput(call?.result ?? null)?.seq ?? null, { detail, rollBackTo: askRollback }) : '',
+    description && !running ? machineSection(description, runOutput(call?.result ?? null)?.seq ?? null, { detail, rollBackTo: askRollback }) : '',
   );
 }
 
@@ -142,17 +164,21 @@ function runInput(target: Call): Record<string, unknown> {
 
 /**
  * Shows a call's output as it comes, until its result does: polls follow-repl-instruction, which
- * answers at once, from a second into the call. A call that ends sooner shows its output with its
- * result; requests at the moment a call ended made VS Code's chat (1.139) lose the call's result.
+ * answers at once, from a second into the call (a quicker call shows its output with its result).
+ * Once the server has finished the instruction, the view says the host is holding the result.
  */
 async function followLive(target: Call): Promise<void> {
   if (target.code === null || !host.serverTools) return;
-  // The call reaches the server about when the view hears of it: the first polls may not find it.
+  // A host may show the view before it sends the call, while it asks the person: until the server
+  // has the instruction, the view looks for it once a second, then, after a minute, every 5 s.
   for (let misses = 0; ;) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await new Promise((resolve) => setTimeout(resolve, misses > 60 ? 5 * POLL_MS : POLL_MS));
     if (call !== target || target.result !== null || target.cancelled !== null || !replId) return;
     const followed = await follow(target, 0).catch(() => null);
-    if (!followed || followed.done || (!followed.found && ++misses > 20)) return;
+    if (!followed) return;
+    if (!followed.found) misses++;
+    // Done: the machine is no longer busy, whatever the host does with the result.
+    if (followed.done) return refresh();
     if (followed.chunks.length) renderCall();
   }
 }
@@ -169,7 +195,7 @@ async function completeOutput(target: Call): Promise<void> {
 
 /** One follow-repl-instruction call: what came after the output the view has. */
 async function follow(target: Call, waitSeconds: number): Promise<FollowOutput> {
-  const by = target.live ? { seq: target.live.seq } : { ...runInput(target), ...(target.after === null ? {} : { after: target.after }) };
+  const by = target.live ? { seq: target.live.seq } : { ...runInput(target), since: target.since, ...(target.after === null ? {} : { after: target.after }) };
   const from = target.live?.chunks.length ?? 0;
   const result = await bridge.callTool('follow-repl-instruction', { replId, ...by, from, waitSeconds });
   const followed = result.structuredContent as unknown as FollowOutput;
@@ -197,7 +223,7 @@ function renderHeader(): void {
 
 function actionBar(): HTMLElement {
   const output = runOutput(call?.result ?? null);
-  const running = (call !== null && call.result === null && call.cancelled === null) || description?.machine.state === 'busy';
+  const running = (call !== null && call.result === null && call.cancelled === null && !call.live?.complete) || description?.machine.state === 'busy';
   const canAct = Boolean(replId && host.serverTools) && !acting;
   const before = output && description?.checkpoints ? checkpointBefore(description.checkpoints, output.seq) : undefined;
   const rerunnable = call?.code !== null && call?.code !== undefined && (call.tool === 'run-python-in-repl' || call.tool === 'run-file-in-repl');
@@ -279,6 +305,7 @@ function askRerun(): void {
         result: null,
         cancelled: null,
         after: before ?? null,
+        since: sinceNow(),
         live: null,
       };
       call = rerun;

@@ -127,6 +127,11 @@ describe('the MCP App view in a host built on the SDK app bridge', { timeout: 30
     for (const theme of ['light', 'dark'] as const) {
       const { page, view } = await host(theme, 'run-python-in-repl', input);
       await view.getByText('Running…').waitFor();
+      if (theme === 'light') {
+        // The server has finished the instruction and the host holds the result, as VS Code does until the person allows it.
+        await view.getByText(/^Done in the REPL\. The result has not come through the chat yet/).waitFor();
+        assert.equal(await view.locator('table.variables').count(), 0, 'no machine as it was, while the call runs');
+      }
       await sendResult(page, result);
       await view.locator('pre.code').getByText('plt.bar(xs, xs)').waitFor();
       // The output in the order it came, the error line marked.

@@ -428,6 +428,12 @@ describe('MCP server', { timeout: 480_000 }, () => {
         await call(client, 'run-file-in-repl', { replId, path: 'hello.py' });
         const file = await follow({ path: 'hello.py', waitSeconds: 5 });
         assert.deepEqual([file.found, file.done, file.chunks.map((c) => c.data)], [true, true, ['hello from a file']]);
+        // An instruction that started before `since` is not the one a view waits for, though its code is.
+        const later = new Date(Date.now() + 60_000).toISOString();
+        assert.equal((await follow({ path: 'hello.py', since: later, waitSeconds: 0 })).found, false);
+        assert.equal((await follow({ path: 'hello.py', since: new Date(Date.now() - 60_000).toISOString(), waitSeconds: 0 })).found, true);
+        const badTime = await client.callTool({ name: 'follow-repl-instruction', arguments: { replId, path: 'hello.py', since: 'yesterday' } });
+        assert.equal(badTime.isError, true);
       });
 
       it('keeps a silent call alive with progress (elapsed time), past a client timeout that progress resets', async () => {

@@ -6,6 +6,9 @@ import { screenshot } from './workbench.ts';
 
 /** Runs in the window notebook.test.ts had reloaded: a new extension host, the same notebook. */
 suite('Perennial notebook kernel, after a window reload', () => {
+  // The window comes back with the chat of the suite's chat test open; the picture is of the notebook.
+  suiteSetup(() => vscode.commands.executeCommand('workbench.action.closeAuxiliaryBar'));
+
   test('the notebook runs in the same machine, and the variables of before the reload are there', async () => {
     const { file, machine } = JSON.parse(readFileSync(process.env.PERENNIAL_E2E_RELOADED!, 'utf8')) as { file: string; machine: string };
     const notebook = await openWithPerennial(file);

@@ -15,8 +15,7 @@ export async function run(): Promise<void> {
   else {
     await import('./extension.test.ts');
     await import('./notebook.test.ts');
-    // Opt-in: VS Code's chat lost the call's result in some runs (see chat.test.ts).
-    if (process.env.PERENNIAL_E2E_CHAT) await import('./chat.test.ts');
+    await import('./chat.test.ts');
   }
   const results = process.env.PERENNIAL_E2E_RESULTS;
   const outcomes: Array<{ title: string; state: string; error?: string }> =
