@@ -30,6 +30,11 @@ export type FigureReader = (uri: string) => Promise<string>;
  */
 const HELD = 'Done in the REPL. The result has not come through the chat yet: it may be asking you to allow it first.';
 
+/** Whether the call's result is still to come (it was not cancelled). */
+export function awaitingResult(call: Call | null): boolean {
+  return call !== null && call.result === null && call.cancelled === null;
+}
+
 /** The structured content of a run tool's result, when that is what the result holds. */
 export function runOutput(result: CallToolResult | null): RunOutput | null {
   const content = result?.structuredContent as Partial<RunOutput> | undefined;
@@ -46,7 +51,7 @@ export function callSection(call: Call, readFigure: FigureReader, zoom: (src: st
     call.caption ? h('p', { class: 'caption' }, call.caption) : null,
     call.code !== null ? h('div', { class: 'cell' }, h('span', { class: 'prompt' }, prompt), h('pre', { class: 'code' }, call.code)) : null,
     call.result === null && call.live?.chunks.length ? stream(call.live.chunks) : null,
-    call.result === null && call.cancelled === null ? h('p', { class: 'running', role: 'status' }, call.live?.complete ? HELD : 'Running…') : null,
+    awaitingResult(call) ? h('p', { class: 'running', role: 'status' }, call.live?.complete ? HELD : 'Running…') : null,
     call.cancelled !== null ? h('p', { class: 'notice warn' }, `Cancelled: ${call.cancelled}`) : null,
     output ? outputBlocks(output, call, readFigure, zoom) : call.result ? otherResult(call.result) : null,
   );

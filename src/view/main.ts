@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { FollowOutput, ReplDescription } from '../mcp/tools.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
-import { callSection, runOutput, type Call } from './call-section.ts';
+import { awaitingResult, callSection, runOutput, type Call } from './call-section.ts';
 import { ago, h } from './dom.ts';
 import { HostBridge, textOf } from './host-bridge.ts';
 import { checkpointBefore, machineSection } from './machine-section.ts';
@@ -147,9 +147,8 @@ function renderAll(): void {
   renderCall();
   // While a call runs, the machine as it was would be stale, and a tall view pushes the host's
   // prompts about the call (above it in VS Code) out of sight.
-  const running = call !== null && call.result === null && call.cancelled === null;
   machineSlot.replaceChildren(
-    description && !running ? machineSection(description, runOutput(call?.result ?? null)?.seq ?? null, { detail, rollBackTo: askRollback }) : '',
+    description && !awaitingResult(call) ? machineSection(description, runOutput(call?.result ?? null)?.seq ?? null, { detail, rollBackTo: askRollback }) : '',
   );
 }
 
@@ -173,7 +172,7 @@ async function followLive(target: Call): Promise<void> {
   // has the instruction, the view looks for it once a second, then, after a minute, every 5 s.
   for (let misses = 0; ;) {
     await new Promise((resolve) => setTimeout(resolve, misses > 60 ? 5 * POLL_MS : POLL_MS));
-    if (call !== target || target.result !== null || target.cancelled !== null || !replId) return;
+    if (call !== target || !awaitingResult(target) || !replId) return;
     const followed = await follow(target, 0).catch(() => null);
     if (!followed) return;
     if (!followed.found) misses++;
@@ -223,7 +222,7 @@ function renderHeader(): void {
 
 function actionBar(): HTMLElement {
   const output = runOutput(call?.result ?? null);
-  const running = (call !== null && call.result === null && call.cancelled === null && !call.live?.complete) || description?.machine.state === 'busy';
+  const running = (awaitingResult(call) && !call?.live?.complete) || description?.machine.state === 'busy';
   const canAct = Boolean(replId && host.serverTools) && !acting;
   const before = output && description?.checkpoints ? checkpointBefore(description.checkpoints, output.seq) : undefined;
   const rerunnable = call?.code !== null && call?.code !== undefined && (call.tool === 'run-python-in-repl' || call.tool === 'run-file-in-repl');
