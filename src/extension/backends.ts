@@ -18,20 +18,30 @@ export class Backends implements vscode.Disposable {
   readonly #changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.#changed.event;
   readonly #subscriptions: vscode.Disposable[];
+  #changes = 0;
 
   constructor(
     private readonly secrets: vscode.SecretStorage,
     readonly log: vscode.LogOutputChannel,
   ) {
+    const changed = () => {
+      this.#changes++;
+      this.#changed.fire();
+    };
     this.#subscriptions = [
       this.#changed,
       vscode.workspace.onDidChangeConfiguration((event) => {
-        if (event.affectsConfiguration('perennial.backend') || event.affectsConfiguration('perennial.forevervm.baseUrl')) this.#changed.fire();
+        if (event.affectsConfiguration('perennial.backend') || event.affectsConfiguration('perennial.forevervm.baseUrl')) changed();
       }),
       secrets.onDidChange((event) => {
-        if (event.key === TOKEN_KEY) this.#changed.fire();
+        if (event.key === TOKEN_KEY) changed();
       }),
     ];
+  }
+
+  /** How many times the backend, the ForeverVM address or the token changed in this window. */
+  get generation(): number {
+    return this.#changes;
   }
 
   get active(): BackendName {
@@ -50,6 +60,10 @@ export class Backends implements vscode.Disposable {
 
   setToken(token: string): Thenable<void> {
     return this.secrets.store(TOKEN_KEY, token);
+  }
+
+  removeToken(): Thenable<void> {
+    return this.secrets.delete(TOKEN_KEY);
   }
 
   /**

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { ActiveMachine } from './active-machine.ts';
 import { Backends } from './backends.ts';
-import { registerTokenCommand } from './forevervm-token.ts';
+import { registerTokenCommands } from './forevervm-token.ts';
 import { allSources, MachineSource, type Sources } from './machine-source.ts';
 import { registerMachineCommands } from './machine-commands.ts';
 import { registerLiveCompletion } from './live-completion.ts';
@@ -34,7 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
     tree,
     vscode.window.registerTreeDataProvider('perennial.machines', tree),
     registerMcpProvider(backends, cliPath),
-    registerTokenCommand(backends),
+    registerTokenCommands(backends),
     active,
     panel,
     registerMachineCommands(sources, panel, log),

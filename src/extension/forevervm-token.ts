@@ -1,10 +1,13 @@
 import * as vscode from 'vscode';
 import type { Backends } from './backends.ts';
 
-/** "Perennial: Set ForeverVM Token": asks for the token and keeps it in SecretStorage, never in settings. */
-export function registerTokenCommand(backends: Backends): vscode.Disposable {
+/**
+ * "Perennial: Set ForeverVM Token" asks for the token and keeps it in SecretStorage, never in
+ * settings; "Perennial: Remove ForeverVM Token" forgets it.
+ */
+export function registerTokenCommands(backends: Backends): vscode.Disposable {
   // A token passed as an argument (from another extension or a script) is stored without asking.
-  return vscode.commands.registerCommand('perennial.setForeverVMToken', async (given?: string) => {
+  const set = vscode.commands.registerCommand('perennial.setForeverVMToken', async (given?: string) => {
     const token =
       typeof given === 'string' && given.trim()
         ? given
@@ -19,4 +22,9 @@ export function registerTokenCommand(backends: Backends): vscode.Disposable {
     await backends.setToken(token.trim());
     void vscode.window.showInformationMessage('Perennial: ForeverVM token saved.');
   });
+  const remove = vscode.commands.registerCommand('perennial.removeForeverVMToken', async () => {
+    await backends.removeToken();
+    void vscode.window.showInformationMessage('Perennial: ForeverVM token removed.');
+  });
+  return vscode.Disposable.from(set, remove);
 }

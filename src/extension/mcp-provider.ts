@@ -32,6 +32,17 @@ export function registerMcpProvider(backends: Backends, cliPath: string): vscode
   });
 }
 
+/**
+ * VS Code keeps a server it started for as long as the definition it lists compares equal to the
+ * one it held when it started it, and it holds the listing of that moment, which can be older than
+ * the settings `resolveMcpServerDefinition` reads. The version names the settings' generation, so
+ * that no listing equals one of earlier settings: switching to ForeverVM and back within VS Code's
+ * half-second debounce once left the ForeverVM server answering every later call.
+ */
+function version(backends: Backends): string {
+  return `${VERSION}+settings.${backends.generation}`;
+}
+
 async function definition(backends: Backends, cliPath: string, resolving: boolean): Promise<vscode.McpServerDefinition> {
   if (backends.active === 'forevervm') {
     const token = await backends.token();
@@ -44,10 +55,10 @@ async function definition(backends: Backends, cliPath: string, resolving: boolea
       backends.log.info(`ForeverVM account ${account.account}`);
     }
     const env = { ELECTRON_RUN_AS_NODE: '1', FOREVERVM_BASE_URL: backends.forevervmBaseUrl, ...(token ? { FOREVERVM_TOKEN: token } : {}) };
-    return new vscode.McpStdioServerDefinition(MCP_SERVER_LABEL, process.execPath, [cliPath, 'mcp', '--backend', 'forevervm'], env, VERSION);
+    return new vscode.McpStdioServerDefinition(MCP_SERVER_LABEL, process.execPath, [cliPath, 'mcp', '--backend', 'forevervm'], env, version(backends));
   }
   // Listing must not start a server; resolving (just before VS Code connects) does.
   const server = resolving ? await backends.localServer() : await runningServer(backends.dataDir);
   const url = vscode.Uri.parse(`${server?.url ?? 'http://127.0.0.1'}/mcp`);
-  return new vscode.McpHttpServerDefinition(MCP_SERVER_LABEL, url, server ? { Authorization: `Bearer ${server.token}` } : {}, VERSION);
+  return new vscode.McpHttpServerDefinition(MCP_SERVER_LABEL, url, server ? { Authorization: `Bearer ${server.token}` } : {}, version(backends));
 }

@@ -13,10 +13,12 @@ const REPL_ROUTE = /^\/v1\/machine\/[^/]+\/repl$/;
 export async function foreverVMOnlyProxy(
   targetUrl: string,
   refused = (path: string) => !FOREVERVM_ROUTES.test(path),
-): Promise<{ url: string; close(): void; refusals: string[] }> {
+): Promise<{ url: string; close(): void; refusals: string[]; forwarded: string[] }> {
   const target = new URL(targetUrl);
   /** The paths answered "not found", in order. */
   const refusals: string[] = [];
+  /** The paths passed on, in order. */
+  const forwarded: string[] = [];
   const proxy = createServer((req, res) => {
     const path = new URL(req.url ?? '/', target).pathname;
     if (refused(path)) {
@@ -24,6 +26,7 @@ export async function foreverVMOnlyProxy(
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NotFound', id: null }));
       return;
     }
+    forwarded.push(path);
     const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: { ...req.headers, host: target.host } }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -53,5 +56,5 @@ export async function foreverVMOnlyProxy(
     upstream.end();
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, close: () => proxy.close(), refusals };
+  return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, close: () => proxy.close(), refusals, forwarded };
 }

@@ -5,6 +5,8 @@
  */
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
+import { testChanges } from './changes.ts';
+import { invokeJson, MCP_SERVER_ID, tool } from './tools.ts';
 import { count, eventually, screenshot, ui } from './workbench.ts';
 
 const CODE = [
@@ -17,10 +19,6 @@ const CODE = [
   '6 * 7',
 ].join('\n');
 
-/** A tool by its MCP name (VS Code prefixes it). */
-const find = (name: string) => vscode.lm.tools.find((t) => t.name.endsWith(name) || t.name.endsWith(name.replaceAll('-', '_')));
-const tool = (name: string) => find(name)!;
-
 /** VS Code's prompts before a call runs, and before its result goes to the model. */
 const ASKS_TO_RUN = 'role=button[name=/^(Allow(?! results)|Continue)/]';
 const ASKS_FOR_RESULT = 'role=button[name=/^Allow results/]';
@@ -28,24 +26,20 @@ const ASKS_FOR_RESULT = 'role=button[name=/^Allow results/]';
 const CALL = 'section[aria-label="The call"]';
 const MACHINE = 'section[aria-label="The machine now"]';
 
-async function invoke(name: string, input: object): Promise<unknown> {
-  const result = await vscode.lm.invokeTool(tool(name).name, { input, toolInvocationToken: undefined });
-  return JSON.parse(result.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : '')).join(''));
-}
-
 suite('Perennial in VS Code chat', () => {
+  const changes = testChanges();
   // The chat takes a third of the window: the suite's later screenshots are of the editor.
   suiteTeardown(() => vscode.commands.executeCommand('workbench.action.closeAuxiliaryBar'));
 
   test("a call's MCP App view renders in the chat; its Re-run and Fork reach the server", async () => {
-    await vscode.workspace.getConfiguration('chat.mcp.apps').update('enabled', true, vscode.ConfigurationTarget.Global);
+    await changes.setting('chat.mcp.apps.enabled', true);
     await eventually(async () => {
-      await vscode.commands.executeCommand('workbench.mcp.startServer', 'perennial.perennial-repl/Perennial Python REPLs', { waitForLiveTools: true });
-      return find('run-python-in-repl');
+      await vscode.commands.executeCommand('workbench.mcp.startServer', MCP_SERVER_ID, { waitForLiveTools: true });
+      return tool('run-python-in-repl');
     }, "Perennial's MCP tools");
     // The chat finds a request's model among those the extension host has listed.
     await eventually(async () => (await vscode.lm.selectChatModels({ vendor: 'perennial-tests' })).length > 0 || undefined, 'the scripted model');
-    const before = ((await invoke('list-python-repls', {})) as { repls: Array<{ name: string }> }).repls.map((m) => m.name);
+    const before = (await invokeJson<{ repls: Array<{ name: string }> }>('list-python-repls', {})).repls.map((m) => m.name);
     // The chat takes the model its picker shows: open it, and choose the scripted one there.
     await vscode.commands.executeCommand('workbench.action.chat.open');
     await eventually(async () => {
@@ -89,10 +83,10 @@ suite('Perennial in VS Code chat', () => {
       'the fork from the view',
     );
     const fork = /as (\S+)$/.exec(status)![1]!;
-    const after = ((await invoke('list-python-repls', {})) as { repls: Array<{ name: string; tags: Record<string, string> }> }).repls;
+    const after = (await invokeJson<{ repls: Array<{ name: string; tags: Record<string, string> }> }>('list-python-repls', {})).repls;
     const forked = after.find((m) => m.name === fork);
     assert.ok(forked && !before.includes(fork), `the fork ${fork} is a new machine`);
-    const variables = ((await invoke('list-repl-variables', { replId: fork })) as { variables: Array<{ name: string }> }).variables;
+    const variables = (await invokeJson<{ variables: Array<{ name: string }> }>('list-repl-variables', { replId: fork })).variables;
     assert.deepEqual(
       variables.map((v) => v.name),
       ['squares'],

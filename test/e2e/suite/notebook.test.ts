@@ -2,26 +2,29 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import { suiteChanges } from './changes.ts';
 import { NOTEBOOK_CELLS, machineOf, openWithPerennial, runCells, shownInOutputs, textOutputs, writeNotebook } from './notebooks.ts';
 import { count, eventually, screenshot, ui } from './workbench.ts';
 
 /**
  * The Perennial notebook kernel in VS Code's own ipynb support: outputs as the notebook shows
- * them, interrupt, completion from the machine; then a window reload (after-reload.test.ts).
+ * them, interrupt, completion from the machine; then a window reload (after-reload.test.ts). The
+ * tests share one notebook and its machine; each runs the cells it needs.
  */
 suite('Perennial notebook kernel', () => {
   const file = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'analysis.ipynb');
+  const changes = suiteChanges();
   let notebook: vscode.NotebookDocument;
 
   suiteSetup(async () => {
-    const settings = vscode.workspace.getConfiguration('perennial');
     // matplotlib is in Debian's python3, which the python engine runs.
-    await settings.update('defaultEngine', 'python', vscode.ConfigurationTarget.Global);
-    await settings.update('pythonPath', '/usr/bin/python3', vscode.ConfigurationTarget.Global);
-    await settings.update('confirmRestart', false, vscode.ConfigurationTarget.Global);
+    await changes.setting('perennial.defaultEngine', 'python');
+    await changes.setting('perennial.pythonPath', '/usr/bin/python3');
     writeNotebook(file, NOTEBOOK_CELLS);
     notebook = await openWithPerennial(file);
   });
+
+  setup(() => vscode.window.showNotebookDocument(notebook));
 
   test('cells give a stream, a value, a figure and an error, each shown in the notebook', async () => {
     // As Run All: the cell that fails stops the ones after it.
@@ -46,6 +49,7 @@ suite('Perennial notebook kernel', () => {
   });
 
   test('the interrupt button stops a long cell, and the machine goes on', async () => {
+    await runCells(notebook, 0, 1);
     const long = notebook.cellAt(3);
     const running = runCells(notebook, 3, 4);
     await eventually(() => (textOutputs(long).join('').includes('started') ? true : undefined), 'the long cell to start');
@@ -81,6 +85,8 @@ suite('Perennial notebook kernel', () => {
   });
 
   test('completion in a cell lists a variable an earlier cell defined, and hover shows its value', async () => {
+    await runCells(notebook, 0, 1);
+    await runCells(notebook, 4, 5);
     const cell = notebook.cellAt(5);
     const end = cell.document.lineAt(0).range.end;
     const completions = await vscode.commands.executeCommand<vscode.CompletionList>('vscode.executeCompletionItemProvider', cell.document.uri, end);
@@ -125,6 +131,8 @@ suite('Perennial notebook kernel', () => {
   });
 
   test('the machine is named in the saved notebook and shown in the Machines view; then the window reloads', async () => {
+    // After the reload, cell 6 (x * 2) finds x.
+    await runCells(notebook, 0, 1);
     await notebook.save();
     const saved = JSON.parse(readFileSync(file, 'utf8')) as { metadata: { perennial?: { source: string; name: string } } };
     const machine = saved.metadata.perennial;
