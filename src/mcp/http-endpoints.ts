@@ -8,9 +8,12 @@ import { createMcpServer, type McpOptions } from './mcp-server.ts';
 import { ResourceListChanges } from './resource-list-changes.ts';
 import { LegacySseTransport } from './sse-transport.ts';
 
+/** JSON-RPC's code for a message that is not JSON (or not JSON the server will read). */
+export const JSON_RPC_PARSE_ERROR = -32700;
+
 /** A JSON-RPC error answer, as MCP clients expect from the transport layer. */
-function rpcError(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+export function rpcError(res: ServerResponse, status: number, message: string, code = -32000): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
 /** A connection's options from its URL's query: `/mcp?inlineImages=3`. */

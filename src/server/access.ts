@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../platform/atomic-file.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { requestUrl } from './http-io.ts';
 
 /** The server's token, in the data dir (mode 0600): it stays the same from one start to the next. */
 export const TOKEN_FILE = 'server-token';
@@ -44,7 +45,7 @@ export class AccessPolicy {
       throw new ForeverVMError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
     const origin = req.headers.origin;
     if (origin && !this.#hosts.has(originHost(origin))) throw new ForeverVMError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
-    const presented = bearer(req) ?? new URL(req.url ?? '/', 'http://x').searchParams.get('_forevervm_jwt');
+    const presented = bearer(req) ?? requestUrl(req).searchParams.get('_forevervm_jwt');
     if (!presented || !this.#matches(presented)) throw new ForeverVMError(401, 'Unauthorized', 'A valid bearer token is required');
   }
 

@@ -3,15 +3,15 @@ import type { MachineManager } from '../machines/machine-manager.ts';
 import { ExecBody, ListBody, MachineName, NewMachineBody, parseRequest } from '../shared/requests.ts';
 import { KEEPALIVE_HEADER, type ExecResponse, type ForeverVMMachine, type MachineInfo, type ResultResponse, type StreamResultLine } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
-import { readJson, sendJson } from './http-io.ts';
+import { pathSegment, readJson, sendJson } from './http-io.ts';
 import { localAccount } from './machine-answers.ts';
 
 /** Silence after which a result stream that asked for it gets a blank line. */
 const KEEPALIVE_MS = 10_000;
 
-/** A machine name from a path, or 404 (it cannot name a machine). */
+/** A machine name from a path, or 404 (it cannot name a machine), or 400 (it does not decode). */
 export function machineName(raw: string): string {
-  const name = decodeURIComponent(raw);
+  const name = pathSegment(raw, 'machine name');
   if (!MachineName.safeParse(name).success) throw new ForeverVMError(404, 'MachineNotFound', `No machine named ${JSON.stringify(name)}`, name);
   return name;
 }

@@ -1,6 +1,41 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
-import { MAX_BODY_BYTES } from '../shared/requests.ts';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../shared/requests.ts';
+
+/** The request's URL, or 400 when its target does not parse as one. */
+export function requestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? '/', 'http://x');
+  } catch {
+    throw new ForeverVMError(400, 'BadRequest', `Not a request target: ${JSON.stringify(req.url)}`);
+  }
+}
+
+/** A percent-encoded segment of a path (a machine name, a variable), or 400 when it does not decode. */
+export function pathSegment(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ForeverVMError(400, 'BadRequest', `The ${what} in the path is not valid percent-encoding: ${JSON.stringify(raw)}`);
+  }
+}
+
+/** Whether JSON text nests arrays and objects deeper than `limit`, counted without recursion. */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
 
 /** The request body as JSON; an empty body is `{}`. */
 export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
@@ -15,11 +50,25 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (!text.trim()) return {};
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new ForeverVMError(400, 'BadRequest', `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch (error) {
     throw new ForeverVMError(400, 'BadRequest', `The body is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/**
+ * Node closes a connection after an answer given before the request's body was read (an error,
+ * a route that takes none): the answer says so, so that a client keeping connections alive does
+ * not send its next request on it. A body read to its end takes the mark off.
+ */
+export function closeUnlessBodyRead(req: IncomingMessage, res: ServerResponse): void {
+  if (req.complete) return;
+  res.setHeader('connection', 'close');
+  req.once('end', () => {
+    if (!res.headersSent) res.removeHeader('connection');
+  });
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

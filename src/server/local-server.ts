@@ -9,9 +9,9 @@ import { foreverVMRoutes, machineName, type Handler } from './forevervm-api.ts';
 import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { CodedError } from '../platform/coded-error.ts';
-import { readJson, sendError, sendJson } from './http-io.ts';
+import { closeUnlessBodyRead, readJson, requestUrl, sendError, sendJson } from './http-io.ts';
 import { MAX_BODY_BYTES } from '../shared/requests.ts';
-import { McpHttpEndpoints } from '../mcp/http-endpoints.ts';
+import { JSON_RPC_PARSE_ERROR, McpHttpEndpoints, rpcError } from '../mcp/http-endpoints.ts';
 import { InProcessClient } from './in-process-client.ts';
 import { perennialRoutes } from './perennial-api.ts';
 import { serveRepl } from './repl-socket.ts';
@@ -131,6 +131,7 @@ export class LocalServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.#track(res);
+    closeUnlessBodyRead(req, res);
     try {
       if (req.method === 'GET' && req.url === '/health') {
         // Unauthenticated and content-free: enough for a client to know the server is up.
@@ -138,7 +139,7 @@ export class LocalServer {
         return;
       }
       this.access.check(req);
-      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      const path = requestUrl(req).pathname;
       let pathMatched = false;
       for (const [method, pattern, handler] of this.#routes) {
         const match = pattern.exec(path);
@@ -160,7 +161,7 @@ export class LocalServer {
     socket.on('error', () => socket.destroy());
     try {
       this.access.check(req);
-      const match = REPL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
+      const match = REPL_PATH.exec(requestUrl(req).pathname);
       if (!match) throw new ForeverVMError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
       const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
       this.#sockets.handleUpgrade(req, socket, head, (ws) => {
@@ -178,14 +179,36 @@ export class LocalServer {
 
   /** MCP over Streamable HTTP (`/mcp`) and legacy SSE (`/sse`, `/messages`); same access checks. */
   #mcpRoutes(): Array<[string, RegExp, Handler]> {
-    const streamable: Handler = async (req, res) => this.#mcp.handleStreamable(req, res, req.method === 'POST' ? await readJson(req) : undefined);
+    const streamable: Handler = async (req, res) => {
+      const body = req.method === 'POST' ? await mcpBody(req, res) : { message: undefined };
+      if (body) await this.#mcp.handleStreamable(req, res, body.message);
+    };
     return [
       ['POST', /^\/mcp$/, streamable],
       ['GET', /^\/mcp$/, streamable],
       ['DELETE', /^\/mcp$/, streamable],
       ['GET', /^\/sse$/, async (req, res) => this.#mcp.openSse(req, res)],
-      ['POST', /^\/messages$/, async (req, res) => this.#mcp.postSseMessage(req, res, await readJson(req))],
+      [
+        'POST',
+        /^\/messages$/,
+        async (req, res) => {
+          const body = await mcpBody(req, res);
+          if (body) this.#mcp.postSseMessage(req, res, body.message);
+        },
+      ],
     ];
+  }
+}
+
+/** An MCP message, or undefined when the body was answered with the protocol's parse error. */
+async function mcpBody(req: IncomingMessage, res: ServerResponse): Promise<{ message: unknown } | undefined> {
+  try {
+    return { message: await readJson(req) };
+  } catch (error) {
+    const failure = toForeverVMError(error);
+    if (failure.status >= 500) throw error;
+    rpcError(res, failure.status, failure.message, JSON_RPC_PARSE_ERROR);
+    return undefined;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
 import {
   base64Content,
@@ -26,7 +26,7 @@ import type {
   VariablesResponse,
 } from '../shared/types.ts';
 import { machineName, type Handler } from './forevervm-api.ts';
-import { readJson, sendJson } from './http-io.ts';
+import { pathSegment, readJson, requestUrl, sendJson } from './http-io.ts';
 import { statusReport, toMachineEvent } from './machine-answers.ts';
 
 /** How often an idle event stream gets a comment, so that proxies and clients keep it open. */
@@ -34,14 +34,14 @@ const EVENT_HEARTBEAT_MS = 15_000;
 
 /** Perennial's own endpoints under /v1, which its client detects and degrades around. */
 export function perennialRoutes(manager: MachineManager): Array<[string, RegExp, Handler]> {
-  const query = (url: string | undefined, key: string) => new URL(url ?? '/', 'http://x').searchParams.get(key);
+  const query = (req: IncomingMessage, key: string) => requestUrl(req).searchParams.get(key);
   return [
     [
       'GET',
       /^\/v1\/machines$/,
       async (req, res) => {
         // `?tag=key=value`, repeated: machines carrying all of them (tag keys hold no "=").
-        const tags = new URL(req.url ?? '/', 'http://x').searchParams.getAll('tag').map((tag) => {
+        const tags = requestUrl(req).searchParams.getAll('tag').map((tag) => {
           const at = tag.indexOf('=');
           if (at < 1) throw new InvalidRequestError(`A tag filter is key=value, not ${JSON.stringify(tag)}`);
           return [tag.slice(0, at), tag.slice(at + 1)];
@@ -76,13 +76,13 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/variables\/([^/]+)$/,
-      async (_req, res, [raw, variable]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'variable', { name: decodeURIComponent(variable!) })),
+      async (_req, res, [raw, variable]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'variable', { name: pathSegment(variable!, 'variable name') })),
     ],
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/history$/,
       async (req, res, [raw]) => {
-        const last = query(req.url, 'last');
+        const last = query(req, 'last');
         const count = last === null ? undefined : parseRequest(HistoryLast, Number(last));
         sendJson(res, 200, { history: await manager.history(machineName(raw!), count) } satisfies HistoryResponse);
       },
@@ -114,7 +114,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       'DELETE',
       /^\/v1\/machine\/([^/]+)\/checkpoints\/([^/]+)$/,
       async (_req, res, [raw, checkpoint]) => {
-        await manager.deleteCheckpoint(machineName(raw!), decodeURIComponent(checkpoint!));
+        await manager.deleteCheckpoint(machineName(raw!), pathSegment(checkpoint!, 'checkpoint'));
         sendJson(res, 200, { deleted: true } satisfies DeleteResponse);
       },
     ],
@@ -149,7 +149,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/files$/,
-      async (req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'list_files', { path: query(req.url, 'path') ?? '' })),
+      async (req, res, [raw]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'list_files', { path: query(req, 'path') ?? '' })),
     ],
     [
       'GET',
@@ -158,7 +158,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
         sendJson(
           res,
           200,
-          await manager.kernel(machineName(raw!), 'read_file', { path: parseRequest(FilePath, query(req.url, 'path')), limit: MAX_FILE_BYTES }),
+          await manager.kernel(machineName(raw!), 'read_file', { path: parseRequest(FilePath, query(req, 'path')), limit: MAX_FILE_BYTES }),
         ),
     ],
     [

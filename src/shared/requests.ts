@@ -55,6 +55,8 @@ export const TimeoutSeconds = z
   .max(LONGEST_TIMEOUT_SECONDS, `a timeout is at most ${LONGEST_TIMEOUT_SECONDS} seconds (a day); 0 is no limit`);
 /** Largest request body accepted (code, files), and WebSocket message; beyond it the answer is 413. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** Deepest nesting of arrays and objects a JSON body may have (what parses it, and the SDK, recurse). */
+export const MAX_JSON_DEPTH = 128;
 /** Largest file read from a machine at once. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** A file path inside a machine. */
