@@ -27,7 +27,8 @@ function nestsDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // a backslash: the next character is escaped
+      if (c === 0x5c)
+        i++; // a backslash: the next character is escaped
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -50,7 +51,8 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (!text.trim()) return {};
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new ForeverVMError(400, 'BadRequest', `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+    throw new ForeverVMError(400, 'BadRequest', `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch (error) {

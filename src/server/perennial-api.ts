@@ -41,11 +41,13 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       /^\/v1\/machines$/,
       async (req, res) => {
         // `?tag=key=value`, repeated: machines carrying all of them (tag keys hold no "=").
-        const tags = requestUrl(req).searchParams.getAll('tag').map((tag) => {
-          const at = tag.indexOf('=');
-          if (at < 1) throw new InvalidRequestError(`A tag filter is key=value, not ${JSON.stringify(tag)}`);
-          return [tag.slice(0, at), tag.slice(at + 1)];
-        });
+        const tags = requestUrl(req)
+          .searchParams.getAll('tag')
+          .map((tag) => {
+            const at = tag.indexOf('=');
+            if (at < 1) throw new InvalidRequestError(`A tag filter is key=value, not ${JSON.stringify(tag)}`);
+            return [tag.slice(0, at), tag.slice(at + 1)];
+          });
         sendJson(res, 200, { machines: manager.list(Object.fromEntries(tags)) } satisfies MachinesResponse);
       },
     ],
@@ -76,7 +78,8 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/variables\/([^/]+)$/,
-      async (_req, res, [raw, variable]) => sendJson(res, 200, await manager.kernel(machineName(raw!), 'variable', { name: pathSegment(variable!, 'variable name') })),
+      async (_req, res, [raw, variable]) =>
+        sendJson(res, 200, await manager.kernel(machineName(raw!), 'variable', { name: pathSegment(variable!, 'variable name') })),
     ],
     [
       'GET',
@@ -155,11 +158,7 @@ export function perennialRoutes(manager: MachineManager): Array<[string, RegExp,
       'GET',
       /^\/v1\/machine\/([^/]+)\/files\/content$/,
       async (req, res, [raw]) =>
-        sendJson(
-          res,
-          200,
-          await manager.kernel(machineName(raw!), 'read_file', { path: parseRequest(FilePath, query(req, 'path')), limit: MAX_FILE_BYTES }),
-        ),
+        sendJson(res, 200, await manager.kernel(machineName(raw!), 'read_file', { path: parseRequest(FilePath, query(req, 'path')), limit: MAX_FILE_BYTES })),
     ],
     [
       'PUT',
