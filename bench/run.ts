@@ -1,8 +1,12 @@
 /**
  * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|notebooks]`: prints every benchmark's figures (or the named ones).
  * `notebooks` runs only when named: it needs a corpus fetched first and takes about an hour.
+ * `--node VERSION` runs them on that Node build (from the npm registry, cached in .cache/node), as
+ * the servers they start: VS Code's extension host runs Node 22 or 24, not this one.
  * Figures go in bench/RESULTS.md.
  */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { benchCheckpoints } from './checkpoints.ts';
 import { benchFootprint } from './footprint.ts';
 import { benchInterrupts } from './interrupts.ts';
@@ -22,6 +26,15 @@ const suites: Record<string, () => Promise<void>> = {
   'mcp-app': benchMcpApp,
 };
 const namedOnly: Record<string, () => Promise<void>> = { notebooks: benchNotebooks };
+
+const nodeAt = process.argv.indexOf('--node');
+if (nodeAt > 0) {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const node = execFileSync('bash', ['scripts/node-line.sh', process.argv[nodeAt + 1] ?? '', '.cache/node'], { cwd: root, encoding: 'utf8' }).trim();
+  const rest = process.argv.slice(2).filter((_, i) => i !== nodeAt - 2 && i !== nodeAt - 1);
+  process.exit(spawnSync(node, ['--import', 'tsx', fileURLToPath(import.meta.url), ...rest], { cwd: root, stdio: 'inherit' }).status ?? 1);
+}
+
 const chosen = process.argv.slice(2).filter((a) => a in suites || a in namedOnly);
 
 console.log(`Perennial benchmarks — node ${process.version}, ${new Date().toISOString()}`);

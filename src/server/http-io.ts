@@ -60,19 +60,6 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
   }
 }
 
-/**
- * Node closes a connection after an answer given before the request's body was read (an error,
- * a route that takes none): the answer says so, so that a client keeping connections alive does
- * not send its next request on it. A body read to its end takes the mark off.
- */
-export function closeUnlessBodyRead(req: IncomingMessage, res: ServerResponse): void {
-  if (req.complete) return;
-  res.setHeader('connection', 'close');
-  req.once('end', () => {
-    if (!res.headersSent) res.removeHeader('connection');
-  });
-}
-
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });

@@ -9,7 +9,7 @@ import { foreverVMRoutes, machineName, type Handler } from './forevervm-api.ts';
 import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { CodedError } from '../platform/coded-error.ts';
-import { closeUnlessBodyRead, readJson, requestUrl, sendError, sendJson } from './http-io.ts';
+import { readJson, requestUrl, sendError, sendJson } from './http-io.ts';
 import { MAX_BODY_BYTES } from '../shared/requests.ts';
 import { JSON_RPC_PARSE_ERROR, McpHttpEndpoints, rpcError } from '../mcp/http-endpoints.ts';
 import { InProcessClient } from './in-process-client.ts';
@@ -131,7 +131,6 @@ export class LocalServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.#track(res);
-    closeUnlessBodyRead(req, res);
     try {
       if (req.method === 'GET' && req.url === '/health') {
         // Unauthenticated and content-free: enough for a client to know the server is up.

