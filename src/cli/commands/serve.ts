@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { runningServer, stopServer } from '../../client/local-server-connection.ts';
 import { CodedError } from '../../platform/coded-error.ts';
+import { restartWithMallocEnv } from '../../platform/malloc-env.ts';
 import { startedInBackground } from '../../platform/server-info.ts';
 import { TOKEN_FILE } from '../../server/access.ts';
 import { LocalServer } from '../../server/local-server.ts';
@@ -35,6 +36,7 @@ class ServerRunningError extends CodedError {
  * one a person started is left alone, and named.
  */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
+  restartWithMallocEnv();
   // Clients start their background server with an idle limit; a person's `serve` has none.
   const background = options.exitWhenIdle !== undefined;
   // A background server that finds another running leaves it be: a client started that one too.
