@@ -163,7 +163,8 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
   it('serve: runs the local server until Ctrl-C (any free port with --port 0, PERENNIAL_ENGINE for machines made without an engine, swapping idle machines after --idle-seconds), then saves its machines and removes server.json', async () => {
     const { dir, cleanup } = await tempDataDir();
     try {
-      const env = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, PERENNIAL_ENGINE: 'python' };
+      const env: NodeJS.ProcessEnv = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, PERENNIAL_ENGINE: 'python' };
+      delete env.MALLOC_MMAP_THRESHOLD_;
       const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--port', '0', '--idle-seconds', '1'], {
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -173,6 +174,9 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       await eventually(() => existsSync(infoPath), 20_000, 'server.json');
       const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { url: string; token: string; pid: number };
       assert.equal(info.pid, child.pid);
+      // It gives freed memory back as a server a client starts does, where it can start over in place.
+      if ('execve' in process && existsSync(`/proc/${info.pid}/environ`))
+        assert.match(readFileSync(`/proc/${info.pid}/environ`, 'utf8'), /(^|\0)MALLOC_MMAP_THRESHOLD_=32768\0/);
       const headers = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
       // As a ForeverVM client creates machines: without an engine.
       const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as { machine_name: string })
