@@ -3,7 +3,7 @@ import { closeSync, existsSync, fstatSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MALLOC_ENV } from '../platform/malloc-env.ts';
+import { SERVER_MALLOC_ENV } from '../platform/malloc-env.ts';
 import { isProcessAlive } from '../platform/process-liveness.ts';
 import { readServerInfo, startedInBackground, type ServerInfo } from '../platform/server-info.ts';
 import { VERSION } from '../shared/version.ts';
@@ -193,7 +193,7 @@ function spawnDetachedServer(dataDir: string, extraArgs: string[]): StartedServe
 /** The environment of a server started here (and by the bench, to measure the same process). */
 export function serverEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   // In VS Code's extension host the executable is Electron: run it as plain Node.
-  return { ...MALLOC_ENV, ...env, ELECTRON_RUN_AS_NODE: '1' };
+  return { ...SERVER_MALLOC_ENV, ...env, ELECTRON_RUN_AS_NODE: '1' };
 }
 
 /** The built CLI: beside this code in the bundle, or the last build from sources. */

@@ -176,7 +176,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       assert.equal(info.pid, child.pid);
       // It gives freed memory back as a server a client starts does, where it can start over in place.
       if ('execve' in process && existsSync(`/proc/${info.pid}/environ`))
-        assert.match(readFileSync(`/proc/${info.pid}/environ`, 'utf8'), /(^|\0)MALLOC_MMAP_THRESHOLD_=32768\0/);
+        assert.match(readFileSync(`/proc/${info.pid}/environ`, 'utf8'), /(^|\0)MALLOC_MMAP_THRESHOLD_=8192\0/);
       const headers = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
       // As a ForeverVM client creates machines: without an engine.
       const name = ((await (await fetch(`${info.url}/v1/machine/new`, { method: 'POST', headers, body: '{}' })).json()) as { machine_name: string })

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
-import { MALLOC_ENV } from '../../platform/malloc-env.ts';
+import { SANDBOX_MALLOC_ENV } from '../../platform/malloc-env.ts';
 import {
   EngineExitedError,
   EngineStartError,
@@ -63,7 +63,7 @@ export class SandboxProcess {
     // freed memory back, to the last page: ~2 MiB less per process than a 1 MiB threshold, for
     // 1–2 ms on a 45 ms fib(27) (measured; V8's compiler allocates here, Python does not).
     this.#child = spawn(command, args, {
-      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '0', MALLOC_TOP_PAD_: '0', ...MALLOC_ENV },
+      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '0', MALLOC_TOP_PAD_: '0', ...SANDBOX_MALLOC_ENV },
       // fd 4: interrupts, fd 5: answers to a cell's questions, both read by the sandbox even
       // while Python runs (see host-channel.ts).
       stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe', 'pipe'],
