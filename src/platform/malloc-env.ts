@@ -8,10 +8,11 @@
 export const SANDBOX_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '32768' } as const;
 
 /**
- * The same for the server, from 8 KiB: on Node 22 and 24 what it freed after a sandbox's first
- * base image (30 MiB that arrive over IPC) stayed in glibc's heap in blocks of 8 to 32 KiB, ~26
- * MiB for good (measured with Node 24.21: 113 against 87 MiB). The server allocates little
- * between snapshots, so the system calls a lower threshold costs are few.
+ * The same for the server, from 8 KiB: on Node 24 what it freed after its first sandbox machine
+ * (the base image built and stored) stayed in glibc's heap in blocks between 8 and 32 KiB, ~26 MiB
+ * for good (Node 24.21: 113 MiB at a 32 KiB threshold, 87 at 8 KiB, 88 at 4 KiB). The server
+ * allocates little between snapshots, so the system calls a lower threshold costs are few (the
+ * MCP and swap-in figures of `bench footprint` did not move).
  */
 export const SERVER_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '8192' } as const;
 
