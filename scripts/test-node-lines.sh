@@ -2,7 +2,7 @@
 # The tests of the server, both engines, snapshots, the CLI and the package, on the Node lines
 # users run besides the one `npm test` itself runs on: Node 22 (VS Code's extension host, which
 # starts the server, from VS Code 1.101) and Node 24 (the current LTS, which most CLI users have).
-# The MCP, REPL-terminal and notebook suites run on the first line only: they exercise Perennial's
+# The MCP, REPL-terminal and notebook suites run in `npm test`'s own run only: they exercise Perennial's
 # own protocol code more than the runtime, and three full runs would not fit CI's time.
 # Node builds from the npm registry, cached in .cache/node. PERENNIAL_NODE_LINES names others.
 set -euo pipefail

@@ -5,9 +5,7 @@ import * as vscode from 'vscode';
 import { testChanges } from './changes.ts';
 import { hostedStandIn } from './hosted.ts';
 import { invokeJson, listedMachines, MCP_SERVER_ID, newRepl } from './tools.ts';
-import { eventually, ui } from './workbench.ts';
-
-const TREE_ROWS = '.part.sidebar .monaco-list-row';
+import { eventually, TREE_ROWS, ui } from './workbench.ts';
 
 /**
  * Waits until Copilot's tools list `machine`: they reach the backend that has it. Calls VS Code

@@ -8,10 +8,7 @@ import { defaultDataDir } from '../../../src/platform/data-dir.ts';
 import { suiteChanges, testChanges } from './changes.ts';
 import { cliOfTheExtension, EXTENSION_ID } from './hosted.ts';
 import { invoke, invokeJson, MCP_SERVER_ID, newRepl, tool, toolsReachLocal } from './tools.ts';
-import { eventually, screenshot, ui } from './workbench.ts';
-
-/** The rows of the Machines view, as shown. */
-const TREE_ROWS = '.part.sidebar .monaco-list-row';
+import { eventually, screenshot, TREE_ROWS, ui } from './workbench.ts';
 
 /** Shows the Machines view, which a test that reads it cannot expect another to have opened. */
 async function machinesView(): Promise<void> {

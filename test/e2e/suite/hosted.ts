@@ -22,7 +22,6 @@ export function cliOfTheExtension(): { node: string; cli: string; env: NodeJS.Pr
 }
 
 export interface HostedStandIn {
-  url: string;
   /** The protocol's paths it was asked, in order. */
   requests: string[];
   /** A machine made on the hosted side, as another ForeverVM client would make it. */
@@ -51,7 +50,6 @@ export async function hostedStandIn(changes: Changes): Promise<HostedStandIn> {
   await vscode.commands.executeCommand('perennial.setForeverVMToken', info.token);
   changes.onEnd(() => Promise.resolve(vscode.commands.executeCommand('perennial.removeForeverVMToken')));
   return {
-    url: proxy.url,
     requests: proxy.forwarded,
     async newMachine(body) {
       const created = await fetch(`${proxy.url}/v1/machine/new`, {

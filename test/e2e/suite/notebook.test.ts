@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { suiteChanges } from './changes.ts';
 import { NOTEBOOK_CELLS, machineOf, openWithPerennial, runCells, shownInOutputs, textOutputs, writeNotebook } from './notebooks.ts';
-import { count, eventually, screenshot, ui } from './workbench.ts';
+import { count, eventually, screenshot, TREE_ROWS, ui } from './workbench.ts';
 
 /**
  * The Perennial notebook kernel in VS Code's own ipynb support: outputs as the notebook shows
@@ -143,7 +143,7 @@ suite('Perennial notebook kernel', () => {
     await vscode.commands.executeCommand('perennial.refresh');
     await vscode.commands.executeCommand('perennial.machines.focus');
     await eventually(
-      async () => ((await ui({ text: '.part.sidebar .monaco-list-row' })).some((row) => row.includes(machine!.name)) ? true : undefined),
+      async () => ((await ui({ text: TREE_ROWS })).some((row) => row.includes(machine!.name)) ? true : undefined),
       'the machine in the Machines view',
     );
     writeFileSync(process.env.PERENNIAL_E2E_RELOAD!, JSON.stringify({ file, machine: machine!.name }));

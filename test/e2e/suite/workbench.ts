@@ -16,6 +16,9 @@ export async function eventually<T>(probe: () => T | undefined | Promise<T | und
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** The rows of the Machines view, as shown. */
+export const TREE_ROWS = '.part.sidebar .monaco-list-row';
+
 let actions = 0;
 
 /**
