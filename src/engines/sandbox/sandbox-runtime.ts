@@ -16,6 +16,13 @@ import { PackageCache, type PackageSource } from './package-cache.ts';
 /** How long the pool stays filled after the last sandbox machine was made or swapped in. */
 export const DEFAULT_POOL_IDLE_SECONDS = 300;
 /**
+ * The pool fills once this many sandbox machines have been made or swapped in, each within the
+ * idle time of the one before: a ready process costs as much memory as a machine (~110 MB on
+ * Node 24), and someone who works in one machine would pay that for nothing. A second machine
+ * made within minutes of the first says that more are coming.
+ */
+const POOL_DEMAND = 2;
+/**
  * A refill starts a process and boots Pyodide: it waits this long after a machine was handed out,
  * so that the machine's first instruction does not compete with it for a small host's CPU.
  */
@@ -95,6 +102,8 @@ export class SandboxRuntime {
   #baseId?: string;
   /** Processes with Pyodide booted ahead and no machine yet. */
   #ready: SandboxProcess[] = [];
+  /** Sandbox machines made or swapped in since the pool was last emptied for idleness. */
+  #demand = 0;
   #closed = false;
   #imports?: Promise<ImportNames>;
 
@@ -109,8 +118,9 @@ export class SandboxRuntime {
     this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource);
   }
 
-  /** Starts filling the pool now rather than after the first sandbox machine. */
+  /** Starts filling the pool now rather than once machines are made or swapped in. */
   prewarm(): void {
+    this.#demand = Math.max(this.#demand, POOL_DEMAND - 1);
     this.#refill();
   }
 
@@ -151,8 +161,15 @@ export class SandboxRuntime {
       await sandbox.kill();
       throw error;
     } finally {
-      if (pooled) this.#refillLater();
+      if (pooled) this.#demanded();
     }
+  }
+
+  /** A machine was made or swapped in where a pooled process could serve it. */
+  #demanded(): void {
+    if (++this.#demand >= POOL_DEMAND) this.#refillLater();
+    // Counts the idle time of the window, which starts the demand over.
+    else this.#drainWhenIdle();
   }
 
   /** Empties the pool once no sandbox machine has been made or swapped in for a while. */
@@ -163,6 +180,7 @@ export class SandboxRuntime {
   }
 
   async #drain(): Promise<void> {
+    this.#demand = 0;
     await Promise.all(this.#ready.splice(0).map((sandbox) => sandbox.kill().catch(() => {})));
   }
 
