@@ -76,7 +76,7 @@ export class LocalServer {
       });
       const port = (http.address() as { port: number }).port;
       access.listeningOn(port, host);
-      // The sandbox pool fills at the first sandbox machine: an editor that never runs code pays for the server alone.
+      // The sandbox pool fills once sandbox machines are being made: an editor that never runs code pays for the server alone.
       await writeServerInfo(options.dataDir, {
         pid: process.pid,
         url: server.url,

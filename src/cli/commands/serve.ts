@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { runningServer, stopServer } from '../../client/local-server-connection.ts';
 import { CodedError } from '../../platform/coded-error.ts';
+import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
 import { restartWithMallocEnv } from '../../platform/malloc-env.ts';
 import { startedInBackground } from '../../platform/server-info.ts';
 import { TOKEN_FILE } from '../../server/access.ts';
@@ -63,6 +64,8 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     background,
   });
   ctx.term.err.write(banner(ctx, server, options));
+  // What starting up left (reading the data dir, compiling the bundle): an idle server keeps it otherwise.
+  collectWhenQuiet();
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
   }

@@ -4,6 +4,7 @@ import { mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readKernelPackage } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
+import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
 import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
@@ -78,9 +79,9 @@ interface BaseImage {
  * image (a fresh machine, booted once per Pyodide and kernel version, which every machine starts
  * from and every snapshot is a delta against), and a pool, so that creating or swapping in a
  * machine does not wait for a process to start: processes whose Pyodide is booted ahead and
- * waits for a snapshot, a new machine's being the base's. One pool serves both, as a process
- * costs ~90 MB. Each process only ever runs one interpreter, which keeps a warm machine's memory
- * to its own.
+ * waits for a snapshot, a new machine's being the base's. One pool serves both, and fills only
+ * once machines are being made or swapped in (`POOL_DEMAND`), as a process costs ~110 MB. Each
+ * process only ever runs one interpreter, which keeps a warm machine's memory to its own.
  */
 export class SandboxRuntime {
   readonly isolation: Isolation = detectIsolation();
@@ -162,6 +163,8 @@ export class SandboxRuntime {
       throw error;
     } finally {
       if (pooled) this.#demanded();
+      // The image crossed to the sandbox, and a first base was built: tens of MiB now garbage.
+      collectWhenQuiet();
     }
   }
 
@@ -197,9 +200,14 @@ export class SandboxRuntime {
   async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
     const files = image.files;
     const meta = { ...image.meta, kernel: readKernelPackage().id };
-    if ('patch' in image) return encodeImage({ base: image.base, memory: image.patch, files, meta }, lost, true);
-    const base = await this.base();
-    return encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost, true);
+    try {
+      if ('patch' in image) return await encodeImage({ base: image.base, memory: image.patch, files, meta }, lost, true);
+      const base = await this.base();
+      return await encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost, true);
+    } finally {
+      // The image crossed from the sandbox: tens of MiB, garbage once encoded.
+      collectWhenQuiet();
+    }
   }
 
   /** The memory file of base `id`: the current base's, or an older one's, made from its image when missing. */
