@@ -20,19 +20,20 @@ export interface SandboxLaunch {
   /** Read-only base images' memory. */
   memoryDir?: string;
   workspace?: { hostPath: string; writable: boolean };
-  /** Let the machine reach the network (bubblewrap only; off by default). */
+  /** Let the machine reach the network (off by default: closed in the process, and by bubblewrap where it works). */
   network: boolean;
 }
 
 let probed: { works: boolean; reason: string } | undefined;
 
 /**
- * Whether sandbox processes get bubblewrap: it must work here (it needs user namespaces), and
- * `PERENNIAL_SANDBOX_BUBBLEWRAP=off` turns it off. The probe runs once per process.
+ * Whether sandbox processes get bubblewrap: on Linux, where it must work (it needs user
+ * namespaces), unless `PERENNIAL_SANDBOX_BUBBLEWRAP=off` turns it off. The probe runs once per process.
  */
-export function detectIsolation(env: NodeJS.ProcessEnv = process.env): Isolation {
+export function detectIsolation(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): Isolation {
+  if (platform !== 'linux') return { bubblewrap: false, permissionModel: true, warning: withoutBubblewrap(`there is no bubblewrap on ${systemName(platform)}`) };
   if (env.PERENNIAL_SANDBOX_BUBBLEWRAP === 'off') {
-    return { bubblewrap: false, permissionModel: true, warning: offWarning('bubblewrap is turned off (PERENNIAL_SANDBOX_BUBBLEWRAP=off)') };
+    return { bubblewrap: false, permissionModel: true, warning: withoutBubblewrap('bubblewrap is turned off (PERENNIAL_SANDBOX_BUBBLEWRAP=off)') };
   }
   if (!probed) {
     const probe = spawnSync('bwrap', ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', 'true'], { stdio: 'ignore', timeout: 10_000 });
@@ -41,11 +42,19 @@ export function detectIsolation(env: NodeJS.ProcessEnv = process.env): Isolation
       reason: probe.error ? 'bubblewrap (bwrap) is not installed' : `bubblewrap cannot create namespaces here (exit ${probe.status})`,
     };
   }
-  return { bubblewrap: probed.works, permissionModel: true, warning: probed.works ? null : offWarning(probed.reason) };
+  return { bubblewrap: probed.works, permissionModel: true, warning: probed.works ? null : withoutBubblewrap(probed.reason) };
 }
 
-function offWarning(reason: string): string {
-  return `${reason}: sandbox machines run under the Node permission model only, so network isolation is off`;
+/** What confines a sandbox machine when bubblewrap does not, and what it lacks. */
+function withoutBubblewrap(reason: string): string {
+  return (
+    `${reason}: sandbox machines are confined by Node's permission model (files, processes, addons) and have no network unless made with it, ` +
+    'both enforced inside the sandbox process; no operating-system fence (namespaces) stands behind them'
+  );
+}
+
+function systemName(platform: NodeJS.Platform): string {
+  return ({ darwin: 'macOS', win32: 'Windows' } as Partial<Record<NodeJS.Platform, string>>)[platform] ?? platform;
 }
 
 /** The Node flag of the permission model: `--permission` from Node 22.13/23.5, before that experimental. */
@@ -94,6 +103,7 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     '--no-warnings',
     `${launch.childDir.replace(/\/$/, '')}/main.js`,
     launch.pyodideDir,
+    ...(launch.network ? ['--network'] : []),
   ];
   if (!isolation.bubblewrap) return { command: node, args: nodeArgs };
   const roBind = (path: string) => (existsSync(path) ? ['--ro-bind', path, path] : []);

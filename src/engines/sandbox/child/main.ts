@@ -14,11 +14,13 @@ import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles, restoreFiles } from './fs-archive.ts';
 import { HostChannel } from './host-channel.ts';
 import { installKernelDevice } from './kernel-device.ts';
+import { closeNetwork } from './no-network.ts';
 import { HOME, PyodideLoader, type DriverCall, type Pyodide } from './pyodide-loader.ts';
 
-const [pyodideDir] = process.argv.slice(2);
+const [pyodideDir, ...flags] = process.argv.slice(2);
+if (!flags.includes('--network')) closeNetwork();
 if (!process.send || !pyodideDir) {
-  process.stderr.write('usage: main.js <pyodide dir> (with an IPC channel, the interrupt pipe on fd 4 and the answer pipe on fd 5)\n');
+  process.stderr.write('usage: main.js <pyodide dir> [--network] (with an IPC channel, the interrupt pipe on fd 4 and the answer pipe on fd 5)\n');
   process.exit(2);
 }
 const host = new HostChannel();
