@@ -20,6 +20,8 @@ export interface SandboxLaunch {
   /** Read-only base images' memory. */
   memoryDir?: string;
   workspace?: { hostPath: string; writable: boolean };
+  /** The process's mailbox folder (mailbox.ts), read-only inside. */
+  mailboxDir: string;
   /** Let the machine reach the network (off by default: closed in the process, and by bubblewrap where it works). */
   network: boolean;
 }
@@ -31,7 +33,8 @@ let probed: { works: boolean; reason: string } | undefined;
  * namespaces), unless `PERENNIAL_SANDBOX_BUBBLEWRAP=off` turns it off. The probe runs once per process.
  */
 export function detectIsolation(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): Isolation {
-  if (platform !== 'linux') return { bubblewrap: false, permissionModel: true, warning: withoutBubblewrap(`there is no bubblewrap on ${systemName(platform)}`) };
+  if (platform !== 'linux')
+    return { bubblewrap: false, permissionModel: true, warning: withoutBubblewrap(`there is no bubblewrap on ${systemName(platform)}`) };
   if (env.PERENNIAL_SANDBOX_BUBBLEWRAP === 'off') {
     return { bubblewrap: false, permissionModel: true, warning: withoutBubblewrap('bubblewrap is turned off (PERENNIAL_SANDBOX_BUBBLEWRAP=off)') };
   }
@@ -83,7 +86,7 @@ function stackSizeKb(): number {
 /** The command line of a sandbox process: bubblewrap (when it works) around Node's permission model. */
 export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { command: string; args: string[] } {
   const node = realpathSync(process.execPath);
-  const readable = [launch.childDir, launch.pyodideDir, ...[launch.packageDir, launch.memoryDir].filter((dir) => dir !== undefined)];
+  const readable = [launch.childDir, launch.pyodideDir, launch.mailboxDir, ...[launch.packageDir, launch.memoryDir].filter((dir) => dir !== undefined)];
   const nodeArgs = [
     permissionFlag(),
     ...readable.map((dir) => `--allow-fs-read=${dir.replace(/\/$/, '')}/*`),
@@ -103,6 +106,7 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     '--no-warnings',
     `${launch.childDir.replace(/\/$/, '')}/main.js`,
     launch.pyodideDir,
+    launch.mailboxDir,
     ...(launch.network ? ['--network'] : []),
   ];
   if (!isolation.bubblewrap) return { command: node, args: nodeArgs };

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Writable } from 'node:stream';
 import { SANDBOX_MALLOC_ENV } from '../../platform/malloc-env.ts';
 import {
   EngineExitedError,
@@ -13,14 +12,13 @@ import {
 } from '../engine.ts';
 import type { InputRequest } from '../../shared/types.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
+import { Mailbox } from './mailbox.ts';
 import type { BaseFile, ChildMessage, ExportedFiles, HostMessage, ImportNames, KernelFiles, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
 /** Loading Pyodide cold takes a few seconds on a busy machine; a restore less than one. */
 const LOAD_TIMEOUT_MS = 120_000;
-
-const SIGINT = Uint8Array.of(2);
 
 type Lost = Array<{ name: string; reason: string }>;
 /** A host message before it gets its id (distributes over the union). */
@@ -51,30 +49,23 @@ export class SandboxProcess {
   #fatal = '';
   #stopRequested = false;
   #stderr = '';
-  #interrupts: Writable;
-  #answers: Writable;
+  readonly #mailbox: Mailbox;
   #notices: string[] = [];
   #prefetched = false;
 
-  constructor(launch: SandboxLaunch, isolation: Isolation) {
-    const { command, args } = sandboxCommand(launch, isolation);
+  /** `mailboxes`: the folder where the process's mailbox is made (and removed when it ends). */
+  constructor(launch: Omit<SandboxLaunch, 'mailboxDir'>, isolation: Isolation, mailboxes: string) {
+    this.#mailbox = new Mailbox(mailboxes);
+    const { command, args } = sandboxCommand({ ...launch, mailboxDir: this.#mailbox.dir }, isolation);
     // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc's
     // per-thread arenas would hold ~40 MiB of V8's freed memory per machine: keep two, and give
     // freed memory back, to the last page: ~2 MiB less per process than a 1 MiB threshold, for
     // 1–2 ms on a 45 ms fib(27) (measured; V8's compiler allocates here, Python does not).
     this.#child = spawn(command, args, {
       env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '0', MALLOC_TOP_PAD_: '0', ...SANDBOX_MALLOC_ENV },
-      // fd 4: interrupts, fd 5: answers to a cell's questions, both read by the sandbox even
-      // while Python runs (see host-channel.ts).
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe', 'pipe'],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
     });
-    // Node types `stdio` for five descriptors; the process has six.
-    const pipes = this.#child.stdio as unknown as Writable[];
-    this.#interrupts = pipes[4]!;
-    this.#interrupts.on('error', () => {});
-    this.#answers = pipes[5]!;
-    this.#answers.on('error', () => {});
     this.#child.stderr!.on('data', (data: Buffer) => (this.#stderr = (this.#stderr + data.toString()).slice(-4000)));
     this.#waiting = new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new EngineStartError('the sandbox process did not start in time')), SPAWN_TIMEOUT_MS);
@@ -85,6 +76,8 @@ export class SandboxProcess {
       });
       this.#child.once('error', (error) => {
         clearTimeout(timer);
+        // Never started: no exit follows.
+        if (this.#child.pid === undefined) this.#mailbox.close();
         reject(new EngineStartError(`could not start the sandbox process: ${error.message}`));
       });
       this.#child.once('exit', (code) => {
@@ -96,6 +89,7 @@ export class SandboxProcess {
     this.#child.on('message', (message: ChildMessage) => this.#onMessage(message));
     this.exited = new Promise((resolve) => {
       this.#child.once('exit', (code, signal) => {
+        this.#mailbox.close();
         // After a fatal error the host ended the process; what counts is how the machine ended.
         const status = /exit\((\d+)\)/.exec(this.#fatal)?.[1];
         this.#exit = this.#fatal ? { code: status ? Number(status) : 1, signal: null, requested: false } : { code, signal, requested: this.#stopRequested };
@@ -172,7 +166,7 @@ export class SandboxProcess {
   }
 
   interrupt(): void {
-    if (this.alive) this.#interrupts.write(SIGINT);
+    if (this.alive) this.#mailbox.interrupt();
   }
 
   async kill(): Promise<EngineExit> {
@@ -189,7 +183,7 @@ export class SandboxProcess {
   async #answer({ n, prompt, password, confirm }: Extract<ChildMessage, { type: 'input' }>): Promise<void> {
     const request = { prompt, password: password === true, ...(confirm === true ? { confirm: true } : {}) };
     const reply = this.onQuestion ? await this.onQuestion(request) : { error: NOBODY_TO_ASK };
-    if (reply && this.alive) this.#answers.write(JSON.stringify({ n, ...reply }) + '\n');
+    if (reply && this.alive) this.#mailbox.answer(JSON.stringify({ n, ...reply }));
   }
 
   #result(reply: ChildMessage): unknown {

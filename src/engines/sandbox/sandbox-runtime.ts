@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readKernelPackage } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
-import { detectIsolation, type Isolation, type SandboxLaunch } from './isolation.ts';
+import { detectIsolation, type Isolation } from './isolation.ts';
 import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
 import type { BaseFile, ImageMeta, ImportNames, KernelFiles, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
@@ -96,6 +96,8 @@ export class SandboxRuntime {
   readonly #pyodideDir: string;
   /** Base images' memory as plain files, mounted read-only into every sandbox. */
   readonly #memoryDir: string;
+  /** Each sandbox process's mailbox folder (mailbox.ts). */
+  readonly #mailboxes: string;
   readonly packages: PackageCache;
   #base?: Promise<BaseImage>;
   /** Older bases' memory files, by id: machines made before an upgrade stay patches on theirs. */
@@ -114,6 +116,9 @@ export class SandboxRuntime {
     this.#pyodideDir = pyodideDir(options.pyodide);
     this.#cacheDir = options.cacheDir;
     this.#memoryDir = join(options.cacheDir, 'memory');
+    // One server owns a data dir: the mailboxes there are of sandboxes a server before it left behind.
+    this.#mailboxes = join(options.cacheDir, 'mailboxes');
+    rmSync(this.#mailboxes, { recursive: true, force: true });
     this.#poolSize = options.poolSize ?? 1;
     this.#poolIdleMs = (options.poolIdleSeconds ?? DEFAULT_POOL_IDLE_SECONDS) * 1000;
     this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource);
@@ -313,14 +318,14 @@ export class SandboxRuntime {
     // The package cache and base memory are mounted into every sandbox, so they must exist first.
     mkdirSync(this.packages.dir, { recursive: true, mode: 0o755 });
     mkdirSync(this.#memoryDir, { recursive: true, mode: 0o700 });
-    const launch: SandboxLaunch = {
+    const launch = {
       childDir: this.#childDir,
       pyodideDir: this.#pyodideDir,
       packageDir: this.packages.dir,
       memoryDir: this.#memoryDir,
       ...placement,
     };
-    return new SandboxProcess(launch, this.isolation);
+    return new SandboxProcess(launch, this.isolation, this.#mailboxes);
   }
 
   async #loadOrMakeBase(): Promise<BaseImage> {

@@ -43,6 +43,21 @@ for (const name of Object.keys(fs)) {
 
 const ownPid = process.pid;
 const kill = process.kill.bind(process);
+const hostPid = process.ppid;
+
+/**
+ * Whether the process that started this one still runs (under bubblewrap, which ends with the
+ * host, this process is its namespace's first and its parent is outside: always yes). Signal 0
+ * only asks; on Windows too.
+ */
+export function hostAlive(): boolean {
+  try {
+    kill(hostPid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 const guarded = ((pid: number, signal?: string | number) => {
   if (pid !== ownPid) throw new Error('process.kill is disabled in the sandbox');
   return kill(pid, signal);

@@ -1,24 +1,21 @@
 /**
  * The sandbox process's line to the host, made to work while Python holds the thread. Pyodide runs
- * on the process's one thread (a second V8 isolate would cost ~11 MB per machine), so while a cell
+ * on the process's one thread (a worker thread would cost 9–17 MiB per machine), so while a cell
  * computes, no IPC message is read and no timer fires. Pyodide still calls back at its periodic
- * signal check (what it calls the interrupt buffer), and that is where this looks for interrupts
- * (they come on a pipe of their own, fd 4, which can be read without the event loop) and sends
- * what the cell has printed so far. For the same reason, the answer to a cell's question comes on
- * a pipe too (fd 5), which the cell waits on with the thread held.
+ * signal check (what it calls the interrupt buffer), and that is where this looks in the mailbox
+ * for interrupts (see mailbox.ts) and sends what the cell has printed so far. For the same reason,
+ * the answer to a cell's question comes to the mailbox too, where the cell waits with the thread held.
  */
-import { readSync } from 'node:fs';
-import { Socket } from 'node:net';
+import { fstatSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
 import { TextDecoder } from 'node:util';
+import { MAILBOX_FILES } from '../mailbox.ts';
 import type { ChildMessage } from '../protocol.ts';
+import { hostAlive } from './harden.ts';
 
-/** The pipe the host writes a byte to for each interrupt (`SandboxProcess` opens it). */
-const INTERRUPT_FD = 4;
-/** The pipe the host writes answers to the cell's questions on, a JSON line each (`SandboxProcess` opens it). */
-const ANSWER_FD = 5;
-/** A running cell looks at the pipe at most this often: the longest an interrupt waits. */
+/** A running cell looks at the mailbox at most this often: the longest an interrupt waits. */
 const POLL_MS = 5;
-/** How long a cell waiting for an answer sleeps between looks at the pipes. */
+/** How long a cell waiting for an answer sleeps between looks at the mailbox. */
 const ANSWER_POLL_MS = 20;
 /** How long output is gathered after a first write, so that a burst of prints crosses in one message. */
 const OUTPUT_GATHER_MS = 10;
@@ -36,7 +33,11 @@ export class HostChannel {
   readonly signals: SignalBuffer;
   #signal = 0;
   #polledAt = 0;
-  readonly #pipe = Buffer.alloc(64);
+  readonly #interrupts: number;
+  /** Interrupts seen so far: the interrupt file's length when last looked at. */
+  #interruptsSeen = 0;
+  readonly #answerFile: number;
+  #answersRead = 0;
   readonly #decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
   #output: Array<{ stream: Stream; text: string }> = [];
   #outputSince = 0;
@@ -46,21 +47,13 @@ export class HostChannel {
   readonly #answerDecoder = new TextDecoder();
   readonly #sleeper = new Int32Array(new SharedArrayBuffer(4));
 
-  constructor() {
+  /** `mailbox`: the folder the host writes interrupts and answers to. */
+  constructor(mailbox: string) {
     const check = () => this.#check();
     const set = (value: number) => (this.#signal = value);
     this.signals = Object.defineProperty({} as SignalBuffer, 0, { get: check, set });
-    // While the thread is free, interrupts are read as they come; the checks read the rest.
-    const interrupts = new Socket({ fd: INTERRUPT_FD, readable: true, writable: false });
-    interrupts.on('data', () => (this.#signal = SIGINT));
-    interrupts.on('error', () => {});
-    interrupts.unref();
-    // The same for answers, which only a waiting cell reads (`awaitAnswer`): those that arrive while
-    // the thread is free answer questions an interrupt cut short.
-    const answers = new Socket({ fd: ANSWER_FD, readable: true, writable: false });
-    answers.on('data', () => {});
-    answers.on('error', () => {});
-    answers.unref();
+    this.#interrupts = openSync(join(mailbox, MAILBOX_FILES.interrupts), 'r');
+    this.#answerFile = openSync(join(mailbox, MAILBOX_FILES.answers), 'r');
   }
 
   /** Sends `message` after everything printed before it. */
@@ -89,7 +82,7 @@ export class HostChannel {
    */
   awaitAnswer(n: number): string | undefined {
     for (;;) {
-      this.#readPipe();
+      this.#readInterrupts();
       if (this.#signal) return undefined;
       let newline: number;
       while ((newline = this.#answers.indexOf('\n')) >= 0) {
@@ -97,26 +90,24 @@ export class HostChannel {
         this.#answers = this.#answers.slice(newline + 1);
         if ((JSON.parse(line) as { n?: unknown }).n === n) return line;
       }
-      const read = this.#readAnswers();
-      if (read === 0) return JSON.stringify({ n, error: 'Perennial closed the machine' });
-      if (read < 0) Atomics.wait(this.#sleeper, 0, 0, ANSWER_POLL_MS);
+      if (this.#readAnswers() > 0) continue;
+      // The process would otherwise wait for good: it ends with the host only through its event loop.
+      if (!hostAlive()) return JSON.stringify({ n, error: 'Perennial closed the machine' });
+      Atomics.wait(this.#sleeper, 0, 0, ANSWER_POLL_MS);
     }
   }
 
-  /** Bytes read from the answer pipe: 0 when the host closed it, -1 when none are there yet. */
+  /** Bytes read from the answer file since the last look. */
   #readAnswers(): number {
-    try {
-      const read = readSync(ANSWER_FD, this.#answerBytes, 0, this.#answerBytes.length, null);
-      this.#answers += this.#answerDecoder.decode(this.#answerBytes.subarray(0, read), { stream: true });
-      return read;
-    } catch {
-      return -1; // EAGAIN
-    }
+    const read = readSync(this.#answerFile, this.#answerBytes, 0, this.#answerBytes.length, this.#answersRead);
+    this.#answersRead += read;
+    this.#answers += this.#answerDecoder.decode(this.#answerBytes.subarray(0, read), { stream: true });
+    return read;
   }
 
   /** After a command: an interrupt that arrived as it ended must not hit the next one. */
   clearInterrupt(): void {
-    this.#readPipe();
+    this.#readInterrupts();
     this.#signal = 0;
   }
 
@@ -124,17 +115,17 @@ export class HostChannel {
     const now = performance.now();
     if (now - this.#polledAt >= POLL_MS) {
       this.#polledAt = now;
-      this.#readPipe();
+      this.#readInterrupts();
       if (this.#output.length && now - this.#outputSince >= OUTPUT_GATHER_MS) this.#flush();
     }
     return this.#signal;
   }
 
-  #readPipe(): void {
-    try {
-      while (readSync(INTERRUPT_FD, this.#pipe, 0, this.#pipe.length, null) > 0) this.#signal = SIGINT;
-    } catch {
-      // EAGAIN: nothing written since the last look.
+  #readInterrupts(): void {
+    const written = fstatSync(this.#interrupts).size;
+    if (written > this.#interruptsSeen) {
+      this.#interruptsSeen = written;
+      this.#signal = SIGINT;
     }
   }
 

@@ -17,13 +17,13 @@ import { installKernelDevice } from './kernel-device.ts';
 import { closeNetwork } from './no-network.ts';
 import { HOME, PyodideLoader, type DriverCall, type Pyodide } from './pyodide-loader.ts';
 
-const [pyodideDir, ...flags] = process.argv.slice(2);
+const [pyodideDir, mailbox, ...flags] = process.argv.slice(2);
 if (!flags.includes('--network')) closeNetwork();
-if (!process.send || !pyodideDir) {
-  process.stderr.write('usage: main.js <pyodide dir> [--network] (with an IPC channel, the interrupt pipe on fd 4 and the answer pipe on fd 5)\n');
+if (!process.send || !pyodideDir || !mailbox) {
+  process.stderr.write('usage: main.js <pyodide dir> <mailbox dir> [--network] (with an IPC channel)\n');
   process.exit(2);
 }
-const host = new HostChannel();
+const host = new HostChannel(mailbox);
 const post = (message: ChildMessage) => host.send(message);
 // Started with the process, before its `load` arrives.
 const loader = PyodideLoader.prepare(pyodideDir);
