@@ -63,8 +63,8 @@ interface PendingCall {
 }
 
 /**
- * The `python` engine: the user's own CPython runs the kernel as a child process. Commands go in
- * on fd 3 and events come out on fd 4; the child's real stdout/stderr (subprocesses, C code) are
+ * The `python` engine: the user's own CPython runs the kernel as a child process. Commands (and
+ * interrupts) go in on fd 3 and events come out on fd 4; the child's real stdout/stderr (subprocesses, C code) are
  * captured as output of the running cell. Not isolated: the code runs as the user.
  */
 export class PythonEngine implements Engine {
@@ -202,9 +202,10 @@ export class PythonEngine implements Engine {
     }
   }
 
+  /** A command the kernel reads on a thread of its own (no signal between processes: Windows has none). */
   interrupt(): void {
     if (this.#cell && !this.#cell.started) this.#cell.interruptWaiting = true;
-    else if (this.#child && !this.#exit) this.#child.kill('SIGINT');
+    else if (this.#commands && !this.#exit) this.#commands.write(JSON.stringify({ op: 'interrupt' }) + '\n');
   }
 
   command<Op extends KernelOp>(op: Op, args: KernelArgs<Op>): Promise<KernelResult<Op>> {

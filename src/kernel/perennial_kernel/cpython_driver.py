@@ -2,9 +2,11 @@
 
 Commands arrive as JSON lines on fd 3 and events leave as JSON lines on fd 4, so the user's
 stdout is never the channel; the real stdout and stderr (subprocesses, C code) are the cell's
-output too, captured by the host.
+output too, captured by the host. An interrupt is a command too: no signal crosses between
+processes, which Windows cannot do.
 """
 
+import collections
 import itertools
 import json
 import os
@@ -52,6 +54,58 @@ class Channel:
                 raise KeyboardInterrupt
 
 
+class Inbox:
+    """The command pipe, read by a thread of its own: an interrupt acts at once, whatever the main
+    thread is doing; every other command waits for the main thread, in order."""
+
+    def __init__(self, stream, on_interrupt):
+        self._messages = collections.deque()
+        self._arrived = threading.Condition()
+        self._closed = False
+        threading.Thread(target=self._read, args=(stream, on_interrupt), name="perennial-inbox", daemon=True).start()
+
+    def _read(self, stream, on_interrupt):
+        for line in stream:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if message.get("op") == "interrupt":
+                on_interrupt()
+                continue
+            with self._arrived:
+                self._messages.append(message)
+                self._arrived.notify_all()
+        with self._arrived:
+            self._closed = True
+            self._arrived.notify_all()
+
+    def take(self, wanted=lambda message: True):
+        """The first message ``wanted`` accepts, the others left in order; None once the pipe is
+        closed. It waits in short steps, so that an interrupt is raised here on every system."""
+        with self._arrived:
+            while True:
+                for index, message in enumerate(self._messages):
+                    if wanted(message):
+                        del self._messages[index]
+                        return message
+                if self._closed:
+                    return None
+                self._arrived.wait(0.1)
+
+
+def _interrupt_main_thread():
+    """A SIGINT for the main thread, from within this process. POSIX: sent to that thread, which
+    ends a blocking call there (a sleep, a read). Windows: raised here, where the C handler also
+    wakes the calls that wait for Ctrl-C (``time.sleep``)."""
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    else:
+        signal.raise_signal(signal.SIGINT)
+
+
 def _set_memory_limit(megabytes):
     if not megabytes:
         return
@@ -94,24 +148,20 @@ def main():
     def send_output(stream, text):
         channel.send({"ev": "out", "id": current["id"], "stream": stream, "text": text})
 
-    commands = os.fdopen(3, "rb")
+    inbox = Inbox(os.fdopen(3, "rb"), _interrupt_main_thread)
     questions = itertools.count(1)
 
     def ask(prompt, password, confirm=False):
-        # The host answers on the command channel, which nothing else reads while a cell runs. An
-        # answer to an earlier question (one an interrupt cut short) is passed over.
+        # The host answers on the command channel. An answer to an earlier question (one an
+        # interrupt cut short) is passed over by the main loop.
         number = next(questions)
         channel.send({"ev": "input", "id": current["id"], "n": number, "prompt": prompt, "password": password, "confirm": confirm})
-        for line in commands:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(message, dict) and message.get("op") == "input_reply" and message.get("n") == number:
-                if "error" in message:
-                    raise EOFError(f"input() has no answer: {message['error']}")
-                return str(message["value"])
-        raise EOFError("input() has no answer: Perennial closed the machine's channel")
+        message = inbox.take(lambda m: m.get("op") == "input_reply" and m.get("n") == number)
+        if message is None:
+            raise EOFError("input() has no answer: Perennial closed the machine's channel")
+        if "error" in message:
+            raise EOFError(f"input() has no answer: {message['error']}")
+        return str(message["value"])
 
     limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
     kernel = current["kernel"] = Kernel(
@@ -138,9 +188,11 @@ def main():
     handlers = command_handlers(kernel)
     workdir = os.environ.pop("PERENNIAL_WORKDIR", None)
     channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
-    for line in commands:
+    while True:
+        message = inbox.take()
+        if message is None:
+            break
         try:
-            message = json.loads(line)
             if message.get("op") == "input_reply":  # for a question an interrupt cut short
                 continue
             current["id"] = message.get("id")
