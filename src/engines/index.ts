@@ -3,6 +3,7 @@ import type { EngineName } from '../shared/requests.ts';
 import type { EngineStatus, MachineRuntime } from '../shared/types.ts';
 import { readImageHeaderFile } from './sandbox/machine-image-file.ts';
 import type { EngineFactory } from './engine.ts';
+import { findPython } from './python/find-python.ts';
 import { PythonEngine } from './python/python-engine.ts';
 import { CURRENT_PYODIDE, installedPyodideVersion, pyodideRuntime, pyodideRuntimes, type PyodideRuntime } from './sandbox/pyodide-runtimes.ts';
 import { sandboxChildDir } from './sandbox/sandbox-assets.ts';
@@ -24,6 +25,8 @@ export interface EngineSet {
   newestRuntime(engine: EngineName): MachineRuntime | undefined;
   /** What the snapshot file at `path` runs on, when its engine can tell without loading it. */
   snapshotRuntime(engine: EngineName, path: string): Promise<MachineRuntime | undefined>;
+  /** Throws what would keep a machine of `engine` with these options from starting, before it is made. */
+  assertStartable(engine: EngineName, options: { python?: string }): void;
   /** Starts what makes the first machine fast (the sandbox pool). */
   prewarm(): void;
   close(): Promise<void>;
@@ -86,13 +89,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
           warning: isolation?.warning ?? null,
           ready: made.get(newest.version)?.pooled ?? 0,
         },
-        {
-          name: 'python',
-          available: true,
-          detail: `the user's interpreter (${process.env.PERENNIAL_PYTHON || 'python3'}), not isolated`,
-          warning: null,
-          ready: 0,
-        },
+        pythonStatus(),
       ];
     },
     newestRuntime(engine) {
@@ -103,6 +100,9 @@ export function openEngines(options: EngineSetOptions): EngineSet {
       const pyodide = pyodideRuntime((await readImageHeaderFile(path)).pyodideVersion);
       return pyodide && { python: pyodide.python, pyodide: pyodide.version };
     },
+    assertStartable(engine, { python }) {
+      if (engine === 'python') findPython(python);
+    },
     prewarm() {
       if (!sandboxProblem) runtimes.current().prewarm();
     },
@@ -110,6 +110,16 @@ export function openEngines(options: EngineSetOptions): EngineSet {
       await Promise.all([...made.values()].map((runtime) => runtime.close()));
     },
   };
+}
+
+/** Machines that name no interpreter run the one found here; those that name one, theirs. */
+function pythonStatus(): EngineStatus {
+  try {
+    const { executable, version } = findPython(undefined);
+    return { name: 'python', available: true, detail: `the user's interpreter (Python ${version}, ${executable}), not isolated`, warning: null, ready: 0 };
+  } catch (error) {
+    return { name: 'python', available: false, detail: (error as Error).message, warning: null, ready: 0 };
+  }
 }
 
 function sandboxUnavailable(): string | null {

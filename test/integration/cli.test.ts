@@ -319,6 +319,43 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
   });
 });
 
+describe('perennial on a system where no Python is found', { timeout: 120_000 }, () => {
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+  // Nothing on the PATH: neither python3 nor python (nor bubblewrap: sandbox machines run on).
+  const cli = (...args: string[]) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: join(dataDir, 'empty-path') };
+    delete env.PERENNIAL_PYTHON;
+    const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    return finished(child);
+  };
+
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir());
+  });
+  after(async () => {
+    await stopServer(dataDir);
+    await cleanup();
+  });
+
+  it('says the python engine is unavailable and why, refuses a python machine and makes none, and runs one that names its interpreter', async () => {
+    const refused = await cli('machine', 'new', '--engine', 'python');
+    assert.notEqual(refused.code, 0);
+    assert.match(
+      refused.stderr,
+      /No Python 3\.8 or newer found for python machines \(python3: not found; python: not found\); install Python, or name an interpreter/,
+    );
+    assert.deepEqual(JSON.parse((await cli('machine', 'list', '--json')).stdout), []);
+    const status = JSON.parse((await cli('status', '--json')).stdout) as { engines: Array<{ name: string; available: boolean; detail: string }> };
+    const python = status.engines.find((e) => e.name === 'python')!;
+    assert.equal(python.available, false);
+    assert.match(python.detail, /^No Python 3\.8 or newer found/);
+    const named = await cli('exec', '--engine', 'python', '--python', TEST_PYTHON, 'import sys\nsys.version_info >= (3, 8)');
+    assert.equal(named.code, 0, named.stderr);
+    assert.equal(named.stdout, 'True\n');
+  });
+});
+
 describe('perennial machine upgrade, on a data dir an earlier build wrote', { timeout: 180_000 }, () => {
   let dataDir: string;
   let cleanup: () => Promise<void>;

@@ -20,9 +20,8 @@ import {
   type RestoreReport,
   type SnapshotReport,
 } from '../engine.ts';
+import { findPython } from './find-python.ts';
 
-/** The interpreter used when neither the machine nor PERENNIAL_PYTHON names one. */
-export const DEFAULT_PYTHON = 'python3';
 const START_TIMEOUT_MS = 30_000;
 const STDERR_TAIL_CHARS = 2000;
 
@@ -104,7 +103,7 @@ export class PythonEngine implements Engine {
   }
 
   #python(): string {
-    return this.#options.python || process.env.PERENNIAL_PYTHON || DEFAULT_PYTHON;
+    return findPython(this.#options.python).executable;
   }
 
   async start(): Promise<void> {
