@@ -48,7 +48,11 @@ function buildProgram(): Command {
     };
   };
   const engineOption = () => new Option('--engine <engine>', 'engine of a new machine').choices(['python', 'sandbox']);
-  const pythonOption = () => new Option('--python <path>', 'python engine: the interpreter of a new machine (default: $PERENNIAL_PYTHON, else python3)');
+  const pythonOption = () =>
+    new Option(
+      '--python <path>',
+      'python engine: the interpreter of a new machine (default: $PERENNIAL_PYTHON, else the first of py -3, python, python3 on Windows, python3, python elsewhere)',
+    );
 
   program
     .command('exec')

@@ -262,8 +262,8 @@ function parseTags(text: string): Record<string, string> | null {
   return tags;
 }
 
-/** `perennial.pythonPath`, else the Python extension's interpreter for this workspace, else python3. */
-async function pythonPath(): Promise<string> {
+/** `perennial.pythonPath`, else the Python extension's interpreter for this workspace, else none: the server finds one as its system has it. */
+async function pythonPath(): Promise<string | undefined> {
   const configured = vscode.workspace.getConfiguration('perennial').get<string>('pythonPath');
   if (configured) return configured;
   try {
@@ -274,7 +274,7 @@ async function pythonPath(): Promise<string> {
   } catch {
     // The Python extension is missing or has no interpreter selected.
   }
-  return 'python3';
+  return undefined;
 }
 
 interface PythonExtensionApi {
