@@ -105,12 +105,26 @@ export async function stopLocalServer(dataDir: string): Promise<ServerInfo | nul
   return running;
 }
 
-/** Stops a server (it saves every machine first) and waits until it has gone. */
+/**
+ * Stops a server (it saves every machine first) and waits until it has gone. It is asked over
+ * HTTP, as every system allows; a server from before 0.2.1 is sent SIGTERM, which it saves on
+ * where signals exist (on Windows that ends it without saving, as nothing else can).
+ */
 export async function stopServer(server: ServerInfo): Promise<void> {
-  try {
-    process.kill(server.pid, 'SIGTERM');
-  } catch {
-    return; // gone already
+  const asked = await fetch(`${server.url}/v1/server/stop`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.token}` },
+    signal: AbortSignal.timeout(5000),
+  }).then(
+    (response) => response.ok,
+    () => false,
+  );
+  if (!asked) {
+    try {
+      process.kill(server.pid, 'SIGTERM');
+    } catch {
+      return; // gone already
+    }
   }
   const deadline = Date.now() + STOP_TIMEOUT_MS;
   while (isProcessAlive(server.pid)) {

@@ -42,6 +42,12 @@ export class LocalServer {
   readonly #routes: Array<[string, RegExp, Handler]>;
   readonly #sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
   readonly #mcp: McpHttpEndpoints;
+  /**
+   * Resolves when a client asks the server to stop (`POST /v1/server/stop`): whoever runs it
+   * closes it then. A request, not a signal: Windows has no SIGTERM between processes.
+   */
+  readonly stopRequested: Promise<void>;
+  #requestStop!: () => void;
   /** Requests in flight and open sockets (WebSocket REPLs, event streams). */
   #active = 0;
   #lastActivity = Date.now();
@@ -54,7 +60,16 @@ export class LocalServer {
     heartbeatMs: number | undefined,
   ) {
     this.#mcp = new McpHttpEndpoints(new InProcessClient(manager), { progressHeartbeatMs: heartbeatMs });
-    this.#routes = [...foreverVMRoutes(manager, heartbeatMs), ...perennialRoutes(manager), ...this.#mcpRoutes()];
+    this.stopRequested = new Promise((resolve) => (this.#requestStop = resolve));
+    const stop: [string, RegExp, Handler] = [
+      'POST',
+      /^\/v1\/server\/stop$/,
+      async (_req, res) => {
+        sendJson(res, 202, { stopping: true });
+        this.#requestStop();
+      },
+    ];
+    this.#routes = [...foreverVMRoutes(manager, heartbeatMs), ...perennialRoutes(manager), ...this.#mcpRoutes(), stop];
     http.on('request', (req, res) => void this.#handle(req, res));
     http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
   }

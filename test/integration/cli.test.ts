@@ -200,6 +200,34 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     }
   });
 
+  it('stop asks the server by a request (no signal, which Windows lacks); it saves a warm machine and ends', async () => {
+    const { dir, cleanup } = await tempDataDir();
+    try {
+      const env = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON };
+      const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--engine', 'python'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const done = finished(child);
+      const infoPath = join(dir, 'server.json');
+      await eventually(() => existsSync(infoPath), 20_000, 'server.json');
+      const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { url: string; token: string };
+      const made = spawn(process.execPath, [CLI, '--data-dir', dir, 'exec', 'kept = "before stop"'], { env });
+      const name = /^machine: (\S+)$/m.exec((await finished(made)).stderr)?.[1];
+      assert.ok(name, 'a machine was made');
+      const refused = await fetch(`${info.url}/v1/server/stop`, { method: 'POST' });
+      assert.equal(refused.status, 401, 'a stop request without the token is refused');
+      const asked = await fetch(`${info.url}/v1/server/stop`, { method: 'POST', headers: { authorization: `Bearer ${info.token}` } });
+      assert.equal(asked.status, 202);
+      const r = await done;
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /Stopping: saving machines/);
+      assert.ok(!existsSync(infoPath), 'server.json is removed');
+      const again = spawn(process.execPath, [CLI, '--data-dir', dir, 'exec', '-m', name, 'kept'], { env });
+      assert.equal((await finished(again)).stdout, "'before stop'\n", 'the machine was saved when the server stopped');
+    } finally {
+      await stopServer(dir);
+      await cleanup();
+    }
+  });
+
   it('status reports the server and its machines, and starts none', async () => {
     const { dir, cleanup } = await tempDataDir();
     try {

@@ -32,7 +32,7 @@ class ServerRunningError extends CodedError {
 }
 
 /**
- * `perennial serve`: runs the local server until Ctrl-C or SIGTERM, then saves every machine. A
+ * `perennial serve`: runs the local server until Ctrl-C, SIGTERM or a client's stop request, then saves every machine. A
  * server a command started in the background on the data dir makes way for a person's `serve`;
  * one a person started is left alone, and named.
  */
@@ -70,6 +70,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
   }
   await new Promise<void>((resolve) => {
+    void server.stopRequested.then(resolve);
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
     if (options.exitWhenIdle) {
