@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
-import { errorOf, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
+import { errorOf, eventually, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 
 const ESCAPES = new URL('../fixtures/sandbox-escapes.py', import.meta.url);
 
@@ -133,7 +133,8 @@ for (const bubblewrap of [true, false]) {
         timeoutSeconds: 30,
       });
       assert.equal(valueOf(fetched.result), '200');
-      assert.ok(connections.some((line) => line.startsWith('GET /made-with-network')));
+      // The canary answers as the connection opens: the request's line may reach it after the answer reached the machine.
+      await eventually(() => connections.some((line) => line.startsWith('GET /made-with-network')), 10_000, 'the listener to see the request');
     });
 
     it('survives killing its own parent, coming back from its snapshot', async () => {
