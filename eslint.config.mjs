@@ -74,8 +74,9 @@ export default tseslint.config(
   ...ALL_LAYERS.filter((name) => name !== 'extension').map((name) => layer(name)),
   layer('extension', ['test/e2e/**'], { vscode: true }),
   {
-    // The end-to-end suite's chat host is a CommonJS VS Code extension, loaded as it is.
-    files: ['test/e2e/chat-host/*.cjs'],
+    // The end-to-end suite's chat host is a CommonJS VS Code extension, and the Windows tests'
+    // Wine shim a script node.exe preloads with --require: both loaded as they are.
+    files: ['test/e2e/chat-host/*.cjs', 'test/windows/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', exports: 'writable' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

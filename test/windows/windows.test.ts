@@ -77,7 +77,7 @@ describe(
       name = /^machine: (\S+)$/m.exec(run.stderr)![1]!;
       assert.ok(existsSync(join(onLinux, 'perennial data', 'machines', name)), 'the machine is in the data dir');
       const status = await perennial('status');
-    assert.match(status.stdout, /warning: there is no bubblewrap on Windows: sandbox machines are confined by Node's permission model/);
+      assert.match(status.stdout, /warning: there is no bubblewrap on Windows: sandbox machines are confined by Node's permission model/);
     });
 
     it('shows a figure, saved as a PNG file', async () => {
