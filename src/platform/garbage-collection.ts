@@ -1,7 +1,8 @@
 /**
- * A full garbage collection once the process has been quiet for a while. V8 collects when
- * JavaScript allocates, which an idle server hardly does: what starting up left, or the buffers a
- * snapshot crossed in (tens of MiB; ~45 MB after the first base image was built), stayed for hours.
+ * Full garbage collections, asked for where V8 would not run one: it collects when JavaScript
+ * allocates, which an idle process hardly does. What a server's start left, or the buffers a
+ * snapshot crossed in (tens of MiB; ~45 MB after the first base image was built), stayed for
+ * hours; so did a sandbox's throwaway machine.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -15,11 +16,20 @@ let collect: (() => void) | undefined;
 /** Collects once nothing has called this for `QUIET_MS`. */
 export function collectWhenQuiet(): void {
   clearTimeout(timer);
-  timer = setTimeout(() => {
-    collect ??= exposedGc();
-    collect();
-  }, QUIET_MS);
+  timer = setTimeout(collectGarbage, QUIET_MS);
   timer.unref();
+}
+
+/**
+ * A full collection, then another once the tasks the first queued have run. Pyodide's proxies are
+ * in a FinalizationRegistry whose callback holds its instance, which V8 seems to keep until the
+ * registry's cleanup task has run: one collection left a pooled sandbox's throwaway machine
+ * (~60 MiB) in place about one run in ten (Node 24); two freed it in 30 runs of 30.
+ */
+export function collectGarbage(): void {
+  collect ??= exposedGc();
+  collect();
+  setTimeout(collect, 50).unref();
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import './harden.ts';
 import { readFileSync } from 'node:fs';
+import { collectGarbage } from '../../../platform/garbage-collection.ts';
 import { makeMemoryPatch } from '../memory-patch.ts';
 import type { ChildMessage, ExportedFiles, HostMessage, MachineConfig, TakenImage } from '../protocol.ts';
 import { blankDeadMemory, memoryLayout, type MemoryLayout } from './dead-memory.ts';
@@ -31,19 +32,6 @@ loader.catch(() => {});
 
 /** When the collection after a load runs: after the calls that follow a swap-in (configure, restore, the instruction). */
 const GC_AFTER_LOAD_MS = 500;
-
-/**
- * A full collection, then another once the tasks the first queued have run. Pyodide's proxies are
- * in a FinalizationRegistry whose callback holds its instance, which V8 seems to keep until the
- * registry's cleanup task has run: one collection left a pooled process's throwaway machine
- * (~60 MiB) in place about one run in ten (Node 24), for good in a quiet process; two freed it in
- * 30 runs of 30.
- */
-function collectGarbage(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  setTimeout(() => gc?.(), 50).unref();
-}
 
 /** The process's one machine, once loaded. */
 let machine: { py: Pyodide; call: DriverCall } | undefined;
