@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { open, readFile, stat, unlink } from 'node:fs/promises';
+import { open, readFile, stat, unlink, utimes } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,14 @@ import { CodedError } from './coded-error.ts';
 import { prepareDataDir } from './data-dir.ts';
 
 const LOCK_FILE = 'owner.lock';
+/** How often an owner touches its lock file. */
+const HEARTBEAT_MS = 30_000;
+/**
+ * A lock whose owner's pid runs but has not touched it for this long belongs to a process that
+ * died and whose pid was given to another, where the system does not say when a process started
+ * (macOS, Windows). Long enough that no owner, however busy, lets that much time pass.
+ */
+const SILENT_OWNER_MS = 10 * 60_000;
 
 interface LockRecord {
   pid: number;
@@ -15,6 +23,8 @@ interface LockRecord {
   startTime: string | null;
   hostname: string;
   acquiredAt: string;
+  /** The owner touches the lock every `HEARTBEAT_MS` (absent in locks of builds before 0.2.1). */
+  heartbeat?: true;
 }
 
 /** Another live process owns the data dir. */
@@ -33,10 +43,18 @@ export class DataDirLockedError extends CodedError {
  * process that has died (kill -9, crash, reboot) is taken over.
  */
 export class DataDirLock {
+  readonly #heartbeat: NodeJS.Timeout;
+
   private constructor(
     readonly path: string,
     readonly record: LockRecord,
-  ) {}
+  ) {
+    this.#heartbeat = setInterval(() => {
+      const now = new Date();
+      utimes(path, now, now).catch(() => {});
+    }, HEARTBEAT_MS);
+    this.#heartbeat.unref();
+  }
 
   static async acquire(dataDir: string): Promise<DataDirLock> {
     await prepareDataDir(dataDir);
@@ -46,6 +64,7 @@ export class DataDirLock {
       startTime: processStartTime(process.pid),
       hostname: hostname(),
       acquiredAt: new Date().toISOString(),
+      heartbeat: true,
     };
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
@@ -59,7 +78,7 @@ export class DataDirLock {
       }
       const seen = await readFile(path, 'utf8').catch(() => null);
       const owner = parseRecord(seen);
-      if (owner && isAlive(owner)) throw new DataDirLockedError(dataDir, owner.pid);
+      if (owner && (await isAlive(owner, path))) throw new DataDirLockedError(dataDir, owner.pid);
       if (!owner && seen !== null && (await isFresh(path))) {
         // Another process has just created it and is still writing its record.
         await delay(100);
@@ -75,11 +94,13 @@ export class DataDirLock {
 
   /** The pid of the live owner of `dataDir`, if any. */
   static async owner(dataDir: string): Promise<number | null> {
-    const owner = await readOwner(join(dataDir, LOCK_FILE));
-    return owner && isAlive(owner) ? owner.pid : null;
+    const path = join(dataDir, LOCK_FILE);
+    const owner = await readOwner(path);
+    return owner && (await isAlive(owner, path)) ? owner.pid : null;
   }
 
   async release(): Promise<void> {
+    clearInterval(this.#heartbeat);
     const current = await readOwner(this.path);
     if (current?.pid === this.record.pid && current.acquiredAt === this.record.acquiredAt) {
       await unlink(this.path).catch(() => {});
@@ -105,11 +126,14 @@ async function isFresh(path: string): Promise<boolean> {
   return info !== null && Date.now() - info.mtimeMs < 2000;
 }
 
-function isAlive(owner: LockRecord): boolean {
+async function isAlive(owner: LockRecord, path: string): Promise<boolean> {
   if (owner.hostname !== hostname()) return true; // cannot judge a process on another host
   if (!isProcessAlive(owner.pid)) return false;
   const startTime = processStartTime(owner.pid);
-  return !(owner.startTime && startTime && owner.startTime !== startTime);
+  if (owner.startTime && startTime) return owner.startTime === startTime;
+  if (!owner.heartbeat) return true;
+  const touched = await stat(path).catch(() => null);
+  return touched !== null && Date.now() - touched.mtimeMs < SILENT_OWNER_MS;
 }
 
 /** Field 22 of /proc/<pid>/stat (Linux); null elsewhere. */
