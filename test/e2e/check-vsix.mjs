@@ -1,7 +1,7 @@
 // The package as a user gets it: installs the .vsix into a clean code-server with
 // `--install-extension`, opens the workbench, checks that the extension activates, and creates a
 // sandbox machine from the Machines view's welcome (which starts the local server from the files
-// the package carries), and that the package carries the MCP App view.
+// the package carries), and that the package carries the MCP App view and nothing built for one system.
 // Usage: node test/e2e/check-vsix.mjs <perennial-x.y.z.vsix>   (env: CS_NODE, CS_ENTRY)
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -15,6 +15,12 @@ if (!vsix || !existsSync(vsix)) {
 codeServerPaths();
 const state = freshState();
 installExtension(state, resolve(vsix));
+// One package serves every system: nothing in it may be built for one (an addon, a library, a program).
+const native = readdirSync(join(state.dir, 'extensions'), { recursive: true }).filter((path) => /\.(node|so|dylib|dll|exe)$/.test(String(path)));
+if (native.length) {
+  console.error(`check-vsix: the package carries files built for one system: ${native.join(', ')}`);
+  process.exit(1);
+}
 const server = await startCodeServer(state);
 const browser = await launchChromium(state);
 
@@ -62,7 +68,9 @@ try {
   const installed = readdirSync(join(state.dir, 'extensions')).find((name) => name.startsWith('perennial.perennial-repl-'));
   if (!installed || !existsSync(join(state.dir, 'extensions', installed, 'dist/view/machine.html')))
     throw new Error('the package has no dist/view/machine.html');
-  console.log('check-vsix: installed, activated, and created a sandbox machine from the package, which carries the MCP App view');
+  console.log(
+    'check-vsix: installed, activated, and created a sandbox machine from the package, which carries the MCP App view and nothing built for one system',
+  );
 } catch (error) {
   failure = error;
 } finally {
