@@ -61,6 +61,7 @@ export default tseslint.config(
         setInterval: 'readonly',
         clearInterval: 'readonly',
         setImmediate: 'readonly',
+        fetch: 'readonly',
       },
     },
     rules: {

@@ -14,9 +14,17 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { format } from 'node:util';
-import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { codeServerPaths, freshState, installExtension, launchChromium, removeState, startCodeServer, stopPerennialServer } from './vscode-session.mjs';
+import {
+  buildSuite,
+  codeServerPaths,
+  freshState,
+  installExtension,
+  launchChromium,
+  removeState,
+  startCodeServer,
+  stopPerennialServer,
+} from './vscode-session.mjs';
 
 const root = resolve(new URL('../..', import.meta.url).pathname);
 codeServerPaths();
@@ -25,19 +33,7 @@ const timeoutMs = Number(process.env.E2E_TIMEOUT_MS || 600_000);
 const started = Date.now();
 const say = (...args) => console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s]`, ...args);
 
-// The suite runs in the extension host as CommonJS; mocha stays a package it loads from here.
-const suiteDir = join(root, '.cache/e2e/suite');
-await build({
-  entryPoints: { index: join(root, 'test/e2e/suite/index.ts') },
-  outdir: suiteDir,
-  outExtension: { '.js': '.cjs' },
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  external: ['vscode', 'mocha'],
-  logLevel: 'warning',
-});
+const suiteDir = await buildSuite(root);
 
 mkdirSync(shotDir, { recursive: true });
 const state = freshState();

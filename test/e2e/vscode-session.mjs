@@ -1,12 +1,33 @@
 // A real VS Code for tests: code-server on a fresh state (user data, extensions, HOME, XDG dirs),
 // in its own process group on a free loopback port, and headless Chromium to open its workbench.
-// Used by run-vscode.mjs (the suite) and check-vsix.mjs (the installed package).
+// Used by run-vscode.mjs (the suite), check-vsix.mjs (the installed package) and run-desktop.mjs.
 import { spawn, execFileSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { build } from 'esbuild';
 import { chromium } from 'playwright-core';
+
+/**
+ * The suite, bundled as the extension host runs it: CommonJS, with mocha a package it loads from
+ * here. Answers its folder, whose `index.cjs` is the tests' entry.
+ */
+export async function buildSuite(root) {
+  const suiteDir = join(root, '.cache/e2e/suite');
+  await build({
+    entryPoints: { index: join(root, 'test/e2e/suite/index.ts') },
+    outdir: suiteDir,
+    outExtension: { '.js': '.cjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: ['vscode', 'mocha'],
+    logLevel: 'warning',
+  });
+  return suiteDir;
+}
 
 export function codeServerPaths() {
   const { CS_NODE, CS_ENTRY } = process.env;
@@ -135,11 +156,18 @@ export function launchChromium(state) {
 export async function stopPerennialServer(state) {
   const infoPath = join(state.perennialDataDir, 'server.json');
   if (!existsSync(infoPath)) return;
-  const { pid } = JSON.parse(readFileSync(infoPath, 'utf8'));
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
+  const { pid, url, token } = JSON.parse(readFileSync(infoPath, 'utf8'));
+  // Asked as `perennial stop` asks it: a signal would end it unsaved on Windows.
+  const asked = await fetch(`${url}/v1/server/stop`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }).then(
+    (response) => response.ok,
+    () => false,
+  );
+  if (!asked) {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      return;
+    }
   }
   const deadline = Date.now() + 15_000;
   while (existsSync(infoPath) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
