@@ -3,7 +3,7 @@ import type { EngineName } from '../shared/requests.ts';
 import type { EngineStatus, MachineRuntime } from '../shared/types.ts';
 import { readImageHeaderFile } from './sandbox/machine-image-file.ts';
 import type { EngineFactory } from './engine.ts';
-import { findPython } from './python/find-python.ts';
+import { defaultPython, findPython } from './python/find-python.ts';
 import { PythonEngine } from './python/python-engine.ts';
 import { CURRENT_PYODIDE, installedPyodideVersion, pyodideRuntime, pyodideRuntimes, type PyodideRuntime } from './sandbox/pyodide-runtimes.ts';
 import { sandboxChildDir } from './sandbox/sandbox-assets.ts';
@@ -26,7 +26,7 @@ export interface EngineSet {
   /** What the snapshot file at `path` runs on, when its engine can tell without loading it. */
   snapshotRuntime(engine: EngineName, path: string): Promise<MachineRuntime | undefined>;
   /** Throws what would keep a machine of `engine` with these options from starting, before it is made. */
-  assertStartable(engine: EngineName, options: { python?: string }): void;
+  assertStartable(engine: EngineName, options: { python?: string }): Promise<void>;
   /** Starts what makes the first machine fast (the sandbox pool). */
   prewarm(): void;
   close(): Promise<void>;
@@ -70,6 +70,8 @@ export function openEngines(options: EngineSetOptions): EngineSet {
     versions: pyodideRuntimes().map((r) => r.version),
   };
   const sandboxProblem = sandboxUnavailable();
+  // Looked for now, so that the status has it by the time it is asked for.
+  findPython(undefined).catch(() => {});
   const older = pyodideRuntimes().slice(pyodideRuntimes().indexOf(newest) + 1);
   return {
     factories: {
@@ -100,8 +102,8 @@ export function openEngines(options: EngineSetOptions): EngineSet {
       const pyodide = pyodideRuntime((await readImageHeaderFile(path)).pyodideVersion);
       return pyodide && { python: pyodide.python, pyodide: pyodide.version };
     },
-    assertStartable(engine, { python }) {
-      if (engine === 'python') findPython(python);
+    async assertStartable(engine, { python }) {
+      if (engine === 'python') await findPython(python);
     },
     prewarm() {
       if (!sandboxProblem) runtimes.current().prewarm();
@@ -114,12 +116,12 @@ export function openEngines(options: EngineSetOptions): EngineSet {
 
 /** Machines that name no interpreter run the one found here; those that name one, theirs. */
 function pythonStatus(): EngineStatus {
-  try {
-    const { executable, version } = findPython(undefined);
-    return { name: 'python', available: true, detail: `the user's interpreter (Python ${version}, ${executable}), not isolated`, warning: null, ready: 0 };
-  } catch (error) {
-    return { name: 'python', available: false, detail: (error as Error).message, warning: null, ready: 0 };
-  }
+  const known = defaultPython();
+  const status = { name: 'python' as const, warning: null, ready: 0 };
+  if (!known) return { ...status, available: false, detail: 'looking for a Python interpreter' };
+  if ('error' in known) return { ...status, available: false, detail: known.error };
+  const { executable, version } = known.found;
+  return { ...status, available: true, detail: `the user's interpreter (Python ${version}, ${executable}), not isolated` };
 }
 
 function sandboxUnavailable(): string | null {

@@ -181,7 +181,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       throw new InvalidRequestError(`The ${engine} engine is not available; available: ${this.engines.join(', ')}`);
     }
     // A machine that could not start is not made (a python machine with no interpreter).
-    this.#engines.assertStartable(engine, options);
+    await this.#engines.assertStartable(engine, options);
     const memoryMb = options.memoryMb ?? DEFAULT_MEMORY_MB[engine];
     const now = new Date().toISOString();
     const manifest: MachineManifest = {

@@ -182,7 +182,7 @@ export function fakeEngines(): { engines: EngineSet; made: FakeEngine[]; faults:
     status: () => [{ name: 'python', available: true, detail: 'the fake engine of the tests', warning: null, ready: 0 }],
     newestRuntime: () => undefined,
     snapshotRuntime: async () => undefined,
-    assertStartable: () => {},
+    assertStartable: async () => {},
     prewarm: () => {},
     close: async () => {},
   };

@@ -102,12 +102,12 @@ export class PythonEngine implements Engine {
     return this.#runtime;
   }
 
-  #python(): string {
-    return findPython(this.#options.python).executable;
+  async #python(): Promise<string> {
+    return (await findPython(this.#options.python)).executable;
   }
 
   async start(): Promise<void> {
-    const python = this.#python();
+    const python = await this.#python();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PYTHONUNBUFFERED: '1',
@@ -213,7 +213,7 @@ export class PythonEngine implements Engine {
 
   /** Runs pip of the machine's interpreter: the packages go into the user's environment. */
   async installPackages(packages: string[]): Promise<string> {
-    const pip = spawn(this.#python(), ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages], {
+    const pip = spawn(await this.#python(), ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages], {
       cwd: this.#options.workdir,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
