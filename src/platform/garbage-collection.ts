@@ -13,11 +13,16 @@ const QUIET_MS = 2000;
 let timer: NodeJS.Timeout | undefined;
 let collect: (() => void) | undefined;
 
-/** Collects once nothing has called this for `QUIET_MS`. */
+/** Collects once nothing has called this for `QUIET_MS` (one collection: the server holds no Pyodide). */
 export function collectWhenQuiet(): void {
   clearTimeout(timer);
-  timer = setTimeout(collectGarbage, QUIET_MS);
+  timer = setTimeout(collectOnce, QUIET_MS);
   timer.unref();
+}
+
+function collectOnce(): void {
+  collect ??= exposedGc();
+  collect();
 }
 
 /**
@@ -27,9 +32,8 @@ export function collectWhenQuiet(): void {
  * (~60 MiB) in place about one run in ten (Node 24); two freed it in 30 runs of 30.
  */
 export function collectGarbage(): void {
-  collect ??= exposedGc();
-  collect();
-  setTimeout(collect, 50).unref();
+  collectOnce();
+  setTimeout(collectOnce, 50).unref();
 }
 
 /**
