@@ -77,7 +77,7 @@ export default tseslint.config(
   {
     // The end-to-end suite's chat host is a CommonJS VS Code extension, and the Windows tests'
     // Wine shim a script node.exe preloads with --require: both loaded as they are.
-    files: ['test/e2e/chat-host/*.cjs', 'test/windows/*.cjs'],
+    files: ['test/e2e/*-host/*.cjs', 'test/windows/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', exports: 'writable' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

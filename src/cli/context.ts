@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { EngineName, NewMachineOptions } from '../shared/requests.ts';
 import type { Terminal } from './result-printer.ts';
@@ -25,12 +26,28 @@ export async function withClient<T>(ctx: CliContext, task: (client: PerennialCli
   }
 }
 
+/** The flags a command that creates machines takes (`machine new`, `exec`, `repl`, `mcp`). */
+export interface MachineFlags {
+  engine?: EngineName;
+  python?: string;
+  workspace?: string;
+  workspaceWrite?: boolean;
+  network?: boolean;
+}
+
 /**
- * The interpreter of a machine a command creates: `--python`, else `PERENNIAL_PYTHON` as this
- * command sees it. Sent with the request, so that it holds even when the server that makes the
- * machine was started earlier, with another environment. Not for a sandbox machine.
+ * What a machine a command creates is made with. The interpreter is `--python`, else
+ * `PERENNIAL_PYTHON` as this command sees it, and a workspace is resolved against this command's
+ * folder: both are sent with the request, so that they hold even when the server that makes the
+ * machine was started earlier, elsewhere, with another environment. Each engine takes its own
+ * options and ignores the other's.
  */
-export function interpreterOption(options: { engine?: EngineName; python?: string }, env: NodeJS.ProcessEnv = process.env): Pick<NewMachineOptions, 'python'> {
-  const python = options.python ?? (env.PERENNIAL_PYTHON || undefined);
-  return python && options.engine !== 'sandbox' ? { python } : {};
+export function newMachineOptions(flags: MachineFlags, env: NodeJS.ProcessEnv = process.env): NewMachineOptions {
+  const python = flags.python ?? (env.PERENNIAL_PYTHON || undefined);
+  return {
+    ...(flags.engine ? { engine: flags.engine } : {}),
+    ...(python ? { python } : {}),
+    ...(flags.workspace ? { workspace: resolve(flags.workspace), workspaceWritable: flags.workspaceWrite ?? false } : {}),
+    ...(flags.network ? { network: true } : {}),
+  };
 }

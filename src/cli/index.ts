@@ -108,6 +108,15 @@ function buildProgram(): Command {
   program
     .command('mcp')
     .description('run the MCP server on stdin/stdout (for MCP clients that start it); --backend chooses its machines')
+    .addOption(
+      new Option('--engine <engine>', "engine of the machines its tools create without one (default: the server's)")
+        .choices(['python', 'sandbox'])
+        .env('PERENNIAL_ENGINE'),
+    )
+    .addOption(pythonOption())
+    .option('--workspace <dir>', 'sandbox engine: mount this folder at /workspace in the machines its tools create (read-only)')
+    .option('--workspace-write', 'sandbox engine: mount the workspace read-write')
+    .option('--network', 'sandbox engine: let the machines its tools create reach the network')
     .option('--inline-images <n>', 'figures a result shows as images, 0 to 100; the rest go as resource links only (default 1)', inlineImageCount)
     .option(
       '--heartbeat <seconds>',

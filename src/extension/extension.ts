@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { ActiveMachine } from './active-machine.ts';
 import { Backends } from './backends.ts';
 import { registerTokenCommands } from './forevervm-token.ts';
+import { MachineDefaults } from './machine-defaults.ts';
 import { allSources, MachineSource, type Sources } from './machine-source.ts';
 import { registerMachineCommands } from './machine-commands.ts';
 import { registerLiveCompletion } from './live-completion.ts';
@@ -15,8 +16,9 @@ import { registerRunCommands } from './run-code.ts';
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Perennial', { log: true });
   const backends = new Backends(context.secrets, log);
+  const defaults = new MachineDefaults();
   const sources: Sources = {
-    local: new MachineSource('local', 'This computer', () => backends.localClient(), log),
+    local: new MachineSource('local', 'This computer', () => backends.localClient(), log, defaults),
     forevervm: new MachineSource('forevervm', 'ForeverVM', () => backends.hostedClient(), log),
   };
   const tree = new MachinesTree(allSources(sources), async (source) => source.id === 'forevervm' && (await backends.token()) !== undefined);
@@ -27,13 +29,14 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     log,
     backends,
+    defaults,
     sources.local,
     sources.forevervm,
     // A new token or address: the hosted list starts over.
     backends.onDidChange(() => sources.forevervm.reset()),
     tree,
     vscode.window.registerTreeDataProvider('perennial.machines', tree),
-    registerMcpProvider(backends, cliPath),
+    registerMcpProvider(backends, defaults, cliPath),
     registerTokenCommands(backends),
     active,
     panel,

@@ -134,20 +134,17 @@ function machinePick(source: MachineSource, machine: MachineInfo): vscode.QuickP
  * and tags, and returns the new machine.
  */
 export async function newMachine(sources: Sources): Promise<MachineRef | undefined> {
-  const settings = vscode.workspace.getConfiguration('perennial');
   const source = activeSource(sources);
-  const options: NewMachineOptions = {};
-  if (source.id === 'local') {
-    const preferred = settings.get<string>('defaultEngine') === 'python' ? 'python' : 'sandbox';
+  let options: NewMachineOptions = {};
+  if (source.defaults) {
+    const preferred = source.defaults.engine;
     const engines = [
       { label: 'sandbox' as const, detail: 'Pyodide in a locked-down process: isolated, swapped with exact memory snapshots' },
       { label: 'python' as const, detail: 'Your own Python interpreter: your packages, native speed, not isolated' },
     ].sort((a) => (a.label === preferred ? -1 : 1));
     const engine = await vscode.window.showQuickPick(engines, { title: 'New Perennial machine', placeHolder: 'Engine' });
     if (!engine) return undefined;
-    options.engine = engine.label;
-    if (engine.label === 'python') options.python = await pythonPath();
-    else Object.assign(options, sandboxOptions());
+    options = await source.defaults.of(engine.label);
   }
   const tagText = await vscode.window.showInputBox({
     title: `New Perennial machine (${source.label})`,
@@ -155,17 +152,13 @@ export async function newMachine(sources: Sources): Promise<MachineRef | undefin
     validateInput: (text) => (parseTags(text) ? undefined : 'Write tags as key=value, separated by commas'),
   });
   if (tagText === undefined) return undefined;
-  options.tags = parseTags(tagText)!;
-  return create(source, options);
+  return create(source, { ...options, tags: parseTags(tagText)! });
 }
 
 /** A machine on the active backend with the engine `perennial.defaultEngine` names, asking nothing. */
-export function createDefaultMachine(sources: Sources, tags: Record<string, string>): Promise<MachineRef> {
+export async function createDefaultMachine(sources: Sources, tags: Record<string, string>): Promise<MachineRef> {
   const source = activeSource(sources);
-  if (source.id !== 'local') return create(source, { tags });
-  return vscode.workspace.getConfiguration('perennial').get<string>('defaultEngine') === 'python'
-    ? pythonPath().then((python) => create(source, { engine: 'python', python, tags }))
-    : create(source, { engine: 'sandbox', ...sandboxOptions(), tags });
+  return create(source, { ...(await source.defaults?.of()), tags });
 }
 
 /** The backend `perennial.backend` names. */
@@ -260,34 +253,4 @@ function parseTags(text: string): Record<string, string> | null {
     tags[match[1]!] = match[2]!;
   }
   return tags;
-}
-
-/** `perennial.pythonPath`, else the Python extension's interpreter for this workspace, else none: the server finds one as its system has it. */
-async function pythonPath(): Promise<string | undefined> {
-  const configured = vscode.workspace.getConfiguration('perennial').get<string>('pythonPath');
-  if (configured) return configured;
-  try {
-    const python = vscode.extensions.getExtension<PythonExtensionApi>('ms-python.python');
-    const api = python && (python.isActive ? python.exports : await python.activate());
-    const active = api?.environments.getActiveEnvironmentPath(vscode.workspace.workspaceFolders?.[0]?.uri);
-    if (active?.path) return active.path;
-  } catch {
-    // The Python extension is missing or has no interpreter selected.
-  }
-  return undefined;
-}
-
-interface PythonExtensionApi {
-  environments: { getActiveEnvironmentPath(resource?: vscode.Uri): { path: string } };
-}
-
-/** The sandbox's network and workspace access, from the settings. */
-function sandboxOptions(): Pick<NewMachineOptions, 'network' | 'workspace' | 'workspaceWritable'> {
-  const settings = vscode.workspace.getConfiguration('perennial.sandbox');
-  const access = settings.get<string>('workspaceAccess', 'read');
-  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-  return {
-    network: settings.get<boolean>('network', false),
-    ...(access !== 'none' && folder?.scheme === 'file' ? { workspace: folder.fsPath, workspaceWritable: access === 'readwrite' } : {}),
-  };
 }

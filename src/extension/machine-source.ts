@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { MachineDefaults } from './machine-defaults.ts';
 import { UnsupportedByBackendError, type PerennialClient } from '../shared/perennial-client.ts';
 import type { MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
 
@@ -43,6 +44,8 @@ export class MachineSource implements vscode.Disposable {
     readonly label: string,
     private readonly connect: () => Promise<PerennialClient>,
     private readonly log: vscode.LogOutputChannel,
+    /** What machines made here are made with; none on a backend that chooses for itself (hosted ForeverVM). */
+    readonly defaults?: MachineDefaults,
   ) {}
 
   /** A client of the backend (the local server is started if it does not run). */

@@ -3,6 +3,7 @@ import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { runningServer } from '../client/local-server-connection.ts';
 import { VERSION } from '../shared/version.ts';
 import type { Backends } from './backends.ts';
+import type { MachineDefaults } from './machine-defaults.ts';
 
 /** The provider's id in package.json `contributes.mcpServerDefinitionProviders`. */
 const PROVIDER_ID = 'perennial.mcp';
@@ -13,14 +14,15 @@ export const MCP_SERVER_LABEL = 'Perennial Python REPLs';
  * server's `/mcp` endpoint over HTTP, or `perennial mcp --backend forevervm` over stdio for the
  * hosted service. Resolving it starts the local server when it does not run.
  */
-export function registerMcpProvider(backends: Backends, cliPath: string): vscode.Disposable {
-  return vscode.lm.registerMcpServerDefinitionProvider(PROVIDER_ID, {
-    onDidChangeMcpServerDefinitions: backends.onDidChange,
-    provideMcpServerDefinitions: async () => [await definition(backends, cliPath, false)],
+export function registerMcpProvider(backends: Backends, defaults: MachineDefaults, cliPath: string): vscode.Disposable {
+  const changed = new vscode.EventEmitter<void>();
+  const provider = vscode.lm.registerMcpServerDefinitionProvider(PROVIDER_ID, {
+    onDidChangeMcpServerDefinitions: changed.event,
+    provideMcpServerDefinitions: async () => [await definition(backends, defaults, cliPath, false)],
     resolveMcpServerDefinition: async () => {
       try {
         backends.log.info(`starting the MCP server (${backends.active} backend)`);
-        return await definition(backends, cliPath, true);
+        return await definition(backends, defaults, cliPath, true);
       } catch (error) {
         backends.log.error(`the MCP server cannot start: ${(error as Error).message}`);
         void vscode.window.showErrorMessage(`Perennial: ${(error as Error).message}`, 'Show Log').then((choice) => {
@@ -30,6 +32,12 @@ export function registerMcpProvider(backends: Backends, cliPath: string): vscode
       }
     },
   });
+  return vscode.Disposable.from(
+    changed,
+    provider,
+    backends.onDidChange(() => changed.fire()),
+    defaults.onDidChange(() => changed.fire()),
+  );
 }
 
 /**
@@ -39,11 +47,26 @@ export function registerMcpProvider(backends: Backends, cliPath: string): vscode
  * that no listing equals one of earlier settings: switching to ForeverVM and back within VS Code's
  * half-second debounce once left the ForeverVM server answering every later call.
  */
-function version(backends: Backends): string {
-  return `${VERSION}+settings.${backends.generation}`;
+function version(backends: Backends, defaults: MachineDefaults): string {
+  return `${VERSION}+settings.${backends.generation}.${defaults.generation}`;
 }
 
-async function definition(backends: Backends, cliPath: string, resolving: boolean): Promise<vscode.McpServerDefinition> {
+/**
+ * The query that makes the machines Copilot creates as the settings and the Python extension say
+ * (`McpConnectionQuery`), whoever started the server.
+ */
+async function machineQuery(defaults: MachineDefaults): Promise<string> {
+  const { engine, python, workspace, workspaceWritable, network } = await defaults.all();
+  const query = new URLSearchParams({ engine, network: String(network ?? false) });
+  if (python) query.set('python', python);
+  if (workspace) {
+    query.set('workspace', workspace);
+    query.set('workspaceWritable', String(workspaceWritable ?? false));
+  }
+  return query.toString();
+}
+
+async function definition(backends: Backends, defaults: MachineDefaults, cliPath: string, resolving: boolean): Promise<vscode.McpServerDefinition> {
   if (backends.active === 'forevervm') {
     const token = await backends.token();
     if (resolving) {
@@ -55,10 +78,16 @@ async function definition(backends: Backends, cliPath: string, resolving: boolea
       backends.log.info(`ForeverVM account ${account.account}`);
     }
     const env = { ELECTRON_RUN_AS_NODE: '1', FOREVERVM_BASE_URL: backends.forevervmBaseUrl, ...(token ? { FOREVERVM_TOKEN: token } : {}) };
-    return new vscode.McpStdioServerDefinition(MCP_SERVER_LABEL, process.execPath, [cliPath, 'mcp', '--backend', 'forevervm'], env, version(backends));
+    return new vscode.McpStdioServerDefinition(
+      MCP_SERVER_LABEL,
+      process.execPath,
+      [cliPath, 'mcp', '--backend', 'forevervm'],
+      env,
+      version(backends, defaults),
+    );
   }
   // Listing must not start a server; resolving (just before VS Code connects) does.
   const server = resolving ? await backends.localServer() : await runningServer(backends.dataDir);
-  const url = vscode.Uri.parse(`${server?.url ?? 'http://127.0.0.1'}/mcp`);
-  return new vscode.McpHttpServerDefinition(MCP_SERVER_LABEL, url, server ? { Authorization: `Bearer ${server.token}` } : {}, version(backends));
+  const url = vscode.Uri.parse(`${server?.url ?? 'http://127.0.0.1'}/mcp?${await machineQuery(defaults)}`);
+  return new vscode.McpHttpServerDefinition(MCP_SERVER_LABEL, url, server ? { Authorization: `Bearer ${server.token}` } : {}, version(backends, defaults));
 }

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
-import { chmod, copyFile, link, lstat, mkdir, readdir, readFile, readlink, rename, rm, stat, symlink } from 'node:fs/promises';
+import { chmod, copyFile, lstat, mkdir, readdir, readFile, readlink, rename, rm, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { z } from 'zod';
+import { linkOrCopy, symlinkIfAllowed } from '../platform/file-links.ts';
 import { writeFileAtomic } from '../platform/atomic-file.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 
@@ -78,7 +79,7 @@ export class CheckpointStore {
       await mkdir(temp);
       let bytes = 0;
       if (source.snapshotPath) {
-        await link(source.snapshotPath, join(temp, SNAPSHOT));
+        await linkOrCopy(source.snapshotPath, join(temp, SNAPSHOT));
         bytes += (await stat(source.snapshotPath)).size;
       }
       let files: FileEntry[] | null = null;
@@ -121,16 +122,20 @@ export class CheckpointStore {
     return (await this.#record(id))?.hasSnapshot ? join(this.dir, id, SNAPSHOT) : null;
   }
 
-  /** Puts the checkpoint's snapshot at `snapshotTarget` (removed when it had none) and its files back in `filesDir`. */
-  async restore(id: string, snapshotTarget: string, filesDir: string | null): Promise<void> {
+  /**
+   * Puts the checkpoint's snapshot at `snapshotTarget` (removed when it had none) and its files back
+   * in `filesDir`; answers what of the files could not be put back, in words.
+   */
+  async restore(id: string, snapshotTarget: string, filesDir: string | null): Promise<string[]> {
     const record = await this.#record(id);
     if (!record) throw new Error(`checkpoint ${id} is gone`);
     const temp = `${snapshotTarget}.rollback-${randomBytes(6).toString('hex')}`;
     try {
-      if (record.hasSnapshot) await link(join(this.dir, id, SNAPSHOT), temp);
-      if (filesDir && record.files) await this.#restoreFiles(record.files, filesDir);
+      if (record.hasSnapshot) await linkOrCopy(join(this.dir, id, SNAPSHOT), temp);
+      const lost = filesDir && record.files ? await this.#restoreFiles(record.files, filesDir) : [];
       if (record.hasSnapshot) await rename(temp, snapshotTarget);
       else await rm(snapshotTarget, { force: true });
+      return lost;
     } catch (error) {
       await rm(temp, { force: true });
       throw error;
@@ -230,16 +235,22 @@ export class CheckpointStore {
     return sha256;
   }
 
-  /** Makes `root` hold exactly `files`: built beside it, then swapped in. */
-  async #restoreFiles(files: FileEntry[], root: string): Promise<void> {
+  /**
+   * Makes `root` hold exactly `files`, built beside it, then swapped in; but for a symbolic link the
+   * system will not make (Windows, without Developer Mode): that is answered, in words.
+   */
+  async #restoreFiles(files: FileEntry[], root: string): Promise<string[]> {
     const temp = `${root}.rollback-${randomBytes(6).toString('hex')}`;
+    const lost: string[] = [];
     await mkdir(temp, { mode: 0o700 });
     try {
       for (const entry of files) {
         const path = join(temp, entry.path);
         if (entry.kind === 'dir') await mkdir(path, { mode: entry.mode });
-        else if (entry.kind === 'link') await symlink(entry.target!, path);
-        else {
+        else if (entry.kind === 'link') {
+          const refused = await symlinkIfAllowed(entry.target!, path);
+          if (refused) lost.push(`The link ${entry.path} -> ${entry.target} could not be made again: ${refused}.`);
+        } else {
           await copyFile(join(this.dir, BLOBS, entry.sha256!), path, constants.COPYFILE_FICLONE);
           await chmod(path, entry.mode);
         }
@@ -251,6 +262,7 @@ export class CheckpointStore {
       await rename(temp, root);
       await rm(old, { recursive: true, force: true });
       this.#hashes.clear();
+      return lost;
     } catch (error) {
       await rm(temp, { recursive: true, force: true });
       throw error;

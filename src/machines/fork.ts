@@ -1,17 +1,18 @@
-import { cp, link, stat } from 'node:fs/promises';
+import { cp, stat } from 'node:fs/promises';
+import { linkOrCopy } from '../platform/file-links.ts';
 import type { CheckpointSource } from './checkpoint-store.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
 
 /**
  * Makes the machine `manifest` in `store` from another machine's saved state: its snapshot is
- * hard-linked (the origin only ever replaces its file, by rename, so the two share nothing after)
- * and its own files are copied. When any step fails, nothing of the new machine is left.
+ * hard-linked where the file system allows (the origin only ever replaces its file, by rename, so
+ * the two share nothing after) and its own files are copied. When any step fails, nothing of the new machine is left.
  */
 export async function createFork(store: MachineStore, manifest: MachineManifest, source: CheckpointSource): Promise<void> {
   try {
     await store.create(manifest);
     if (source.snapshotPath) {
-      await link(source.snapshotPath, store.snapshotPath(manifest.name));
+      await linkOrCopy(source.snapshotPath, store.snapshotPath(manifest.name));
       manifest.snapshot = { at: manifest.createdAt, seq: 0, bytes: (await stat(source.snapshotPath)).size };
     }
     if (source.filesDir) await cp(source.filesDir, store.filesDir(manifest.name), { recursive: true, verbatimSymlinks: true });

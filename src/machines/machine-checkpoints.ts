@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { AlreadyCurrentError, EngineExitedError, type Engine } from '../engines/engine.ts';
-import type { CheckpointInfo, ExecResult, MachineState, UpgradeResult } from '../shared/types.ts';
+import type { CheckpointInfo, ExecResult, MachineState, RollbackResult, UpgradeResult } from '../shared/types.ts';
 import { describeRuntime } from '../shared/result-format.ts';
 import type { CheckpointSource, CheckpointStore } from './checkpoint-store.ts';
 import { withNotice, type InstructionQueue } from './instruction-queue.ts';
@@ -87,7 +87,7 @@ export class MachineCheckpoints {
    * interrupted first; the state being left is saved as an automatic checkpoint, so the rollback
    * can itself be undone; the history records it as an instruction of its own.
    */
-  async rollback(idOrLabel: string): Promise<{ checkpoint: CheckpointInfo; seq: number }> {
+  async rollback(idOrLabel: string): Promise<RollbackResult> {
     const { checkpoints, saver, engine: slot, manifest, store } = this.parts;
     const target = await checkpoints.find(idOrLabel);
     if (!target) throw new CheckpointNotFoundError(this.#name, idOrLabel);
@@ -100,7 +100,7 @@ export class MachineCheckpoints {
     ahead.catch(() => {});
     return this.parts.serial(async () => {
       let checkpoint: CheckpointInfo | undefined;
-      let left: string | null = null;
+      const notes: string[] = [];
       let old: Engine | undefined;
       try {
         // By id: the checkpoint the label named when asked, which the engine ahead loads.
@@ -113,15 +113,16 @@ export class MachineCheckpoints {
           // Only a state already gone (its process died) may be left unsaved: a rollback can be undone.
           if (!(error instanceof EngineExitedError))
             throw new NotSavedError(`roll machine ${this.#name} back: the state it would leave could not be saved first`, (error as Error).message);
-          left = error.message;
+          notes.push(`The state it left could not be saved first (${error.message}).`);
         }
         // A python engine's old process stops before its files are replaced. A sandbox one, whose
         // state is all in its snapshot, stops once the next is up: its exit would slow that load.
         if (saver.ownFiles() === null) old = slot.release();
         else await slot.stop();
-        await checkpoints.restore(checkpoint.id, store.snapshotPath(this.#name), saver.ownFiles()).catch((error: Error) => {
+        const lost = await checkpoints.restore(checkpoint.id, store.snapshotPath(this.#name), saver.ownFiles()).catch((error: Error) => {
           throw new NotSavedError(`roll machine ${this.#name} back`, error.message);
         });
+        notes.push(...lost);
       } catch (error) {
         void ahead.then(({ engine }) => engine.stop()).catch(() => {});
         slot.current ??= old;
@@ -129,7 +130,7 @@ export class MachineCheckpoints {
       }
       const at = new Date();
       const named = `checkpoint ${checkpoint.id}${checkpoint.label ? ` ("${checkpoint.label}")` : ''}`;
-      const notice = `Rolled back to ${named}, taken before instruction ${checkpoint.seq} at ${checkpoint.at}.${left ? ` The state it left could not be saved first (${left}).` : ''}`;
+      const notice = [`Rolled back to ${named}, taken before instruction ${checkpoint.seq} at ${checkpoint.at}.`, ...notes].join(' ');
       // The rollback has happened: what cannot be recorded now is said, not thrown.
       const recorded = this.parts.queue.recordOperation(`# perennial: rollback to ${named}`, { value: null, data: { notices: [notice] }, runtime_ms: 0 }, at);
       const seq = recorded.seq;
@@ -144,7 +145,7 @@ export class MachineCheckpoints {
       void old?.stop();
       if (!slot.current) this.parts.setState('swapped');
       this.parts.onFinished(seq, result);
-      return { checkpoint, seq };
+      return { checkpoint, seq, notes };
     });
   }
 

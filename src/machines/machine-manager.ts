@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
+import { isAbsolute } from 'node:path';
 import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
@@ -191,10 +192,12 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       tags: options.tags ?? {},
       engine,
       memoryMb,
-      // The interpreter is the python engine's: a client may send its own for whichever engine runs.
+      // Each engine takes its own options: a client may send both sets for whichever engine runs.
       ...(options.python && engine === 'python' ? { python: options.python } : {}),
-      ...(options.workspace ? { workspace: { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false } } : {}),
-      ...(options.network ? { network: true } : {}),
+      ...(options.workspace && engine === 'sandbox'
+        ? { workspace: { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false } }
+        : {}),
+      ...(options.network && engine === 'sandbox' ? { network: true } : {}),
       nextSeq: 0,
       lastUsedAt: now,
       snapshot: null,
@@ -502,6 +505,8 @@ function newMachineName(): string {
 }
 
 async function realWorkspace(path: string): Promise<string> {
+  // The server's working folder means nothing to the client that sent the path.
+  if (!isAbsolute(path)) throw new InvalidRequestError(`The workspace folder must be an absolute path, not ${path}`);
   const resolved = await realpath(path).catch(() => {
     throw new InvalidRequestError(`The workspace folder ${path} does not exist`);
   });

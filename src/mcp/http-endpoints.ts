@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, isInitializeRequest, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../shared/perennial-client.ts';
-import { parseInlineImages } from '../shared/requests.ts';
+import { McpConnectionQuery, problemsOf } from '../shared/requests.ts';
 import { createMcpServer, type McpOptions } from './mcp-server.ts';
 import { ResourceListChanges } from './resource-list-changes.ts';
 import { LegacySseTransport } from './sse-transport.ts';
@@ -16,10 +16,12 @@ export function rpcError(res: ServerResponse, status: number, message: string, c
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
-/** A connection's options from its URL's query: `/mcp?inlineImages=3`. */
+/** A connection's options from its URL's query (`McpConnectionQuery`); an error says what is wrong. */
 function connectionOptions(url = '/'): McpOptions {
-  const inlineImages = new URL(url, 'http://x').searchParams.get('inlineImages');
-  return inlineImages === null ? {} : { inlineImages: parseInlineImages(inlineImages) };
+  const parsed = McpConnectionQuery.safeParse(Object.fromEntries(new URL(url, 'http://x').searchParams));
+  if (!parsed.success) throw new Error(problemsOf(parsed.error));
+  const { inlineImages, machineDefaults } = parsed.data;
+  return { ...(inlineImages === undefined ? {} : { inlineImages }), machineDefaults };
 }
 
 /** The options of the connection `req` opens, or undefined when it was answered with what is wrong. */

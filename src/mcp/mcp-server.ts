@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../shared/perennial-client.ts';
-import { DEFAULT_INLINE_IMAGES } from '../shared/requests.ts';
+import { DEFAULT_INLINE_IMAGES, type NewMachineOptions } from '../shared/requests.ts';
 import { VERSION } from '../shared/version.ts';
 import { ICONS } from './icons.ts';
 import { registerMachineView } from './machine-view.ts';
@@ -22,6 +22,12 @@ export interface McpOptions {
   inlineImages?: number;
   /** Longest silence in the progress of a call that asked for progress. Default 10 s. */
   progressHeartbeatMs?: number;
+  /**
+   * What create-python-repl makes unless the call says otherwise: the engine, the python engine's
+   * interpreter, the sandbox's workspace and network. Sent with each create, so that it holds on a
+   * server started earlier by someone else.
+   */
+  machineDefaults?: NewMachineOptions;
 }
 
 const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
@@ -33,13 +39,13 @@ const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
  */
 export function createMcpServer(
   client: PerennialClient,
-  { inlineImages = DEFAULT_INLINE_IMAGES, progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS }: McpOptions = {},
+  { inlineImages = DEFAULT_INLINE_IMAGES, progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS, machineDefaults = {} }: McpOptions = {},
 ): McpServer {
   const server = new McpServer(
     { name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS },
     { instructions: INSTRUCTIONS, capabilities: { logging: {} } },
   );
-  registerTools(server, client, { inlineImages, progressHeartbeatMs });
+  registerTools(server, client, { inlineImages, progressHeartbeatMs, machineDefaults });
   registerResources(server, client);
   registerPrompts(server, client);
   registerMachineView(server);

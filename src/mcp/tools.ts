@@ -44,6 +44,8 @@ interface ToolContext {
   progress(message: string): Promise<void>;
   /** How many figures a result shows as images; the rest only as links. */
   inlineImages: number;
+  /** What a new machine is made with unless the call says otherwise (`McpOptions.machineDefaults`). */
+  machineDefaults: NewMachineOptions;
   /** Asks the user before the tool changes something of theirs (see `askConsent`). */
   consent(message: string): Promise<Consent>;
   /** Puts a running cell's `input()` to the person (see `cellQuestions`). */
@@ -230,8 +232,8 @@ export const TOOLS = [
     outputSchema: z.object({ replId: z.string() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     _meta: MACHINE_VIEW_META,
-    async handler(options, { client }) {
-      const { name } = await client.create(options);
+    async handler(options, { client, machineDefaults }) {
+      const { name } = await client.create({ ...machineDefaults, ...options });
       return { content: [{ type: 'text', text: name }], structuredContent: { replId: name } };
     },
   }),
@@ -466,15 +468,18 @@ export const TOOLS = [
     description:
       'Returns a REPL to a checkpoint (by id or label): its variables, imports and files become what they were then. What runs is interrupted first; the state it leaves is kept as an automatic checkpoint, so a rollback can be undone.',
     inputSchema: z.object({ replId, checkpoint: CheckpointRef.describe('A checkpoint id from list-repl-checkpoints, or a label') }),
-    outputSchema: z.object({ checkpoint: CheckpointOutput, seq: z.number().int() }),
+    outputSchema: z.object({
+      checkpoint: CheckpointOutput,
+      seq: z.number().int(),
+      notes: z.array(z.string()).describe('What the rollback could not do: the state it left unsaved, a link it could not make again'),
+    }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ replId: name, checkpoint }, { client }) {
-      const rolled = await client.rollback(name, checkpoint);
+      const { notes = [], ...rolled } = await client.rollback(name, checkpoint);
+      const text = [`Rolled ${name} back to checkpoint ${checkpointName(rolled.checkpoint)}, taken before instruction ${rolled.checkpoint.seq}`, ...notes];
       return {
-        content: [
-          { type: 'text', text: `Rolled ${name} back to checkpoint ${checkpointName(rolled.checkpoint)}, taken before instruction ${rolled.checkpoint.seq}` },
-        ],
-        structuredContent: { ...rolled },
+        content: [{ type: 'text', text: text.join('\n') }],
+        structuredContent: { ...rolled, notes },
       };
     },
   }),
@@ -554,7 +559,7 @@ export const TOOLS = [
 export function registerTools(
   server: McpServer,
   client: PerennialClient,
-  { inlineImages, progressHeartbeatMs }: { inlineImages: number; progressHeartbeatMs: number },
+  { inlineImages, progressHeartbeatMs, machineDefaults }: { inlineImages: number; progressHeartbeatMs: number; machineDefaults: NewMachineOptions },
 ): void {
   for (const definition of TOOLS as Array<ToolDefinition<z.ZodObject>>) {
     server.registerTool(
@@ -591,6 +596,7 @@ export function registerTools(
             signal: ctx.mcpReq.signal,
             progress,
             inlineImages,
+            machineDefaults,
             consent: (message) => askConsent(server, ctx, message),
             ask: cellQuestions(server, ctx),
           });

@@ -15,13 +15,18 @@ export class InvalidRequestError extends CodedError {
 export function parseRequest<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => {
+  throw new InvalidRequestError(`Invalid request: ${problemsOf(parsed.error)}`);
+}
+
+/** What is wrong with a value, each problem led by where it is: `tags.x: ...; memoryMb: ...`. */
+export function problemsOf(error: z.ZodError): string {
+  const problems = error.issues.map((issue) => {
     // A bad record key's own message is nested one level down, and it names the key itself.
     const badKey = issue.code === 'invalid_key';
     const path = badKey ? issue.path.slice(0, -1) : issue.path;
     return (path.length ? `${path.join('.')}: ` : '') + (badKey ? issue.issues.map((inner) => inner.message).join(', ') : issue.message);
   });
-  throw new InvalidRequestError(`Invalid request: ${problems.join('; ')}`);
+  return problems.join('; ');
 }
 
 export const EngineName = z.enum(['sandbox', 'python']);
@@ -98,15 +103,37 @@ export type NewMachineOptions = z.infer<typeof NewMachineOptions>;
  * of 70-100 KB overflow some clients. One keeps the common single plot in view.
  */
 export const DEFAULT_INLINE_IMAGES = 1;
-const MAX_INLINE_IMAGES = 100;
+/** The inline image cap as a client writes it (a flag, a URL query): 0 to 100. */
+const InlineImageCount = z
+  .string()
+  .regex(/^(\d{1,2}|100)$/, { error: (issue) => `expected a whole number from 0 to 100, got ${JSON.stringify(issue.input)}` })
+  .transform(Number);
 
-/** The inline image cap a client asked for (a flag, a URL query), or an error that says what is allowed. */
+/** The inline image cap a client asked for, or an error that says what is allowed. */
 export function parseInlineImages(value: string): number {
-  const count = /^\d{1,3}$/.test(value) ? Number(value) : NaN;
-  if (!(count <= MAX_INLINE_IMAGES))
-    throw new InvalidRequestError(`inlineImages: expected a whole number from 0 to ${MAX_INLINE_IMAGES}, got ${JSON.stringify(value)}`);
-  return count;
+  const parsed = z.object({ inlineImages: InlineImageCount }).safeParse({ inlineImages: value });
+  if (!parsed.success) throw new InvalidRequestError(problemsOf(parsed.error));
+  return parsed.data.inlineImages;
 }
+
+/** A yes or no in a URL's query. */
+const QueryFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+
+/**
+ * What an MCP connection over HTTP chooses in its URL's query, as `perennial mcp` does with its
+ * flags: how results show figures (`inlineImages`), and the machines create-python-repl makes
+ * unless the call says otherwise (`/mcp?engine=python&python=C%3A%5CPython312%5Cpython.exe`).
+ */
+export const McpConnectionQuery = z
+  .object({
+    inlineImages: InlineImageCount.optional(),
+    engine: EngineName.optional(),
+    python: NewMachineOptions.shape.python,
+    workspace: NewMachineOptions.shape.workspace,
+    workspaceWritable: QueryFlag.optional(),
+    network: QueryFlag.optional(),
+  })
+  .transform(({ inlineImages, ...machineDefaults }) => ({ inlineImages, machineDefaults }));
 
 // ---- ForeverVM HTTP and WebSocket requests -------------------------------------------------------
 

@@ -196,6 +196,8 @@ export interface CheckpointInfo {
 export interface RollbackResult {
   checkpoint: CheckpointInfo;
   seq: number;
+  /** What the rollback could not do, in words: the state it left unsaved, a link it could not make again. None from a server before 0.2.2. */
+  notes?: string[];
 }
 
 /** What a machine's upgrade did: the runtime it left and the one it runs now, what it could not carry, the checkpoint to roll back to. */

@@ -8,7 +8,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { downloadAndUnzipVSCode, runTests } from '@vscode/test-electron';
-import { buildSuite, freshState, removeState, stopPerennialServer } from './vscode-session.mjs';
+import { buildSuite, freshState, removeState, stopPerennialServer, TEST_EXTENSIONS } from './vscode-session.mjs';
 
 const root = resolve(new URL('../..', import.meta.url).pathname.replace(/^\/([A-Za-z]:)/, '$1'));
 let vscodeExecutablePath;
@@ -29,8 +29,8 @@ let failed = false;
 try {
   await runTests({
     vscodeExecutablePath,
-    // The suite's chat host (test/e2e/chat-host) is an extension under development too.
-    extensionDevelopmentPath: [root, join(root, 'test/e2e/chat-host')],
+    // The suite's own extensions (the chat host, the Python extension's stand-in) are under development too.
+    extensionDevelopmentPath: [root, ...TEST_EXTENSIONS.map((host) => join(root, 'test/e2e', host))],
     extensionTestsPath: join(suiteDir, 'index.cjs'),
     launchArgs: [state.workspace, '--user-data-dir', join(state.dir, 'data'), '--extensions-dir', join(state.dir, 'extensions')],
     extensionTestsEnv: {

@@ -24,6 +24,7 @@ import {
   removeState,
   startCodeServer,
   stopPerennialServer,
+  TEST_EXTENSIONS,
 } from './vscode-session.mjs';
 
 const root = resolve(new URL('../..', import.meta.url).pathname);
@@ -50,14 +51,16 @@ Object.assign(state.env, {
   PERENNIAL_E2E_RELOAD: reload,
   PERENNIAL_E2E_RELOADED: reloaded,
 });
-// The suite's chat host (test/e2e/chat-host) goes in as a package: the workbench loaded only one
-// of two extensions under development given in its payload.
-const chatHost = join(root, '.cache/e2e/perennial-chat-host.vsix');
-execFileSync(join(root, 'node_modules/.bin/vsce'), ['package', '--allow-missing-repository', '--skip-license', '--no-dependencies', '--out', chatHost], {
-  cwd: join(root, 'test/e2e/chat-host'),
-  stdio: 'ignore',
-});
-installExtension(state, chatHost);
+// The suite's own extensions (the chat host, the Python extension's stand-in) go in as packages:
+// the workbench loaded only one of two extensions under development given in its payload.
+for (const host of TEST_EXTENSIONS) {
+  const vsix = join(root, `.cache/e2e/perennial-${host}.vsix`);
+  execFileSync(join(root, 'node_modules/.bin/vsce'), ['package', '--allow-missing-repository', '--skip-license', '--no-dependencies', '--out', vsix], {
+    cwd: join(root, 'test/e2e', host),
+    stdio: 'ignore',
+  });
+  installExtension(state, vsix);
+}
 const server = await startCodeServer(state);
 say(`code-server on ${server.authority}, state in ${state.dir}`);
 

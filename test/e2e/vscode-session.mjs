@@ -10,6 +10,12 @@ import { build } from 'esbuild';
 import { chromium } from 'playwright-core';
 
 /**
+ * The suite's own extensions, folders of test/e2e: a chat participant with a scripted model (VS
+ * Code's chat needs one), and a stand-in for the Python extension's interpreter API.
+ */
+export const TEST_EXTENSIONS = ['chat-host', 'python-host'];
+
+/**
  * The suite, bundled as the extension host runs it: CommonJS, with mocha a package it loads from
  * here. Answers its folder, whose `index.cjs` is the tests' entry.
  */

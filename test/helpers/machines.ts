@@ -1,4 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { after, before } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +59,16 @@ export function managerFixture(options: Partial<MachineManagerOptions> = {}, dat
     await cleanup?.();
   });
   return fixture;
+}
+
+/**
+ * An interpreter other than TEST_PYTHON, to tell which one made a machine: a venv of it without
+ * packages, kept in `.cache` between runs. Its `sys.prefix` is `dir`.
+ */
+export function otherPython(): { dir: string; python: string } {
+  const dir = join(process.cwd(), '.cache', 'python-without-packages');
+  if (!existsSync(join(dir, 'bin', 'python3'))) execFileSync(TEST_PYTHON, ['-m', 'venv', '--without-pip', dir]);
+  return { dir, python: join(dir, 'bin', 'python3') };
 }
 
 export function machineOptions(engine: EngineName, extra: NewMachineOptions = {}): NewMachineOptions {

@@ -85,7 +85,8 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         await value(replId, 'x = 2\ny = "later"\nopen("f.txt", "w").write("two")\nimport os\nos.makedirs("new", exist_ok=True)');
         const rolled = await call('rollback-python-repl', { replId, checkpoint: 'one' });
         assert.equal(rolled.isError, undefined, textOf(rolled));
-        const { seq } = rolled.structuredContent as { seq: number };
+        const { seq, notes } = rolled.structuredContent as { seq: number; notes: string[] };
+        assert.deepEqual(notes, [], 'nothing the rollback could not do');
         assert.equal(
           await value(replId, 'x, "y" in globals(), open("f.txt").read(), os.path.exists("new") if "os" in globals() else __import__("os").path.exists("new")'),
           "(1, False, 'one', False)",

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { TEST_PYTHON, eventually, otherPython, tempDataDir } from '../helpers/machines.ts';
 import { TerminalSession, finished, type CliRun } from '../helpers/processes.ts';
 
 /** The built CLI; `npm test` builds it first. */
@@ -222,9 +222,7 @@ describe("the local server, visible and under the user's control", { timeout: 18
 
   it("a command's PERENNIAL_PYTHON or --python makes the machine it creates, whatever the running server was started with", async () => {
     await cli(['exec', '1']);
-    const venv = join(process.cwd(), '.cache', 'python-without-packages');
-    if (!existsSync(join(venv, 'bin', 'python3'))) execFileSync(TEST_PYTHON, ['-m', 'venv', '--without-pip', venv]);
-    const python = join(venv, 'bin', 'python3');
+    const { dir: venv, python } = otherPython();
     const executable = 'import sys; sys.prefix';
     const fromEnv = await cli(['exec', '--engine', 'python', executable], { ...ENV, PERENNIAL_PYTHON: python });
     assert.equal(fromEnv.stdout, `'${venv}'\n`, fromEnv.stderr);

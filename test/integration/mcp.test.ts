@@ -19,7 +19,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
-import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { TEST_PYTHON, eventually, otherPython, tempDataDir } from '../helpers/machines.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
@@ -754,6 +754,86 @@ describe('MCP server', { timeout: 480_000 }, () => {
       const refused = spawnSync(process.execPath, [CLI, '--data-dir', server.manager.dataDir, 'mcp', '--inline-images', 'all'], { encoding: 'utf8' });
       assert.notEqual(refused.status, 0);
       assert.match(refused.stderr, /--inline-images <n>' argument 'all' is invalid\. inlineImages: expected a whole number from 0 to 100/);
+    });
+  });
+
+  describe('the machines a connection creates, whoever started the server', () => {
+    let server: LocalServer;
+    let stopServer: () => Promise<void>;
+    before(async () => ({ server, stop: stopServer } = await startPythonServer()));
+    after(async () => stopServer());
+    const { dir: otherPrefix, python: other } = otherPython();
+    const madeByOther = `Out: '${otherPrefix}'`;
+
+    /** The engine and (on the python engine) `sys.prefix` of a machine made by create-python-repl with `args`. */
+    async function created(client: Client, args: Record<string, unknown> = {}): Promise<string> {
+      const replId = ((await call(client, 'create-python-repl', args)).structuredContent as { replId: string }).replId;
+      const { engine } = ((await call(client, 'describe-python-repl', { replId })).structuredContent as { machine: { engine: string } }).machine;
+      if (engine !== 'python') return engine;
+      return textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: 'import sys; sys.prefix' }));
+    }
+    async function connected(transport: Transport): Promise<Client> {
+      const client = new Client({ name: 'perennial-tests', version: '1.0.0' });
+      await client.connect(transport);
+      return client;
+    }
+    const http = (query: string) =>
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp?${query}`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } });
+
+    it("on the HTTP endpoint, by its query (as VS Code sends its settings and the Python extension's interpreter)", async () => {
+      const client = await connected(http(new URLSearchParams({ python: other, engine: 'python' }).toString()));
+      try {
+        assert.equal(await created(client), madeByOther);
+        assert.equal(await created(client, { engine: 'python' }), madeByOther);
+      } finally {
+        await client.close();
+      }
+      const plain = await connected(http(''));
+      try {
+        assert.notEqual(await created(plain), madeByOther, "the server's own interpreter otherwise");
+      } finally {
+        await plain.close();
+      }
+      const headers = { Authorization: `Bearer ${server.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      for (const [query, problem] of [
+        ['engine=ruby', /^engine: Invalid option: expected one of "sandbox"\|"python"/],
+        ['network=maybe', /^network: Invalid option/],
+      ] as const) {
+        const response = await fetch(`${server.url}/mcp?${query}`, { method: 'POST', headers, body: '{}' });
+        assert.equal(response.status, 400, query);
+        assert.match(((await response.json()) as { error: { message: string } }).error.message, problem);
+      }
+      const relative = await connected(http('engine=sandbox&workspace=some/folder'));
+      try {
+        const refused = await call(relative, 'create-python-repl', {});
+        assert.equal(refused.isError, true);
+        assert.match(textOf(refused), /The workspace folder must be an absolute path, not some\/folder/);
+      } finally {
+        await relative.close();
+      }
+    });
+
+    it('on `perennial mcp`, by PERENNIAL_PYTHON and its flags, though the server was started with another interpreter', async () => {
+      const stdio = (args: string[], env: Record<string, string> = {}) =>
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [CLI, '--data-dir', server.manager.dataDir, 'mcp', ...args],
+          env: { ...(process.env as Record<string, string>), PERENNIAL_PYTHON: '', ...env },
+          stderr: 'pipe',
+        });
+      const fromEnv = await connected(stdio([], { PERENNIAL_PYTHON: other }));
+      try {
+        assert.equal(await created(fromEnv), madeByOther);
+      } finally {
+        await fromEnv.close();
+      }
+      const fromFlags = await connected(stdio(['--engine', 'sandbox', '--python', other]));
+      try {
+        assert.equal(await created(fromFlags), 'sandbox');
+        assert.equal(await created(fromFlags, { engine: 'python' }), madeByOther);
+      } finally {
+        await fromFlags.close();
+      }
     });
   });
 

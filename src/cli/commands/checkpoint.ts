@@ -30,6 +30,7 @@ export async function rollbackCommand(ctx: CliContext, name: string, checkpoint:
   ctx.term.err.write(
     `${name} is back at checkpoint ${rolled.checkpoint.id}${label}, taken before instruction ${rolled.checkpoint.seq}; the state it left is kept as an automatic checkpoint (perennial checkpoints ${name}).\n`,
   );
+  for (const note of rolled.notes ?? []) ctx.term.err.write(`perennial: ${note}\n`);
 }
 
 function row(checkpoint: CheckpointInfo): string[] {

@@ -1,7 +1,7 @@
 import { text } from 'node:stream/consumers';
 import type { EngineName } from '../../shared/requests.ts';
 import { isErrorResult } from '../../shared/types.ts';
-import { interpreterOption, withClient, type CliContext } from '../context.ts';
+import { newMachineOptions, withClient, type CliContext } from '../context.ts';
 import { ExitError } from '../errors.ts';
 import { printChunk, printResult } from '../result-printer.ts';
 import { TerminalQuestions } from '../terminal-questions.ts';
@@ -24,7 +24,7 @@ export async function execCommand(ctx: CliContext, code: string, options: ExecCo
   await withClient(ctx, async (client) => {
     let name = options.machine;
     if (!name) {
-      name = (await client.create({ engine: options.engine, ...interpreterOption(options) })).name;
+      name = (await client.create(newMachineOptions(options))).name;
       ctx.term.err.write(`machine: ${name}\n`);
     }
     const machine = name;

@@ -1,32 +1,16 @@
 import { describeRuntime } from '../../shared/result-format.ts';
 import type { MachineInfo } from '../../shared/types.ts';
-import type { EngineName } from '../../shared/requests.ts';
-import { interpreterOption, withClient, type CliContext } from '../context.ts';
+import { newMachineOptions, withClient, type CliContext, type MachineFlags } from '../context.ts';
 import { ExitError } from '../errors.ts';
 import { table } from '../table.ts';
 
-export interface NewMachineCommandOptions {
-  engine?: EngineName;
+export interface NewMachineCommandOptions extends MachineFlags {
   tag?: Record<string, string>;
   memoryMb?: number;
-  python?: string;
-  workspace?: string;
-  workspaceWrite?: boolean;
-  network?: boolean;
 }
 
 export async function machineNewCommand(ctx: CliContext, options: NewMachineCommandOptions): Promise<void> {
-  const info = await withClient(ctx, (client) =>
-    client.create({
-      engine: options.engine,
-      tags: options.tag,
-      memoryMb: options.memoryMb,
-      ...interpreterOption(options),
-      workspace: options.workspace,
-      workspaceWritable: options.workspaceWrite,
-      network: options.network,
-    }),
-  );
+  const info = await withClient(ctx, (client) => client.create({ ...newMachineOptions(options), tags: options.tag, memoryMb: options.memoryMb }));
   for (const warning of info.warnings) ctx.term.err.write(`perennial: ${warning}\n`);
   ctx.term.out.write(info.name + '\n');
 }

@@ -1,16 +1,22 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createMcpServer } from '../../mcp/mcp-server.ts';
 import { ResourceListChanges } from '../../mcp/resource-list-changes.ts';
-import type { CliContext } from '../context.ts';
+import { newMachineOptions, type CliContext, type MachineFlags } from '../context.ts';
+
+export interface McpCommandOptions extends MachineFlags {
+  inlineImages?: number;
+  heartbeat?: number;
+}
 
 /**
  * `perennial mcp`: the MCP server on stdin/stdout, for MCP clients that start their servers
  * (Claude Desktop, Cursor...), in whichever protocol era the client opens with. Its tools reach
- * the local server (started when needed) or hosted ForeverVM. Nothing else may be written to
+ * the local server (started when needed) or hosted ForeverVM, and create machines as its flags
+ * and environment say, whoever started the server. Nothing else may be written to
  * stdout: it is the protocol.
  */
-export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat }: { inlineImages?: number; heartbeat?: number }): Promise<void> {
-  const options = { inlineImages, progressHeartbeatMs: heartbeat === undefined ? undefined : heartbeat * 1000 };
+export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat, ...flags }: McpCommandOptions): Promise<void> {
+  const options = { inlineImages, progressHeartbeatMs: heartbeat === undefined ? undefined : heartbeat * 1000, machineDefaults: newMachineOptions(flags) };
   const client = await ctx.openClient();
   const closed = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve);

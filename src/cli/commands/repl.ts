@@ -5,7 +5,7 @@ import type { EngineName } from '../../shared/requests.ts';
 import { describeRuntime } from '../../shared/result-format.ts';
 import { isErrorResult, type ExecResult, type MachineInfo } from '../../shared/types.ts';
 import { ExitError } from '../errors.ts';
-import { interpreterOption, withClient, type CliContext } from '../context.ts';
+import { newMachineOptions, withClient, type CliContext } from '../context.ts';
 import { printChunk, printResult } from '../result-printer.ts';
 import { TerminalQuestions } from '../terminal-questions.ts';
 
@@ -30,7 +30,7 @@ export interface ReplCommandOptions {
 export async function replCommand(ctx: CliContext, name: string | undefined, options: ReplCommandOptions): Promise<void> {
   await withClient(ctx, async (client) => {
     // A machine that does not exist is said at once, not at the first statement.
-    let info = name ? await client.get(name) : await client.create({ engine: options.engine, ...interpreterOption(options) });
+    let info = name ? await client.get(name) : await client.create(newMachineOptions(options));
     const machine = info.name;
     if (!info.runtime && info.engine !== 'forevervm') {
       // Its Python is known once it runs: start it now, as the first statement would.

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { defaultDataDir } from '../../../src/platform/data-dir.ts';
@@ -281,5 +282,40 @@ suite('Perennial in VS Code', () => {
     const details = (await (await fetch(`${server.url}/v1/machine/${name}`, { headers })).json()) as { engine: string };
     await fetch(`${server.url}/v1/machine/${name}`, { method: 'DELETE', headers });
     assert.equal(details.engine, 'python');
+  });
+
+  test("Copilot's machines follow the settings and the Python extension's interpreter, on a server the CLI started", async () => {
+    const { node, cli, env } = cliOfTheExtension();
+    const perennial = (...args: string[]) => promisify(execFile)(node, [cli, ...args], { env });
+    // Undone last: the next test's server is one VS Code started.
+    changes.onEnd(async () => {
+      await perennial('stop');
+      await toolsReachLocal();
+    });
+    const venvs = mkdtempSync(join(tmpdir(), 'perennial-venvs-'));
+    changes.onEnd(async () => rmSync(venvs, { recursive: true, force: true }));
+    const [selected, configured] = ['selected', 'configured'].map((name) => {
+      execFileSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', join(venvs, name)]);
+      return join(venvs, name);
+    }) as [string, string];
+    // A server with its own defaults (the sandbox, the first python3 on PATH), started by a command.
+    await perennial('stop');
+    await perennial('machine', 'list');
+    /** The `sys.prefix` (python) or workspace listing (sandbox) of a new machine from create-python-repl. */
+    const made = async () => {
+      const replId = await newRepl(changes);
+      const probe = "import sys, os; sys.prefix if sys.platform != 'emscripten' else sorted(os.listdir('/workspace'))";
+      return (await invokeJson<{ value: string | null; error: string | null }>('run-python-in-repl', { replId, pythonCode: probe })).value;
+    };
+    writeFileSync(join(process.env.PERENNIAL_E2E_WORKSPACE!, 'seen-by-copilot.txt'), 'yes');
+    await toolsReachLocal();
+    assert.match((await made()) ?? '', /'seen-by-copilot\.txt'/, 'the sandbox sees the workspace, as perennial.sandbox.workspaceAccess says');
+
+    await vscode.commands.executeCommand('perennial-tests.selectInterpreter', join(selected, 'bin', 'python3'));
+    changes.onEnd(async () => vscode.commands.executeCommand('perennial-tests.selectInterpreter', ''));
+    await changes.setting('perennial.defaultEngine', 'python');
+    await eventually(async () => ((await made()) === `'${selected}'` ? true : undefined), "a python machine on the Python extension's interpreter");
+    await changes.setting('perennial.pythonPath', join(configured, 'bin', 'python3'));
+    await eventually(async () => ((await made()) === `'${configured}'` ? true : undefined), 'a python machine on perennial.pythonPath');
   });
 });
