@@ -26,6 +26,7 @@ import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumb
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 import { errorCodeOf } from '../platform/coded-error.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 
 function buildProgram(): Command {
   const program = new Command('perennial')
@@ -142,6 +143,7 @@ function buildProgram(): Command {
   machine
     .command('new')
     .description('create a machine and print its name')
+    .option('--name <name>', 'its name (letters, digits, - and _); default: a new readable one, such as brave-otter')
     .addOption(engineOption())
     .option('--tag <key=value>', 'tag the machine (repeatable)', collectTag)
     .option('--memory-mb <n>', 'memory cap in MiB', positiveInteger)
@@ -215,7 +217,8 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof DataDirLockedError) {
       process.stderr.write(`perennial: ${error.message}. Stop it, or use --data-dir for another data dir.\n`);
     } else if (code) {
-      process.stderr.write(`perennial: ${(error as Error).message}\n`);
+      const hint = error instanceof ForeverVMError && error.code === 'MachineNotFound' ? ' (perennial machine list shows every machine)' : '';
+      process.stderr.write(`perennial: ${(error as Error).message}${hint}\n`);
     } else {
       process.stderr.write(`perennial: internal error: ${(error as Error).stack ?? String(error)}\n`);
     }

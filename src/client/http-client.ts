@@ -59,11 +59,14 @@ export class HttpClient implements PerennialClient {
 
   async create(options: NewMachineOptions = {}): Promise<MachineInfo> {
     const name = await this.#wire.createMachine(newMachineBody(options));
-    return this.#or(
+    const info = await this.#or(
       () => this.#wire.machine(name),
       async () =>
         fromListing({ name, created_at: new Date().toISOString(), running: true, has_pending_instruction: false, expires_at: null, tags: options.tags ?? {} }),
     );
+    // Hosted ForeverVM names its machines itself.
+    if (options.name && name !== options.name) info.warnings.push(`This backend names machines itself: the new machine is ${name}, not ${options.name}.`);
+    return info;
   }
 
   list(tags?: Record<string, string>): Promise<MachineInfo[]> {

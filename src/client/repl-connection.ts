@@ -95,9 +95,10 @@ export class ReplConnection {
           refusal = new ForeverVMError(
             status,
             message.code,
-            message.code === 'MachineNotFound'
-              ? `Machine ${this.machine} does not exist (it may have been deleted)`
-              : `The server refused the REPL (${message.code})`,
+            message.message ??
+              (message.code === 'MachineNotFound'
+                ? `Machine ${this.machine} does not exist (it may have been deleted)`
+                : `The server refused the REPL (${message.code})`),
             message.id,
           );
           return;

@@ -16,8 +16,12 @@ export interface EngineAhead {
 /** The machine was deleted while something waited for it. */
 export class MachineGoneError extends CodedError {
   static override readonly errorCode = 'MachineNotFound';
-  constructor(readonly machine: string) {
-    super(`Machine ${machine} does not exist (it may have been deleted)`);
+  /** `nearest`: the machine's name that the one asked for was likely meant to be. */
+  constructor(
+    readonly machine: string,
+    nearest?: string,
+  ) {
+    super(`Machine ${machine} does not exist (it may have been deleted)${nearest ? `. Did you mean ${nearest}?` : ''}`);
   }
 }
 

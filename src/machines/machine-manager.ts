@@ -1,9 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { CodedError } from '../platform/coded-error.ts';
 import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { isAbsolute } from 'node:path';
 import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
+import { newMachineName, nearestName } from './machine-names.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
   CheckpointInfo,
@@ -85,6 +87,14 @@ export class InstructionNotFoundError extends InvalidRequestError {
   static override readonly errorCode = 'InstructionNotFound';
   constructor(machine: string, seq: number) {
     super(`Machine ${machine} has no instruction ${seq}`);
+  }
+}
+
+/** A new machine was asked for by a name a machine already has. */
+export class MachineNameTakenError extends CodedError {
+  static override readonly errorCode = 'MachineNameTaken';
+  constructor(name: string) {
+    super(`A machine named ${name} already exists; choose another name, or leave it out for a new one`);
   }
 }
 
@@ -187,7 +197,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const now = new Date().toISOString();
     const manifest: MachineManifest = {
       version: 1,
-      name: newMachineName(),
+      name: this.#newName(options.name),
       createdAt: now,
       tags: options.tags ?? {},
       engine,
@@ -294,7 +304,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const now = new Date().toISOString();
     const manifest: MachineManifest = {
       ...structuredClone(origin.manifest),
-      name: newMachineName(),
+      name: this.#newName(),
       createdAt: now,
       lastUsedAt: now,
       tags: merged,
@@ -475,8 +485,15 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   #machine(name: string): Machine {
     this.#assertOpen();
     const machine = this.#machines.get(name);
-    if (!machine) throw new MachineGoneError(name);
+    if (!machine) throw new MachineGoneError(name, nearestName(name, this.#machines.keys()));
     return machine;
+  }
+
+  /** The name a new machine gets: the one asked for, unless a machine has it; else a readable one no machine here has had. */
+  #newName(wanted?: string): string {
+    if (wanted === undefined) return newMachineName((name) => this.#machines.has(name) || this.#store.isUsed(name));
+    if (this.#machines.has(wanted) || existsSync(this.#store.dir(wanted))) throw new MachineNameTakenError(wanted);
+    return wanted;
   }
 
   #emit(event: ManagerEvent): void {
@@ -493,16 +510,6 @@ function descending(a: string, b: string): number {
   return a < b ? 1 : a > b ? -1 : 0;
 }
 
-/**
- * 16 random URL-safe characters, as ForeverVM names look, starting with a letter or digit: a name
- * starting with "-" reads as an option on every command line.
- */
-function newMachineName(): string {
-  for (;;) {
-    const name = randomBytes(12).toString('base64url');
-    if (/^[A-Za-z0-9]/.test(name)) return name;
-  }
-}
 
 async function realWorkspace(path: string): Promise<string> {
   // The server's working folder means nothing to the client that sent the path.

@@ -51,6 +51,11 @@ export interface DamagedManifest {
 const MANIFEST = 'machine.json';
 const HISTORY = 'history.jsonl';
 const SNAPSHOT = 'snapshot';
+/** The names of deleted machines, in `machines/` (a dot name is no machine's folder). */
+const RETIRED = '.retired-names.json';
+const RETIRED_VERSION = 1;
+/** Any version's names are read: a later format may add to this one, not take its list away. */
+const RetiredNames = z.looseObject({ version: z.number(), names: z.array(z.string()) });
 
 /**
  * The data dir's machines: `machines/<name>/` holds `machine.json` (written atomically),
@@ -59,6 +64,8 @@ const SNAPSHOT = 'snapshot';
  */
 export class MachineStore {
   readonly root: string;
+  #retired?: Set<string>;
+  #retiring: Promise<void> = Promise.resolve();
 
   constructor(readonly dataDir: string) {
     this.root = join(dataDir, 'machines');
@@ -110,11 +117,6 @@ export class MachineStore {
     return writeFileAtomic(this.manifestPath(manifest.name), JSON.stringify(manifest, null, 1));
   }
 
-  /**
-   * Every machine folder: the readable manifests, and the folders whose manifest is damaged, or
-   * missing while a snapshot or history is there. A folder with nothing of a machine (a creation
-   * cut short) is left out.
-   */
   /**
    * Every machine on disk: its manifest, with `nextSeq` past the last instruction its history
    * holds (a server that stopped uncleanly may not have saved it), or why it cannot be read.
@@ -176,7 +178,35 @@ export class MachineStore {
     );
   }
 
+  /**
+   * Removes a machine's folder, and keeps its name from new machines: an agent or a script may
+   * still hold it, and must be told the machine is gone rather than reach another.
+   */
   async remove(name: string): Promise<void> {
+    this.#retiredNames().add(name);
+    const write = () => writeFileAtomic(join(this.root, RETIRED), JSON.stringify({ version: RETIRED_VERSION, names: [...this.#retiredNames()] }));
+    // Each write takes every name retired until it runs, so the last to run holds them all.
+    this.#retiring = this.#retiring.then(write, write);
     await rm(this.dir(name), { recursive: true, force: true });
+    await this.#retiring;
+  }
+
+  /** Whether a machine here has or had `name`: a folder holds it, or a machine of that name was deleted. */
+  isUsed(name: string): boolean {
+    return this.#retiredNames().has(name) || existsSync(this.dir(name));
+  }
+
+  #retiredNames(): Set<string> {
+    if (!this.#retired) {
+      let names: string[] = [];
+      try {
+        const parsed = RetiredNames.safeParse(JSON.parse(readFileSync(join(this.root, RETIRED), 'utf8')));
+        if (parsed.success) names = parsed.data.names;
+      } catch {
+        // None retired yet, or the file is damaged: its names only kept others from reuse.
+      }
+      this.#retired = new Set(names);
+    }
+    return this.#retired;
   }
 }

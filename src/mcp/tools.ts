@@ -1,5 +1,6 @@
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { UnsupportedByBackendError, type PerennialClient } from '../shared/perennial-client.ts';
 import {
   CheckpointLabel,
@@ -225,6 +226,7 @@ export const TOOLS = [
     description:
       'Creates a persistent Python REPL (a machine) and returns its name, the replId for the other tools. Its variables, imports and files survive until it is deleted.',
     inputSchema: z.object({
+      name: NewMachineOptions.shape.name.describe('A name for it, such as what it is for (letters, digits, - and _); by default a readable one is made'),
       engine: EngineName.optional().describe("sandbox (isolated Pyodide, the default) or python (the user's own interpreter)"),
       tags: NewMachineOptions.shape.tags.describe('Labels to find the REPL by later'),
       memoryMb: NewMachineOptions.shape.memoryMb,
@@ -233,8 +235,8 @@ export const TOOLS = [
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     _meta: MACHINE_VIEW_META,
     async handler(options, { client, machineDefaults }) {
-      const { name } = await client.create({ ...machineDefaults, ...options });
-      return { content: [{ type: 'text', text: name }], structuredContent: { replId: name } };
+      const { name, warnings } = await client.create({ ...machineDefaults, ...options });
+      return { content: [{ type: 'text', text: [name, ...warnings].join('\n') }], structuredContent: { replId: name } };
     },
   }),
   tool({
@@ -600,6 +602,10 @@ export function registerTools(
             consent: (message) => askConsent(server, ctx, message),
             ask: cellQuestions(server, ctx),
           });
+        } catch (error) {
+          if (error instanceof ForeverVMError && error.code === 'MachineNotFound')
+            throw new Error(`${error.message} (list-python-repls lists every REPL)`, { cause: error });
+          throw error;
         } finally {
           clearTimeout(heartbeat);
         }

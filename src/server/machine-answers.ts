@@ -21,6 +21,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   CheckpointNotFound: 404,
   NotSaved: 507, // a full disk, most often
   UpgradeRefused: 409,
+  MachineNameTaken: 409,
 };
 
 /** The error a request gets for anything that went wrong, in ForeverVM's shape. */

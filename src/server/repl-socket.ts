@@ -52,7 +52,7 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
       return name;
     } catch (error) {
       const failure = toForeverVMError(error);
-      send({ type: 'error', code: failure.code, id: failure.id });
+      send({ type: 'error', code: failure.code, id: failure.id, message: failure.message });
       socket.close(1008, failure.message.slice(0, 120));
       return undefined;
     }
@@ -91,7 +91,7 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
       // The reason first, as a message (the ForeverVM protocol's error frame carries only a code).
       const failure = toForeverVMError(error);
       send({ type: 'message', level: 'error', message: failure.message });
-      send({ type: 'error', code: failure.code, id: failure.id });
+      send({ type: 'error', code: failure.code, id: failure.id, message: failure.message });
     }
   }
 }

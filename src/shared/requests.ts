@@ -84,7 +84,12 @@ export function base64Content(content: string, encoding: FileEncoding): string {
 }
 
 /** What a new machine is made with. */
+/** A name a person gives a new machine: one of ForeverVM's, read on a command line as no option. */
+export const NewMachineName = MachineName.regex(/^[A-Za-z0-9]/, 'a machine name starts with a letter or digit');
+
 export const NewMachineOptions = z.object({
+  /** Chosen by the caller; else a readable one is made (`brave-otter`). */
+  name: NewMachineName.optional(),
   engine: EngineName.optional(),
   tags: Tags.optional(),
   memoryMb: MemoryMb.optional(),
@@ -142,6 +147,7 @@ export const NewMachineBody = z
   .object({
     tags: Tags.optional(),
     memory_mb: MemoryMb.optional(),
+    name: NewMachineOptions.shape.name,
     engine: EngineName.optional(),
     python: NewMachineOptions.shape.python,
     workspace: NewMachineOptions.shape.workspace,

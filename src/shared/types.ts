@@ -377,5 +377,6 @@ export type ReplServerMessage =
   | { type: 'input_cancel'; instruction_id: number; n: number }
   /** Perennial's: what the instruction displayed, as it displayed it (only to a client that sent it with `displays: true`). */
   | { type: 'display'; instruction_id: number; entry: DisplayEntry }
-  | { type: 'error'; code: string; id: string | null }
+  /** ForeverVM's, with Perennial's readable `message` (the server's words: a machine's nearest name, say). */
+  | { type: 'error'; code: string; id: string | null; message?: string }
   | { type: 'message'; message: string; level: 'info' | 'warn' | 'error' };

@@ -98,9 +98,34 @@ describe('perennial as a Python user expects it', { timeout: 180_000 }, () => {
       assert.equal(await terminal.exited, status);
       assert.doesNotMatch(terminal.screen, /Traceback|SystemExit/);
       if (status === 1) assert.match(terminal.screen, /\r\nbye\r\n/);
+      assert.ok(terminal.screen.includes(`come back with: perennial repl ${machine}`), terminal.screen);
       assert.equal((await cli(['exec', '-m', machine, 'kept'])).stdout, "'still here'\n");
     });
   }
+
+  it('new machines get readable names or the one given; a mistyped name gets the nearest, and where to see them all', async () => {
+    const made = (await cli(['machine', 'new'])).stdout.trim();
+    assert.match(made, /^[a-z]+-[a-z]+$/);
+    const named = await cli(['machine', 'new', '--name', 'data-cleaning']);
+    assert.equal(named.stdout, 'data-cleaning\n', named.stderr);
+    const again = await cli(['machine', 'new', '--name', 'data-cleaning']);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /^perennial: A machine named data-cleaning already exists; choose another name/);
+    const option = await cli(['machine', 'new', '--name', '-rf']);
+    assert.equal(option.code, 1);
+    assert.match(option.stderr, /a machine name starts with a letter or digit/);
+    const typo = await cli(['exec', '-m', 'data-claening', '1']);
+    assert.equal(typo.code, 1);
+    assert.equal(
+      typo.stderr,
+      'perennial: Machine data-claening does not exist (it may have been deleted). Did you mean data-cleaning? (perennial machine list shows every machine)\n',
+    );
+    // A deleted machine's name is not given to a new one: whoever still holds it is told it is gone.
+    await cli(['machine', 'rm', '--force', made]);
+    const retired = JSON.parse(readFileSync(join(dataDir, 'machines', '.retired-names.json'), 'utf8')) as { version: number; names: string[] };
+    assert.equal(retired.version, 1);
+    assert.ok(retired.names.includes(made), retired.names.join(', '));
+  });
 
   it('repl NAME of a machine that does not exist says so at once, before any prompt', async () => {
     const r = await cli(['repl', 'no-such-machine']);

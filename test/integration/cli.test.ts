@@ -94,7 +94,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     const created = await cli(['machine', 'new', '--tag', 'team=cli', '--tag', 'env=test', '--memory-mb', '512']);
     assert.equal(created.code, 0, created.stderr);
     const name = created.stdout.trim();
-    assert.match(name, /^[A-Za-z0-9_-]{16}$/);
+    assert.match(name, /^[a-z]+-[a-z]+(-\d+)?$/);
     await cli(['exec', '-m', name, 'y = 2\nf = open("open.txt", "w")']);
     const swapped = await cli(['machine', 'swap', name]);
     assert.equal(swapped.code, 0, swapped.stderr);
@@ -130,7 +130,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.match(id, /^\d+$/);
     await cli(['exec', '-m', name, 'v = "second"']);
     const fork = (await cli(['machine', 'fork', name, '--tag', 'try=1'])).stdout.trim();
-    assert.match(fork, /^[A-Za-z0-9_-]{16}$/);
+    assert.match(fork, /^[a-z]+-[a-z]+(-\d+)?$/);
     const listed = (await cli(['checkpoints', name])).stdout;
     assert.match(listed, /^ID\s+LABEL\s+BEFORE\s+TAKEN\s+SIZE\s+KIND$/m);
     assert.match(listed, new RegExp(`^${id}\\s+first\\s+#1\\s+\\S+ \\S+\\s+[\\d.]+ KiB\\s+taken$`, 'm'));

@@ -813,6 +813,22 @@ describe('MCP server', { timeout: 480_000 }, () => {
       }
     });
 
+    it('by the name a call gives; a mistyped name gets the nearest and the tool that lists them', async () => {
+      const client = await connected(http(''));
+      try {
+        const made = await call(client, 'create-python-repl', { name: 'sales-analysis' });
+        assert.deepEqual(made.structuredContent, { replId: 'sales-analysis' });
+        const again = await call(client, 'create-python-repl', { name: 'sales-analysis' });
+        assert.equal(again.isError, true);
+        assert.match(textOf(again), /A machine named sales-analysis already exists/);
+        const typo = await call(client, 'run-python-in-repl', { replId: 'sales-analysys', pythonCode: '1' });
+        assert.equal(typo.isError, true);
+        assert.match(textOf(typo), /Machine sales-analysys does not exist \(it may have been deleted\)\. Did you mean sales-analysis\? \(list-python-repls lists every REPL\)/);
+      } finally {
+        await client.close();
+      }
+    });
+
     it('on `perennial mcp`, by PERENNIAL_PYTHON and its flags, though the server was started with another interpreter', async () => {
       const stdio = (args: string[], env: Record<string, string> = {}) =>
         new StdioClientTransport({

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { DataDirLockedError } from '../../src/platform/data-dir-lock.ts';
 import { VERSION } from '../../src/shared/version.ts';
 import { MachineGoneError, type MachineManager } from '../../src/machines/machine-manager.ts';
+import { MachineStore } from '../../src/machines/machine-store.ts';
 import {
   ENGINES_UNDER_TEST,
   TEST_PYTHON,
@@ -299,12 +300,20 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.ok(!manager.list().some((m) => m.name === a));
     });
 
-    it('names machines so a command line takes the name: 16 URL-safe characters, never a leading "-"', async () => {
+    it("names machines readably (adjective-noun), each once, and never after a deleted machine, even after a restart", async () => {
       manager = await openManager({ dataDir });
-      // One random name in 32 would start with "-" or "_" if nothing kept them out.
       const names = await Promise.all(Array.from({ length: 200 }, () => manager!.create(machineOptions(engine)).then((m) => m.name)));
-      for (const name of names) assert.match(name, /^[A-Za-z0-9][A-Za-z0-9_-]{15}$/);
+      for (const name of names) assert.match(name, /^[a-z]+-[a-z]+(-\d+)?$/);
       assert.equal(new Set(names).size, names.length);
+      await manager.delete(names[0]!);
+      await manager.close();
+      manager = await openManager({ dataDir });
+      assert.equal(new MachineStore(dataDir).isUsed(names[0]!), true, 'the deleted name is kept from new machines');
+      assert.equal(new MachineStore(dataDir).isUsed('never-made'), false);
+      // A name asked for is given, but only once.
+      assert.equal((await manager.create(machineOptions(engine, { name: 'data-cleaning' }))).name, 'data-cleaning');
+      await assert.rejects(manager.create(machineOptions(engine, { name: 'data-cleaning' })), /A machine named data-cleaning already exists/);
+      assert.throws(() => manager!.exec('data-claening', '1'), /Machine data-claening does not exist \(it may have been deleted\)\. Did you mean data-cleaning\?/);
     });
 
     it('refuses bad requests with clear errors', async () => {

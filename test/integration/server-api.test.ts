@@ -108,7 +108,7 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
   it('creates, lists (POST with a tag filter, and GET) and runs instructions with results by seq', async () => {
     const { json: created } = await api('POST', '/v1/machine/new', { tags: { team: 'http' } });
     const name = created.machine_name as string;
-    assert.match(name, /^[A-Za-z0-9_-]{16}$/);
+    assert.match(name, /^[a-z]+-[a-z]+(-\d+)?$/);
     await api('POST', '/v1/machine/new', { tags: { team: 'other' } });
     const listed = (await api('POST', '/v1/machine/list', { tags: { team: 'http' } })).json.machines as Array<Record<string, unknown>>;
     assert.deepEqual(

@@ -22,16 +22,20 @@ describe('links where the file system or the system has none', () => {
     assert.equal((await stat(join(dir, 'snapshot'))).ino, (await stat(join(dir, 'linked'))).ino);
   });
 
-  it('a copy where there can be no hard link (here: to another file system)', { skip: !existsSync(OTHER_FILE_SYSTEM) && `no ${OTHER_FILE_SYSTEM}` }, async () => {
-    const elsewhere = await mkdtemp(join(OTHER_FILE_SYSTEM, 'perennial-links-'));
-    try {
-      await linkOrCopy(join(dir, 'snapshot'), join(elsewhere, 'copied'));
-      assert.equal(await readFile(join(elsewhere, 'copied'), 'utf8'), 'the bytes of a snapshot');
-      assert.notEqual((await stat(join(dir, 'snapshot'))).dev, (await stat(join(elsewhere, 'copied'))).dev);
-    } finally {
-      await rm(elsewhere, { recursive: true, force: true });
-    }
-  });
+  it(
+    'a copy where there can be no hard link (here: to another file system)',
+    { skip: !existsSync(OTHER_FILE_SYSTEM) && `no ${OTHER_FILE_SYSTEM}` },
+    async () => {
+      const elsewhere = await mkdtemp(join(OTHER_FILE_SYSTEM, 'perennial-links-'));
+      try {
+        await linkOrCopy(join(dir, 'snapshot'), join(elsewhere, 'copied'));
+        assert.equal(await readFile(join(elsewhere, 'copied'), 'utf8'), 'the bytes of a snapshot');
+        assert.notEqual((await stat(join(dir, 'snapshot'))).dev, (await stat(join(elsewhere, 'copied'))).dev);
+      } finally {
+        await rm(elsewhere, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('a symbolic link is made where allowed, and where refused the answer says why; other failures are thrown', async () => {
     assert.equal(await symlinkIfAllowed('snapshot', join(dir, 'symlink')), undefined);

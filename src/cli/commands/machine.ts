@@ -5,12 +5,15 @@ import { ExitError } from '../errors.ts';
 import { table } from '../table.ts';
 
 export interface NewMachineCommandOptions extends MachineFlags {
+  name?: string;
   tag?: Record<string, string>;
   memoryMb?: number;
 }
 
 export async function machineNewCommand(ctx: CliContext, options: NewMachineCommandOptions): Promise<void> {
-  const info = await withClient(ctx, (client) => client.create({ ...newMachineOptions(options), tags: options.tag, memoryMb: options.memoryMb }));
+  const info = await withClient(ctx, (client) =>
+    client.create({ ...newMachineOptions(options), name: options.name, tags: options.tag, memoryMb: options.memoryMb }),
+  );
   for (const warning of info.warnings) ctx.term.err.write(`perennial: ${warning}\n`);
   ctx.term.out.write(info.name + '\n');
 }

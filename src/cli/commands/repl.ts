@@ -127,6 +127,9 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
       if (isTerminal && !exit) ctx.term.out.write('\n');
       await saveHistory(ctx.historyFile, history);
     }
+    // However it ended, the machine stays: say how to come back to it.
+    const backend = ctx.backend === 'forevervm' ? ' --backend forevervm' : '';
+    ctx.term.err.write(`Machine ${machine} keeps its state; come back with: perennial${backend} repl ${machine}\n`);
     if (exit) throw exit;
   });
 }

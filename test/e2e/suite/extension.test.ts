@@ -67,7 +67,7 @@ suite('Perennial in VS Code', () => {
   test('Copilot-style tool calls: create a REPL, then run in it twice, and state persists', async () => {
     const replId = (JSON.parse(await invoke('create-python-repl', {})) as { replId: string }).replId;
     changes.onEnd(() => invoke('delete-python-repl', { replId }));
-    assert.match(replId, /^[\w-]{16}$/);
+    assert.match(replId, /^[a-z]+-[a-z]+(-\d+)?$/);
     const first = await invokeJson<{ value: string | null; error: string | null }>('run-python-in-repl', { replId, pythonCode: 'x = 20 + 1' });
     assert.deepEqual([first.value, first.error], [null, null]);
     const second = await invokeJson<{ value: string | null }>('run-python-in-repl', { replId, pythonCode: 'x * 2' });
