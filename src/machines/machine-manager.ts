@@ -510,7 +510,6 @@ function descending(a: string, b: string): number {
   return a < b ? 1 : a > b ? -1 : 0;
 }
 
-
 async function realWorkspace(path: string): Promise<string> {
   // The server's working folder means nothing to the client that sent the path.
   if (!isAbsolute(path)) throw new InvalidRequestError(`The workspace folder must be an absolute path, not ${path}`);

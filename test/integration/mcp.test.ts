@@ -823,7 +823,10 @@ describe('MCP server', { timeout: 480_000 }, () => {
         assert.match(textOf(again), /A machine named sales-analysis already exists/);
         const typo = await call(client, 'run-python-in-repl', { replId: 'sales-analysys', pythonCode: '1' });
         assert.equal(typo.isError, true);
-        assert.match(textOf(typo), /Machine sales-analysys does not exist \(it may have been deleted\)\. Did you mean sales-analysis\? \(list-python-repls lists every REPL\)/);
+        assert.match(
+          textOf(typo),
+          /Machine sales-analysys does not exist \(it may have been deleted\)\. Did you mean sales-analysis\? \(list-python-repls lists every REPL\)/,
+        );
       } finally {
         await client.close();
       }

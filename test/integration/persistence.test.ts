@@ -300,7 +300,7 @@ for (const engine of ENGINES_UNDER_TEST) {
       assert.ok(!manager.list().some((m) => m.name === a));
     });
 
-    it("names machines readably (adjective-noun), each once, and never after a deleted machine, even after a restart", async () => {
+    it('names machines readably (adjective-noun), each once, and never after a deleted machine, even after a restart', async () => {
       manager = await openManager({ dataDir });
       const names = await Promise.all(Array.from({ length: 200 }, () => manager!.create(machineOptions(engine)).then((m) => m.name)));
       for (const name of names) assert.match(name, /^[a-z]+-[a-z]+(-\d+)?$/);
@@ -313,7 +313,10 @@ for (const engine of ENGINES_UNDER_TEST) {
       // A name asked for is given, but only once.
       assert.equal((await manager.create(machineOptions(engine, { name: 'data-cleaning' }))).name, 'data-cleaning');
       await assert.rejects(manager.create(machineOptions(engine, { name: 'data-cleaning' })), /A machine named data-cleaning already exists/);
-      assert.throws(() => manager!.exec('data-claening', '1'), /Machine data-claening does not exist \(it may have been deleted\)\. Did you mean data-cleaning\?/);
+      assert.throws(
+        () => manager!.exec('data-claening', '1'),
+        /Machine data-claening does not exist \(it may have been deleted\)\. Did you mean data-cleaning\?/,
+      );
     });
 
     it('refuses bad requests with clear errors', async () => {
