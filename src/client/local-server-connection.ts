@@ -7,7 +7,7 @@ import { SERVER_MALLOC_ENV } from '../platform/malloc-env.ts';
 import { isProcessAlive } from '../platform/process-liveness.ts';
 import { readServerInfo, startedInBackground, type ServerInfo } from '../platform/server-info.ts';
 import { VERSION } from '../shared/version.ts';
-import type { EngineName } from '../shared/requests.ts';
+import type { EngineName, StopRequest } from '../shared/requests.ts';
 import { HttpClient } from './http-client.ts';
 import { CodedError } from '../platform/coded-error.ts';
 import { prepareDataDir } from '../platform/data-dir.ts';
@@ -106,14 +106,16 @@ export async function stopLocalServer(dataDir: string): Promise<ServerInfo | nul
 }
 
 /**
- * Stops a server (it saves every machine first) and waits until it has gone. It is asked over
+ * Stops a server (it saves every machine first) and waits until it has gone; `request` may name
+ * the process the data dir goes to (a server before 0.2.2 releases it instead). It is asked over
  * HTTP, as every system allows; a server from before 0.2.1 is sent SIGTERM, which it saves on
  * where signals exist (on Windows that ends it without saving, as nothing else can).
  */
-export async function stopServer(server: ServerInfo): Promise<void> {
+export async function stopServer(server: ServerInfo, request: StopRequest = {}): Promise<void> {
   const asked = await fetch(`${server.url}/v1/server/stop`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${server.token}` },
+    headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(request),
     signal: AbortSignal.timeout(5000),
   }).then(
     (response) => response.ok,

@@ -34,7 +34,7 @@ import {
   parseRequest,
   type EngineName,
 } from '../shared/requests.ts';
-import { DataDirLock } from '../platform/data-dir-lock.ts';
+import { DataDirLock, type LockRecord } from '../platform/data-dir-lock.ts';
 import { checkDataDirFormat, markDataDir } from '../platform/data-dir-format.ts';
 import { VERSION } from '../shared/version.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
@@ -71,6 +71,8 @@ export interface MachineManagerOptions {
   poolIdleSeconds?: number;
   /** The engines; default the built-in ones for this data dir. */
   engines?: EngineSet;
+  /** The lock a stopping owner handed to this process (`DataDirLock.handOver`); taken as usual when it did not. */
+  handedLock?: LockRecord;
 }
 
 export interface ExecOptions extends SenderListeners {
@@ -107,7 +109,7 @@ export { CheckpointNotFoundError, InvalidRequestError, MachineGoneError };
  */
 export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly dataDir: string;
-  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds'>>;
+  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock'>>;
   readonly #engines: EngineSet;
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
@@ -149,7 +151,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
    */
   static async open(options: MachineManagerOptions): Promise<MachineManager> {
     await checkDataDirFormat(options.dataDir, VERSION);
-    const lock = await DataDirLock.acquire(options.dataDir);
+    const lock = (options.handedLock && (await DataDirLock.adopt(options.dataDir, options.handedLock))) || (await DataDirLock.acquire(options.dataDir));
     try {
       // Again under the lock: a newer build may have taken the data dir meanwhile.
       await checkDataDirFormat(options.dataDir, VERSION);
@@ -375,8 +377,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return { matches, start: before.slice(0, start).join('').length };
   }
 
-  /** Saves every warm machine, stops all engines and releases the data dir. */
-  async close(): Promise<void> {
+  /** Saves every warm machine, stops all engines and releases the data dir, or hands it to `successor`. */
+  async close(successor?: LockRecord): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#warm.close();
@@ -391,7 +393,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       }),
     );
     await this.#engines.close();
-    await this.#lock.release();
+    await (successor ? this.#lock.handOver(successor) : this.#lock.release());
   }
 
   // ---- internals ------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { isProcessAlive } from './process-liveness.ts';
+import { z } from 'zod';
+import { writeFileAtomic } from './atomic-file.ts';
 import { CodedError } from './coded-error.ts';
 import { prepareDataDir } from './data-dir.ts';
 
@@ -17,15 +19,17 @@ const HEARTBEAT_MS = 30_000;
  */
 const SILENT_OWNER_MS = 10 * 60_000;
 
-interface LockRecord {
-  pid: number;
+/** Who owns a data dir, as its lock file says. */
+export const LockRecord = z.object({
+  pid: z.number().int().positive(),
   /** The process's start time as the kernel reports it, so a reused pid is not taken for the owner. */
-  startTime: string | null;
-  hostname: string;
-  acquiredAt: string;
+  startTime: z.string().nullable(),
+  hostname: z.string(),
+  acquiredAt: z.string(),
   /** The owner touches the lock every `HEARTBEAT_MS` (absent in locks of builds before 0.2.1). */
-  heartbeat?: true;
-}
+  heartbeat: z.literal(true).optional(),
+});
+export type LockRecord = z.infer<typeof LockRecord>;
 
 /** Another live process owns the data dir. */
 export class DataDirLockedError extends CodedError {
@@ -56,16 +60,15 @@ export class DataDirLock {
     this.#heartbeat.unref();
   }
 
+  /** This process as a lock's owner, from now. */
+  static ownRecord(): LockRecord {
+    return { pid: process.pid, startTime: processStartTime(process.pid), hostname: hostname(), acquiredAt: new Date().toISOString(), heartbeat: true };
+  }
+
   static async acquire(dataDir: string): Promise<DataDirLock> {
     await prepareDataDir(dataDir);
     const path = join(dataDir, LOCK_FILE);
-    const record: LockRecord = {
-      pid: process.pid,
-      startTime: processStartTime(process.pid),
-      hostname: hostname(),
-      acquiredAt: new Date().toISOString(),
-      heartbeat: true,
-    };
+    const record = DataDirLock.ownRecord();
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
         const handle = await open(path, 'wx', 0o600);
@@ -99,13 +102,32 @@ export class DataDirLock {
     return owner && (await isAlive(owner, path)) ? owner.pid : null;
   }
 
+  /**
+   * The lock another owner handed to `record` (see `handOver`), or null when it did not: an owner
+   * of a build before 0.2.2 released it instead.
+   */
+  static async adopt(dataDir: string, record: LockRecord): Promise<DataDirLock | null> {
+    const path = join(dataDir, LOCK_FILE);
+    return isSameOwner(await readOwner(path), record) ? new DataDirLock(path, record) : null;
+  }
+
   async release(): Promise<void> {
     clearInterval(this.#heartbeat);
-    const current = await readOwner(this.path);
-    if (current?.pid === this.record.pid && current.acquiredAt === this.record.acquiredAt) {
-      await unlink(this.path).catch(() => {});
-    }
+    if (isSameOwner(await readOwner(this.path), this.record)) await unlink(this.path).catch(() => {});
   }
+
+  /**
+   * Gives the data dir to `successor` in one step (the lock file is replaced, never removed), so
+   * that no other process can take it between this owner and the next.
+   */
+  async handOver(successor: LockRecord): Promise<void> {
+    clearInterval(this.#heartbeat);
+    if (isSameOwner(await readOwner(this.path), this.record)) await writeFileAtomic(this.path, JSON.stringify(successor));
+  }
+}
+
+function isSameOwner(a: LockRecord | null, b: LockRecord): boolean {
+  return a?.pid === b.pid && a.acquiredAt === b.acquiredAt;
 }
 
 async function readOwner(path: string): Promise<LockRecord | null> {

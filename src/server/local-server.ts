@@ -10,7 +10,8 @@ import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { CodedError } from '../platform/coded-error.ts';
 import { readJson, requestUrl, sendError, sendJson } from './http-io.ts';
-import { MAX_BODY_BYTES } from '../shared/requests.ts';
+import { MAX_BODY_BYTES, parseRequest, StopRequest } from '../shared/requests.ts';
+import type { LockRecord } from '../platform/data-dir-lock.ts';
 import { JSON_RPC_PARSE_ERROR, McpHttpEndpoints, rpcError } from '../mcp/http-endpoints.ts';
 import { InProcessClient } from './in-process-client.ts';
 import { perennialRoutes } from './perennial-api.ts';
@@ -46,8 +47,8 @@ export class LocalServer {
    * Resolves when a client asks the server to stop (`POST /v1/server/stop`): whoever runs it
    * closes it then. A request, not a signal: Windows has no SIGTERM between processes.
    */
-  readonly stopRequested: Promise<void>;
-  #requestStop!: () => void;
+  readonly stopRequested: Promise<StopRequest>;
+  #requestStop!: (request: StopRequest) => void;
   /** Requests in flight and open sockets (WebSocket REPLs, event streams). */
   #active = 0;
   #lastActivity = Date.now();
@@ -64,9 +65,10 @@ export class LocalServer {
     const stop: [string, RegExp, Handler] = [
       'POST',
       /^\/v1\/server\/stop$/,
-      async (_req, res) => {
+      async (req, res) => {
+        const request = parseRequest(StopRequest, await readJson(req));
         sendJson(res, 202, { stopping: true });
-        this.#requestStop();
+        this.#requestStop(request);
       },
     ];
     this.#routes = [...foreverVMRoutes(manager, heartbeatMs), ...perennialRoutes(manager), ...this.#mcpRoutes(), stop];
@@ -113,13 +115,13 @@ export class LocalServer {
     return `http://${host}:${address.port}`;
   }
 
-  /** Stops accepting requests, saves every machine and releases the data dir. */
-  async close(): Promise<void> {
+  /** Stops accepting requests, saves every machine and releases the data dir, or hands it to `successor`. */
+  async close(successor?: LockRecord): Promise<void> {
     await this.#mcp.close();
     for (const client of this.#sockets.clients) client.terminate();
     this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
-    await this.manager.close();
+    await this.manager.close(successor);
     // Last: once server.json is gone, the data dir is free for the next server.
     await removeServerInfo(this.manager.dataDir, process.pid);
   }

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { CodedError } from '../platform/coded-error.ts';
+import { LockRecord } from '../platform/data-dir-lock.ts';
 
 /** A request the caller can fix (unknown engine, bad tag, a limit passed...). */
 export class InvalidRequestError extends CodedError {
@@ -162,6 +163,10 @@ export function newMachineBody({ memoryMb, workspaceWritable, ...rest }: NewMach
 }
 
 export const ListBody = z.object({ tags: TagFilter.optional() });
+
+/** `POST /v1/server/stop`: optionally, the process the data dir goes to (`perennial serve` taking over). */
+export const StopRequest = z.object({ handOverTo: LockRecord.optional() });
+export type StopRequest = z.infer<typeof StopRequest>;
 
 /** `{"code": str, "timeout_seconds": int}`; a missing `timeout_seconds` means the server's default, 0 (Perennial's) no limit. */
 export const Instruction = z.object({ code: z.string(), timeout_seconds: TimeoutSeconds.optional() });

@@ -216,6 +216,31 @@ describe("the local server, visible and under the user's control", { timeout: 18
     assert.equal((await first.stopped).code, 0, 'the server stopped as if by Ctrl-C');
   });
 
+  it("serve's takeover is one step: a client that starts its own server meanwhile finds the data dir taken, and uses serve's", async () => {
+    await cli(['exec', '1']);
+    const info = () =>
+      existsSync(join(block.dir, 'server.json')) ? (JSON.parse(readFileSync(join(block.dir, 'server.json'), 'utf8')) as { pid: number }) : null;
+    const background = info()!;
+    // The moment the background server has gone, a client comes that finds no server and starts one.
+    let client: Promise<CliRun> | undefined;
+    const watching = setInterval(() => {
+      if (!client && info()?.pid !== background.pid) client = cli(['machine', 'list']);
+    }, 2);
+    try {
+      const person = await serve();
+      assert.match(person.banner(), /took over from the server a command had started/);
+      assert.doesNotMatch(person.banner(), /in use by process/);
+      assert.match(person.banner(), /listening on/);
+      await eventually(() => client, 30_000, 'the client that came meanwhile');
+      assert.equal((await client!).code, 0, (await client!).stderr);
+      assert.equal(info()?.pid, person.child.pid, "the person's server serves the data dir");
+      assert.match((await cli(['stop'])).stderr, /^Stopped the Perennial server/);
+      assert.equal((await person.stopped).code, 0);
+    } finally {
+      clearInterval(watching);
+    }
+  });
+
   it('serve: the banner says how to connect, and its client line works as printed', async () => {
     const server = await serve('--port', '0');
     try {

@@ -6,7 +6,8 @@ import { restartWithMallocEnv } from '../../platform/malloc-env.ts';
 import { startedInBackground } from '../../platform/server-info.ts';
 import { TOKEN_FILE } from '../../server/access.ts';
 import { LocalServer } from '../../server/local-server.ts';
-import type { EngineName } from '../../shared/requests.ts';
+import type { EngineName, StopRequest } from '../../shared/requests.ts';
+import { DataDirLock } from '../../platform/data-dir-lock.ts';
 import type { CliContext } from '../context.ts';
 
 export interface ServeCommandOptions {
@@ -48,12 +49,15 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
         `Use it, stop it with: perennial stop --data-dir ${ctx.dataDir} (it saves every machine), or serve another data dir with --data-dir`,
     );
   }
+  // The data dir is handed straight to this process: a client starting its own server meanwhile finds it taken.
+  const handedLock = running ? DataDirLock.ownRecord() : undefined;
   if (running) {
-    await stopServer(running);
+    await stopServer(running, { handOverTo: handedLock });
     ctx.term.err.write(`perennial: took over from the server a command had started in the background (pid ${running.pid}); its machines are saved.\n`);
   }
   const server = await LocalServer.start({
     dataDir: ctx.dataDir,
+    handedLock,
     host: options.host,
     port: options.port,
     idleSeconds: options.idleSeconds,
@@ -69,17 +73,17 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
   for (const engine of server.manager.engineStatus()) {
     if (engine.warning) ctx.term.err.write(`perennial: ${engine.name} engine: ${engine.warning}\n`);
   }
-  await new Promise<void>((resolve) => {
+  const stop = await new Promise<StopRequest>((resolve) => {
     void server.stopRequested.then(resolve);
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+    process.once('SIGINT', () => resolve({}));
+    process.once('SIGTERM', () => resolve({}));
     if (options.exitWhenIdle) {
       const limit = options.exitWhenIdle * 1000;
-      setInterval(() => server.idleFor() >= limit && resolve(), Math.min(limit, 10_000)).unref();
+      setInterval(() => server.idleFor() >= limit && resolve({}), Math.min(limit, 10_000)).unref();
     }
   });
   ctx.term.err.write('Stopping: saving machines...\n');
-  await server.close();
+  await server.close(stop.handOverTo);
 }
 
 /** What a person needs to connect: the URLs, where the token is, and a client line to copy. */
