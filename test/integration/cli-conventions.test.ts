@@ -231,7 +231,7 @@ describe("the local server, visible and under the user's control", { timeout: 18
       assert.match(person.banner(), /took over from the server a command had started/);
       assert.doesNotMatch(person.banner(), /in use by process/);
       assert.match(person.banner(), /listening on/);
-      await eventually(() => client, 30_000, 'the client that came meanwhile');
+      await eventually(() => client !== undefined, 30_000, 'the client that came meanwhile');
       assert.equal((await client!).code, 0, (await client!).stderr);
       assert.equal(info()?.pid, person.child.pid, "the person's server serves the data dir");
       assert.match((await cli(['stop'])).stderr, /^Stopped the Perennial server/);
