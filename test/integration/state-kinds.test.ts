@@ -43,3 +43,30 @@ for (const engine of ENGINES_UNDER_TEST) {
     }
   });
 }
+
+describe("Perennial's own work shows no warning in the user's cells (python engine, numpy)", { timeout: 120_000 }, () => {
+  const fixture = managerFixture();
+
+  it('listing, inspecting, completing, saving and restoring arrays that warn when their flags are read', async () => {
+    const { manager } = fixture;
+    const name = (await manager.create(machineOptions('python'))).name;
+    // numpy 1.17 to 1.x warns whoever reads `flags.writeable` of what broadcast_arrays made.
+    const made = await run(manager, name, 'import numpy as np\nk_bx, k_by = np.broadcast_arrays(np.arange(3), np.arange(3)[:, None])');
+    valueOf(made.result);
+    await manager.kernel(name, 'variables', {});
+    await manager.kernel(name, 'variable', { name: 'k_bx' });
+    await manager.kernel(name, 'inspect', { expr: 'k_bx.flags' });
+    await manager.complete(name, { code: 'k_bx.fl' });
+    // The user's own reading of the flag warns, as numpy means it to: only Perennial's is hidden.
+    const own = await run(manager, name, 'k_bx.flags.writeable');
+    assert.match(own.stderr, /FutureWarning: future versions will not create a writeable array from broadcast_array/);
+    // Saved while warm, as a second after each change: what the save warned of would show in the next cell.
+    await manager.save(name);
+    const next = await run(manager, name, '1');
+    assert.equal(next.stderr, '', "nothing of Perennial's in the next cell's output");
+    await manager.swap(name);
+    const after = await run(manager, name, '(k_bx.tolist(), k_by.shape, k_bx.strides[0])');
+    assert.equal(valueOf(after.result), '([[0, 1, 2], [0, 1, 2], [0, 1, 2]], (3, 3), 0)', 'still a broadcast view');
+    assert.equal(after.stderr, '');
+  });
+});

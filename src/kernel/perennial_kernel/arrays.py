@@ -87,6 +87,16 @@ def _buffer_types():
     return (bytes, bytearray, array.array)
 
 
+# numpy's NPY_ARRAY_WRITEABLE bit of ``ndarray.flags.num``.
+_WRITEABLE = 0x0400
+
+
+def _writeable(obj):
+    """Whether ``obj`` can be written. Read from the flag bits: ``flags.writeable`` of what
+    ``broadcast_arrays`` made warns (a FutureWarning, numpy 1.17 to 1.x) to whoever reads it."""
+    return bool(obj.flags.num & _WRITEABLE)
+
+
 def reduce_array(obj, namespace_ids, copies):
     """A reduction that keeps ``obj``'s memory shared, or NotImplemented (numpy's own pickling,
     a copy). Memory that a snapshot cannot keep (another library's buffer) is saved as a copy,
@@ -100,12 +110,12 @@ def reduce_array(obj, namespace_ids, copies):
     if not kept and id(memory) in namespace_ids:
         copies.append(f"it comes back as a copy, no longer sharing memory with a {type(memory).__name__}, which a snapshot cannot keep")
     if owner is not obj:
-        return _view_of, (owner, _address(obj) - _address(owner), obj.shape, obj.strides, obj.dtype, obj.flags.writeable)
+        return _view_of, (owner, _address(obj) - _address(owner), obj.shape, obj.strides, obj.dtype, _writeable(obj))
     if _mapped_file(obj, numpy):
         mode = "r+" if obj.mode == "w+" else obj.mode  # w+ made the file: mapping it again must not empty it
         order = "F" if obj.flags.f_contiguous and not obj.flags.c_contiguous else "C"
         return _map_file, (_portable_path(obj.filename), obj.dtype, mode, obj.offset, obj.shape, order)
     if kept and memory is not None:
         start = _address(numpy.frombuffer(memory, dtype=numpy.uint8))
-        return _view_of, (memory, _address(obj) - start, obj.shape, obj.strides, obj.dtype, obj.flags.writeable)
+        return _view_of, (memory, _address(obj) - start, obj.shape, obj.strides, obj.dtype, _writeable(obj))
     return NotImplemented

@@ -5,16 +5,27 @@
 import importlib
 import sys
 
-from . import files, introspection
+from . import files, introspection, process_state
+
+
+def _hidden(handler):
+    """``handler`` with the warnings it raises hidden: it touches the user's objects for
+    Perennial, and what they warn of would show in the user's next cell."""
+
+    def run(message):
+        with process_state.warnings_hidden():
+            return handler(message)
+
+    return run
 
 
 def command_handlers(kernel):
     return {
         "run": lambda m: kernel.run(m["code"], m.get("cell", 0)),
-        "variables": lambda m: introspection.variables(kernel.user_namespace()),
-        "variable": lambda m: introspection.variable(kernel.ns, m["name"]),
-        "complete": lambda m: introspection.complete(kernel.ns, m["code"], m["cursor"]),
-        "inspect": lambda m: introspection.inspect_name(kernel.ns, m["expr"]),
+        "variables": _hidden(lambda m: introspection.variables(kernel.user_namespace())),
+        "variable": _hidden(lambda m: introspection.variable(kernel.ns, m["name"])),
+        "complete": _hidden(lambda m: introspection.complete(kernel.ns, m["code"], m["cursor"])),
+        "inspect": _hidden(lambda m: introspection.inspect_name(kernel.ns, m["expr"])),
         "is_complete": lambda m: introspection.is_complete(m["code"]),
         "reset": lambda m: kernel.reset(),
         "refresh_imports": lambda m: importlib.invalidate_caches(),
@@ -24,6 +35,6 @@ def command_handlers(kernel):
         "ping": lambda m: {"python": sys.version.split()[0], "platform": sys.platform},
         # The namespace pickled to a file and back: the python engine's swap, and a sandbox
         # machine's move to another Pyodide build (a transfer: the file goes, the losses are answered).
-        "snapshot": lambda m: kernel.snapshot(m["path"]),
-        "restore": lambda m: kernel.restore(m["path"], transfer=bool(m.get("transfer"))),
+        "snapshot": _hidden(lambda m: kernel.snapshot(m["path"])),
+        "restore": _hidden(lambda m: kernel.restore(m["path"], transfer=bool(m.get("transfer")))),
     }

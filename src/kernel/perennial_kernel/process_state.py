@@ -242,17 +242,27 @@ def warnings_kept():
         _set_warning_registries(shown)
 
 
+@contextlib.contextmanager
+def warnings_hidden():
+    """Warnings raised while Perennial's own code touches the user's objects (a summary, a
+    pickle, a completion) are shown to no one: they are not the user's cell's. The filters stay
+    as they are, since changing them would make Python forget which warnings it showed."""
+    show = warnings._showwarnmsg
+    warnings._showwarnmsg = lambda message: None
+    try:
+        yield
+    finally:
+        warnings._showwarnmsg = show
+
+
 def _registry_version():
     """The version a registry must carry to count under the current filters. Python does not
     expose it, but stamps it on the registry a warning is checked against: a probe warning,
     whatever the filters make of it, shows nothing and changes no filter."""
     probe = {}
-    show = warnings._showwarnmsg
-    warnings._showwarnmsg = lambda message: None
-    try:
-        warnings.warn_explicit(_PROBE, UserWarning, "<perennial>", 0, module="<perennial>", registry=probe)
-    except Warning:  # filters that turn warnings into errors
-        pass
-    finally:
-        warnings._showwarnmsg = show
+    with warnings_hidden():
+        try:
+            warnings.warn_explicit(_PROBE, UserWarning, "<perennial>", 0, module="<perennial>", registry=probe)
+        except Warning:  # filters that turn warnings into errors
+            pass
     return probe.get("version")
