@@ -110,6 +110,14 @@ for (const bubblewrap of [true, false]) {
       assert.doesNotMatch(everything, /PERENNIAL_HOME|FOREVERVM_TOKEN/);
     });
 
+    it('names no host path in its environment, and says that it runs no processes', async () => {
+      const environ = valueOf((await run(manager, name, 'import os\nsorted(os.environ.items())')).result)!;
+      assert.ok(!environ.includes(process.cwd()), environ);
+      assert.doesNotMatch(environ, /'_'/);
+      const system = await run(manager, name, 'os.system("ls")');
+      assert.match(errorOf(system.result), /OSError: \[Errno \d+\] The sandbox runs no processes, so os\.system\('ls'\) cannot run; a python-engine machine can/);
+    });
+
     it('cannot signal host processes', () => {
       assert.equal(victim.exitCode, null);
       assert.equal(victim.signalCode, null);

@@ -6,6 +6,7 @@ over its state in the same interpreter. Either way the driver is the package's `
 the sandbox process, and a later kernel that takes over from this one, look for it.
 """
 
+import errno
 import json
 import os
 import sys
@@ -125,6 +126,7 @@ class EmscriptenDriver:
         self.snapshot_lost = []
 
     def after_restore(self):
+        os.system = _no_processes
         # Pyodide puts "" in front of sys.path at every load, a snapshot's too: one more per swap.
         if sys.path[:1] == [""]:
             del sys.path[0]
@@ -222,8 +224,17 @@ def _publish(driver):
     return driver
 
 
+def _no_processes(command):
+    """``os.system`` in the sandbox, which runs no processes: Emscripten's answers 127 << 8
+    without a word. Raised as ``subprocess`` raises it."""
+    raise OSError(errno.ENOSYS, f"The sandbox runs no processes, so os.system({command!r}) cannot run; a python-engine machine can")
+
+
 def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
     """Called once by the sandbox process when it boots a fresh machine."""
+    # Emscripten names the program Node ran in ``_``: a path of the host, not the machine's.
+    os.environ.pop("_", None)
+    os.system = _no_processes
     return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask, show=_show)))
 
 
