@@ -63,7 +63,7 @@ function buildProgram(): Command {
     .addOption(engineOption())
     .addOption(pythonOption())
     .option('-t, --timeout <seconds>', 'interrupt the code after this long; 0: no limit (default 15)', timeoutSeconds)
-    .option('--images <dir>', 'save figures as PNG files in this folder')
+    .option('--images <dir>', 'save figures as PNG files in this folder (default: perennial-figures/MACHINE in the temporary folder)')
     .action((code: string, options) => execCommand(context(), code, options));
 
   program
@@ -73,7 +73,7 @@ function buildProgram(): Command {
     .addOption(engineOption())
     .addOption(pythonOption())
     .option('-t, --timeout <seconds>', 'interrupt each statement after this long (default: no limit, as in Python)', timeoutSeconds)
-    .option('--images <dir>', 'save figures as PNG files in this folder')
+    .option('--images <dir>', 'save figures as PNG files in this folder (default: perennial-figures/MACHINE in the temporary folder)')
     .action((name: string | undefined, options) => replCommand(context(), name, options));
 
   program

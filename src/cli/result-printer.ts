@@ -1,5 +1,6 @@
 import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { viewResult } from '../shared/result-format.ts';
 import type { ExecResult, OutputChunk } from '../shared/types.ts';
 
@@ -15,22 +16,23 @@ export function printChunk(term: Terminal, chunk: OutputChunk): void {
   (chunk.stream === 'stderr' ? term.err : term.out).write(chunk.data + '\n');
 }
 
+/** Where a command saves a machine's figures when not told: a folder of its own in the system's temporary folder. */
+export function figuresDir(machine: string, given?: string): string {
+  return given ?? join(tmpdir(), 'perennial-figures', machine);
+}
+
 /**
  * Prints what follows the output: what the code displayed, as text (its output streamed before
  * it), the value (stdout) or the traceback (stderr), then notes about figures, lost variables
- * and restores (stderr). Figures are saved when `imagesDir` is set.
+ * and restores (stderr). Figures are saved in `imagesDir`, and where is said.
  */
-export async function printResult(term: Terminal, result: ExecResult, seq: number, imagesDir?: string): Promise<void> {
+export async function printResult(term: Terminal, result: ExecResult, seq: number, imagesDir: string): Promise<void> {
   const { value, error, notes, images, displayed } = viewResult(result, 'give it longer with --timeout SECONDS (0: no limit)');
   for (const { text } of displayed) term.out.write(text + '\n');
   if (error !== null) term.err.write(error + '\n');
   else if (value !== null) term.out.write(value + '\n');
   for (const note of notes) term.err.write(`perennial: ${note.text}\n`);
   if (!images.length) return;
-  if (!imagesDir) {
-    term.err.write(`perennial: ${images.length} figure${images.length > 1 ? 's' : ''} (save with --images DIR)\n`);
-    return;
-  }
   await mkdir(imagesDir, { recursive: true });
   for (const [i, image] of images.entries()) {
     const path = join(imagesDir, `figure-${seq}-${i + 1}.png`);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -102,6 +103,21 @@ describe('perennial as a Python user expects it', { timeout: 180_000 }, () => {
       assert.equal((await cli(['exec', '-m', machine, 'kept'])).stdout, "'still here'\n");
     });
   }
+
+  it('repl: a figure is saved where it can be opened, and its path printed', async () => {
+    const terminal = repl();
+    try {
+      await shows(terminal, '>>> ', 'the prompt');
+      const machine = /on machine (\S+):/.exec(terminal.screen)![1]!;
+      terminal.type('import matplotlib; matplotlib.use("Agg"); import matplotlib.pyplot as plt; plt.plot([1, 2]); plt.show()\r');
+      await shows(terminal, /figure saved to (\S+\.png)/, 'the figure saved');
+      const path = /figure saved to (\S+\.png)/.exec(terminal.screen)![1]!;
+      assert.equal(path, join(tmpdir(), 'perennial-figures', machine, 'figure-0-1.png'));
+      assert.deepEqual([...readFileSync(path).subarray(1, 4)], [...Buffer.from('PNG')]);
+    } finally {
+      terminal.close();
+    }
+  });
 
   it('new machines get readable names or the one given; a mistyped name gets the nearest, and where to see them all', async () => {
     const made = (await cli(['machine', 'new'])).stdout.trim();

@@ -115,7 +115,10 @@ for (const bubblewrap of [true, false]) {
       assert.ok(!environ.includes(process.cwd()), environ);
       assert.doesNotMatch(environ, /'_'/);
       const system = await run(manager, name, 'os.system("ls")');
-      assert.match(errorOf(system.result), /OSError: \[Errno \d+\] The sandbox runs no processes, so os\.system\('ls'\) cannot run; a python-engine machine can/);
+      assert.match(
+        errorOf(system.result),
+        /OSError: \[Errno \d+\] The sandbox runs no processes, so os\.system\('ls'\) cannot run; a python-engine machine can/,
+      );
     });
 
     it('cannot signal host processes', () => {

@@ -3,7 +3,7 @@ import type { EngineName } from '../../shared/requests.ts';
 import { isErrorResult } from '../../shared/types.ts';
 import { newMachineOptions, withClient, type CliContext } from '../context.ts';
 import { ExitError } from '../errors.ts';
-import { printChunk, printResult } from '../result-printer.ts';
+import { figuresDir, printChunk, printResult } from '../result-printer.ts';
 import { TerminalQuestions } from '../terminal-questions.ts';
 
 export interface ExecCommandOptions {
@@ -44,7 +44,7 @@ export async function execCommand(ctx: CliContext, code: string, options: ExecCo
         },
         onInput: questions?.answer,
       });
-      await printResult(ctx.term, result, seq, options.images);
+      await printResult(ctx.term, result, seq, figuresDir(machine, options.images));
       if (isErrorResult(result)) throw new ExitError(interrupted ? 130 : 1);
       // What was printed is not all the code wrote: a script that saves it must not take it for whole.
       if (result.data?.truncated)

@@ -6,7 +6,7 @@ import { describeRuntime } from '../../shared/result-format.ts';
 import { isErrorResult, type ExecResult, type MachineInfo } from '../../shared/types.ts';
 import { ExitError } from '../errors.ts';
 import { newMachineOptions, withClient, type CliContext } from '../context.ts';
-import { printChunk, printResult } from '../result-printer.ts';
+import { figuresDir, printChunk, printResult } from '../result-printer.ts';
 import { TerminalQuestions } from '../terminal-questions.ts';
 
 const HISTORY_SIZE = 1000;
@@ -112,7 +112,7 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
             onInput: questions.answer,
           });
           exit = systemExit(result);
-          if (!exit) await printResult(ctx.term, result, seq, options.images);
+          if (!exit) await printResult(ctx.term, result, seq, figuresDir(machine, options.images));
         } catch (error) {
           ctx.term.err.write(`perennial: ${(error as Error).message}\n`);
         } finally {
