@@ -114,6 +114,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
   readonly #machines = new Map<string, Machine>();
+  /** Names chosen for machines being made. */
+  readonly #naming = new Set<string>();
   readonly #warm: WarmPolicy;
   #closed = false;
 
@@ -196,29 +198,33 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     // A machine that could not start is not made (a python machine with no interpreter).
     await this.#engines.assertStartable(engine, options);
     const memoryMb = options.memoryMb ?? DEFAULT_MEMORY_MB[engine];
-    const now = new Date().toISOString();
-    const manifest: MachineManifest = {
-      version: 1,
-      name: this.#newName(options.name),
-      createdAt: now,
-      tags: options.tags ?? {},
-      engine,
-      memoryMb,
-      // Each engine takes its own options: a client may send both sets for whichever engine runs.
-      ...(options.python && engine === 'python' ? { python: options.python } : {}),
-      ...(options.workspace && engine === 'sandbox'
-        ? { workspace: { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false } }
-        : {}),
-      ...(options.network && engine === 'sandbox' ? { network: true } : {}),
-      nextSeq: 0,
-      lastUsedAt: now,
-      snapshot: null,
-    };
-    await this.#store.create(manifest);
-    const machine = this.#adopt(manifest);
-    const info = this.#info(machine);
-    this.#emit({ type: 'created', machine: info });
-    return info;
+    const workspace =
+      options.workspace && engine === 'sandbox'
+        ? { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false }
+        : undefined;
+    return this.#named(options.name, async (name) => {
+      const now = new Date().toISOString();
+      const manifest: MachineManifest = {
+        version: 1,
+        name,
+        createdAt: now,
+        tags: options.tags ?? {},
+        engine,
+        memoryMb,
+        // Each engine takes its own options: a client may send both sets for whichever engine runs.
+        ...(options.python && engine === 'python' ? { python: options.python } : {}),
+        ...(workspace ? { workspace } : {}),
+        ...(options.network && engine === 'sandbox' ? { network: true } : {}),
+        nextSeq: 0,
+        lastUsedAt: now,
+        snapshot: null,
+      };
+      await this.#store.create(manifest);
+      const machine = this.#adopt(manifest);
+      const info = this.#info(machine);
+      this.#emit({ type: 'created', machine: info });
+      return info;
+    });
   }
 
   /** Machines carrying every given tag, newest first. */
@@ -303,21 +309,23 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const origin = this.#machine(name);
     const { tags } = parseRequest(ForkBody, request);
     const merged = parseRequest(Tags, { ...origin.manifest.tags, forked_from: name, ...tags });
-    const now = new Date().toISOString();
-    const manifest: MachineManifest = {
-      ...structuredClone(origin.manifest),
-      name: this.#newName(),
-      createdAt: now,
-      lastUsedAt: now,
-      tags: merged,
-      nextSeq: 0,
-      snapshot: null,
-    };
-    delete manifest.rebuilt;
-    await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, source));
-    const info = this.#info(this.#adopt(manifest));
-    this.#emit({ type: 'created', machine: info });
-    return info;
+    return this.#named(undefined, async (forkName) => {
+      const now = new Date().toISOString();
+      const manifest: MachineManifest = {
+        ...structuredClone(origin.manifest),
+        name: forkName,
+        createdAt: now,
+        lastUsedAt: now,
+        tags: merged,
+        nextSeq: 0,
+        snapshot: null,
+      };
+      delete manifest.rebuilt;
+      await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, source));
+      const info = this.#info(this.#adopt(manifest));
+      this.#emit({ type: 'created', machine: info });
+      return info;
+    });
   }
 
   /** Takes a checkpoint of the machine's state now, with an optional label. */
@@ -491,11 +499,21 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return machine;
   }
 
-  /** The name a new machine gets: the one asked for, unless a machine has it; else a readable one no machine here has had. */
-  #newName(wanted?: string): string {
-    if (wanted === undefined) return newMachineName((name) => this.#machines.has(name) || this.#store.isUsed(name));
-    if (this.#machines.has(wanted) || existsSync(this.#store.dir(wanted))) throw new MachineNameTakenError(wanted);
-    return wanted;
+  /**
+   * Makes a machine under a new name: the one asked for, unless a machine has it; else a readable
+   * one no machine here has had. The name is held from the moment it is chosen until the machine
+   * is made (or not), so that machines made at once never share one.
+   */
+  async #named<T>(wanted: string | undefined, make: (name: string) => Promise<T>): Promise<T> {
+    const taken = (name: string) => this.#machines.has(name) || this.#naming.has(name);
+    if (wanted !== undefined && (taken(wanted) || existsSync(this.#store.dir(wanted)))) throw new MachineNameTakenError(wanted);
+    const name = wanted ?? newMachineName((candidate) => taken(candidate) || this.#store.isUsed(candidate));
+    this.#naming.add(name);
+    try {
+      return await make(name);
+    } finally {
+      this.#naming.delete(name);
+    }
   }
 
   #emit(event: ManagerEvent): void {
