@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
 import { execCommand } from './commands/exec.ts';
+import { installCommand } from './commands/install.ts';
 import { checkpointCommand, checkpointsCommand, rollbackCommand } from './commands/checkpoint.ts';
 import {
   machineForkCommand,
@@ -194,6 +195,15 @@ function buildProgram(): Command {
     .argument('<name>')
     .option('--json', 'print JSON')
     .action((name: string, options) => checkpointsCommand(context(), name, options));
+  program
+    .command('install')
+    .description(
+      "install packages into a machine, and into nothing else: Pyodide packages into a sandbox machine, pip packages into a python machine's own environment",
+    )
+    .argument('<name>', 'the machine')
+    .argument('<packages...>', 'package names, with versions as pip takes them (pandas==2.2)')
+    .action((name: string, packages: string[]) => installCommand(context(), name, packages));
+
   program
     .command('rollback')
     .description('return a machine to a checkpoint (by id or label); what runs is interrupted first')

@@ -22,17 +22,16 @@ export class TerminalQuestions {
 
   close: () => void = () => {};
 
-  readonly answer: InputAnswerer = ({ prompt, password, confirm }, signal) =>
+  readonly answer: InputAnswerer = ({ prompt, password }, signal) =>
     new Promise((resolve, reject) => {
       const rl = this.rl();
       const ended = () => reject(new Error('the terminal closed its input'));
       rl.once('close', ended);
       const muted = password ? mute(rl, prompt) : () => {};
-      rl.question(confirm ? `${prompt} [y/N] ` : prompt, { signal }, (answer) => {
+      rl.question(prompt, { signal }, (answer) => {
         rl.off('close', ended);
         muted();
         if (password) rl.write('\n');
-        if (confirm) return resolve(/^y(es)?$/i.test(answer.trim()) ? 'yes' : 'no');
         this.#echo = prompt + (password ? '' : answer);
         resolve(answer);
       });

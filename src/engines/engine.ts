@@ -13,6 +13,8 @@ export interface EngineOptions {
   workdir: string;
   /** python engine: the interpreter; sandbox engine ignores it. */
   python?: string;
+  /** python engine: the folder of the machine's own environment, where its packages go (made at its first start). */
+  environment?: string;
   /** sandbox engine: a host folder mounted at /workspace. */
   workspace?: { hostPath: string; writable: boolean };
   /** sandbox engine: whether the machine may reach the network. Default off. */

@@ -4,13 +4,9 @@ import type { InputAnswerer } from '../shared/types.ts';
 /**
  * A running cell's `input()` in VS Code: an input box with its prompt (a password box for
  * `getpass`), closed when the cell ends without the answer. Escape refuses to answer, and the
- * cell's EOFError says so. A yes/no question (`%pip install`) is a modal dialog.
+ * cell's EOFError says so.
  */
-export const askInInputBox: InputAnswerer = async ({ prompt, password, confirm }, signal) => {
-  if (confirm) {
-    const go = 'Go ahead';
-    return (await vscode.window.showWarningMessage(prompt, { modal: true }, go)) === go ? 'yes' : 'no';
-  }
+export const askInInputBox: InputAnswerer = async ({ prompt, password }, signal) => {
   const cellEnded = new vscode.CancellationTokenSource();
   signal.addEventListener('abort', () => cellEnded.cancel());
   try {

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { NewMachineOptions } from '../shared/requests.ts';
+import { PackageSpec, type NewMachineOptions } from '../shared/requests.ts';
 import { describeRuntime } from '../shared/result-format.ts';
 import type { MachineInfo, UpgradeResult } from '../shared/types.ts';
 import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
@@ -44,6 +44,19 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
         await source.refresh();
         void vscode.window.setStatusBarMessage(`Perennial: forked ${machine.name} into ${fork.name}`, 6000);
         return { source: source.id, name: fork.name } satisfies MachineRef;
+      }),
+    ),
+    vscode.commands.registerCommand('perennial.installPackages', (node?: MachineNode | MachineRef, packages?: string[]) =>
+      reporting(log, 'install packages', async () => {
+        const machine = await target(node, 'Machine to install packages into');
+        const wanted = packages ?? (machine && (await askPackages(machine.name)));
+        if (!machine || !wanted?.length) return undefined;
+        const installed = await vscode.window.withProgress(
+          { location: vscode.ProgressLocation.Notification, title: `Perennial: installing ${wanted.join(', ')} into ${machine.name}` },
+          async () => (await sources[machine.source].client()).installPackages(machine.name, wanted),
+        );
+        void vscode.window.showInformationMessage(`Installed into ${machine.name}: ${installed}`);
+        return installed;
       }),
     ),
     vscode.commands.registerCommand('perennial.takeCheckpoint', (node?: MachineNode | MachineRef, label?: string) =>
@@ -239,6 +252,22 @@ async function upgrade(source: MachineSource, name: string, panel: OutputPanel):
     if (choice === 'Roll Back') await rollback(source, name, upgraded.checkpoint.id, panel);
   });
   return upgraded;
+}
+
+/** Package names as pip takes them, asked for; undefined when the person gave none. */
+async function askPackages(machine: string): Promise<string[] | undefined> {
+  const text = await vscode.window.showInputBox({
+    title: `Install packages into ${machine}`,
+    prompt: 'Package names, separated by spaces (versions as pip takes them: pandas==2.2). Only this machine changes.',
+    validateInput: (value) => {
+      const bad = value
+        .split(/\s+/)
+        .filter(Boolean)
+        .find((name) => !PackageSpec.safeParse(name).success);
+      return bad ? `Not a package name: ${bad}` : undefined;
+    },
+  });
+  return text?.split(/\s+/).filter(Boolean);
 }
 
 /** `k=v, k2=v2` as tags; null when malformed. */

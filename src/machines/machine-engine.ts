@@ -154,6 +154,7 @@ export class MachineEngine {
       memoryMb: manifest.memoryMb,
       outputLimit: this.context.outputLimit,
       workdir: store.filesDir(this.#name),
+      environment: store.environmentDir(this.#name),
       python: manifest.python,
       workspace: manifest.workspace,
       network: manifest.network,

@@ -321,7 +321,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         snapshot: null,
       };
       delete manifest.rebuilt;
-      await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, source));
+      await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, name, source));
       const info = this.#info(this.#adopt(manifest));
       this.#emit({ type: 'created', machine: info });
       return info;

@@ -59,8 +59,8 @@ const RetiredNames = z.looseObject({ version: z.number(), names: z.array(z.strin
 
 /**
  * The data dir's machines: `machines/<name>/` holds `machine.json` (written atomically),
- * `history.jsonl` (append-only), `snapshot` (the engine's swap file) and `files/` (the default
- * working directory of python-engine machines).
+ * `history.jsonl` (append-only), `snapshot` (the engine's swap file), `files/` (the default
+ * working directory of python-engine machines) and `environment/` (a python machine's packages).
  */
 export class MachineStore {
   readonly root: string;
@@ -81,6 +81,11 @@ export class MachineStore {
 
   filesDir(name: string): string {
     return join(this.dir(name), 'files');
+  }
+
+  /** A python machine's own environment, where its packages go (a rollback leaves it as it is). */
+  environmentDir(name: string): string {
+    return join(this.dir(name), 'environment');
   }
 
   checkpointsDir(name: string): string {

@@ -1,25 +1,20 @@
-import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, type ClientCapabilities, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
 import type { InputAnswerer } from '../shared/types.ts';
-import { CONSENT_FORM, canShowForm } from './consent.ts';
 
 /** How long a person may take to answer a cell's question before the client's form is given up. */
 const ANSWER_TIMEOUT_MS = 60 * 60_000;
 
 /**
  * A running cell's `input()` put to the person through the MCP client: a form with one text
- * field, the prompt its message (a yes/no question: the consent form, as before an install). Only a 2025-era call can hold a request to the client open while
+ * field, the prompt its message. Only a 2025-era call can hold a request to the client open while
  * the cell waits; otherwise, and for a password, the answer is refused with the reason, which the
  * cell's EOFError gives.
  */
 export function cellQuestions(server: McpServer, ctx: ServerContext): InputAnswerer {
-  return async ({ prompt, password, confirm }, signal) => {
+  return async ({ prompt, password }, signal) => {
     if (!canShowForm(server, ctx)) throw new Error('this MCP client cannot show a form to ask the person; put the value in the code instead');
     if (ctx.mcpReq.envelope)
       throw new Error('an MCP 2026-07-28 tool call cannot wait for an answer in the middle of a cell; put the value in the code instead');
-    if (confirm) {
-      const response = await ctx.mcpReq.elicitInput({ mode: 'form', message: prompt, requestedSchema: CONSENT_FORM }, { signal, timeout: ANSWER_TIMEOUT_MS });
-      return response.action === 'accept' ? 'yes' : 'no';
-    }
     // The MCP specification forbids asking for secrets in a form.
     if (password) throw new Error('an MCP client may not be asked for a password; read it from an environment variable or a file');
     const question = prompt.trim() || 'The Python code asks for input';
@@ -34,4 +29,12 @@ export function cellQuestions(server: McpServer, ctx: ServerContext): InputAnswe
     if (response.action !== 'accept') throw new Error(`the person ${response.action === 'decline' ? 'declined' : 'dismissed'} the question`);
     return String(response.content?.answer ?? '');
   };
+}
+
+/** Whether the client can show a form (form elicitation), as the request or its session declared. */
+function canShowForm(server: McpServer, ctx: ServerContext): boolean {
+  // A 2026-07-28 request declares the client's capabilities itself; before, initialize did.
+  const envelope = ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined;
+  const elicitation = (envelope ? envelope[CLIENT_CAPABILITIES_META_KEY] : server.server.getClientCapabilities())?.elicitation;
+  return Boolean(elicitation) && !(elicitation!.url && !elicitation!.form);
 }

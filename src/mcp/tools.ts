@@ -1,4 +1,4 @@
-import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
+import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { UnsupportedByBackendError, type PerennialClient } from '../shared/perennial-client.ts';
@@ -29,7 +29,6 @@ import {
   type VariableSummary,
 } from '../shared/types.ts';
 import { cellQuestions } from './cell-questions.ts';
-import { askConsent, type Consent } from './consent.ts';
 import { figureContent, historyWithFigureLinks } from './figures.ts';
 import { utf8Text } from './file-text.ts';
 import { ICONS } from './icons.ts';
@@ -47,8 +46,6 @@ interface ToolContext {
   inlineImages: number;
   /** What a new machine is made with unless the call says otherwise (`McpOptions.machineDefaults`). */
   machineDefaults: NewMachineOptions;
-  /** Asks the user before the tool changes something of theirs (see `askConsent`). */
-  consent(message: string): Promise<Consent>;
   /** Puts a running cell's `input()` to the person (see `cellQuestions`). */
   ask: InputAnswerer;
 }
@@ -62,8 +59,7 @@ interface ToolDefinition<In extends z.ZodObject> {
   annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
   /** The MCP Apps view it links (`MACHINE_VIEW_META`), or that only the view calls it (`VIEW_ONLY_META`). */
   _meta?: Record<string, unknown>;
-  /** An `input_required` result asks the user something, on a 2026-07-28 request (see `askConsent`). */
-  handler(args: z.infer<In>, context: ToolContext): Promise<CallToolResult | InputRequiredResult>;
+  handler(args: z.infer<In>, context: ToolContext): Promise<CallToolResult>;
 }
 
 /** Keeps each tool's argument types tied to its schema. */
@@ -489,23 +485,11 @@ export const TOOLS = [
     name: 'install-python-packages',
     title: 'Install Python packages',
     description:
-      "Installs packages into a REPL: Pyodide packages for sandbox REPLs; pip for python REPLs, into the user's own Python environment, which can replace packages other programs use, so the user is asked first where the client can ask.",
+      "Installs packages into a REPL, and into nothing else: Pyodide packages for sandbox REPLs; pip packages for python REPLs, into the REPL's own environment (which sees the user's interpreter's packages, and changes none of them). A fork takes them along; a rollback leaves them.",
     inputSchema: z.object({ replId, packages: Packages }),
-    // Destructive: pip may upgrade or replace what is in the user's environment.
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
-    async handler({ replId: name, packages }, { client, consent }) {
-      const listed = packages.join(', ');
-      if ((await client.get(name)).engine === 'python') {
-        const asked = await consent(
-          `Install ${listed} with pip into the Python environment of REPL ${name}? It is your own interpreter's: this changes it for every program that uses it.`,
-        );
-        if ('ask' in asked) return asked.ask;
-        if (asked.answer === 'refused')
-          return {
-            content: [{ type: 'text', text: `Not installed: the user did not agree to install ${listed} into the Python environment of ${name}.` }],
-            isError: true,
-          };
-      }
+    // Open-world: pip fetches from the package index; it changes only the REPL.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    async handler({ replId: name, packages }, { client }) {
       return text(`Installed: ${await client.installPackages(name, packages)}`);
     },
   }),
@@ -599,7 +583,6 @@ export function registerTools(
             progress,
             inlineImages,
             machineDefaults,
-            consent: (message) => askConsent(server, ctx, message),
             ask: cellQuestions(server, ctx),
           });
         } catch (error) {

@@ -60,15 +60,10 @@ export type ExecResult = { value: string | null; data: ResultData | null; runtim
 
 export type StreamName = 'stdout' | 'stderr';
 
-/**
- * A question a running cell asks: `input(prompt)`, `getpass(prompt)` with `password`, or with
- * `confirm` a yes/no question before it changes something of the person's (`%pip install`),
- * answered `yes` or `no`.
- */
+/** A question a running cell asks: `input(prompt)`, or `getpass(prompt)` with `password`. */
 export interface InputRequest {
   prompt: string;
   password: boolean;
-  confirm?: boolean;
 }
 
 /**

@@ -289,13 +289,18 @@ describe("the local server, visible and under the user's control", { timeout: 18
   it("a command's PERENNIAL_PYTHON or --python makes the machine it creates, whatever the running server was started with", async () => {
     await cli(['exec', '1']);
     const { dir: venv, python } = otherPython();
-    const executable = 'import sys; sys.prefix';
-    const fromEnv = await cli(['exec', '--engine', 'python', executable], { ...ENV, PERENNIAL_PYTHON: python });
-    assert.equal(fromEnv.stdout, `'${venv}'\n`, fromEnv.stderr);
-    const fromFlag = await cli(['exec', '--engine', 'python', '--python', python, executable]);
-    assert.equal(fromFlag.stdout, `'${venv}'\n`, fromFlag.stderr);
-    const plain = await cli(['exec', '--engine', 'python', executable]);
-    assert.notEqual(plain.stdout, `'${venv}'\n`, "the server's own default otherwise");
+    // The machine runs in its own environment, which sees the packages of the interpreter it was made from.
+    const sees = `import sys; any(p.startswith(${JSON.stringify(venv)}) for p in sys.path)`;
+    const fromEnv = await cli(['exec', '--engine', 'python', sees], { ...ENV, PERENNIAL_PYTHON: python });
+    assert.equal(fromEnv.stdout, 'True\n', fromEnv.stderr);
+    const fromFlag = await cli(['exec', '--engine', 'python', '--python', python, sees]);
+    assert.equal(fromFlag.stdout, 'True\n', fromFlag.stderr);
+    const plain = await cli(['exec', '--engine', 'python', sees]);
+    assert.equal(plain.stdout, 'False\n', "the server's own default otherwise");
+    // That venv was made without the system's packages: the machine's environment is too.
+    const isolated = await cli(['exec', '--engine', 'python', '--python', python, 'import numpy']);
+    assert.match(isolated.stderr, /ModuleNotFoundError: No module named 'numpy'/);
+    assert.equal((await cli(['exec', '--engine', 'python', 'import numpy'])).code, 0, 'the test interpreter has numpy');
   });
 });
 

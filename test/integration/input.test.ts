@@ -1,17 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HttpClient } from '../../src/client/http-client.ts';
 import { NOBODY_TO_ASK } from '../../src/engines/engine.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import type { InputRequest } from '../../src/shared/types.ts';
-import { ENGINES_UNDER_TEST, TEST_PYTHON, errorOf, machineOptions, managerFixture, run, tempDataDir, valueOf } from '../helpers/machines.ts';
-
-const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
+import { ENGINES_UNDER_TEST, errorOf, machineOptions, managerFixture, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 
 for (const engine of ENGINES_UNDER_TEST)
   describe(`input() and getpass() ask whoever sent the cell (${engine} engine)`, { timeout: 120_000 }, () => {
@@ -127,43 +120,6 @@ for (const engine of ENGINES_UNDER_TEST)
       }
     });
   });
-
-describe('%pip install asks the person first (python engine, an environment of its own)', { timeout: 180_000 }, () => {
-  const fixture = managerFixture({}, { empty: true });
-  let dir: string;
-  let name: string;
-  const PIP_ENV = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: '', PIP_DISABLE_PIP_VERSION_CHECK: '1' };
-
-  before(async () => {
-    // The user's own environment: a venv of the test interpreter (which has IPython), with a wheel built here.
-    dir = await mkdtemp(join(tmpdir(), 'perennial-pip-'));
-    execFileSync(TEST_PYTHON, ['-m', 'venv', '--system-site-packages', join(dir, 'venv')]);
-    execFileSync(TEST_PYTHON, [MAKE_WHEEL, dir, 'tinypip', '1.0', JSON.stringify({ 'tinypip/__init__.py': 'VALUE = 7\n' })]);
-    Object.assign(process.env, { ...PIP_ENV, PIP_FIND_LINKS: dir });
-    name = (await fixture.manager.create({ engine: 'python', python: join(dir, 'venv', 'bin', 'python') })).name;
-  });
-  after(async () => {
-    for (const variable of Object.keys(PIP_ENV)) delete process.env[variable];
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  it('installs nothing when the person says no, and installs when they say yes', async () => {
-    const asked: InputRequest[] = [];
-    const answers = ['no', 'yes'];
-    const onInput = async (request: InputRequest) => (asked.push(request), answers.shift()!);
-    const refused = await run(fixture.manager, name, '%pip install tinypip', { onInput });
-    assert.match(refused.stdout, /^Not installed: the user did not agree to install tinypip into the Python environment of /);
-    assert.match(errorOf((await run(fixture.manager, name, 'import tinypip')).result), /ModuleNotFoundError/);
-    const installed = await run(fixture.manager, name, '%pip install tinypip', { onInput });
-    assert.match(installed.stdout, /Successfully installed tinypip-1\.0/);
-    assert.equal(valueOf((await run(fixture.manager, name, 'import tinypip\ntinypip.VALUE')).result), '7');
-    assert.equal(asked.length, 2);
-    assert.ok(
-      asked.every((q) => q.confirm === true && /^Install tinypip with pip into the Python environment of .*venv/.test(q.prompt)),
-      asked[0]?.prompt,
-    );
-  });
-});
 
 function lastLine(text: string): string {
   return text.split('\n').at(-1)!;

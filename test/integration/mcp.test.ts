@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -763,14 +763,15 @@ describe('MCP server', { timeout: 480_000 }, () => {
     before(async () => ({ server, stop: stopServer } = await startPythonServer()));
     after(async () => stopServer());
     const { dir: otherPrefix, python: other } = otherPython();
-    const madeByOther = `Out: '${otherPrefix}'`;
+    const madeByOther = 'Out: True';
 
-    /** The engine and (on the python engine) `sys.prefix` of a machine made by create-python-repl with `args`. */
+    /** The engine of a machine made by create-python-repl with `args`, or (python engine) whether it sees the other interpreter's packages. */
     async function created(client: Client, args: Record<string, unknown> = {}): Promise<string> {
       const replId = ((await call(client, 'create-python-repl', args)).structuredContent as { replId: string }).replId;
       const { engine } = ((await call(client, 'describe-python-repl', { replId })).structuredContent as { machine: { engine: string } }).machine;
       if (engine !== 'python') return engine;
-      return textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: 'import sys; sys.prefix' }));
+      const sees = `import sys; any(p.startswith(${JSON.stringify(otherPrefix)}) for p in sys.path)`;
+      return textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: sees }));
     }
     async function connected(transport: Transport): Promise<Client> {
       const client = new Client({ name: 'perennial-tests', version: '1.0.0' });
@@ -916,20 +917,21 @@ describe('MCP server', { timeout: 480_000 }, () => {
     });
   });
 
-  describe('install-python-packages asks the user before pip changes their environment', () => {
+  describe("install-python-packages installs into the REPL's own environment, and nowhere else", () => {
     let server: LocalServer;
     let stopServer: () => Promise<void>;
     let dir: string;
     const PIP_ENV = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: '' };
+    const venvPython = () => join(dir, 'venv', 'bin', 'python');
 
     before(async () => {
-      // The user's own environment is a venv of the test's; pip finds wheels built here, offline.
-      dir = await mkdtemp(join(tmpdir(), 'perennial-consent-'));
+      // The person's own environment is a venv of the test's; pip finds wheels built here, offline.
+      dir = await mkdtemp(join(tmpdir(), 'perennial-install-'));
       execFileSync('python3', ['-m', 'venv', join(dir, 'venv')]);
-      for (let i = 0; i < 6; i++)
+      for (let i = 0; i < 5; i++)
         execFileSync('python3', [MAKE_WHEEL, dir, `tinypkg${i}`, '1.0', JSON.stringify({ [`tinypkg${i}/__init__.py`]: `VALUE = ${i}\n` })]);
       Object.assign(process.env, { ...PIP_ENV, PIP_FIND_LINKS: dir });
-      ({ server, stop: stopServer } = await startPythonServer(join(dir, 'venv', 'bin', 'python')));
+      ({ server, stop: stopServer } = await startPythonServer(venvPython()));
     });
     after(async () => {
       await stopServer();
@@ -938,66 +940,56 @@ describe('MCP server', { timeout: 480_000 }, () => {
     });
 
     const eras: Array<[string, (server: LocalServer) => Transport, VersionNegotiationMode]> = [
-      ['stdio, 2025-11-25 (elicitation/create)', stdio, 'legacy'],
-      ['stdio, 2026-07-28 (input_required, then the call again)', stdio, { pin: '2026-07-28' }],
+      ['stdio, 2025-11-25', stdio, 'legacy'],
+      ['stdio, 2026-07-28', stdio, { pin: '2026-07-28' }],
       ['HTTP, 2025-11-25 session', streamable, 'legacy'],
       ['HTTP, 2026-07-28', streamable, 'auto'],
     ];
     eras.forEach(([name, transport, mode], i) => {
-      it(`over ${name}: nothing is installed when the user declines; it is when they accept`, async () => {
-        const questions: string[] = [];
-        const answers: Array<'accept' | 'decline' | 'cancel'> = ['decline', 'cancel', 'accept'];
+      it(`over ${name}: without a question, even to a client that could ask`, async () => {
         const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode } });
-        client.setRequestHandler('elicitation/create', async (request) => {
-          questions.push((request.params as { message: string }).message);
-          return { action: answers.shift()! };
-        });
+        client.setRequestHandler('elicitation/create', () => assert.fail('nothing of the person changes: nothing to ask'));
         await client.connect(transport(server));
         try {
           const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
           const pkg = `tinypkg${i}`;
-          // Declined, then dismissed.
-          for (let refusals = 0; refusals < 2; refusals++) {
-            const refused = await call(client, 'install-python-packages', { replId, packages: [pkg] });
-            assert.equal(refused.isError, true);
-            assert.equal(textOf(refused), `Not installed: the user did not agree to install ${pkg} into the Python environment of ${replId}.`);
-          }
-          assert.match(textOf(await call(client, 'run-python-in-repl', { replId, pythonCode: `import ${pkg}` })), /ModuleNotFoundError/);
           const installed = await call(client, 'install-python-packages', { replId, packages: [pkg] });
           assert.equal(textOf(installed), `Installed: Successfully installed ${pkg}-1.0`);
           assert.equal(
             ((await call(client, 'run-python-in-repl', { replId, pythonCode: `import ${pkg}\n${pkg}.VALUE` })).structuredContent as { value: string }).value,
             String(i),
           );
-          assert.equal(questions.length, 3);
-          assert.ok(
-            questions.every(
-              (q) =>
-                q ===
-                `Install ${pkg} with pip into the Python environment of REPL ${replId}? It is your own interpreter's: this changes it for every program that uses it.`,
-            ),
-            questions[0],
-          );
+          assert.throws(() => execFileSync(venvPython(), ['-c', `import ${pkg}`], { stdio: 'pipe' }), `${pkg} is not in the person's venv`);
+          const { tools } = await client.listTools();
+          assert.equal(tools.find((t) => t.name === 'install-python-packages')!.annotations?.destructiveHint, false);
         } finally {
           await client.close();
         }
       });
     });
 
-    it('a client that cannot ask gets the install, as its own confirmation of tool calls is what the user saw', async () => {
-      const client = new Client({ name: 'perennial-tests', version: '1.0.0' });
-      await client.connect(streamable(server));
-      try {
-        const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
-        assert.equal(
-          textOf(await call(client, 'install-python-packages', { replId, packages: ['tinypkg5'] })),
-          'Installed: Successfully installed tinypkg5-1.0',
-        );
-        const { tools } = await client.listTools();
-        assert.equal(tools.find((t) => t.name === 'install-python-packages')!.annotations?.destructiveHint, true);
-      } finally {
-        await client.close();
-      }
+    it('`perennial install NAME PKG...` installs there too, and says what is wrong with a bad request', async () => {
+      // Not spawnSync: the server answers from this process.
+      const perennial = (...args: string[]) =>
+        new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+          const child = spawn(process.execPath, [CLI, '--data-dir', server.manager.dataDir, ...args]);
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (d: Buffer) => (stdout += d));
+          child.stderr.on('data', (d: Buffer) => (stderr += d));
+          child.on('close', (status) => resolve({ status, stdout, stderr }));
+        });
+      const replId = (await perennial('machine', 'new', '--engine', 'python')).stdout.trim();
+      const installed = await perennial('install', replId, 'tinypkg4');
+      assert.equal(installed.stdout, 'Successfully installed tinypkg4-1.0\n', installed.stderr);
+      assert.equal((await perennial('exec', '-m', replId, 'import tinypkg4\ntinypkg4.VALUE')).stdout, '4\n');
+      assert.throws(() => execFileSync(venvPython(), ['-c', 'import tinypkg4'], { stdio: 'pipe' }));
+      const option = await perennial('install', replId, '--index-url=http://elsewhere');
+      assert.equal(option.status, 1);
+      assert.match(option.stderr, /unknown option '--index-url=http:\/\/elsewhere'/);
+      const missing = await perennial('install', replId, 'nosuchpkg');
+      assert.equal(missing.status, 1);
+      assert.match(missing.stderr, /^perennial: pip install failed \(exit 1\): .*No matching distribution found for nosuchpkg/s);
     });
   });
 

@@ -20,7 +20,8 @@ import {
   type RestoreReport,
   type SnapshotReport,
 } from '../engine.ts';
-import { findPython } from './find-python.ts';
+import { findPython, type FoundPython } from './find-python.ts';
+import { machineEnvironment, type MachineEnvironment } from './machine-environment.ts';
 
 const START_TIMEOUT_MS = 30_000;
 const STDERR_TAIL_CHARS = 2000;
@@ -43,7 +44,6 @@ interface KernelEvent {
   n?: number;
   prompt?: string;
   password?: boolean;
-  confirm?: boolean;
   id?: number | null;
   stream?: 'stdout' | 'stderr';
   text?: string;
@@ -84,6 +84,8 @@ export class PythonEngine implements Engine {
    */
   #cell?: { started: boolean; interruptWaiting: boolean };
   #strayOutput: Array<['stdout' | 'stderr', string]> = [];
+  /** For the machine's next result: what became of its environment. */
+  #notices: string[] = [];
   #stderrTail = '';
   #stopRequested = false;
   #exit?: EngineExit;
@@ -102,12 +104,21 @@ export class PythonEngine implements Engine {
     return this.#runtime;
   }
 
-  async #python(): Promise<string> {
-    return (await findPython(this.#options.python)).executable;
+  /**
+   * The interpreter that runs the machine: its own environment's (see `machineEnvironment`), made
+   * from the machine's interpreter the first time; that interpreter itself where no environment
+   * can be made (then nothing can be installed into the machine).
+   */
+  async #interpreter(): Promise<{ python: string; base: FoundPython; environment?: MachineEnvironment }> {
+    const base = await findPython(this.#options.python);
+    if (!this.#options.environment) return { python: base.executable, base };
+    const environment = await machineEnvironment(this.#options.environment, base);
+    return { python: 'python' in environment ? environment.python : base.executable, base, environment };
   }
 
   async start(): Promise<void> {
-    const python = await this.#python();
+    const { python, environment } = await this.#interpreter();
+    if (environment && 'note' in environment && environment.note) this.#notices.push(environment.note);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PYTHONUNBUFFERED: '1',
@@ -177,7 +188,7 @@ export class PythonEngine implements Engine {
       const newer = /^NewerSnapshotError: (.*)$/.exec(error.message);
       throw newer ? new NewerSnapshotError(newer[1]!) : error;
     });
-    return { notices: [] };
+    return { notices: this.#notices.splice(0) };
   }
 
   async ready(): Promise<void> {
@@ -211,9 +222,14 @@ export class PythonEngine implements Engine {
     return this.#call(op, args) as Promise<KernelResult<Op>>;
   }
 
-  /** Runs pip of the machine's interpreter: the packages go into the user's environment. */
+  /** Runs pip in the machine's own environment: nothing of the person's changes. */
   async installPackages(packages: string[]): Promise<string> {
-    const pip = spawn(await this.#python(), ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages], {
+    const { python, base, environment } = await this.#interpreter();
+    if (!environment || 'error' in environment)
+      throw new KernelCommandError(
+        `This machine has no environment of its own for packages${environment ? ` (${environment.error})` : ''}, and Perennial installs into no other: install into ${base.executable} yourself (${base.executable} -m pip install ${packages.join(' ')})`,
+      );
+    const pip = spawn(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages], {
       cwd: this.#options.workdir,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -224,6 +240,8 @@ export class PythonEngine implements Engine {
       pip.once('error', () => resolve(null));
       pip.once('close', resolve);
     });
+    if (/No module named pip\b/.test(output))
+      throw new KernelCommandError(`pip is not available to ${base.executable}: install it (on Debian and Ubuntu: apt install python3-pip), then try again`);
     if (code !== 0) throw new KernelCommandError(`pip install failed (exit ${code}): ${output.trim().split('\n').slice(-5).join('\n')}`);
     await this.#call('refresh_imports', {});
     return (
@@ -297,7 +315,7 @@ export class PythonEngine implements Engine {
       return;
     }
     if (event.ev === 'input') {
-      void this.#answer(event.n ?? 0, { prompt: event.prompt ?? '', password: event.password === true, ...(event.confirm ? { confirm: true } : {}) });
+      void this.#answer(event.n ?? 0, { prompt: event.prompt ?? '', password: event.password === true });
       return;
     }
     const id = event.ev === 'ready' ? 0 : (event.id ?? -1);

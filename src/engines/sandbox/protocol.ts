@@ -101,7 +101,7 @@ export type ChildMessage =
   | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }> }
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
   /** The running cell asks the person (`input()`); the answer goes back on the answer pipe, with `n`. */
-  | { type: 'input'; n: number; prompt: string; password: boolean; confirm: boolean }
+  | { type: 'input'; n: number; prompt: string; password: boolean }
   /** What the running cell displayed, as it displayed it (the result carries it too). */
   | { type: 'display'; entry: KernelDisplay }
   /** Pyodide suffered a fatal error, or something nothing caught; the machine must be restored. */

@@ -96,7 +96,10 @@ export class SandboxEngine implements Engine {
         try {
           onOutput('stderr', `perennial: installing ${await this.installPackages(result.needPackages)}\n`);
         } catch (error) {
-          return { error: `ModuleNotFoundError: ${(error as Error).message}`, runtime_ms: Math.round(performance.now() - started) };
+          const why = result.needPackages.includes('IPython')
+            ? "this cell is in IPython's syntax (a %magic, a !command), so the machine first installs IPython and what it needs from its package index, and could not: "
+            : '';
+          return { error: `ModuleNotFoundError: ${why}${(error as Error).message}`, runtime_ms: Math.round(performance.now() - started) };
         }
         result = (await process.call('run', { code, cell })) as ExecResult;
       }

@@ -180,8 +180,8 @@ export class SandboxProcess {
     return this.exited;
   }
 
-  async #answer({ n, prompt, password, confirm }: Extract<ChildMessage, { type: 'input' }>): Promise<void> {
-    const request = { prompt, password: password === true, ...(confirm === true ? { confirm: true } : {}) };
+  async #answer({ n, prompt, password }: Extract<ChildMessage, { type: 'input' }>): Promise<void> {
+    const request = { prompt, password: password === true };
     const reply = this.onQuestion ? await this.onQuestion(request) : { error: NOBODY_TO_ASK };
     if (reply && this.alive) this.#mailbox.answer(JSON.stringify({ n, ...reply }));
   }

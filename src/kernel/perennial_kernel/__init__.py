@@ -14,6 +14,7 @@ One module per concern:
 - ``display``, ``ipython_shell``: rich display (MIME bundles), and IPython where it is installed.
 - ``commands``, ``interrupts``: what both drivers share.
 - ``cpython_driver``: the python engine's child process (``main``).
+- ``environment``: a python machine's own environment, where its packages go.
 - ``pyodide_driver``: the sandbox engine's driver inside Pyodide.
 
 Snapshots name the helpers that rebuild what they hold by this package's top-level name

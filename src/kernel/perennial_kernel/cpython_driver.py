@@ -151,11 +151,11 @@ def main():
     inbox = Inbox(os.fdopen(3, "rb"), _interrupt_main_thread)
     questions = itertools.count(1)
 
-    def ask(prompt, password, confirm=False):
+    def ask(prompt, password):
         # The host answers on the command channel. An answer to an earlier question (one an
         # interrupt cut short) is passed over by the main loop.
         number = next(questions)
-        channel.send({"ev": "input", "id": current["id"], "n": number, "prompt": prompt, "password": password, "confirm": confirm})
+        channel.send({"ev": "input", "id": current["id"], "n": number, "prompt": prompt, "password": password})
         message = inbox.take(lambda m: m.get("op") == "input_reply" and m.get("n") == number)
         if message is None:
             raise EOFError("input() has no answer: Perennial closed the machine's channel")

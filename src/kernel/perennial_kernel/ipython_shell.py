@@ -123,25 +123,23 @@ def make_shell(kernel):
 
 
 def _pip_magic(shell):
-    """``%pip``, as IPython's (pip of the machine's own interpreter), except that an install first
-    asks the person, as the install-python-packages tool does: it changes an environment other
-    programs use."""
+    """``%pip``, as IPython's: pip of the machine's interpreter, which is its own environment's,
+    so that an install changes nothing of the person's. Where the machine has no environment of
+    its own (its interpreter could not make one), an install is refused, as the install tool
+    refuses it: it would go into the person's own interpreter."""
 
     def pip(line):
         words = line.split()
-        if words[:1] == ["install"]:
-            packages = " ".join(w for w in words[1:] if not w.startswith("-")) or "the requested packages"
-            question = (
-                f"Install {packages} with pip into the Python environment of {sys.executable}? "
-                "It is your own interpreter's: this changes it for every program that uses it."
+        if words[:1] == ["install"] and sys.prefix == getattr(sys, "base_prefix", sys.prefix):
+            print(
+                f"Not installed: this machine has no environment of its own, and an install would change {sys.executable}, "
+                f"which is yours. Install into it yourself ({sys.executable} -m pip {line}), then import it here."
             )
-            if not shell.kernel.questions.confirm(question):
-                print(f"Not installed: the user did not agree to install {packages} into the Python environment of {sys.executable}.")
-                return
+            return
         shell.system(f"{shlex.quote(sys.executable)} -m pip {line}")
         importlib.invalidate_caches()
         if words[:1] in (["install"], ["uninstall"]):
-            print("Note: you may need to restart the kernel to use updated packages.")
+            print("Note: a package the machine had imported keeps its old version until the machine is swapped out and back in.")
 
     return pip
 

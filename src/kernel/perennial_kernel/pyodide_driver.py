@@ -143,10 +143,10 @@ class EmscriptenDriver:
         self.snapshot_lost = []
 
 
-def _ask(prompt, password, confirm=False):
+def _ask(prompt, password):
     """Puts a question to the person through the sandbox process, and waits for the answer."""
     with _HostDevice() as device:
-        device.send({"type": "input", "prompt": prompt, "password": password, "confirm": confirm})
+        device.send({"type": "input", "prompt": prompt, "password": password})
         reply = json.loads(device.read_all())
     if "error" in reply:
         raise EOFError(f"input() has no answer: {reply['error']}")

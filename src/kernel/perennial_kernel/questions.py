@@ -9,9 +9,8 @@ import threading
 
 
 class Questions:
-    """``ask(prompt, password, confirm=False)`` returns the answer (``"yes"`` or ``"no"`` to a
-    ``confirm`` question) or raises EOFError with the reason there is none; a driver that cannot
-    ask passes ``None``, with ``unable``, the reason."""
+    """``ask(prompt, password)`` returns the answer or raises EOFError with the reason there is
+    none; a driver that cannot ask passes ``None``, with ``unable``, the reason."""
 
     def __init__(self, kernel, ask=None, unable=None):
         self._kernel = kernel
@@ -23,18 +22,6 @@ class Questions:
 
     def getpass(self, prompt="Password: ", stream=None):
         return self._read(str(prompt), password=True)
-
-    def confirm(self, question):
-        """A yes/no question before the cell changes something of the person's (``%pip install``):
-        False only when they said no. Where nobody can be asked, the code itself, which the person
-        or their agent's client showed, is the consent."""
-        if self._ask is None:
-            return True
-        self._kernel.sink.flush()
-        try:
-            return self._ask(question, False, True) != "no"
-        except EOFError:
-            return True
 
     def _read(self, prompt, password):
         try:
@@ -54,7 +41,7 @@ class Questions:
 
 
 def install_questions(kernel, ask=None, unable=None):
-    """``input``, ``getpass.getpass`` and the kernel's ``questions`` (``%pip``'s consent)."""
+    """``input`` and ``getpass.getpass``, through the kernel's ``questions``."""
     questions = kernel.questions = Questions(kernel, ask, unable)
     builtins.input = questions.input
     getpass.getpass = questions.getpass

@@ -284,6 +284,34 @@ suite('Perennial in VS Code', () => {
     assert.equal(details.engine, 'python');
   });
 
+  test("Install Packages puts a package into the machine's own environment, and into nothing else", async () => {
+    // pip offline, finding a wheel made here: the server started next has this environment.
+    const wheels = mkdtempSync(join(tmpdir(), 'perennial-wheels-'));
+    const makeWheel = join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'test', 'fixtures', 'make_wheel.py');
+    execFileSync('/usr/bin/python3', [makeWheel, wheels, 'e2epkg', '1.0', JSON.stringify({ 'e2epkg/__init__.py': 'VALUE = 11\n' })]);
+    const { node, cli, env } = cliOfTheExtension();
+    const stop = () => promisify(execFile)(node, [cli, 'stop'], { env });
+    changes.onEnd(async () => {
+      delete process.env.PIP_NO_INDEX;
+      delete process.env.PIP_FIND_LINKS;
+      rmSync(wheels, { recursive: true, force: true });
+      await stop();
+      await toolsReachLocal();
+    });
+    Object.assign(process.env, { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels });
+    await stop();
+    await toolsReachLocal();
+    const replId = await newRepl(changes, undefined, 'python');
+    const installed = await vscode.commands.executeCommand<string>('perennial.installPackages', { source: 'local', name: replId }, ['e2epkg']);
+    assert.equal(installed, 'Successfully installed e2epkg-1.0');
+    const ran = await invokeJson<{ value: string | null }>('run-python-in-repl', {
+      replId,
+      pythonCode: 'import e2epkg, sys\n(e2epkg.VALUE, sys.prefix.endswith("environment"))',
+    });
+    assert.equal(ran.value, '(11, True)');
+    assert.throws(() => execFileSync('/usr/bin/python3', ['-c', 'import e2epkg'], { stdio: 'pipe' }), 'not in the interpreter the machine runs on');
+  });
+
   test("Copilot's machines follow the settings and the Python extension's interpreter, on a server the CLI started", async () => {
     const { node, cli, env } = cliOfTheExtension();
     const perennial = (...args: string[]) => promisify(execFile)(node, [cli, ...args], { env });
@@ -302,20 +330,30 @@ suite('Perennial in VS Code', () => {
     await perennial('stop');
     await perennial('machine', 'list');
     /** The `sys.prefix` (python) or workspace listing (sandbox) of a new machine from create-python-repl. */
-    const made = async () => {
-      const replId = await newRepl(changes);
-      const probe = "import sys, os; sys.prefix if sys.platform != 'emscripten' else sorted(os.listdir('/workspace'))";
-      return (await invokeJson<{ value: string | null; error: string | null }>('run-python-in-repl', { replId, pythonCode: probe })).value;
-    };
+    /**
+     * Until a new machine from create-python-repl shows `expected`: its `sys.path` (python) or
+     * workspace listing (sandbox). VS Code restarts its connection when the definition changes,
+     * cancelling a call in flight: that call is made again.
+     */
+    const made = (expected: (value: string) => boolean, what: string) =>
+      eventually(async () => {
+        try {
+          const replId = await newRepl(changes);
+          const probe = "import sys, os; sys.path if sys.platform != 'emscripten' else sorted(os.listdir('/workspace'))";
+          const { value } = await invokeJson<{ value: string | null }>('run-python-in-repl', { replId, pythonCode: probe });
+          return expected(value ?? '') || undefined;
+        } catch {
+          return undefined;
+        }
+      }, what);
     writeFileSync(join(process.env.PERENNIAL_E2E_WORKSPACE!, 'seen-by-copilot.txt'), 'yes');
-    await toolsReachLocal();
-    assert.match((await made()) ?? '', /'seen-by-copilot\.txt'/, 'the sandbox sees the workspace, as perennial.sandbox.workspaceAccess says');
+    await made((value) => value.includes("'seen-by-copilot.txt'"), 'a sandbox machine that sees the workspace, as perennial.sandbox.workspaceAccess says');
 
     await vscode.commands.executeCommand('perennial-tests.selectInterpreter', join(selected, 'bin', 'python3'));
     changes.onEnd(async () => vscode.commands.executeCommand('perennial-tests.selectInterpreter', ''));
     await changes.setting('perennial.defaultEngine', 'python');
-    await eventually(async () => ((await made()) === `'${selected}'` ? true : undefined), "a python machine on the Python extension's interpreter");
+    await made((value) => value.includes(`'${selected}/lib`), "a python machine that sees the packages of the Python extension's interpreter");
     await changes.setting('perennial.pythonPath', join(configured, 'bin', 'python3'));
-    await eventually(async () => ((await made()) === `'${configured}'` ? true : undefined), 'a python machine on perennial.pythonPath');
+    await made((value) => value.includes(`'${configured}/lib`), 'a python machine that sees the packages of perennial.pythonPath');
   });
 });

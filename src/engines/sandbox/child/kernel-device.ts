@@ -90,8 +90,7 @@ function parseMessage(text: string, n: number): Message | undefined {
   } catch {
     return undefined;
   }
-  if (parsed.type === 'input' && typeof parsed.prompt === 'string')
-    return { type: 'input', n, prompt: parsed.prompt, password: parsed.password === true, confirm: parsed.confirm === true };
+  if (parsed.type === 'input' && typeof parsed.prompt === 'string') return { type: 'input', n, prompt: parsed.prompt, password: parsed.password === true };
   if (parsed.type === 'display' && parsed.entry && typeof parsed.entry === 'object') return { type: 'display', entry: parsed.entry as KernelDisplay };
   return undefined;
 }
