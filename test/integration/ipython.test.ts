@@ -156,7 +156,7 @@ describe('IPython syntax on an interpreter without IPython', { timeout: 120_000 
     const error = errorOf((await run(fixture.manager, name, 'x = 1\n%timeit x + 1')).result);
     assert.match(
       error,
-      /^IPythonMissing: this cell uses IPython syntax \(%timeit\), and this machine's Python has no IPython: install it into that interpreter \(.*python3 -m pip install ipython\)/,
+      /^IPythonMissing: this cell uses IPython syntax \(%timeit\), and this machine's Python has no IPython: install the package ipython into this machine \(perennial install NAME ipython, the install-python-packages tool, or VS Code's Install Packages\), then run the cell again\.$/,
     );
     assert.equal(
       errorOf((await run(fixture.manager, name, 'x')).result)

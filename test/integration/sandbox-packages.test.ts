@@ -108,6 +108,26 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     await assert.rejects(manager.installPackages(name, ['--index-url=http://evil']), /not a package name: "--index-url=http:\/\/evil"/);
   });
 
+  it('%pip install (and %micropip install) in a cell of its own installs from the index, and says what it could not', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    const installed = await run(manager, name, '%pip install tinypkg==0.1.0', { timeoutSeconds: 60 });
+    assert.equal(valueOf(installed.result), null);
+    assert.match(installed.stderr, /perennial: installing tinydep 0\.2\.0, tinypkg 0\.1\.0/);
+    assert.equal(valueOf((await run(manager, name, 'import tinypkg\ntinypkg.VERSION')).result), "'0.1.0'");
+    const again = await run(manager, name, '# already there\n%micropip install tinypkg');
+    assert.equal(again.stdout, 'Requirement already satisfied: tinypkg (0.1.0)');
+    const offline = errorOf((await run(manager, name, '%pip install ghostpkg')).result);
+    assert.match(
+      offline,
+      /^PackageUnavailable: %pip install in a sandbox machine takes packages from its package index: Package "ghostpkg" 1\.0\.0 is not in the package cache/,
+    );
+    assert.match(offline, /To provide it offline, put ghostpkg-1\.0\.0-py3-none-any\.whl in /);
+    assert.match(
+      errorOf((await run(manager, name, '!pip install no-such-package')).result),
+      /Unknown package "no-such-package": it is not in the package index/,
+    );
+  });
+
   it('names the package and how to provide it when it cannot be fetched', async () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     const error = errorOf((await run(manager, name, 'import ghostpkg')).result);
@@ -169,7 +189,7 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
       // This index has no IPython: the cell says what it needs.
       assert.match(
         errorOf((await run(own, name, '%timeit newpkg.ANSWER')).result),
-        /^IPythonMissing: this cell uses IPython syntax \(%timeit\), and this machine's Python has no IPython: install the package ipython into this machine \(the install-python-packages tool\)/,
+        /^IPythonMissing: this cell uses IPython syntax \(%timeit\), and this machine's Python has no IPython: install the package ipython into this machine \(perennial install NAME ipython/,
       );
       await own.close();
     } finally {

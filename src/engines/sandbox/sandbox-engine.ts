@@ -90,18 +90,15 @@ export class SandboxEngine implements Engine {
     process.onDisplay = onDisplay;
     try {
       const started = performance.now();
-      let result = (await process.call('run', { code, cell })) as ExecResult | { needPackages: string[] };
+      let result = (await process.call('run', { code, cell })) as ExecResult | { needPackages: string[]; pip?: true };
       if ('needPackages' in result) {
-        // The cell imports packages the index has: install them first, then run it.
+        // The cell imports packages the index has (or asks for them with %pip): install them first, then run it.
         try {
           onOutput('stderr', `perennial: installing ${await this.installPackages(result.needPackages)}\n`);
         } catch (error) {
-          const why = result.needPackages.includes('IPython')
-            ? "this cell is in IPython's syntax (a %magic, a !command), so the machine first installs IPython and what it needs from its package index, and could not: "
-            : '';
-          return { error: `ModuleNotFoundError: ${why}${(error as Error).message}`, runtime_ms: Math.round(performance.now() - started) };
+          return { error: `${installFailure(result)}${(error as Error).message}`, runtime_ms: Math.round(performance.now() - started) };
         }
-        result = (await process.call('run', { code, cell })) as ExecResult;
+        result = (await process.call('run', { code, cell, installed: true })) as ExecResult;
       }
       return result as ExecResult;
     } finally {
@@ -112,6 +109,7 @@ export class SandboxEngine implements Engine {
     }
   }
 
+  /** Installs from the sandbox's package index (Pyodide's), nowhere else: each sandbox machine has its own. */
   async installPackages(packages: string[]): Promise<string> {
     const process = await this.#loaded();
     const { packages: cache } = this.#runtime!;
@@ -218,4 +216,12 @@ export class SandboxEngine implements Engine {
     });
     this.#process.catch(() => {});
   }
+}
+
+/** How a cell's error begins when what it needed could not be installed: why it needed it. */
+function installFailure(need: { needPackages: string[]; pip?: true }): string {
+  if (need.pip) return 'PackageUnavailable: %pip install in a sandbox machine takes packages from its package index: ';
+  if (need.needPackages.includes('IPython'))
+    return "ModuleNotFoundError: this cell is in IPython's syntax (a %magic, a !command), so the machine first installs IPython and what it needs from its package index, and could not: ";
+  return 'ModuleNotFoundError: ';
 }

@@ -88,11 +88,11 @@ def ipython_syntax(code):
 
 def missing_message(construct):
     """What a cell with IPython syntax says where the interpreter has no IPython."""
-    if sys.platform == "emscripten":
-        how = "install the package ipython into this machine (the install-python-packages tool), then run the cell again"
-    else:
-        how = f"install it into that interpreter ({sys.executable} -m pip install ipython), then run the cell again"
-    return f"IPythonMissing: this cell uses IPython syntax ({construct}), and this machine's Python has no IPython: {how}."
+    return (
+        f"IPythonMissing: this cell uses IPython syntax ({construct}), and this machine's Python has no IPython: install the package "
+        "ipython into this machine (perennial install NAME ipython, the install-python-packages tool, or VS Code's Install Packages), "
+        "then run the cell again."
+    )
 
 
 def make_shell(kernel):
@@ -130,6 +130,10 @@ def _pip_magic(shell):
 
     def pip(line):
         words = line.split()
+        if sys.platform == "emscripten":
+            # The sandbox installs from its package index, through its host, before a cell runs.
+            print("Not run: in a sandbox machine, %pip install takes packages from its package index in a cell of %pip install lines alone.")
+            return
         if words[:1] == ["install"] and sys.prefix == getattr(sys, "base_prefix", sys.prefix):
             print(
                 f"Not installed: this machine has no environment of its own, and an install would change {sys.executable}, "

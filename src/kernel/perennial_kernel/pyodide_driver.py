@@ -9,6 +9,7 @@ the sandbox process, and a later kernel that takes over from this one, look for 
 import errno
 import json
 import os
+import re
 import sys
 import time
 import types
@@ -88,6 +89,9 @@ class EmscriptenDriver:
         return [n for n in names if n in self.installable and n not in sys.modules and importlib.util.find_spec(n) is None]
 
     async def _run(self, args):
+        wanted = pip_installs(args["code"])
+        if wanted is not None:
+            return json.dumps({"ok": True, "result": _pip_cell(wanted, bool(args.get("installed")))})
         missing = self._missing_imports(args["code"])
         if missing:
             # Nothing ran: the host installs them and sends the cell again.
@@ -217,6 +221,44 @@ def _unsliced(sleep):
         cells = [cell.cell_contents for cell in getattr(sleep, "__closure__", None) or ()]
         original = next((c for c in cells if isinstance(c, types.BuiltinFunctionType) and c.__name__ == "sleep"), sleep)
     return original
+
+
+_PIP_INSTALL = re.compile(r"^\s*[%!](?:pip|micropip)\s+install\s+(.*)$")
+
+
+def pip_installs(code):
+    """The packages a cell of only ``%pip install`` lines asks for (``%micropip install`` and
+    ``!pip install`` too), without versions: the sandbox has its package index's. None for any
+    other cell."""
+    lines = [line for line in code.splitlines() if line.strip() and not line.strip().startswith("#")]
+    if not lines:
+        return None
+    names = []
+    for line in lines:
+        match = _PIP_INSTALL.match(line)
+        if not match:
+            return None
+        names += [re.split(r"[\[<>=!~;\s]", word, 1)[0] for word in match.group(1).split() if not word.startswith("-")]
+    return names
+
+
+def _pip_cell(wanted, installed):
+    """A ``%pip install`` cell: the packages not installed go to the host, which installs them
+    from the sandbox's index and sends the cell again (``installed``, when it has said what it
+    installed); those installed already are said, as pip says them."""
+    from importlib import metadata
+
+    missing, present = [], []
+    for name in wanted:
+        try:
+            present.append(f"{name} ({metadata.version(name)})")
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    if missing and not installed:
+        return {"needPackages": missing, "pip": True}
+    if not installed:
+        print("\n".join(f"Requirement already satisfied: {p}" for p in present))
+    return {"value": None}
 
 
 def _publish(driver):
