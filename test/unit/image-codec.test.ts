@@ -34,6 +34,15 @@ describe('image codec', () => {
     assert.deepEqual(await imageCodec.decompress(kept), bytes);
   });
 
+  it('a thread ended as it goes idle after a large job takes no later job down with it', async () => {
+    for (let i = 0; i < 8; i++) {
+      await imageCodec.compress(sample(9 << 20), 1);
+      // The idle thread is being ended now: the next job starts another.
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      assert.ok((await imageCodec.compress(sample(2 << 20), 1)).length > 0);
+    }
+  });
+
   it('rejects damaged data with a zstd error, on either thread', async () => {
     const packed = await imageCodec.compress(sample(100_000), 1);
     const damaged = packed.slice(0, packed.length - 40);

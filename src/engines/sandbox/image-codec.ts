@@ -120,7 +120,9 @@ class ImageCodec {
       }
     });
     const fail = (error: Error) => {
-      if (this.#worker === worker) this.#worker = undefined;
+      // A thread ended when idle has nothing pending: what is pending now is its successor's.
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
       for (const waiting of this.#pending.values()) waiting.reject(error);
       this.#pending.clear();
     };
