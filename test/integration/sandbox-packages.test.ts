@@ -108,7 +108,7 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     await assert.rejects(manager.installPackages(name, ['--index-url=http://evil']), /not a package name: "--index-url=http:\/\/evil"/);
   });
 
-  it('%pip install (and %micropip install) in a cell of its own installs from the index, and says what it could not', async () => {
+  it('%pip install (and %micropip install) in any cell installs from the index before it runs, and says what it could not', async () => {
     const name = (await manager.create({ engine: 'sandbox' })).name;
     const installed = await run(manager, name, '%pip install tinypkg==0.1.0', { timeoutSeconds: 60 });
     assert.equal(valueOf(installed.result), null);
@@ -116,6 +116,10 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     assert.equal(valueOf((await run(manager, name, 'import tinypkg\ntinypkg.VERSION')).result), "'0.1.0'");
     const again = await run(manager, name, '# already there\n%micropip install tinypkg');
     assert.equal(again.stdout, 'Requirement already satisfied: tinypkg (0.1.0)');
+    // In a cell with Python around it, in a block, as IPython takes a line magic; no IPython needed.
+    const mixed = await run(manager, name, 'import sys\nif True:\n    %pip install tinydep\nsys.version_info[0]');
+    assert.equal(valueOf(mixed.result), '3');
+    assert.equal(mixed.stdout, 'Requirement already satisfied: tinydep (0.2.0)');
     const offline = errorOf((await run(manager, name, '%pip install ghostpkg')).result);
     assert.match(
       offline,

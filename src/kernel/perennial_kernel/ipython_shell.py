@@ -132,7 +132,7 @@ def _pip_magic(shell):
         words = line.split()
         if sys.platform == "emscripten":
             # The sandbox installs from its package index, through its host, before a cell runs.
-            print("Not run: in a sandbox machine, %pip install takes packages from its package index in a cell of %pip install lines alone.")
+            print("Not run: a sandbox machine takes packages from its package index with %pip install NAME; pip's other commands are not available.")
             return
         if words[:1] == ["install"] and sys.prefix == getattr(sys, "base_prefix", sys.prefix):
             print(

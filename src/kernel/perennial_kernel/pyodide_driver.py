@@ -89,15 +89,17 @@ class EmscriptenDriver:
         return [n for n in names if n in self.installable and n not in sys.modules and importlib.util.find_spec(n) is None]
 
     async def _run(self, args):
-        wanted = pip_installs(args["code"])
+        wanted, code = pip_installs(args["code"])
         if wanted is not None:
-            return json.dumps({"ok": True, "result": _pip_cell(wanted, bool(args.get("installed")))})
-        missing = self._missing_imports(args["code"])
+            missing = _pip_needs(wanted, bool(args.get("installed")))
+            if missing:
+                return json.dumps({"ok": True, "result": {"needPackages": missing, "pip": True}})
+        missing = self._missing_imports(code)
         if missing:
             # Nothing ran: the host installs them and sends the cell again.
             return json.dumps({"ok": True, "result": {"needPackages": missing}})
         try:
-            result = await self.kernel.run_async(args["code"], args.get("cell", 0))
+            result = await self.kernel.run_async(code, args.get("cell", 0))
             return json.dumps({"ok": True, "result": result})
         except BaseException as exc:  # noqa: BLE001 - report everything to the host
             return json.dumps({"ok": False, "error": short_error(exc)})
@@ -227,25 +229,25 @@ _PIP_INSTALL = re.compile(r"^\s*[%!](?:pip|micropip)\s+install\s+(.*)$")
 
 
 def pip_installs(code):
-    """The packages a cell of only ``%pip install`` lines asks for (``%micropip install`` and
-    ``!pip install`` too), without versions: the sandbox has its package index's. None for any
-    other cell."""
-    lines = [line for line in code.splitlines() if line.strip() and not line.strip().startswith("#")]
-    if not lines:
-        return None
-    names = []
-    for line in lines:
+    """The packages a cell's ``%pip install`` lines ask for (``%micropip install`` and ``!pip
+    install`` too), without versions (the sandbox has its package index's), and the cell with each
+    such line made ``pass``: the sandbox installs them before the cell runs, and the rest of the
+    cell runs as it is. ``None`` and the cell itself when it has no such line."""
+    names, lines, found = [], [], False
+    for line in code.splitlines():
         match = _PIP_INSTALL.match(line)
-        if not match:
-            return None
+        if match is None:
+            lines.append(line)
+            continue
+        found = True
         names += [re.split(r"[\[<>=!~;\s]", word, 1)[0] for word in match.group(1).split() if not word.startswith("-")]
-    return names
+        lines.append(line[: len(line) - len(line.lstrip())] + "pass")
+    return (names, "\n".join(lines)) if found else (None, code)
 
 
-def _pip_cell(wanted, installed):
-    """A ``%pip install`` cell: the packages not installed go to the host, which installs them
-    from the sandbox's index and sends the cell again (``installed``, when it has said what it
-    installed); those installed already are said, as pip says them."""
+def _pip_needs(wanted, installed):
+    """What of ``wanted`` the host must install first (it then sends the cell again, with
+    ``installed``, having said what it installed); what is there already is said, as pip says it."""
     from importlib import metadata
 
     missing, present = [], []
@@ -255,10 +257,10 @@ def _pip_cell(wanted, installed):
         except metadata.PackageNotFoundError:
             missing.append(name)
     if missing and not installed:
-        return {"needPackages": missing, "pip": True}
-    if not installed:
+        return missing
+    if present and not installed:
         print("\n".join(f"Requirement already satisfied: {p}" for p in present))
-    return {"value": None}
+    return []
 
 
 def _publish(driver):
