@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { MachineStore } from '../../src/machines/machine-store.ts';
 import { FIXTURE_FILE, type FixtureMachine, type FixtureRecord } from '../fixtures/data-dirs/fixture-record.ts';
 import { ENGINES_UNDER_TEST, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 import { expectedOn, KINDS } from '../helpers/state-kinds.ts';
@@ -57,6 +58,13 @@ for (const { dir, record } of fixtures) {
       await manager?.close();
       await cleanup?.();
     });
+
+    if (record.deleted) {
+      it('the name of the machine it deleted stays retired', () => {
+        assert.equal(new MachineStore(manager.dataDir).isUsed(record.deleted!), true);
+        assert.ok(!manager.list().some((m) => m.name === record.deleted));
+      });
+    }
 
     for (const machine of record.machines.filter((m) => ENGINES_UNDER_TEST.includes(m.engine))) {
       it(`${machine.engine} machine: its ${machine.kinds.length} kinds of state, with nothing lost and nothing to say`, async () => {
