@@ -47,9 +47,13 @@ export class MachineDefaults implements vscode.Disposable {
     return engine === 'python' ? { engine, ...(await this.#python()) } : { engine, ...sandboxOptions() };
   }
 
-  /** For a client that creates machines of either engine, the default one unless it says otherwise. */
-  async all(): Promise<NewMachineOptions & { engine: EngineName }> {
-    return { engine: this.engine, ...(await this.#python()), ...sandboxOptions() };
+  /**
+   * For the machines an agent creates, of either engine: the engine, the interpreter and the
+   * network, not the workspace (mounted, it is a sandbox's working folder, read-only by default,
+   * where an agent could write no file).
+   */
+  async forAgents(): Promise<Pick<NewMachineOptions, 'python' | 'network'> & { engine: EngineName }> {
+    return { engine: this.engine, ...(await this.#python()), network: sandboxOptions().network };
   }
 
   /** `perennial.pythonPath`, else the Python extension's interpreter for this workspace, else none: the server finds one as its system has it. */

@@ -53,11 +53,10 @@ function version(backends: Backends, defaults: MachineDefaults): string {
 
 /**
  * The query that makes the machines Copilot creates as the settings and the Python extension say
- * (`McpConnectionQuery`), whoever started the server. Not the workspace: a sandbox machine works
- * in a folder it mounts (read-only by default), where an agent could write no file.
+ * (`McpConnectionQuery`), whoever started the server.
  */
 async function machineQuery(defaults: MachineDefaults): Promise<string> {
-  const { engine, python, network } = await defaults.all();
+  const { engine, python, network } = await defaults.forAgents();
   const query = new URLSearchParams({ engine, network: String(network ?? false) });
   if (python) query.set('python', python);
   return query.toString();
