@@ -90,6 +90,11 @@ function buildProgram(): Command {
     .option('--timeout <seconds>', 'timeout of an instruction sent without one, as ForeverVM clients send them; 0: no limit (default 15)', timeoutSeconds)
     .option('--exit-when-idle <seconds>', 'stop after this long with no request, connection or busy machine', positiveNumber)
     .option('--idle-seconds <seconds>', 'swap a machine out after this long without instructions (default 300)', positiveNumber)
+    .addOption(
+      new Option('--max-warm <n>', 'keep at most this many machines warm (default: as many as memory allows, keeping a tenth of it free)')
+        .argParser(positiveInteger)
+        .env('PERENNIAL_MAX_WARM'),
+    )
     .option(
       '--pool-idle-seconds <seconds>',
       'stop the sandbox processes kept ready after this long without a sandbox machine made or swapped in (default 300)',

@@ -23,6 +23,8 @@ export interface LocalConnectionOptions {
   autoStart?: boolean;
   /** For a server started here: swap machines out after this many idle seconds. */
   idleSeconds?: number;
+  /** For a server started here: keep at most this many machines warm. */
+  maxWarm?: number;
   /** For a server started here: the engine of machines created without one. */
   engine?: EngineName;
 }
@@ -153,7 +155,11 @@ function isOlder(version: string, own: string): boolean {
 async function startServer(dataDir: string, options: LocalConnectionOptions): Promise<ServerInfo> {
   await prepareDataDir(dataDir);
   const deadline = Date.now() + START_TIMEOUT_MS;
-  const args = [...(options.idleSeconds ? ['--idle-seconds', String(options.idleSeconds)] : []), ...(options.engine ? ['--engine', options.engine] : [])];
+  const args = [
+    ...(options.idleSeconds ? ['--idle-seconds', String(options.idleSeconds)] : []),
+    ...(options.maxWarm ? ['--max-warm', String(options.maxWarm)] : []),
+    ...(options.engine ? ['--engine', options.engine] : []),
+  ];
   const spawnServer = () => spawnDetachedServer(dataDir, args);
   let child = spawnServer();
   while (Date.now() < deadline) {

@@ -75,6 +75,9 @@ export class Backends implements vscode.Disposable {
     get idleSeconds() {
       return vscode.workspace.getConfiguration('perennial').get<number>('idleSeconds') || undefined;
     },
+    get maxWarm() {
+      return vscode.workspace.getConfiguration('perennial').get<number>('maxWarm') || undefined;
+    },
     get engine() {
       const engine = vscode.workspace.getConfiguration('perennial').get<string>('defaultEngine');
       return engine === 'python' || engine === 'sandbox' ? engine : undefined;

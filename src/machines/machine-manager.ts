@@ -40,12 +40,11 @@ import { VERSION } from '../shared/version.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
-import { WarmPolicy } from './warm-policy.ts';
+import { defaultReserveBytes, systemFreeBytes, WarmPolicy, type WarmLimits } from './warm-policy.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
 
 export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
-export const DEFAULT_MAX_WARM = 8;
 export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
 export const DEFAULT_AUTO_CHECKPOINTS = 10;
 
@@ -53,8 +52,10 @@ export interface MachineManagerOptions {
   dataDir: string;
   /** Seconds without an instruction before a machine is swapped out. Default 300. */
   idleSeconds?: number;
-  /** Most machines kept warm at once; beyond it the least recently used is swapped out. Default 8. */
+  /** Most machines kept warm at once; beyond it the least recently used is swapped out. Default: as many as memory allows (see `WarmPolicy`). */
   maxWarm?: number;
+  /** How the machines' warmth is measured against memory; default the system's (tests give their own). */
+  memory?: Pick<WarmLimits, 'reserveBytes' | 'freeBytes'>;
   /** Default 'sandbox' when it is available, else 'python'. */
   defaultEngine?: EngineName;
   /** Default per-instruction timeout. Default 15 s. */
@@ -109,7 +110,7 @@ export { CheckpointNotFoundError, InvalidRequestError, MachineGoneError };
  */
 export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly dataDir: string;
-  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock'>>;
+  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory'>>;
   readonly #engines: EngineSet;
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
@@ -126,7 +127,6 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     this.#options = {
       dataDir: options.dataDir,
       idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,
-      maxWarm: options.maxWarm ?? DEFAULT_MAX_WARM,
       defaultEngine: options.defaultEngine ?? (this.#engines.factories.sandbox ? 'sandbox' : 'python'),
       defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
       outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
@@ -137,7 +137,12 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     this.#store = store;
     this.#lock = lock;
     this.#warm = new WarmPolicy(
-      this.#options,
+      {
+        idleSeconds: this.#options.idleSeconds,
+        maxWarm: options.maxWarm,
+        reserveBytes: options.memory?.reserveBytes ?? defaultReserveBytes(),
+        freeBytes: options.memory?.freeBytes ?? systemFreeBytes,
+      },
       () => this.#machines.values(),
       (machine, error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }),
     );
@@ -172,6 +177,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   /** Engines machines can be created with. */
   get engines(): EngineName[] {
     return Object.keys(this.#engines.factories) as EngineName[];
+  }
+
+  /** Which machines stay warm, in words. */
+  warmRule(): string {
+    return this.#warm.describe();
   }
 
   get defaultEngine(): EngineName {

@@ -51,6 +51,8 @@ export type MachineChange =
  */
 export class Machine {
   #state: MachineState = 'swapped';
+  /** When and why this server last swapped the machine out. */
+  #swappedOut?: { at: string; reason: string };
   #ops: Promise<unknown> = Promise.resolve();
   #deleted = false;
   #graceTimer?: NodeJS.Timeout;
@@ -149,6 +151,7 @@ export class Machine {
       runtime: m.runtime ?? null,
       upgradeTo: null,
       warnings: [...(m.rebuilt ? [m.rebuilt] : []), ...(this.#saver.error ? [`It cannot be swapped out, so it stays in memory: ${this.#saver.error}`] : [])],
+      ...(this.#state === 'swapped' && this.#swappedOut ? { swappedOut: { ...this.#swappedOut } } : {}),
     };
   }
 
@@ -235,12 +238,14 @@ export class Machine {
     return this.#serial(() => this.#saver.save());
   }
 
-  /** Saves the state and stops the engine. The next use swaps it back in. */
-  swapOut(): Promise<void> {
+  /** Saves the state and stops the engine, for `reason` (which `info` gives while it is out). The next use swaps it back in. */
+  swapOut(reason = 'asked to (perennial machine swap, or the API)'): Promise<void> {
     this.#saver.cancel();
     return this.#serial(async () => {
       if (!this.#engine.current) return;
       await this.#saver.save();
+      // Known before the engine stops, whose stop is what says the machine is swapped.
+      this.#swappedOut = { at: new Date().toISOString(), reason };
       await this.#engine.stop();
     });
   }
@@ -422,6 +427,8 @@ export class Machine {
   #setState(state: MachineState): void {
     if (this.#state === state) return;
     this.#state = state;
+    // A reason stands for one swap: a machine out again for another (its process died) has none.
+    if (state !== 'swapped') this.#swappedOut = undefined;
     this.onChange(this, { type: 'state', state });
   }
 

@@ -51,6 +51,11 @@ export function statusReport(manager: MachineManager): StatusReport {
     machines: { total: machines.length, warm: machines.length - swapped, swapped, upgradable: machines.filter((m) => m.upgradeTo).length },
     defaultEngine: manager.defaultEngine,
     engines: manager.engineStatus(),
+    warmRule: manager.warmRule(),
+    swappedOut: machines
+      .flatMap((m) => (m.swappedOut ? [{ name: m.name, ...m.swappedOut }] : []))
+      .sort((a, b) => b.at.localeCompare(a.at))
+      .slice(0, 10),
   };
 }
 

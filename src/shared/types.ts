@@ -127,6 +127,8 @@ export interface MachineInfo {
   upgradeTo: MachineRuntime | null;
   /** Plain-words warnings: network isolation off, why the machine cannot be swapped out... */
   warnings: string[];
+  /** While swapped out by this server: when, and why (idle, memory, the warm cap, asked). */
+  swappedOut?: { at: string; reason: string };
 }
 
 /** What `/v1/events` streams: every change to the machines, as it happens. */
@@ -253,6 +255,10 @@ export interface StatusReport {
   machines: { total: number; warm: number; swapped: number; upgradable: number };
   defaultEngine: EngineName;
   engines: EngineStatus[];
+  /** Which machines stay warm, in words (absent from servers before 0.2.2). */
+  warmRule?: string;
+  /** The machines this server swapped out that are still out, the latest first (at most 10), with why. */
+  swappedOut?: Array<{ name: string; at: string; reason: string }>;
 }
 
 /** `POST /v1/machine/{name}/interrupt`: instructions cancelled before they ran, and whether one was stopped. */

@@ -243,6 +243,15 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.ok(report.machines.total >= 1);
     assert.deepEqual(report.engines.map((e) => e.name).sort(), ['python', 'sandbox']);
     assert.match((await cli(['status'])).stdout, /^Perennial \S+ server, pid \d+, at http:\/\/127\.0\.0\.1:\d+\ndata dir: /);
+    // Which machines stay warm, and why one is out.
+    const name = /^machine: (\S+)$/m.exec((await cli(['exec', 'y = 2'])).stderr)![1]!;
+    await cli(['machine', 'swap', name]);
+    const said = (await cli(['status'])).stdout;
+    assert.match(
+      said,
+      /\nwarm machines: idle machines are swapped out after \d+ s; machines stay warm while more than \d+ MiB of memory stays available \(now \d+ MiB\)\n/,
+    );
+    assert.match(said, new RegExp(`\\n  ${name} swapped out \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d: asked to \\(perennial machine swap, or the API\\)\\n`));
   });
 
   it('login saves a checked token (0600), and --backend forevervm then works through it', async () => {

@@ -302,7 +302,29 @@ describe('the machine layer, over a fake engine', () => {
       [first, second, third].map((name) => manager.get(name).state),
       ['swapped', 'warm', 'warm'],
     );
+    assert.equal(manager.get(first).swappedOut?.reason, 'more than 2 machines were warm (--max-warm)');
     assert.equal(await value(first, 'x'), '1', 'swapped in again, as it was');
+  });
+
+  it('keeps machines warm by memory, not by count: with memory to spare all stay; short of it, the least recently used idle one goes, and says why', async () => {
+    let free = 8 * 2 ** 30;
+    const first = await open({ memory: { reserveBytes: 1 << 30, freeBytes: () => free } });
+    const names = [first, ...(await Promise.all(Array.from({ length: 11 }, async () => (await manager.create()).name)))];
+    for (const [i, name] of names.entries()) await value(name, `x = ${i}`);
+    assert.ok(
+      names.every((name) => manager.get(name).state === 'warm'),
+      'twelve warm: no count limits them',
+    );
+    free = 512 << 20;
+    const swapped = state(first, 'swapped');
+    await manager.swap(names[11]!);
+    await value(names[11]!, 'x');
+    await swapped;
+    assert.deepEqual(manager.get(first).swappedOut?.reason, 'the system had 512 MiB of memory available, less than the 1024 MiB kept free');
+    assert.equal(names.filter((name) => manager.get(name).state === 'swapped').length, 1, 'one goes at each machine that comes in');
+    assert.match(manager.warmRule(), /machines stay warm while more than 1024 MiB of memory stays available \(now 512 MiB\)$/);
+    assert.equal(await value(first, 'x'), '0', 'swapped in again, as it was');
+    assert.equal(manager.get(first).swappedOut, undefined, 'warm again: no reason to give');
   });
 
   it('an unreadable snapshot is set aside, and the machine starts empty and says so', async () => {

@@ -21,6 +21,8 @@ export interface ServeCommandOptions {
   exitWhenIdle?: number;
   /** Swap a machine out after this many seconds without instructions. */
   idleSeconds?: number;
+  /** Keep at most this many machines warm. */
+  maxWarm?: number;
   /** Empty the sandbox pool after this many seconds without a sandbox machine made or swapped in. */
   poolIdleSeconds?: number;
   /** Longest silence a waiting client sees, in seconds. */
@@ -61,6 +63,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     host: options.host,
     port: options.port,
     idleSeconds: options.idleSeconds,
+    maxWarm: options.maxWarm,
     poolIdleSeconds: options.poolIdleSeconds,
     defaultEngine: options.engine,
     defaultTimeoutSeconds: options.timeout,

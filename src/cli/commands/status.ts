@@ -33,6 +33,8 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     ...(status.machines.upgradable
       ? [`  ${status.machines.upgradable} on an older runtime: see perennial machine list, and perennial machine upgrade NAME`]
       : []),
+    ...(status.warmRule ? [`warm machines: ${status.warmRule}`] : []),
+    ...(status.swappedOut ?? []).map((s) => `  ${s.name} swapped out ${s.at.replace('T', ' ').slice(0, 19)}: ${s.reason}`),
     `default engine: ${status.defaultEngine}`,
     ...status.engines.map(
       (e) =>
