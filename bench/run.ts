@@ -1,6 +1,7 @@
 /**
- * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|notebooks]`: prints every benchmark's figures (or the named ones).
- * `notebooks` runs only when named: it needs a corpus fetched first and takes about an hour.
+ * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|notebooks|load]`: prints every benchmark's figures (or the named ones).
+ * `notebooks` runs only when named: it needs a corpus fetched first and takes about an hour; `load`
+ * (agents at once) too: it takes several minutes and much of the machine.
  * `--node VERSION` runs them on that Node build (from the npm registry, cached in .cache/node), as
  * the servers they start: VS Code's extension host runs Node 22 or 24, not this one.
  * Figures go in bench/RESULTS.md.
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { benchCheckpoints } from './checkpoints.ts';
 import { benchFootprint } from './footprint.ts';
 import { benchInterrupts } from './interrupts.ts';
+import { benchLoad } from './load.ts';
 import { benchMcpApp } from './mcp-app.ts';
 import { benchNotebooks } from './notebooks.ts';
 import { benchPythonEngine } from './python-engine.ts';
@@ -25,7 +27,7 @@ const suites: Record<string, () => Promise<void>> = {
   checkpoints: benchCheckpoints,
   'mcp-app': benchMcpApp,
 };
-const namedOnly: Record<string, () => Promise<void>> = { notebooks: benchNotebooks };
+const namedOnly: Record<string, () => Promise<void>> = { notebooks: benchNotebooks, load: benchLoad };
 
 const nodeAt = process.argv.indexOf('--node');
 if (nodeAt > 0) {

@@ -39,8 +39,7 @@ async function mcpClient(transport: Transport, mode: VersionNegotiationMode = 'l
 export async function benchServer(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-server-'));
   process.env.PERENNIAL_PYTHON = PYTHON;
-  // Room for the load run's 10 machines: with the default cap of 8 they would swap in turn.
-  const server = await LocalServer.start({ dataDir, defaultEngine: 'python', saveDelayMs: 600_000, maxWarm: 12 });
+  const server = await LocalServer.start({ dataDir, defaultEngine: 'python', saveDelayMs: 600_000 });
   try {
     console.log('\nlocal server (python engine machines)');
     const client = new ForeverVMClient({ baseUrl: server.url, token: server.token });

@@ -1,0 +1,98 @@
+/**
+ * Agents at once: N MCP clients over Streamable HTTP, each with a machine of its own (half
+ * sandbox, half python), 50 `run-python-in-repl` calls each, against `perennial serve` in a
+ * process of its own, while another client swaps every machine out twice. Prints each call's p50
+ * and p99, calls per second, the calls that failed, and whether every machine counted all 50.
+ * `npm run bench -- load` runs 8, 12 and 40 agents; PERENNIAL_BENCH_AGENTS=40 picks counts.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { ForeverVMClient } from '../src/client/forevervm-client.ts';
+import { median, ms, percentile, row } from './stats.ts';
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
+const CALLS = 50;
+const AGENTS = (process.env.PERENNIAL_BENCH_AGENTS ?? '8,12,40').split(',').map(Number);
+
+interface Outcome {
+  times: number[];
+  failures: string[];
+  counted: number;
+}
+
+/** One agent: its own connection and machine, then CALLS calls, each timed. */
+async function agent(url: string, token: string, engine: 'sandbox' | 'python'): Promise<Outcome & { name: string }> {
+  const client = new Client({ name: 'bench-agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  const outcome: Outcome = { times: [], failures: [], counted: 0 };
+  try {
+    const made = await client.callTool({ name: 'create-python-repl', arguments: { engine } });
+    const name = (made.structuredContent as { replId: string }).replId;
+    for (let i = 0; i < CALLS; i++) {
+      const started = performance.now();
+      try {
+        const result = await client.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: 'n = globals().get("n", 0) + 1\nn' } });
+        if (result.isError) outcome.failures.push(JSON.stringify(result.content).slice(0, 200));
+        else outcome.times.push(performance.now() - started);
+      } catch (error) {
+        outcome.failures.push((error as Error).message);
+      }
+    }
+    const last = await client.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: 'n' } });
+    outcome.counted = Number((last.structuredContent as { value: string | null }).value ?? 0);
+    return { ...outcome, name };
+  } finally {
+    await client.close();
+  }
+}
+
+async function run(agents: number): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-load-'));
+  const server = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve'], { env: { ...process.env, PERENNIAL_PYTHON: PYTHON }, stdio: 'ignore' });
+  try {
+    while (!existsSync(join(dataDir, 'server.json'))) await new Promise((resolve) => setTimeout(resolve, 100));
+    const { url, token } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string; token: string };
+    const api = new ForeverVMClient({ baseUrl: url, token });
+    const started = performance.now();
+    let stop = false;
+    // Another client swaps every machine out twice while the agents work.
+    const swapper = (async () => {
+      for (let round = 0; round < 2 && !stop; round++) {
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        for (const machine of await api.listMachines()) await api.swap(machine.name).catch(() => {});
+      }
+    })();
+    const outcomes = await Promise.all(Array.from({ length: agents }, (_, i) => agent(url, token, i % 2 ? 'python' : 'sandbox')));
+    const seconds = (performance.now() - started) / 1000;
+    stop = true;
+    await swapper;
+    const times = outcomes.flatMap((o) => o.times);
+    const failures = outcomes.flatMap((o) => o.failures);
+    const short = outcomes.filter((o) => o.counted !== CALLS - o.failures.length);
+    row(
+      `${agents} agents × ${CALLS} calls`,
+      ms(median(times)),
+      ms(percentile(times, 99)),
+      `${(times.length / seconds).toFixed(0)}/s`,
+      `${failures.length} failed`,
+      short.length ? `${short.length} lost` : 'none lost',
+    );
+    for (const failure of [...new Set(failures)].slice(0, 3)) console.log(`    failure: ${failure}`);
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((resolve) => server.once('exit', resolve));
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function benchLoad(): Promise<void> {
+  console.log('\nagents at once over MCP HTTP (half sandbox, half python), every machine swapped out twice meanwhile');
+  row('', 'p50', 'p99', 'calls', 'failed', 'state');
+  for (const agents of AGENTS) await run(agents);
+}
