@@ -24,6 +24,9 @@ def _own_package_dirs():
 
 
 class _Builder(venv.EnvBuilder):
+    def setup_scripts(self, context):
+        """No activation scripts: nobody activates a machine's environment, its kernel runs in it."""
+
     def post_setup(self, context):
         purelib = subprocess.check_output([context.env_exe, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], universal_newlines=True)
         with open(os.path.join(purelib.strip(), _PTH), "w", encoding="utf-8") as pth:
