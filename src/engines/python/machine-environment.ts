@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, rename } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
@@ -44,8 +44,10 @@ export function machineEnvironment(dir: string, base: FoundPython): Promise<Mach
 
 async function ensure(dir: string, base: FoundPython): Promise<MachineEnvironment> {
   const record = await readRecord(dir);
-  const python = record && join(dir, record.executable);
-  if (record && record.interpreter === base.executable && record.python === base.version && existsSync(python!)) return { python: python! };
+  if (record?.interpreter === base.executable && record.python === base.version) {
+    const python = join(dir, record.executable);
+    if (existsSync(python)) return { python };
+  }
   let note: string | undefined;
   if (existsSync(dir)) {
     const aside = `${dir}-set-aside-${Date.now()}`;
@@ -59,6 +61,8 @@ async function ensure(dir: string, base: FoundPython): Promise<MachineEnvironmen
     await writeFileAtomic(join(dir, RECORD), JSON.stringify(made));
     return { python: executable, ...(note ? { note } : {}) };
   } catch (error) {
+    // What a failed making left holds nothing of the user's, and would be set aside at every start.
+    await rm(dir, { recursive: true, force: true });
     return { error: `${base.executable} could not make a virtual environment (${(error as Error).message.trim().split('\n').at(-1)})` };
   }
 }
