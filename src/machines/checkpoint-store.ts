@@ -5,6 +5,7 @@ import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { linkOrCopy, symlinkIfAllowed } from '../platform/file-links.ts';
 import { writeFileAtomic } from '../platform/atomic-file.ts';
+import { PhaseClock } from '../platform/phase-timings.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 
 /**
@@ -72,6 +73,7 @@ export class CheckpointStore {
 
   /** Takes a checkpoint of `source`; its id is the next number. */
   async add(source: CheckpointSource, label: string | null, auto: boolean): Promise<CheckpointInfo> {
+    const clock = new PhaseClock();
     await mkdir(join(this.dir, BLOBS), { recursive: true, mode: 0o700 });
     await this.#sweep();
     const temp = join(this.dir, `.new-${randomBytes(6).toString('hex')}`);
@@ -102,6 +104,7 @@ export class CheckpointStore {
       };
       await writeFileAtomic(join(temp, RECORD), JSON.stringify(record));
       await rename(temp, join(this.dir, id));
+      clock.lap(`checkpoint: ${auto ? 'automatic one ' : ''}linked and recorded`);
       return info(record);
     } catch (error) {
       // Nothing half made stays, nor blobs only it would have named: the error may be a full disk.

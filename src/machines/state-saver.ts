@@ -1,4 +1,5 @@
 import { unlink } from 'node:fs/promises';
+import { PhaseClock } from '../platform/phase-timings.ts';
 import type { CheckpointSource, CheckpointStore } from './checkpoint-store.ts';
 import type { InstructionQueue } from './instruction-queue.ts';
 import type { MachineEngine } from './machine-engine.ts';
@@ -50,10 +51,13 @@ export class StateSaver {
       throw error;
     }
     this.error = null;
+    const clock = new PhaseClock();
     await store.commitSnapshot(manifest.name, temp);
+    clock.lap('save: snapshot renamed in place');
     manifest.snapshot = { at: new Date().toISOString(), seq: this.context.queue.completedSeq + 1, bytes: report.bytes };
     delete manifest.unsaved;
     await store.save(manifest);
+    clock.lap('save: manifest written');
     slot.dirty = false;
     this.context.onSaved(report.bytes);
     // Every saved change is also an automatic checkpoint; failing to keep one loses no state.

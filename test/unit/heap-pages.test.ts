@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { BaseMemory, nonZeroRuns, writeSnapshotHeap } from '../../src/engines/sandbox/child/heap-pages.ts';
+import { applyMemoryPatch, makeMemoryPatch } from '../../src/engines/sandbox/memory-patch.ts';
 
 const PAGE = 4096;
 
@@ -70,6 +71,50 @@ describe('heap pages', () => {
       assert.deepEqual(memory.subarray(0, heap.length), heap);
       assert.equal(memory[19 * PAGE], 8, 'past the base heap the memory is left as it is');
       assert.deepEqual(new Uint8Array(base.bytes()), snapshotOf(new Uint8Array([1, 2, 3, 4]), heap));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('makes the patch of a live heap on its base file, dead memory counted as the base', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perennial-heap-pages-'));
+    try {
+      // A base of 300 pages with zero pages among its runs; a live heap grown past it.
+      const base = new Uint8Array(300 * PAGE);
+      for (let i = 0; i < base.length; i += 13) if (Math.floor(i / PAGE) % 7 !== 3) base[i] = (i * 17) & 0xff;
+      const header = new Uint8Array([9, 8, 7, 6, 5, 4, 3, 2]);
+      const path = join(dir, 'base.snapshot');
+      await writeFile(path, snapshotOf(header, base));
+      const live = new Uint8Array(320 * PAGE);
+      live.set(base);
+      // Scattered words, a long run across blocks, bytes in a zero page, and past the base.
+      for (let i = 0; i < 400; i++) live[(i * 104_729) % base.length]! ^= 0x5a;
+      live.fill(1, 40 * PAGE + 6, 80 * PAGE + 2);
+      live[3 * PAGE + 100] = 4;
+      live[310 * PAGE + 7] = 2;
+      const liveHeader = new Uint8Array([1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144]);
+      const memory = BaseMemory.of(path);
+
+      const whole = makeMemoryPatch(snapshotOf(liveHeader, live), snapshotOf(header, base));
+      assert.deepEqual(memory.patchOf(snapshotOf(liveHeader, new Uint8Array()), live, []), whole, 'as the host makes it from a whole copy');
+
+      // Dead memory: garbage there is no difference; the words around it are.
+      const dead: Array<[number, number]> = [
+        [100 * PAGE + 8, 100 * PAGE + 200],
+        [250 * PAGE, 252 * PAGE],
+        [305 * PAGE, 306 * PAGE],
+      ];
+      const withGarbage = live.slice();
+      for (const [from, to] of dead) withGarbage.fill(0xee, from, to);
+      const expected = live.slice();
+      for (const [from, to] of dead)
+        expected.set(
+          new Uint8Array(to - from).map((_, i) => base[from + i] ?? 0),
+          from,
+        );
+      const patch = memory.patchOf(snapshotOf(liveHeader, new Uint8Array()), withGarbage, dead);
+      assert.deepEqual(applyMemoryPatch(patch, snapshotOf(header, base)), snapshotOf(liveHeader, expected));
+      assert.deepEqual(patch, makeMemoryPatch(snapshotOf(liveHeader, expected), snapshotOf(header, base)), 'no bytes of the dead memory in it');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

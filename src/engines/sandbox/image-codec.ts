@@ -9,16 +9,20 @@ import { Worker } from 'node:worker_threads';
  */
 const IDLE_MS = 2_000;
 /**
- * A section that decompresses to at most this many bytes is decompressed on this thread, since a
- * trivial machine's swap-in would otherwise wait ~30 ms for the thread to start, longer than the
- * rest of it: with Node's own zstd (from Node 22.15 and 23.8; VS Code runs the server on such a
- * Node), else with the wasm package, loaded here at the first such section (~5 MB, kept; its
- * memory grows to the largest section it has handled, hence the bound). A larger section goes to
- * the thread, rather than hold up the server's other requests.
+ * A section of at most this many bytes (decompressed) is compressed or decompressed on this
+ * thread, since a trivial machine's save or swap-in would otherwise wait ~30 ms for the thread
+ * to start, longer than the rest of it: with Node's own zstd (from Node 22.15 and 23.8; VS Code
+ * runs the server on such a Node), else with the wasm package, loaded here at the first such
+ * section (~5 MB, kept; its memory grows to the largest section it has handled, hence the bound).
+ * A larger section goes to the thread, rather than hold up the server's other requests.
  */
 const HERE_BYTES = 4 << 20;
-const nativeDecompress = (zlib as { zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array }).zstdDecompressSync;
-type Zstd = { init(): Promise<void>; decompress(bytes: Uint8Array): Uint8Array };
+const nativeZstd = zlib as {
+  zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array;
+  zstdCompressSync?: (bytes: Uint8Array, options: { params: Record<number, number>; pledgedSrcSize: number }) => Uint8Array;
+  constants: { ZSTD_c_compressionLevel?: number };
+};
+type Zstd = { init(): Promise<void>; compress(bytes: Uint8Array, level: number): Uint8Array; decompress(bytes: Uint8Array): Uint8Array };
 let zstdHere: Promise<Zstd> | undefined;
 /**
  * A job this large (a base image, a big machine) grows the worker's memory by several times its
@@ -68,21 +72,22 @@ class ImageCodec {
    * whole message; left here as garbage, that could stay for hours, as V8 collects when JavaScript
    * allocates and an idle server allocates next to nothing. Handed over, it goes when the thread does.
    */
-  compress(bytes: Uint8Array, level: number, handOver = false): Promise<Uint8Array> {
-    return this.#call({ op: 'compress', bytes, level }, handOver);
+  async compress(bytes: Uint8Array, level: number, handOver = false): Promise<Uint8Array> {
+    if (bytes.length > HERE_BYTES) return this.#call({ op: 'compress', bytes, level }, handOver);
+    const { zstdCompressSync, constants } = nativeZstd;
+    return here(async () =>
+      zstdCompressSync && constants.ZSTD_c_compressionLevel !== undefined
+        ? zstdCompressSync(bytes, { params: { [constants.ZSTD_c_compressionLevel]: level }, pledgedSrcSize: bytes.length })
+        : (await (zstdHere ??= loadZstd())).compress(bytes, level),
+    );
   }
 
   async decompress(bytes: Uint8Array): Promise<Uint8Array> {
     const size = frameContentSize(bytes);
     if (size === undefined || size > HERE_BYTES) return this.#call({ op: 'decompress', bytes });
-    let out: Uint8Array;
-    try {
-      // A copy of its own, aligned: Pyodide reads a snapshot's header as 32-bit words.
-      if (nativeDecompress) out = new Uint8Array(nativeDecompress(bytes));
-      else out = (await (zstdHere ??= loadZstd())).decompress(bytes);
-    } catch (error) {
-      throw new Error(`zstd: ${(error as Error).message}`, { cause: error });
-    }
+    const { zstdDecompressSync } = nativeZstd;
+    // A copy of its own, aligned: Pyodide reads a snapshot's header as 32-bit words.
+    const out = await here(async () => new Uint8Array(zstdDecompressSync ? zstdDecompressSync(bytes) : (await (zstdHere ??= loadZstd())).decompress(bytes)));
     // Node's zstd returns what it could of a cut frame, without an error.
     if (out.length !== size) throw new Error(`zstd: the data is damaged (${out.length} bytes of ${size})`);
     return out;
@@ -142,6 +147,15 @@ class ImageCodec {
       this.#grown ? 0 : IDLE_MS,
     );
     this.#idle.unref();
+  }
+}
+
+/** zstd's work on this thread, with its errors said as the thread's are. */
+async function here(work: () => Promise<Uint8Array>): Promise<Uint8Array> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new Error(`zstd: ${(error as Error).message}`, { cause: error });
   }
 }
 

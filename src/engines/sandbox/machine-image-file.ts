@@ -60,8 +60,9 @@ export interface StoredImage {
 export async function encodeImage(image: StoredImage, lost: LostItem[] = [], handOver = false): Promise<Uint8Array> {
   const memoryLength = image.memory.length;
   const memorySha256 = image.base === null ? createHash('sha256').update(image.memory).digest('hex') : undefined;
-  // The files' job is queued first, and copies them, before the memory's buffer moves.
-  const [files, memory] = await Promise.all([imageCodec.compress(image.files, ZSTD_LEVEL), imageCodec.compress(image.memory, ZSTD_LEVEL, handOver)]);
+  // The files first: they may view the buffer that the memory's job hands over.
+  const files = await imageCodec.compress(image.files, ZSTD_LEVEL);
+  const memory = await imageCodec.compress(image.memory, ZSTD_LEVEL, handOver);
   const header: ImageHeader = {
     pyodideVersion: image.meta.pyodideVersion,
     base: image.base,

@@ -33,45 +33,82 @@ function xorInto(target: Uint8Array, source: Uint8Array): void {
 }
 
 /**
+ * A patch, built from the differences of a heap from its base in heap order: each call gives
+ * the XOR of the two over a part of the heap, whose runs of non-zero words it keeps.
+ */
+export class PatchBuilder {
+  /** Heap offset, length, and where its bytes start in `#data`, of each run so far. */
+  readonly #runs: Array<{ from: number; to: number; at: number }> = [];
+  #data = new Uint8Array(1 << 16);
+  #used = 0;
+
+  /** `xor`: the heap's bytes XOR the base's, from heap offset `offset`. Read at once, not kept. */
+  add(offset: number, xor: Uint8Array): void {
+    const aligned = xor.byteOffset % 4 === 0 ? xor : xor.slice();
+    const words = new Uint32Array(aligned.buffer, aligned.byteOffset, aligned.length >>> 2);
+    for (let i = 0; i < words.length; i++) {
+      if (words[i] === 0) continue;
+      let end = i + 1;
+      while (end < words.length && words[end] !== 0) end++;
+      this.run(offset + i * 4, aligned.subarray(i * 4, end * 4));
+      i = end;
+    }
+    // A part whose length is not a multiple of 4 keeps its last bytes as a run of their own.
+    const tail = aligned.length & 3;
+    if (tail && aligned.subarray(aligned.length - tail).some((b) => b !== 0)) this.run(offset + aligned.length - tail, aligned.subarray(aligned.length - tail));
+  }
+
+  /** The patch of a snapshot of `length` bytes whose header (the bytes before its heap) is `header`. */
+  finish(header: Uint8Array, length: number): Uint8Array {
+    const size = 8 + padded(header.length) + this.#runs.reduce((sum, { from, to }) => sum + 8 + padded(to - from), 0);
+    const patch = new Uint8Array(size);
+    const view = new DataView(patch.buffer);
+    view.setUint32(0, length, true);
+    view.setUint32(4, header.length, true);
+    patch.set(header, 8);
+    let at = 8 + padded(header.length);
+    for (const { from, to, at: data } of this.#runs) {
+      view.setUint32(at, from, true);
+      view.setUint32(at + 4, to - from, true);
+      patch.set(this.#data.subarray(data, data + to - from), at + 8);
+      at += 8 + padded(to - from);
+    }
+    return patch;
+  }
+
+  /** A run: `bytes`, the heap's XOR the base's from heap offset `from`, after any run before. Read at once, not kept. */
+  run(from: number, bytes: Uint8Array): void {
+    const last = this.#runs.at(-1);
+    // Close to the last run: joined to it, with the zeros between (the data past `#used` is zero).
+    if (last && from - last.to <= JOIN_GAP) {
+      this.#used += from - last.to;
+      last.to = from + bytes.length;
+    } else this.#runs.push({ from, to: from + bytes.length, at: this.#used });
+    this.#reserve(bytes.length);
+    this.#data.set(bytes, this.#used);
+    this.#used += bytes.length;
+  }
+
+  #reserve(bytes: number): void {
+    // Room for the bytes and for the zeros a join may add before the next run.
+    if (this.#used + bytes + JOIN_GAP <= this.#data.length) return;
+    const grown = new Uint8Array(Math.max(this.#data.length * 2, this.#used + bytes + JOIN_GAP));
+    grown.set(this.#data.subarray(0, this.#used));
+    this.#data = grown;
+  }
+}
+
+/**
  * The patch that turns `base` into `snapshot`. It XORs `snapshot`'s heap in place (the snapshot is
  * consumed). Wasm memory never moves, so heaps line up.
  */
 export function makeMemoryPatch(snapshot: Uint8Array, base: Uint8Array): Uint8Array {
   const start = heapOffset(snapshot);
-  // The heap is scanned as words. A snapshot that crossed IPC whole (a machine loaded from an
-  // older base) may sit at any offset of its buffer: its heap is then copied to a word boundary.
-  let heap = snapshot.subarray(start);
-  if (heap.byteOffset % 4 !== 0) heap = heap.slice();
+  const heap = snapshot.subarray(start);
   xorInto(heap, base.subarray(heapOffset(base)));
-  const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >>> 2);
-  const runs: Array<[number, number]> = [];
-  for (let i = 0; i < words.length; i++) {
-    if (words[i] === 0) continue;
-    let end = i + 1;
-    while (end < words.length && words[end] !== 0) end++;
-    const last = runs.at(-1);
-    if (last && i * 4 - last[1] <= JOIN_GAP) last[1] = end * 4;
-    else runs.push([i * 4, end * 4]);
-    i = end;
-  }
-  // A heap whose length is not a multiple of 4 keeps its last bytes as a run of their own.
-  const tail = heap.length & 3;
-  if (tail && heap.subarray(heap.length - tail).some((b) => b !== 0)) runs.push([heap.length - tail, heap.length]);
-
-  const size = 8 + padded(start) + runs.reduce((sum, [from, to]) => sum + 8 + padded(to - from), 0);
-  const patch = new Uint8Array(size);
-  const view = new DataView(patch.buffer);
-  view.setUint32(0, snapshot.length, true);
-  view.setUint32(4, start, true);
-  patch.set(snapshot.subarray(0, start), 8);
-  let at = 8 + padded(start);
-  for (const [from, to] of runs) {
-    view.setUint32(at, from, true);
-    view.setUint32(at + 4, to - from, true);
-    patch.set(heap.subarray(from, to), at + 8);
-    at += 8 + padded(to - from);
-  }
-  return patch;
+  const builder = new PatchBuilder();
+  builder.add(0, heap);
+  return builder.finish(snapshot.subarray(0, start), snapshot.length);
 }
 
 /** The patch that makes a base snapshot itself, from its header (the bytes before its heap) and length. */

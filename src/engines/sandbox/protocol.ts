@@ -98,7 +98,8 @@ export type ChildMessage =
   | { type: 'loaded'; id: number; ms: number; notices: string[] }
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string }
-  | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }> }
+  /** `timings`: where the snapshot's time went in the sandbox, by phase. */
+  | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }>; timings: Record<string, number> }
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
   /** The running cell asks the person (`input()`); the answer goes back on the answer pipe, with `n`. */
   | { type: 'input'; n: number; prompt: string; password: boolean }

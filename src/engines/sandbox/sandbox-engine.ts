@@ -1,4 +1,5 @@
 import { open, readFile } from 'node:fs/promises';
+import { PhaseClock } from '../../platform/phase-timings.ts';
 import type { ExecResult, LostItem, MachineRuntime } from '../../shared/types.ts';
 import {
   AlreadyCurrentError,
@@ -131,12 +132,18 @@ export class SandboxEngine implements Engine {
   }
 
   async snapshot(path: string): Promise<SnapshotReport> {
-    const { image, lost } = await (await this.#loaded()).snapshot();
+    const process = await this.#loaded();
+    const clock = new PhaseClock();
+    const { image, lost, timings } = await process.snapshot();
+    clock.lap('sandbox: messages crossing', timings);
     const bytes = await this.#runtime!.encode(image, lost);
+    clock.lap('host: compressed');
     const handle = await open(path, 'w', 0o600);
     try {
       await handle.writeFile(bytes);
+      clock.lap('host: written');
       await handle.sync();
+      clock.lap('host: fsync');
     } finally {
       await handle.close();
     }

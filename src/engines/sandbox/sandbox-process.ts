@@ -134,11 +134,11 @@ export class SandboxProcess {
     return this.#result(reply);
   }
 
-  async snapshot(): Promise<{ image: TakenImage; lost: Lost }> {
+  async snapshot(): Promise<{ image: TakenImage; lost: Lost; timings: Record<string, number> }> {
     const reply = await this.#request({ type: 'snapshot' });
     if (reply.type === 'reply' && !reply.ok) throw new KernelCommandError(`the machine cannot be swapped out: ${reply.error}`);
     if (reply.type !== 'image') throw new KernelCommandError(`the sandbox answered ${reply.type} to snapshot`);
-    return { image: reply.image, lost: reply.lost };
+    return { image: reply.image, lost: reply.lost, timings: reply.timings };
   }
 
   /** The machine's own files and loaded packages, for an upgrade to carry to another build. */

@@ -279,7 +279,16 @@ def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
     # Emscripten names the program Node ran in ``_``: a path of the host, not the machine's.
     os.environ.pop("_", None)
     os.system = _no_processes
-    return _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask, show=_show)))
+    driver = _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask, show=_show)))
+    # What a fresh machine holds is never garbage: frozen out of the collector's reach, so that
+    # the collection before every snapshot neither walks it nor rewrites its objects' headers
+    # (Python 3.14's collector flips a bit in each at every full pass), which every snapshot
+    # would carry as differences from the base.
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    return driver
 
 
 def adopt_emscripten(earlier):

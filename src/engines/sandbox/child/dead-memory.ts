@@ -75,9 +75,12 @@ const TOP_FOOT = 40;
 
 /** Half-open address ranges of dead memory, or undefined when the heap is not as expected. */
 export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[number, number]> | undefined {
-  const view = new DataView(memory.buffer, memory.byteOffset, memory.length);
-  if (layout.breakAddress + 4 > memory.length) return undefined;
-  const end = view.getUint32(layout.breakAddress, true);
+  // Read as words (wasm memory is little-endian, as every host Perennial runs on), aligned.
+  const aligned = memory.byteOffset % 4 === 0 ? memory : memory.slice();
+  const words = new Uint32Array(aligned.buffer, aligned.byteOffset, aligned.length >>> 2);
+  const word = (address: number) => words[address >>> 2]!;
+  if (layout.breakAddress + 4 > memory.length || layout.breakAddress % 4) return undefined;
+  const end = word(layout.breakAddress);
   if (end > memory.length) return undefined;
   const ranges: Array<[number, number]> = [];
   const misaligned = (layout.heapBase + 8) % ALIGNMENT;
@@ -87,7 +90,7 @@ export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[num
   let freeBytes = 0;
   for (let first = true; chunk < end; first = false) {
     if (chunk + 8 > end) return undefined;
-    const head = view.getUint32(chunk + 4, true);
+    const head = word(chunk + 4);
     if (chunk + TOP_FOOT === end) {
       // The segment record, after the top chunk; mallinfo counts it as free.
       if (head !== TOP_FOOT || !previousFree) return undefined;
@@ -102,7 +105,7 @@ export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[num
     if (previousFree) {
       const next = chunk + size;
       // A free chunk's size is repeated at the start of the next one; the top chunk's is not.
-      if (next + TOP_FOOT < end && view.getUint32(next, true) !== size) return undefined;
+      if (next + TOP_FOOT < end && word(next) !== size) return undefined;
       freeChunks++;
       freeBytes += size;
       const dead = chunk + 8 + (size >= TREE_SIZE ? 24 : 8);

@@ -8,7 +8,7 @@
  * pooled process read it ahead). The runs are found once, when a pooled process is told its base.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { heapOffset } from '../memory-patch.ts';
+import { heapOffset, PatchBuilder } from '../memory-patch.ts';
 
 const PAGE = 4096;
 
@@ -100,6 +100,37 @@ export class BaseMemory {
     return new BaseMemory(path, start, bytes.length - start, nonZeroRuns(bytes.subarray(start)));
   }
 
+  /**
+   * The patch that turns the base into a snapshot with `header` and heap `heap` (a machine's live
+   * memory, read and not changed), in which the `dead` ranges (sorted) count as the base's bytes.
+   * Only pages that differ are looked at word by word: the rest is compared natively, a block at a
+   * time, against the base's file read a run at a time (or against zeros where the base is zero).
+   */
+  patchOf(header: Uint8Array, heap: Uint8Array, dead: PageRuns): Uint8Array {
+    const builder = new PatchBuilder();
+    const differ = new HeapDiffer(heap, dead, builder);
+    const fd = openSync(this.path, 'r');
+    try {
+      let zeroFrom = 0;
+      const chunk = Buffer.allocUnsafeSlow(READ_BYTES);
+      for (const [runFrom, runTo] of this.runs) {
+        const to = Math.min(runTo, heap.length);
+        if (runFrom >= to) break;
+        differ.compare(zeroFrom, runFrom, undefined);
+        for (let from = runFrom; from < to; from += READ_BYTES) {
+          const length = Math.min(READ_BYTES, to - from);
+          readFully(fd, chunk.subarray(0, length), this.heapStart + from, this.path);
+          differ.compare(from, from + length, chunk);
+        }
+        zeroFrom = to;
+      }
+      differ.compare(zeroFrom, heap.length, undefined);
+    } finally {
+      closeSync(fd);
+    }
+    return builder.finish(header, header.length + heap.length);
+  }
+
   /** The whole snapshot file, for the paths that need it at once. */
   bytes(): Uint8Array {
     return readFileSync(this.path);
@@ -112,21 +143,104 @@ export class BaseMemory {
   writeHeap(memory: Uint8Array, dirty: PageRuns): void {
     const fd = openSync(this.path, 'r');
     try {
-      writeHeap(
-        memory,
-        Math.min(this.heapLength, memory.length),
-        this.runs,
-        (into, from) => {
-          for (let done = 0; done < into.length;) {
-            const count = readSync(fd, into, done, into.length - done, this.heapStart + from + done);
-            if (count === 0) throw new Error(`the base memory file ${this.path} is shorter than it was`);
-            done += count;
-          }
-        },
-        dirty,
-      );
+      writeHeap(memory, Math.min(this.heapLength, memory.length), this.runs, (into, from) => readFully(fd, into, this.heapStart + from, this.path), dirty);
     } finally {
       closeSync(fd);
     }
+  }
+}
+
+/** Reads `into.length` bytes of file `fd` from `position`. */
+function readFully(fd: number, into: Uint8Array, position: number, path: string): void {
+  for (let done = 0; done < into.length;) {
+    const count = readSync(fd, into, done, into.length - done, position + done);
+    if (count === 0) throw new Error(`the base memory file ${path} is shorter than it was`);
+    done += count;
+  }
+}
+
+/** The base is read this much at a time for a patch (a multiple of `BLOCK`). */
+const READ_BYTES = 1 << 20;
+/**
+ * Blocks, then lines of a block that differs, are compared natively before words are: most of a
+ * heap is as its base, and where it is not, a few words of a line differ (allocator links, a
+ * counter), which a word at a time in JavaScript would be slow to find.
+ */
+const BLOCK = 16 << 10;
+const LINE = 512;
+const ZEROS = Buffer.alloc(READ_BYTES);
+
+/**
+ * Compares a live heap with its base, part by part in heap order, and adds the runs of words that
+ * differ to a patch, leaving out dead memory. Heaps are whole wasm memories: word-aligned, and
+ * their parts are read as words.
+ */
+class HeapDiffer {
+  readonly #heap: Int32Array;
+  /** The heap as a Buffer, whose `compare` takes ranges and so allocates nothing. */
+  readonly #bytes: Buffer;
+  readonly #dead: PageRuns;
+  /** The first dead range that may still lie ahead. */
+  #nextDead = 0;
+  #xor = new Int32Array(BLOCK >>> 2);
+
+  constructor(
+    heap: Uint8Array,
+    dead: PageRuns,
+    private readonly builder: PatchBuilder,
+  ) {
+    this.#heap = new Int32Array(heap.buffer, heap.byteOffset, heap.length >>> 2);
+    this.#bytes = Buffer.from(heap.buffer, heap.byteOffset, heap.length);
+    // Whole words only: a word that is partly alive is compared.
+    this.#dead = dead.map(([from, to]): [number, number] => [(from + 3) & ~3, to & ~3]).filter(([from, to]) => from < to);
+  }
+
+  /** The heap from `from` to `to` (word-aligned) against `base`, the base's bytes there from its start (zeros when undefined). */
+  compare(from: number, to: number, base: Buffer | undefined): void {
+    const was = base ?? ZEROS;
+    const words = new Int32Array(was.buffer, was.byteOffset, was.length >>> 2);
+    for (let block = from; block < to; block += BLOCK) {
+      const end = Math.min(block + BLOCK, to);
+      // Where `was` starts in the heap: the base's bytes from `from`; zeros anywhere.
+      const offset = base ? from : block;
+      if (this.#same(block, end, was, offset)) continue;
+      for (let line = block; line < end; line += LINE) {
+        const lineEnd = Math.min(line + LINE, end);
+        if (!this.#same(line, lineEnd, was, offset)) this.#words(line >>> 2, lineEnd >>> 2, words, offset >>> 2);
+      }
+    }
+  }
+
+  /** The heap from `from` to `to` is as `was` there, whose byte 0 is heap byte `wasAt`. */
+  #same(from: number, to: number, was: Buffer, wasAt: number): boolean {
+    return this.#bytes.compare(was, from - wasAt, to - wasAt, from, to) === 0;
+  }
+
+  /** Heap words `from` to `to` against `was`, whose word 0 is heap word `wasAt`. */
+  #words(from: number, to: number, was: Int32Array, wasAt: number): void {
+    const heap = this.#heap;
+    for (let i = from; i < to; i++) {
+      if (heap[i] === was[i - wasAt]) continue;
+      const dead = this.#deadAt(i * 4);
+      if (dead) {
+        i = dead / 4 - 1;
+        continue;
+      }
+      // A run of differing words, up to an equal word or dead memory.
+      const deadFrom = (this.#dead[this.#nextDead]?.[0] ?? Infinity) / 4;
+      let end = i + 1;
+      while (end < to && end < deadFrom && heap[end] !== was[end - wasAt]) end++;
+      if (this.#xor.length < end - i) this.#xor = new Int32Array(end - i);
+      for (let j = i; j < end; j++) this.#xor[j - i] = heap[j]! ^ was[j - wasAt]!;
+      this.builder.run(i * 4, new Uint8Array(this.#xor.buffer, 0, (end - i) * 4));
+      i = end;
+    }
+  }
+
+  /** Where the dead range holding byte `at` ends, if one does. */
+  #deadAt(at: number): number | undefined {
+    while (this.#nextDead < this.#dead.length && this.#dead[this.#nextDead]![1] <= at) this.#nextDead++;
+    const next = this.#dead[this.#nextDead];
+    return next && next[0] <= at ? next[1] : undefined;
   }
 }

@@ -5,18 +5,18 @@
  * one `load` (a Pyodide instance cannot be reloaded in place).
  */
 import './harden.ts';
-import { readFileSync } from 'node:fs';
 import { collectGarbage } from '../../../platform/garbage-collection.ts';
-import { makeMemoryPatch } from '../memory-patch.ts';
-import type { ChildMessage, ExportedFiles, HostMessage, MachineConfig, TakenImage } from '../protocol.ts';
-import { blankDeadMemory, memoryLayout, type MemoryLayout } from './dead-memory.ts';
+import { PhaseClock } from '../../../platform/phase-timings.ts';
+import { heapOffset, makeMemoryPatch } from '../memory-patch.ts';
+import type { ChildMessage, ExportedFiles, HostMessage, MachineConfig } from '../protocol.ts';
+import { blankDeadMemory, deadRanges, memoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles, restoreFiles } from './fs-archive.ts';
 import { HostChannel } from './host-channel.ts';
 import { installKernelDevice } from './kernel-device.ts';
 import { closeNetwork } from './no-network.ts';
-import { HOME, PyodideLoader, type DriverCall, type Pyodide } from './pyodide-loader.ts';
+import { HOME, PyodideLoader, type DriverCall, type LoadedBase, type Pyodide } from './pyodide-loader.ts';
 
 const [pyodideDir, mailbox, ...flags] = process.argv.slice(2);
 if (!flags.includes('--network')) closeNetwork();
@@ -133,24 +133,26 @@ function refuseJsObject(object: unknown): never {
 }
 
 async function snapshot(id: number): Promise<void> {
+  const clock = new PhaseClock();
   const instance = machine!.py;
-  const loadedBase = (await loader).base;
+  const base = (await loader).base;
   const driver = '__import__("perennial_kernel")._DRIVER';
   const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot()`) as string) as Array<{ name: string; reason: string }>;
+  clock.lap('sandbox: kernel prepares');
   const loadedPackages = { ...instance.loadedPackages };
-  let memory: Uint8Array;
-  let layout: MemoryLayout;
+  let memory: { patch: Uint8Array; base: string } | { snapshot: Uint8Array };
   let proxied: number[];
   try {
     for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
-    memory = instance.makeMemorySnapshot({ serializer: refuseJsObject });
-    layout = memoryLayout(instance._module);
+    memory = takeMemory(instance, base, clock);
     proxied = proxiedObjects(instance._module);
   } finally {
     Object.assign(instance.loadedPackages, loadedPackages);
     instance.runPython(`${driver}.after_snapshot()`);
   }
+  clock.lap('sandbox: kernel resumes');
   const files = archiveFiles(instance.FS, [HOME, '/tmp', instance._api.sitepackages, instance._api.dsodir]);
+  clock.lap('sandbox: files archived');
   const meta = {
     pyodideVersion: instance.version,
     dynlibs: recordDynlibs(instance._module),
@@ -158,12 +160,43 @@ async function snapshot(id: number): Promise<void> {
     tableLength: instance._module.wasmTable.length,
     proxiedObjects: proxied,
   };
-  // Only what differs from the base crosses to the host.
-  const base = loadedBase && readFileSync(loadedBase.path);
-  blankDeadMemory(memory, base, layout);
-  const patch = base && makeMemoryPatch(memory, base);
-  const image: TakenImage = patch && loadedBase ? { patch, base: loadedBase.id, files, meta } : { snapshot: memory, files, meta };
-  post({ type: 'image', id, image, lost });
+  post({ type: 'image', id, image: { ...memory, files, meta }, lost, timings: clock.times });
+}
+
+/**
+ * The machine's memory, as it is now: a patch on its base, made from the live memory where the
+ * Pyodide build allows (only what differs from the base is copied, and crosses to the host), else
+ * from a whole copy; the whole snapshot for a machine with no base (the base itself). Its dead
+ * memory counts as the base's, or as zero.
+ */
+function takeMemory(instance: Pyodide, base: LoadedBase | undefined, clock: PhaseClock): { patch: Uint8Array; base: string } | { snapshot: Uint8Array } {
+  const module = instance._module;
+  let snapshot: Uint8Array;
+  if (base) {
+    // Pyodide copies the heap from `HEAP8`: hidden, the snapshot is its header alone.
+    const heap = module.HEAP8;
+    module.HEAP8 = new Int8Array(0);
+    try {
+      snapshot = instance.makeMemorySnapshot({ serializer: refuseJsObject });
+    } finally {
+      module.HEAP8 = heap;
+    }
+  } else snapshot = instance.makeMemorySnapshot({ serializer: refuseJsObject });
+  clock.lap('sandbox: header and state');
+  const layout = memoryLayout(module);
+  if (base && snapshot.length === heapOffset(snapshot)) {
+    const dead = (deadRanges(module.HEAPU8, layout) ?? []).sort((a, b) => a[0] - b[0]);
+    clock.lap('sandbox: dead memory found');
+    const patch = base.memory.patchOf(snapshot, module.HEAPU8, dead);
+    clock.lap('sandbox: compared with the base');
+    return { patch, base: base.id };
+  }
+  // A build that copied the heap all the same.
+  const baseBytes = base?.memory.bytes();
+  blankDeadMemory(snapshot, baseBytes, layout);
+  const taken = baseBytes && base ? { patch: makeMemoryPatch(snapshot, baseBytes), base: base.id } : { snapshot };
+  clock.lap('sandbox: compared with the base');
+  return taken;
 }
 
 /**

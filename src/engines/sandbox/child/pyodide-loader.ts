@@ -96,11 +96,17 @@ export interface LoadedMachine {
   notices: string[];
 }
 
+/** The base image a machine was loaded from, and its memory file. */
+export interface LoadedBase {
+  id: string;
+  memory: BaseMemory;
+}
+
 /** Boots or restores a sandbox's one machine; see `prepare` for what it does before that. */
 export class PyodideLoader {
   #ahead?: BootAhead;
   #prefetched?: BaseMemory;
-  #base?: BaseFile;
+  #base?: LoadedBase;
   #loading = false;
 
   private constructor(
@@ -149,7 +155,7 @@ export class PyodideLoader {
   }
 
   /** The base the machine was loaded from: its snapshots are patches on it. */
-  get base(): BaseFile | undefined {
+  get base(): LoadedBase | undefined {
     return this.#base;
   }
 
@@ -176,9 +182,12 @@ export class PyodideLoader {
     if (!boot) throw new Error('this sandbox has loaded its machine already');
     this.#ahead = undefined;
     this.#loading = true;
-    const memory = image && memoryOf(image, this.#prefetched);
+    if (image && 'base' in image) {
+      const prefetched = this.#prefetched?.path === image.base.path ? this.#prefetched : undefined;
+      this.#base = { id: image.base.id, memory: prefetched ?? BaseMemory.of(image.base.path) };
+    }
     this.#prefetched = undefined;
-    if (image && 'base' in image) this.#base = image.base;
+    const memory = image && memoryOf(image, this.#base?.memory);
     if (image && memory && !image.meta.dynlibs.length) {
       boot.supply(memory);
       return restored(await boot.instance, image, kernel);
@@ -376,8 +385,8 @@ interface MachineMemory {
   whole(): Uint8Array;
 }
 
-/** The memory of an image as loaded: sent whole, or a patch on a base snapshot file. */
-function memoryOf(image: LoadImage, prefetched: BaseMemory | undefined): MachineMemory {
+/** The memory of an image as loaded: sent whole, or a patch on the base snapshot file `base`. */
+function memoryOf(image: LoadImage, base: BaseMemory | undefined): MachineMemory {
   if ('snapshot' in image) {
     const snapshot = aligned(image.snapshot);
     const start = heapOffset(snapshot);
@@ -388,8 +397,8 @@ function memoryOf(image: LoadImage, prefetched: BaseMemory | undefined): Machine
       whole: () => snapshot,
     };
   }
-  const { patch, base: file } = image;
-  const base = prefetched?.path === file.path ? prefetched : BaseMemory.of(file.path);
+  const { patch } = image;
+  if (!base) throw new Error('a patch needs its base');
   const { length, header } = patchedSnapshot(patch);
   const heapLength = length - header.length;
   return {
