@@ -96,7 +96,7 @@ describe('heap pages', () => {
       const memory = BaseMemory.of(path);
 
       const whole = makeMemoryPatch(snapshotOf(liveHeader, live), snapshotOf(header, base));
-      assert.deepEqual(memory.patchOf(snapshotOf(liveHeader, new Uint8Array()), live, []), whole, 'as the host makes it from a whole copy');
+      assert.deepEqual(memory.differingLines(live).patch(snapshotOf(liveHeader, new Uint8Array()), []), whole, 'as the host makes it from a whole copy');
 
       // Dead memory: garbage there is no difference; the words around it are.
       const dead: Array<[number, number]> = [
@@ -112,7 +112,7 @@ describe('heap pages', () => {
           new Uint8Array(to - from).map((_, i) => base[from + i] ?? 0),
           from,
         );
-      const patch = memory.patchOf(snapshotOf(liveHeader, new Uint8Array()), withGarbage, dead);
+      const patch = memory.differingLines(withGarbage).patch(snapshotOf(liveHeader, new Uint8Array()), dead);
       assert.deepEqual(applyMemoryPatch(patch, snapshotOf(header, base)), snapshotOf(liveHeader, expected));
       assert.deepEqual(patch, makeMemoryPatch(snapshotOf(liveHeader, expected), snapshotOf(header, base)), 'no bytes of the dead memory in it');
     } finally {

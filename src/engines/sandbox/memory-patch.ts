@@ -37,10 +37,20 @@ function xorInto(target: Uint8Array, source: Uint8Array): void {
  * the XOR of the two over a part of the heap, whose runs of non-zero words it keeps.
  */
 export class PatchBuilder {
-  /** Heap offset, length, and where its bytes start in `#data`, of each run so far. */
-  readonly #runs: Array<{ from: number; to: number; at: number }> = [];
+  /** Each run's heap offsets, and where its bytes start in `#data`. */
+  readonly #from: number[] = [];
+  readonly #to: number[] = [];
+  readonly #at: number[] = [];
   #data = new Uint8Array(1 << 16);
   #used = 0;
+
+  /** Starts a new patch, keeping the room the last one took. */
+  reset(): void {
+    this.#from.length = this.#to.length = this.#at.length = 0;
+    // Joins rely on the data past what is used being zero.
+    this.#data.fill(0, 0, Math.min(this.#used + JOIN_GAP, this.#data.length));
+    this.#used = 0;
+  }
 
   /** `xor`: the heap's bytes XOR the base's, from heap offset `offset`. Read at once, not kept. */
   add(offset: number, xor: Uint8Array): void {
@@ -60,30 +70,37 @@ export class PatchBuilder {
 
   /** The patch of a snapshot of `length` bytes whose header (the bytes before its heap) is `header`. */
   finish(header: Uint8Array, length: number): Uint8Array {
-    const size = 8 + padded(header.length) + this.#runs.reduce((sum, { from, to }) => sum + 8 + padded(to - from), 0);
+    let size = 8 + padded(header.length);
+    for (let r = 0; r < this.#from.length; r++) size += 8 + padded(this.#to[r]! - this.#from[r]!);
     const patch = new Uint8Array(size);
     const view = new DataView(patch.buffer);
     view.setUint32(0, length, true);
     view.setUint32(4, header.length, true);
     patch.set(header, 8);
     let at = 8 + padded(header.length);
-    for (const { from, to, at: data } of this.#runs) {
+    for (let r = 0; r < this.#from.length; r++) {
+      const from = this.#from[r]!;
+      const length = this.#to[r]! - from;
       view.setUint32(at, from, true);
-      view.setUint32(at + 4, to - from, true);
-      patch.set(this.#data.subarray(data, data + to - from), at + 8);
-      at += 8 + padded(to - from);
+      view.setUint32(at + 4, length, true);
+      patch.set(this.#data.subarray(this.#at[r]!, this.#at[r]! + length), at + 8);
+      at += 8 + padded(length);
     }
     return patch;
   }
 
   /** A run: `bytes`, the heap's XOR the base's from heap offset `from`, after any run before. Read at once, not kept. */
   run(from: number, bytes: Uint8Array): void {
-    const last = this.#runs.at(-1);
+    const last = this.#to.length - 1;
     // Close to the last run: joined to it, with the zeros between (the data past `#used` is zero).
-    if (last && from - last.to <= JOIN_GAP) {
-      this.#used += from - last.to;
-      last.to = from + bytes.length;
-    } else this.#runs.push({ from, to: from + bytes.length, at: this.#used });
+    if (last >= 0 && from - this.#to[last]! <= JOIN_GAP) {
+      this.#used += from - this.#to[last]!;
+      this.#to[last] = from + bytes.length;
+    } else {
+      this.#from.push(from);
+      this.#to.push(from + bytes.length);
+      this.#at.push(this.#used);
+    }
     this.#reserve(bytes.length);
     this.#data.set(bytes, this.#used);
     this.#used += bytes.length;

@@ -94,8 +94,8 @@ export type ChildMessage =
   | { type: 'waiting' }
   /** The base of a `prefetch` is read and the module warmed up on it (or that failed, and the load will say why). */
   | { type: 'prefetched' }
-  /** `notices`: what the machine's next result should say about its load (a kernel left as it was). */
-  | { type: 'loaded'; id: number; ms: number; notices: string[] }
+  /** `notices`: what the machine's next result should say about its load (a kernel left as it was); `timings`: where its time went. */
+  | { type: 'loaded'; id: number; notices: string[]; timings: Record<string, number> }
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string }
   /** `timings`: where the snapshot's time went in the sandbox, by phase. */

@@ -70,7 +70,9 @@ export class SandboxEngine implements Engine {
   }
 
   async restore(snapshotPath: string): Promise<RestoreReport> {
+    const clock = new PhaseClock();
     const bytes = new Uint8Array(await readFile(snapshotPath));
+    clock.lap('host: image read');
     const { pyodideVersion } = readImageHeader(bytes);
     const runtime = this.runtimes.of(pyodideVersion);
     if (!runtime) throw new ImageVersionError(pyodideVersion, this.runtimes.versions);

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { SANDBOX_MALLOC_ENV } from '../../platform/malloc-env.ts';
+import { PhaseClock } from '../../platform/phase-timings.ts';
 import {
   EngineExitedError,
   EngineStartError,
@@ -120,13 +121,17 @@ export class SandboxProcess {
    */
   async load(config: MachineConfig, source: { image: LoadImage; kernel?: KernelFiles } | { kernel: KernelFiles }): Promise<void> {
     await this.#waiting;
+    const clock = new PhaseClock();
     const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
     if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);
+    clock.lap('sandbox: messages crossing', reply.timings);
     this.#notices = Array.isArray(reply.notices) ? reply.notices.map(String) : [];
   }
 
   async configure(memoryMb: number, outputLimit: number, importNames: ImportNames): Promise<void> {
+    const clock = new PhaseClock();
     this.#result(await this.#request({ type: 'configure', memoryMb, outputLimit, importNames }));
+    clock.lap('sandbox: configured');
   }
 
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { readKernelPackage } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
+import { PhaseClock } from '../../platform/phase-timings.ts';
 import { detectIsolation, type Isolation } from './isolation.ts';
 import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
@@ -146,7 +147,9 @@ export class SandboxRuntime {
    * earlier build made has its kernel upgraded to this build's as it loads.
    */
   async restore(placement: SandboxPlacement, config: MachineConfig, bytes: Uint8Array): Promise<SandboxProcess> {
+    const clock = new PhaseClock();
     const stored = await readImage(bytes, this.pyodideVersion);
+    clock.lap('host: image decompressed');
     const kernel = readKernelPackage();
     // As a patch on its base, only what differs from it crosses into the sandbox.
     const image: LoadImage = stored.base

@@ -78,9 +78,8 @@ export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[num
   // Read as words (wasm memory is little-endian, as every host Perennial runs on), aligned.
   const aligned = memory.byteOffset % 4 === 0 ? memory : memory.slice();
   const words = new Uint32Array(aligned.buffer, aligned.byteOffset, aligned.length >>> 2);
-  const word = (address: number) => words[address >>> 2]!;
   if (layout.breakAddress + 4 > memory.length || layout.breakAddress % 4) return undefined;
-  const end = word(layout.breakAddress);
+  const end = words[layout.breakAddress >>> 2]!;
   if (end > memory.length) return undefined;
   const ranges: Array<[number, number]> = [];
   const misaligned = (layout.heapBase + 8) % ALIGNMENT;
@@ -90,7 +89,7 @@ export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[num
   let freeBytes = 0;
   for (let first = true; chunk < end; first = false) {
     if (chunk + 8 > end) return undefined;
-    const head = word(chunk + 4);
+    const head = words[(chunk + 4) >>> 2]!;
     if (chunk + TOP_FOOT === end) {
       // The segment record, after the top chunk; mallinfo counts it as free.
       if (head !== TOP_FOOT || !previousFree) return undefined;
@@ -105,7 +104,7 @@ export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[num
     if (previousFree) {
       const next = chunk + size;
       // A free chunk's size is repeated at the start of the next one; the top chunk's is not.
-      if (next + TOP_FOOT < end && word(next) !== size) return undefined;
+      if (next + TOP_FOOT < end && words[next >>> 2] !== size) return undefined;
       freeChunks++;
       freeBytes += size;
       const dead = chunk + 8 + (size >= TREE_SIZE ? 24 : 8);

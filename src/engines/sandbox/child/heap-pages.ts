@@ -101,14 +101,13 @@ export class BaseMemory {
   }
 
   /**
-   * The patch that turns the base into a snapshot with `header` and heap `heap` (a machine's live
-   * memory, read and not changed), in which the `dead` ranges (sorted) count as the base's bytes.
-   * Only pages that differ are looked at word by word: the rest is compared natively, a block at a
-   * time, against the base's file read a run at a time (or against zeros where the base is zero).
+   * The lines of `heap` (a machine's live memory, read and not changed) that differ from the base,
+   * with the base's bytes there. Compared natively, a block and then a line at a time, against the
+   * base's file read a run at a time (or against zeros where the base is zero): most of a heap is
+   * as its base, and where it is not, a few words of a line differ (allocator links, a counter).
    */
-  patchOf(header: Uint8Array, heap: Uint8Array, dead: PageRuns): Uint8Array {
-    const builder = new PatchBuilder();
-    const differ = new HeapDiffer(heap, dead, builder);
+  differingLines(heap: Uint8Array, lines = new DifferingLines()): DifferingLines {
+    lines.reset(heap);
     const fd = openSync(this.path, 'r');
     try {
       let zeroFrom = 0;
@@ -116,19 +115,19 @@ export class BaseMemory {
       for (const [runFrom, runTo] of this.runs) {
         const to = Math.min(runTo, heap.length);
         if (runFrom >= to) break;
-        differ.compare(zeroFrom, runFrom, undefined);
+        lines.compare(zeroFrom, runFrom, undefined);
         for (let from = runFrom; from < to; from += READ_BYTES) {
           const length = Math.min(READ_BYTES, to - from);
           readFully(fd, chunk.subarray(0, length), this.heapStart + from, this.path);
-          differ.compare(from, from + length, chunk);
+          lines.compare(from, from + length, chunk);
         }
         zeroFrom = to;
       }
-      differ.compare(zeroFrom, heap.length, undefined);
+      lines.compare(zeroFrom, heap.length, undefined);
     } finally {
       closeSync(fd);
     }
-    return builder.finish(header, header.length + heap.length);
+    return lines;
   }
 
   /** The whole snapshot file, for the paths that need it at once. */
@@ -162,43 +161,52 @@ function readFully(fd: number, into: Uint8Array, position: number, path: string)
 /** The base is read this much at a time for a patch (a multiple of `BLOCK`). */
 const READ_BYTES = 1 << 20;
 /**
- * Blocks, then lines of a block that differs, are compared natively before words are: most of a
- * heap is as its base, and where it is not, a few words of a line differ (allocator links, a
- * counter), which a word at a time in JavaScript would be slow to find.
+ * Blocks, then lines of a block that differs, then pieces of a line that differs, are compared
+ * natively before words are: JavaScript code that runs once a snapshot runs before V8 optimizes it.
  */
 const BLOCK = 16 << 10;
 const LINE = 512;
+const PIECE = 32;
 const ZEROS = Buffer.alloc(READ_BYTES);
 
 /**
- * Compares a live heap with its base, part by part in heap order, and adds the runs of words that
- * differ to a patch, leaving out dead memory. Heaps are whole wasm memories: word-aligned, and
- * their parts are read as words.
+ * Where a live heap differs from its base, a line at a time, with the base's bytes of those lines:
+ * found in one pass over the heap, before anything else reads it, then turned into a patch once
+ * its dead memory is known. Heaps are whole wasm memories: word-aligned, and read as words.
+ *
+ * A sandbox keeps one and uses it again at every snapshot: V8 drops the optimized code of these
+ * loops when the last object of the shapes it relied on dies, and a snapshot's work would then
+ * run unoptimized every time (three times slower, measured).
  */
-class HeapDiffer {
-  readonly #heap: Int32Array;
+export class DifferingLines {
+  #heap: Uint8Array = new Uint8Array(0);
   /** The heap as a Buffer, whose `compare` takes ranges and so allocates nothing. */
-  readonly #bytes: Buffer;
-  readonly #dead: PageRuns;
-  /** The first dead range that may still lie ahead. */
-  #nextDead = 0;
-  #xor = new Int32Array(BLOCK >>> 2);
+  #bytes: Buffer = Buffer.alloc(0);
+  /** Each line's heap offset, and its length (the last may be short). */
+  readonly #lines: number[] = [];
+  readonly #lengths: number[] = [];
+  /** The base's bytes of each line, end to end. */
+  #base = Buffer.allocUnsafeSlow(64 << 10);
+  #used = 0;
+  readonly #builder = new PatchBuilder();
 
-  constructor(
-    heap: Uint8Array,
-    dead: PageRuns,
-    private readonly builder: PatchBuilder,
-  ) {
-    this.#heap = new Int32Array(heap.buffer, heap.byteOffset, heap.length >>> 2);
-    this.#bytes = Buffer.from(heap.buffer, heap.byteOffset, heap.length);
-    // Whole words only: a word that is partly alive is compared.
-    this.#dead = dead.map(([from, to]): [number, number] => [(from + 3) & ~3, to & ~3]).filter(([from, to]) => from < to);
+  /** Starts over on `heap`, keeping the room the last heap's lines took. */
+  reset(heap: Uint8Array): void {
+    if (heap.buffer !== this.#heap.buffer || heap.byteOffset !== this.#heap.byteOffset || heap.length !== this.#heap.length) {
+      this.#heap = heap;
+      this.#bytes = Buffer.from(heap.buffer, heap.byteOffset, heap.length);
+    }
+    this.#lines.length = this.#lengths.length = 0;
+    this.#used = 0;
+  }
+
+  get count(): number {
+    return this.#lines.length;
   }
 
   /** The heap from `from` to `to` (word-aligned) against `base`, the base's bytes there from its start (zeros when undefined). */
   compare(from: number, to: number, base: Buffer | undefined): void {
     const was = base ?? ZEROS;
-    const words = new Int32Array(was.buffer, was.byteOffset, was.length >>> 2);
     for (let block = from; block < to; block += BLOCK) {
       const end = Math.min(block + BLOCK, to);
       // Where `was` starts in the heap: the base's bytes from `from`; zeros anywhere.
@@ -206,9 +214,54 @@ class HeapDiffer {
       if (this.#same(block, end, was, offset)) continue;
       for (let line = block; line < end; line += LINE) {
         const lineEnd = Math.min(line + LINE, end);
-        if (!this.#same(line, lineEnd, was, offset)) this.#words(line >>> 2, lineEnd >>> 2, words, offset >>> 2);
+        if (!this.#same(line, lineEnd, was, offset)) this.#keep(line, was.subarray(line - offset, lineEnd - offset));
       }
     }
+  }
+
+  /**
+   * The patch that turns the base into a snapshot with `header` and this heap, in which the `dead`
+   * ranges (sorted) count as the base's bytes.
+   */
+  patch(header: Uint8Array, dead: PageRuns): Uint8Array {
+    const builder = this.#builder;
+    builder.reset();
+    const heap = new Int32Array(this.#heap.buffer, this.#heap.byteOffset, this.#heap.length >>> 2);
+    const base = new Int32Array(this.#base.buffer, this.#base.byteOffset, this.#used >>> 2);
+    // Whole words only: a word that is partly alive is compared.
+    const deadWords = dead.map(([from, to]): [number, number] => [(from + 3) >>> 2, to >>> 2]).filter(([from, to]) => from < to);
+    let nextDead = 0;
+    let xor = new Int32Array(PIECE >>> 2);
+    let at = 0;
+    for (let l = 0; l < this.#lines.length; l++) {
+      const line = this.#lines[l]!;
+      const length = this.#lengths[l]!;
+      // Heap byte `b` is base byte `b - shift`.
+      const shift = line - at;
+      at += length;
+      for (let piece = line; piece < line + length; piece += PIECE) {
+        const pieceEnd = Math.min(piece + PIECE, line + length);
+        if (this.#bytes.compare(this.#base, piece - shift, pieceEnd - shift, piece, pieceEnd) === 0) continue;
+        for (let i = piece >>> 2; i < pieceEnd >>> 2; i++) {
+          const w = i - (shift >>> 2);
+          if (heap[i] === base[w]) continue;
+          while (nextDead < deadWords.length && deadWords[nextDead]![1] <= i) nextDead++;
+          const deadFrom = deadWords[nextDead]?.[0] ?? Infinity;
+          if (deadFrom <= i) {
+            i = deadWords[nextDead]![1] - 1;
+            continue;
+          }
+          // A run of differing words, up to an equal word or dead memory.
+          let end = i + 1;
+          while (end < pieceEnd >>> 2 && end < deadFrom && heap[end] !== base[end - (shift >>> 2)]) end++;
+          if (xor.length < end - i) xor = new Int32Array(end - i);
+          for (let j = i; j < end; j++) xor[j - i] = heap[j]! ^ base[j - (shift >>> 2)]!;
+          builder.run(i * 4, new Uint8Array(xor.buffer, 0, (end - i) * 4));
+          i = end;
+        }
+      }
+    }
+    return builder.finish(header, header.length + this.#heap.length);
   }
 
   /** The heap from `from` to `to` is as `was` there, whose byte 0 is heap byte `wasAt`. */
@@ -216,31 +269,15 @@ class HeapDiffer {
     return this.#bytes.compare(was, from - wasAt, to - wasAt, from, to) === 0;
   }
 
-  /** Heap words `from` to `to` against `was`, whose word 0 is heap word `wasAt`. */
-  #words(from: number, to: number, was: Int32Array, wasAt: number): void {
-    const heap = this.#heap;
-    for (let i = from; i < to; i++) {
-      if (heap[i] === was[i - wasAt]) continue;
-      const dead = this.#deadAt(i * 4);
-      if (dead) {
-        i = dead / 4 - 1;
-        continue;
-      }
-      // A run of differing words, up to an equal word or dead memory.
-      const deadFrom = (this.#dead[this.#nextDead]?.[0] ?? Infinity) / 4;
-      let end = i + 1;
-      while (end < to && end < deadFrom && heap[end] !== was[end - wasAt]) end++;
-      if (this.#xor.length < end - i) this.#xor = new Int32Array(end - i);
-      for (let j = i; j < end; j++) this.#xor[j - i] = heap[j]! ^ was[j - wasAt]!;
-      this.builder.run(i * 4, new Uint8Array(this.#xor.buffer, 0, (end - i) * 4));
-      i = end;
+  #keep(line: number, base: Uint8Array): void {
+    if (this.#used + base.length > this.#base.length) {
+      const grown = Buffer.allocUnsafeSlow(this.#base.length * 2);
+      this.#base.copy(grown, 0, 0, this.#used);
+      this.#base = grown;
     }
-  }
-
-  /** Where the dead range holding byte `at` ends, if one does. */
-  #deadAt(at: number): number | undefined {
-    while (this.#nextDead < this.#dead.length && this.#dead[this.#nextDead]![1] <= at) this.#nextDead++;
-    const next = this.#dead[this.#nextDead];
-    return next && next[0] <= at ? next[1] : undefined;
+    this.#base.set(base, this.#used);
+    this.#used += base.length;
+    this.#lines.push(line);
+    this.#lengths.push(base.length);
   }
 }

@@ -13,6 +13,7 @@ import { blankDeadMemory, deadRanges, memoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles, restoreFiles } from './fs-archive.ts';
+import { DifferingLines } from './heap-pages.ts';
 import { HostChannel } from './host-channel.ts';
 import { installKernelDevice } from './kernel-device.ts';
 import { closeNetwork } from './no-network.ts';
@@ -48,18 +49,19 @@ let memoryLimit = Infinity;
 }
 
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
-  const started = performance.now();
+  const clock = new PhaseClock();
   const { config, image, kernel } = message;
-  const { instance: py, notices } = await (await loader).load({ image, kernel, outputLimit: config.outputLimit });
+  const { instance: py, notices } = await (await loader).load({ image, kernel, outputLimit: config.outputLimit, clock });
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;
   machine = { py, call: connect(py, config) };
+  clock.lap('sandbox: streams connected');
   // Pyodide keeps the snapshot it booted from alive, and the load message holds the image: tens
   // of MiB. Collect them once the machine has settled, rather than carry them in it: a full
   // collection takes ~40 ms, which right away would delay the swap-in's first result.
   delete py._api.config._loadSnapshot;
   setTimeout(collectGarbage, GC_AFTER_LOAD_MS);
-  post({ type: 'loaded', id: message.id, ms: performance.now() - started, notices });
+  post({ type: 'loaded', id: message.id, notices, timings: clock.times });
 }
 
 /** What every boot needs again: streams, the interrupt buffer, the kernel's device, the workspace mount. */
@@ -163,6 +165,9 @@ async function snapshot(id: number): Promise<void> {
   post({ type: 'image', id, image: { ...memory, files, meta }, lost, timings: clock.times });
 }
 
+/** Kept from one snapshot to the next (see `DifferingLines`). */
+const differingLines = new DifferingLines();
+
 /**
  * The machine's memory, as it is now: a patch on its base, made from the live memory where the
  * Pyodide build allows (only what differs from the base is copied, and crosses to the host), else
@@ -185,10 +190,13 @@ function takeMemory(instance: Pyodide, base: LoadedBase | undefined, clock: Phas
   clock.lap('sandbox: header and state');
   const layout = memoryLayout(module);
   if (base && snapshot.length === heapOffset(snapshot)) {
+    // The one pass over the whole heap comes first: what follows finds it in the cache.
+    const lines = base.memory.differingLines(module.HEAPU8, differingLines);
+    clock.lap('sandbox: compared with the base');
     const dead = (deadRanges(module.HEAPU8, layout) ?? []).sort((a, b) => a[0] - b[0]);
     clock.lap('sandbox: dead memory found');
-    const patch = base.memory.patchOf(snapshot, module.HEAPU8, dead);
-    clock.lap('sandbox: compared with the base');
+    const patch = lines.patch(snapshot, dead);
+    clock.lap('sandbox: patch made');
     return { patch, base: base.id };
   }
   // A build that copied the heap all the same.

@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { applyMemoryPatch, applyPatchRuns, heapOffset, patchedSnapshot } from '../memory-patch.ts';
 import type { BaseFile, KernelFiles, LoadImage } from '../protocol.ts';
 import type { MemoryAccess } from './dead-memory.ts';
@@ -88,6 +89,8 @@ export interface LoadRequest {
   image?: LoadImage;
   kernel?: KernelFiles;
   outputLimit: number;
+  /** Times the load's phases. */
+  clock: PhaseClock;
 }
 
 /** A machine as loaded, and what its next result should say about the load. */
@@ -177,7 +180,7 @@ export class PyodideLoader {
   }
 
   /** The machine; called once. */
-  async load({ image, kernel, outputLimit }: LoadRequest): Promise<LoadedMachine> {
+  async load({ image, kernel, outputLimit, clock }: LoadRequest): Promise<LoadedMachine> {
     const boot = this.#ahead;
     if (!boot) throw new Error('this sandbox has loaded its machine already');
     this.#ahead = undefined;
@@ -190,11 +193,13 @@ export class PyodideLoader {
     const memory = image && memoryOf(image, this.#base?.memory);
     if (image && memory && !image.meta.dynlibs.length) {
       boot.supply(memory);
-      return restored(await boot.instance, image, kernel);
+      const instance = await boot.instance;
+      clock.lap('sandbox: heap written, Pyodide resumed');
+      return restored(instance, image, kernel, clock);
     }
     boot.supply(null);
     await boot.instance.catch(() => {});
-    if (image && memory) return restoreWithDynlibs(this.start, this.create, image, memory.whole(), kernel);
+    if (image && memory) return restoreWithDynlibs(this.start, this.create, image, memory.whole(), kernel, clock);
     if (!kernel) throw new Error('a fresh machine needs the kernel');
     return { instance: await bootCold(this.start, kernel, outputLimit), notices: [] };
   }
@@ -421,6 +426,7 @@ async function restoreWithDynlibs(
   image: LoadImage,
   snapshot: Uint8Array,
   kernel: KernelFiles | undefined,
+  clock: PhaseClock,
 ): Promise<LoadedMachine> {
   const instance = await withDynlibReplay(
     image.meta.dynlibs,
@@ -430,18 +436,22 @@ async function restoreWithDynlibs(
     create as unknown as ReplayCreateModule,
     (replay) => start(snapshot, replay as unknown as CreateModule),
   );
-  return restored(instance, image, kernel, false);
+  clock.lap('sandbox: side modules and heap loaded, Pyodide resumed');
+  return restored(instance, image, kernel, clock, false);
 }
 
 /**
  * What a restore does once the heap is in: files, the packages Pyodide knows of, the kernel (and
  * its upgrade to `kernel`, when given).
  */
-function restored(instance: Pyodide, image: LoadImage, kernel: KernelFiles | undefined, withFiles = true): LoadedMachine {
+function restored(instance: Pyodide, image: LoadImage, kernel: KernelFiles | undefined, clock: PhaseClock, withFiles = true): LoadedMachine {
   if (withFiles) restoreFiles(instance.FS, image.files);
   Object.assign(instance.loadedPackages, image.meta.loadedPackages);
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
   releaseProxied(instance._module, image.meta.proxiedObjects ?? []);
+  clock.lap('sandbox: files restored');
   instance.runPython('__import__("perennial_kernel")._DRIVER.after_restore()');
-  return { instance, notices: kernel === undefined ? [] : upgradeKernel(instance, kernel) };
+  const notices = kernel === undefined ? [] : upgradeKernel(instance, kernel);
+  clock.lap('sandbox: kernel resumed');
+  return { instance, notices };
 }
