@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
+import { PhaseClock } from '../../platform/phase-timings.ts';
 import type { ExecResult, InputRequest, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
@@ -117,7 +118,9 @@ export class PythonEngine implements Engine {
   }
 
   async start(): Promise<void> {
+    const clock = new PhaseClock();
     const { python, environment } = await this.#interpreter();
+    clock.lap('python: environment found');
     if (environment && 'note' in environment && environment.note) this.#notices.push(environment.note);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -180,14 +183,17 @@ export class PythonEngine implements Engine {
       this.#finish(exit);
     });
     await ready;
+    clock.lap('python: interpreter and kernel started');
   }
 
   async restore(snapshotPath: string): Promise<RestoreReport> {
+    const clock = new PhaseClock();
     // Its kernel is today's, loaded from disk at start: what the snapshot lost comes with the next result.
     await this.#call('restore', { path: snapshotPath }).catch((error: Error) => {
       const newer = /^NewerSnapshotError: (.*)$/.exec(error.message);
       throw newer ? new NewerSnapshotError(newer[1]!) : error;
     });
+    clock.lap('python: state loaded');
     return { notices: this.#notices.splice(0) };
   }
 
@@ -253,8 +259,11 @@ export class PythonEngine implements Engine {
     );
   }
 
-  snapshot(path: string): Promise<SnapshotReport> {
-    return this.#call('snapshot', { path }) as Promise<SnapshotReport>;
+  async snapshot(path: string): Promise<SnapshotReport> {
+    const clock = new PhaseClock();
+    const report = (await this.#call('snapshot', { path })) as SnapshotReport;
+    clock.lap('python: state pickled and written');
+    return report;
   }
 
   async stop(): Promise<void> {

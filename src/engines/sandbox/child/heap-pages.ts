@@ -45,6 +45,17 @@ export function nonZeroRuns(bytes: Uint8Array): PageRuns {
   return runs;
 }
 
+/** The pages in `a` or in `b` (each sorted and disjoint), as runs. */
+export function unionRuns(a: PageRuns, b: PageRuns): PageRuns {
+  const union: PageRuns = [];
+  for (const [from, to] of [...a, ...b].sort((x, y) => x[0] - y[0])) {
+    const last = union.at(-1);
+    if (last && from <= last[1]) last[1] = Math.max(last[1], to);
+    else union.push([from, to]);
+  }
+  return union;
+}
+
 /** The parts of `ranges` outside `minus`, up to `end`; both sorted and disjoint. */
 function outside(ranges: PageRuns, minus: PageRuns, end: number): PageRuns {
   const left: PageRuns = [];
@@ -90,8 +101,9 @@ export class BaseMemory {
   private constructor(
     readonly path: string,
     private readonly heapStart: number,
-    private readonly heapLength: number,
-    private readonly runs: PageRuns,
+    readonly heapLength: number,
+    /** Where the base's heap is not zero. */
+    readonly runs: PageRuns,
   ) {}
 
   /** Reads the file once to find its heap's pages; `bytes` are its contents when already read. */

@@ -10,7 +10,7 @@ import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { applyMemoryPatch, applyPatchRuns, heapOffset, patchedSnapshot } from '../memory-patch.ts';
 import type { BaseFile, KernelFiles, LoadImage } from '../protocol.ts';
 import type { MemoryAccess } from './dead-memory.ts';
-import { BaseMemory, nonZeroRuns, writeSnapshotHeap, type PageRuns } from './heap-pages.ts';
+import { BaseMemory, nonZeroRuns, unionRuns, writeSnapshotHeap, type PageRuns } from './heap-pages.ts';
 import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
 import { withDynlibReplay, type CreateModule as ReplayCreateModule, type EmscriptenModule } from './dynlibs.ts';
 import { restoreFiles, type EmscriptenFS } from './fs-archive.ts';
@@ -78,6 +78,8 @@ interface BootAhead {
   instance: Promise<Pyodide>;
   /** Resolved once its module is made: another instance may be started from then on. */
   created: Promise<void>;
+  /** Writes a base's heap into the memory now (once `created`): a machine that is a patch on it then only has its patch applied. */
+  writeBase(base: BaseMemory): void;
   supply(memory: MachineMemory | null): void;
 }
 
@@ -163,8 +165,9 @@ export class PyodideLoader {
   }
 
   /**
-   * Finds a base's pages now, while waiting for a machine: a restore from it need not. Then
-   * warms the module up on a throwaway machine restored from it.
+   * Finds a base's pages now, while waiting for a machine, and writes its heap into the memory of
+   * the instance booted ahead: a machine that is a patch on it then has only its patch applied.
+   * Then warms the module up on a throwaway machine restored from it.
    */
   async prefetch(base: BaseFile): Promise<void> {
     if (this.#prefetched || this.#loading) return;
@@ -176,7 +179,14 @@ export class PyodideLoader {
       // The load reads it again, and says what is wrong.
       return;
     }
-    await this.#ahead?.created.then(() => warmUp(this.start, bytes, () => this.#loading)).catch(() => {});
+    const ahead = this.#ahead;
+    const memory = this.#prefetched;
+    await ahead?.created
+      .then(() => {
+        if (!this.#loading) ahead.writeBase(memory);
+        return warmUp(this.start, bytes, () => this.#loading);
+      })
+      .catch(() => {});
   }
 
   /** The machine; called once. */
@@ -266,11 +276,20 @@ function bootAhead(start: StartPyodide, create: CreateModule, minimumBytes: numb
   const created = new Promise<void>((resolve) => (madeModule = resolve));
   // Let go once taken: the instance's options keep this factory, and so what it holds, for good.
   let supplied: Promise<MachineMemory | null> | undefined = new Promise((resolve) => (supply = resolve));
+  let writeBase: (base: BaseMemory) => void = () => {};
   const createAhead: CreateModule = async (settings) => {
     const module = await create(settings);
     // What instantiation wrote (data, the stack, what start-up allocated), all below the break:
     // found now, while the instance waits, rather than during the load.
     const dirty = nonZeroRuns(module.HEAPU8.subarray(0, module.HEAPU32[module._emscripten_get_sbrk_ptr() >>> 2]));
+    // The base whose heap the memory holds, written while the instance waited.
+    let written: BaseMemory | undefined;
+    writeBase = (base) => {
+      if (written || supplied === undefined) return;
+      if (base.heapLength > module.HEAPU8.length && !module.growMemory(base.heapLength)) return;
+      base.writeHeap(module.HEAPU8.subarray(0, base.heapLength), dirty);
+      written = base;
+    };
     madeModule();
     let machine = await supplied;
     supplied = undefined;
@@ -283,7 +302,7 @@ function bootAhead(start: StartPyodide, create: CreateModule, minimumBytes: numb
       module.API.restoreSnapshot = restoreSnapshot;
       // Pyodide takes its state from the header; the heap is written here.
       const state = restoreSnapshot(machine!.header);
-      machine!.writeHeap(module.HEAPU8, dirty);
+      machine!.writeHeap(module.HEAPU8, dirty, written);
       machine = null;
       return state;
     };
@@ -291,7 +310,7 @@ function bootAhead(start: StartPyodide, create: CreateModule, minimumBytes: numb
   };
   const instance = start(new Uint8Array(minimumBytes), createAhead);
   instance.catch(() => {});
-  return { instance, created, supply };
+  return { instance, created, supply, writeBase: (base) => writeBase(base) };
 }
 
 /**
@@ -385,9 +404,23 @@ function upgradeKernel(instance: Pyodide, kernel: KernelFiles): string[] {
 interface MachineMemory {
   header: Uint8Array;
   heapLength: number;
-  /** Into an instance's memory, which may not be zero in its `dirty` runs. */
-  writeHeap(memory: Uint8Array, dirty: PageRuns): void;
+  /**
+   * Into an instance's memory, which may not be zero in its `dirty` runs, and holds the heap of
+   * base `written` if one was written ahead (zero past it).
+   */
+  writeHeap(memory: Uint8Array, dirty: PageRuns, written?: BaseMemory): void;
   whole(): Uint8Array;
+}
+
+/**
+ * Where memory that holds base `written`'s heap ahead, and start-up's `dirty` pages, may not be
+ * zero, and clears what of it lies past a heap of `heapLength`: memory the machine's allocator
+ * takes to be zero when it grows.
+ */
+function dirtyWith(memory: Uint8Array, dirty: PageRuns, written: BaseMemory | undefined, heapLength: number): PageRuns {
+  if (!written) return dirty;
+  if (written.heapLength > heapLength) memory.fill(0, heapLength, written.heapLength);
+  return unionRuns(dirty, written.runs);
 }
 
 /** The memory of an image as loaded: sent whole, or a patch on the base snapshot file `base`. */
@@ -398,7 +431,7 @@ function memoryOf(image: LoadImage, base: BaseMemory | undefined): MachineMemory
     return {
       header: snapshot.slice(0, start),
       heapLength: snapshot.length - start,
-      writeHeap: (memory, dirty) => writeSnapshotHeap(memory, snapshot.subarray(start), dirty),
+      writeHeap: (memory, dirty, written) => writeSnapshotHeap(memory, snapshot.subarray(start), dirtyWith(memory, dirty, written, snapshot.length - start)),
       whole: () => snapshot,
     };
   }
@@ -409,10 +442,10 @@ function memoryOf(image: LoadImage, base: BaseMemory | undefined): MachineMemory
   return {
     header,
     heapLength,
-    writeHeap: (memory, dirty) => {
+    writeHeap: (memory, dirty, written) => {
       // Past the base's heap, a grown memory is zero, as the patch expects.
       const heap = memory.subarray(0, heapLength);
-      base.writeHeap(heap, dirty);
+      if (written !== base) base.writeHeap(heap, dirtyWith(memory, dirty, written, heapLength));
       applyPatchRuns(patch, heap);
     },
     whole: () => applyMemoryPatch(patch, base.bytes()),
