@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PhaseClock } from '../../../platform/phase-timings.ts';
+import type { PhaseClock } from '../../../platform/phase-timings.ts';
 import { applyMemoryPatch, applyPatchRuns, heapOffset, patchedSnapshot } from '../memory-patch.ts';
 import type { BaseFile, KernelFiles, LoadImage } from '../protocol.ts';
 import type { MemoryAccess } from './dead-memory.ts';
