@@ -75,7 +75,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
   const older = pyodideRuntimes().slice(pyodideRuntimes().indexOf(newest) + 1);
   return {
     factories: {
-      python: (engineOptions) => new PythonEngine(engineOptions),
+      python: (engineOptions) => new PythonEngine(engineOptions, join(options.dataDir, 'engines', 'python', 'bytecode')),
       ...(sandboxProblem ? {} : { sandbox: (engineOptions) => new SandboxEngine(runtimes, engineOptions) }),
     },
     status() {

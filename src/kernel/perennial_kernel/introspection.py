@@ -1,13 +1,12 @@
 """What a machine's namespace holds, without running the user's code: variables, completion,
 and inspection of a dotted name. Each function answers one kernel command (``commands``).
+The modules only some of them need are imported there: a machine's start imports only what
+restoring it needs.
 """
 
 import builtins
-import inspect
-import pprint
 import re
 import reprlib
-import rlcompleter
 import types
 
 from .output import short_error
@@ -50,6 +49,8 @@ def variable(ns, name):
     value = ns[name]
     size = _size_of(value)
     if isinstance(value, (list, tuple, dict, set, frozenset)) and (size or 0) <= 10_000:
+        import pprint
+
         text = pprint.pformat(value, width=100)
     else:
         text = repr(value)
@@ -68,6 +69,8 @@ def complete(ns, code, cursor):
     (callables end in "("), and where that name starts. Only names are looked up: nothing
     is called but what attribute access itself runs."""
     token = _COMPLETION_TOKEN.search(code[:cursor]).group()
+    import rlcompleter
+
     completer = rlcompleter.Completer(ns)
     matches = []
     for state in range(500 if token else 0):
@@ -80,6 +83,8 @@ def complete(ns, code, cursor):
 
 
 def inspect_name(ns, expr):
+    import inspect
+
     value = _resolve(ns, expr)
     try:
         signature = str(inspect.signature(value))
@@ -116,6 +121,8 @@ def _resolve(ns, expr):
         value = getattr(builtins, head)
     else:
         raise NameError(f"name {head!r} is not defined")
+    import inspect
+
     for part in parts[1:]:
         value = inspect.getattr_static(value, part)
         if isinstance(value, (staticmethod, classmethod)):

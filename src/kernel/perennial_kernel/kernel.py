@@ -6,7 +6,6 @@ namespace to a snapshot file and back.
 import ast
 import builtins
 import importlib
-import inspect
 import linecache
 import os
 import sys
@@ -26,6 +25,9 @@ MAX_KEPT_CELLS = 2000
 FUTURE_FLAGS = 0
 for _feature in __import__("__future__").all_feature_names:
     FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+
+# inspect.CO_COROUTINE, as CPython has defined it since 3.5: inspect itself is slow to import.
+_CO_COROUTINE = 0x80
 
 
 # The kernel's own frames, which a user's traceback leaves out.
@@ -236,7 +238,7 @@ class Kernel:
         return body, last
 
     def _evaluate(self, code):
-        if code.co_flags & inspect.CO_COROUTINE:
+        if code.co_flags & _CO_COROUTINE:
             return (yield eval(code, self.ns))
         return eval(code, self.ns)
         yield  # a generator even when nothing is awaited

@@ -8,7 +8,6 @@ variable at a time for the rest, held to the same rules.
 """
 
 import copyreg
-import dataclasses
 import importlib
 import io
 import os
@@ -119,9 +118,9 @@ class NamespacePickler(pickle.Pickler):
             return type(obj), (obj.__func__,)
         if isinstance(obj, types.MappingProxyType):  # e.g. dataclass field metadata
             return _make_mappingproxy, (dict(obj),)
-        sentinel = _DATACLASS_SENTINELS.get(id(obj))
+        sentinel = _dataclass_sentinel(obj)
         if sentinel is not None:
-            return getattr, (dataclasses, sentinel)
+            return getattr, (sys.modules["dataclasses"], sentinel)
         return _reduce_refused(obj)
 
 
@@ -146,11 +145,16 @@ def _set_instance_dict(obj, state):
     obj.__dict__.update(state)
 
 
-_DATACLASS_SENTINELS = {
-    id(getattr(dataclasses, n)): n
-    for n in ("MISSING", "KW_ONLY", "_HAS_DEFAULT_FACTORY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
-    if hasattr(dataclasses, n)
-}
+def _dataclass_sentinel(obj):
+    """The name of the dataclasses sentinel ``obj`` is, if it is one. Only where something
+    imported dataclasses can there be one: the kernel does not import it to start."""
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is None:
+        return None
+    for name in ("MISSING", "KW_ONLY", "_HAS_DEFAULT_FACTORY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR"):
+        if getattr(dataclasses, name, None) is obj:
+            return name
+    return None
 
 
 def fallback_picklers():

@@ -11,10 +11,8 @@ import ast
 import builtins
 import collections
 import contextlib
-import dataclasses
 import enum
 import functools
-import inspect
 import linecache
 import marshal
 import sys
@@ -312,6 +310,8 @@ def _dataclass_state(cls, params, attrs):
     compiled from text of its own, and differ between Python versions), with the decorator's
     options and its fields as plain values, so that the decorator makes them again where it is
     loaded (``_set_dataclass_state``)."""
+    import dataclasses
+
     options = {name: getattr(params, name) for name in _DATACLASS_OPTIONS if hasattr(params, name)}
     fields = {
         name: {option: getattr(f, option) for option in _FIELD_OPTIONS if hasattr(f, option)}
@@ -329,6 +329,9 @@ def _made_by_dataclass(value):
 
 
 def _set_dataclass_state(cls, state):
+    import dataclasses
+    import inspect
+
     attrs, options, fields = state
     _set_class_state(cls, attrs)
     accepted = inspect.signature(dataclasses.field).parameters
