@@ -4,7 +4,7 @@ import { chmod, copyFile, lstat, mkdir, readdir, readFile, readlink, rename, rm,
 import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { linkOrCopy, symlinkIfAllowed } from '../platform/file-links.ts';
-import { writeFileAtomic } from '../platform/atomic-file.ts';
+import { commitFile, writeFileAtomic } from '../platform/atomic-file.ts';
 import { PhaseClock } from '../platform/phase-timings.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 
@@ -103,7 +103,8 @@ export class CheckpointStore {
         files,
       };
       await writeFileAtomic(join(temp, RECORD), JSON.stringify(record));
-      await rename(temp, join(this.dir, id));
+      // Synced too: a checkpoint is a promise that outlives a power cut.
+      await commitFile(temp, join(this.dir, id));
       clock.lap(`checkpoint: ${auto ? 'automatic one ' : ''}linked and recorded`);
       return info(record);
     } catch (error) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blankDeadMemory, deadRanges, type MemoryLayout } from '../../src/engines/sandbox/child/dead-memory.ts';
+import { blankDeadMemory, deadRanges, memoryInUse, type MemoryLayout } from '../../src/engines/sandbox/child/dead-memory.ts';
 
 const HEADER = 32;
 const BREAK_ADDRESS = 16;
@@ -64,6 +64,17 @@ describe('dead memory of a machine', () => {
       [chunks.top! + 32, chunks.top! + 256],
       [64, 256],
     ]);
+  });
+
+  it('leaves, by the layout alone, the stack below its pointer and what lies past the break', () => {
+    const { memory, layout, chunks } = heap();
+    assert.deepEqual(memoryInUse(memory, layout), [
+      [0, 64],
+      [256, chunks.top! + 256 + 40],
+    ]);
+    assert.deepEqual(memoryInUse(memory, { ...layout, stackPointer: HEAP_BASE + 8 }), [[0, memory.length]], 'a stack pointer inside the heap: all of it');
+    new DataView(memory.buffer).setUint32(BREAK_ADDRESS, memory.length + 8, true);
+    assert.deepEqual(memoryInUse(memory, layout), [[0, memory.length]], 'a break past the memory: all of it');
   });
 
   it('takes the base bytes there, and nowhere else', () => {

@@ -115,6 +115,19 @@ describe('heap pages', () => {
       const patch = memory.differingLines(withGarbage).patch(snapshotOf(liveHeader, new Uint8Array()), dead);
       assert.deepEqual(applyMemoryPatch(patch, snapshotOf(header, base)), snapshotOf(liveHeader, expected));
       assert.deepEqual(patch, makeMemoryPatch(snapshotOf(liveHeader, expected), snapshotOf(header, base)), 'no bytes of the dead memory in it');
+
+      // Compared only within the ranges given: what lies outside them counts as the base's.
+      const within: Array<[number, number]> = [
+        [0, 30 * PAGE + 12],
+        [90 * PAGE, 300 * PAGE],
+      ];
+      const outside = live.slice();
+      outside.set(base.subarray(30 * PAGE + 12, 90 * PAGE), 30 * PAGE + 12);
+      outside.fill(0, 300 * PAGE);
+      assert.deepEqual(
+        memory.differingLines(live, undefined, within).patch(snapshotOf(liveHeader, new Uint8Array()), []),
+        makeMemoryPatch(snapshotOf(liveHeader, outside), snapshotOf(header, base)),
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -119,6 +119,25 @@ export function deadRanges(memory: Uint8Array, layout: MemoryLayout): Array<[num
 }
 
 /**
+ * Where a machine's memory may hold anything alive, by its layout alone: below the C stack, the
+ * stack in use, and the heap up to the break. The rest (the stack below its pointer, a third of
+ * a trivial machine's memory, and what lies past the break) is dead, and a snapshot takes the
+ * base's bytes there without comparing them. The whole memory when the layout does not add up.
+ */
+export function memoryInUse(memory: Uint8Array, layout: MemoryLayout): Array<[number, number]> {
+  const whole: Array<[number, number]> = [[0, memory.length]];
+  if (layout.breakAddress % 4 || layout.breakAddress + 4 > memory.length) return whole;
+  const end = new DataView(memory.buffer, memory.byteOffset + layout.breakAddress, 4).getUint32(0, true);
+  const { stackEnd, stackPointer, heapBase } = layout;
+  if (!(stackEnd % 4 === 0 && stackPointer % 4 === 0 && stackEnd <= stackPointer && stackPointer <= heapBase && heapBase <= end && end <= memory.length))
+    return whole;
+  return [
+    [0, stackEnd],
+    [stackPointer, (end + 3) & ~3],
+  ];
+}
+
+/**
  * Copies the base's bytes over the dead memory of `snapshot` (both Pyodide snapshots), or zeros
  * without a base: a base image's dead memory is zero, which a restore need not write at all.
  * Answers how many bytes were blanked: 0 when the walk did not check out, and the snapshot is

@@ -114,28 +114,38 @@ export class BaseMemory {
 
   /**
    * The lines of `heap` (a machine's live memory, read and not changed) that differ from the base,
-   * with the base's bytes there. Compared natively, a block and then a line at a time, against the
+   * with the base's bytes there, looking only `within` those ranges (sorted; word-aligned): what
+   * lies outside them counts as the base's. Compared natively, a block and then a line at a time, against the
    * base's file read a run at a time (or against zeros where the base is zero): most of a heap is
    * as its base, and where it is not, a few words of a line differ (allocator links, a counter).
    */
-  differingLines(heap: Uint8Array, lines = new DifferingLines()): DifferingLines {
+  differingLines(heap: Uint8Array, lines = new DifferingLines(), within: PageRuns = [[0, heap.length]]): DifferingLines {
     lines.reset(heap);
     const fd = openSync(this.path, 'r');
     try {
-      let zeroFrom = 0;
       const chunk = Buffer.allocUnsafeSlow(READ_BYTES);
-      for (const [runFrom, runTo] of this.runs) {
-        const to = Math.min(runTo, heap.length);
-        if (runFrom >= to) break;
-        lines.compare(zeroFrom, runFrom, undefined);
-        for (let from = runFrom; from < to; from += READ_BYTES) {
-          const length = Math.min(READ_BYTES, to - from);
-          readFully(fd, chunk.subarray(0, length), this.heapStart + from, this.path);
-          lines.compare(from, from + length, chunk);
+      let r = 0;
+      // Each part of the heap to compare, against the base's runs where they meet it, else zeros.
+      for (const [inFrom, inTo] of within) {
+        const end = Math.min(inTo, heap.length);
+        for (let at = inFrom; at < end;) {
+          while (r < this.runs.length && this.runs[r]![1] <= at) r++;
+          const run = this.runs[r];
+          const zerosTo = run ? Math.min(Math.max(run[0], at), end) : end;
+          if (zerosTo > at) {
+            lines.compare(at, zerosTo, undefined);
+            at = zerosTo;
+            continue;
+          }
+          const to = Math.min(run![1], end);
+          for (let from = at; from < to; from += READ_BYTES) {
+            const length = Math.min(READ_BYTES, to - from);
+            readFully(fd, chunk.subarray(0, length), this.heapStart + from, this.path);
+            lines.compare(from, from + length, chunk);
+          }
+          at = to;
         }
-        zeroFrom = to;
       }
-      lines.compare(zeroFrom, heap.length, undefined);
     } finally {
       closeSync(fd);
     }

@@ -9,7 +9,7 @@ import { collectGarbage } from '../../../platform/garbage-collection.ts';
 import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { heapOffset, makeMemoryPatch } from '../memory-patch.ts';
 import type { ChildMessage, ExportedFiles, HostMessage, MachineConfig } from '../protocol.ts';
-import { blankDeadMemory, deadRanges, memoryLayout } from './dead-memory.ts';
+import { blankDeadMemory, deadRanges, memoryInUse, memoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles, restoreFiles } from './fs-archive.ts';
@@ -191,7 +191,7 @@ function takeMemory(instance: Pyodide, base: LoadedBase | undefined, clock: Phas
   const layout = memoryLayout(module);
   if (base && snapshot.length === heapOffset(snapshot)) {
     // The one pass over the whole heap comes first: what follows finds it in the cache.
-    const lines = base.memory.differingLines(module.HEAPU8, differingLines);
+    const lines = base.memory.differingLines(module.HEAPU8, differingLines, memoryInUse(module.HEAPU8, layout));
     clock.lap('sandbox: compared with the base');
     const dead = (deadRanges(module.HEAPU8, layout) ?? []).sort((a, b) => a[0] - b[0]);
     clock.lap('sandbox: dead memory found');
