@@ -4,6 +4,9 @@ import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
 import { CodedError } from '../platform/coded-error.ts';
 
 /** What a machine asks of the engine that runs it. */
+/** How long an engine's pool of processes started ahead stays filled after the last machine of it was made or swapped in. */
+export const DEFAULT_POOL_IDLE_SECONDS = 300;
+
 export interface EngineOptions {
   /** Per-machine memory cap in MiB; an allocation beyond it is a MemoryError. */
   memoryMb: number;

@@ -4,6 +4,7 @@ import type { EngineStatus, MachineRuntime } from '../shared/types.ts';
 import { readImageHeaderFile } from './sandbox/machine-image-file.ts';
 import type { EngineFactory } from './engine.ts';
 import { defaultPython, findPython } from './python/find-python.ts';
+import { KernelProcesses } from './python/kernel-processes.ts';
 import { PythonEngine } from './python/python-engine.ts';
 import { CURRENT_PYODIDE, installedPyodideVersion, pyodideRuntime, pyodideRuntimes, type PyodideRuntime } from './sandbox/pyodide-runtimes.ts';
 import { sandboxChildDir } from './sandbox/sandbox-assets.ts';
@@ -36,8 +37,8 @@ export interface EngineSetOptions {
   dataDir: string;
   /** Sandbox processes kept ready, Pyodide booted ahead, for new machines and swap-ins. Default 1. */
   sandboxPoolSize?: number;
-  /** The sandbox pool is emptied after this long without a sandbox machine made or swapped in. */
-  sandboxPoolIdleSeconds?: number;
+  /** A pool (the sandbox's, an interpreter's) is emptied after this long without a machine of it made or swapped in. Default 300 s. */
+  poolIdleSeconds?: number;
   /** The Pyodide build new sandbox machines run and upgrades go to; default the newest (benchmarks compare builds with it). */
   sandboxPyodide?: PyodideRuntime;
 }
@@ -55,7 +56,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
         packageSource: defaultPackageSource(pyodide, current),
         // Machines of older builds are few: they start a process each, with no pool kept for them.
         poolSize: current ? options.sandboxPoolSize : 0,
-        poolIdleSeconds: options.sandboxPoolIdleSeconds,
+        poolIdleSeconds: options.poolIdleSeconds,
       });
       made.set(pyodide.version, runtime);
     }
@@ -69,13 +70,19 @@ export function openEngines(options: EngineSetOptions): EngineSet {
     },
     versions: pyodideRuntimes().map((r) => r.version),
   };
+  const pythonDir = join(options.dataDir, 'engines', 'python');
+  const kernels = new KernelProcesses({
+    bytecodeDir: join(pythonDir, 'bytecode'),
+    poolDir: join(pythonDir, 'ready'),
+    poolIdleSeconds: options.poolIdleSeconds,
+  });
   const sandboxProblem = sandboxUnavailable();
   // Looked for now, so that the status has it by the time it is asked for.
   findPython(undefined).catch(() => {});
   const older = pyodideRuntimes().slice(pyodideRuntimes().indexOf(newest) + 1);
   return {
     factories: {
-      python: (engineOptions) => new PythonEngine(engineOptions, join(options.dataDir, 'engines', 'python', 'bytecode')),
+      python: (engineOptions) => new PythonEngine(engineOptions, kernels),
       ...(sandboxProblem ? {} : { sandbox: (engineOptions) => new SandboxEngine(runtimes, engineOptions) }),
     },
     status() {
@@ -91,7 +98,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
           warning: isolation?.warning ?? null,
           ready: made.get(newest.version)?.pooled ?? 0,
         },
-        pythonStatus(),
+        { ...pythonStatus(), ready: kernels.ready },
       ];
     },
     newestRuntime(engine) {
@@ -107,8 +114,13 @@ export function openEngines(options: EngineSetOptions): EngineSet {
     },
     prewarm() {
       if (!sandboxProblem) runtimes.current().prewarm();
+      findPython(undefined).then(
+        (found) => kernels.prewarm(found.executable),
+        () => {},
+      );
     },
     async close() {
+      kernels.close();
       await Promise.all([...made.values()].map((runtime) => runtime.close()));
     },
   };

@@ -123,7 +123,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   private constructor(options: MachineManagerOptions, store: MachineStore, lock: DataDirLock) {
     super();
     this.dataDir = options.dataDir;
-    this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir, sandboxPoolIdleSeconds: options.poolIdleSeconds });
+    this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir, poolIdleSeconds: options.poolIdleSeconds });
     this.#options = {
       dataDir: options.dataDir,
       idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { listenToPhases } from '../../src/platform/phase-timings.ts';
 import type { InputRequest } from '../../src/shared/types.ts';
 import { TEST_PYTHON, managerFixture, otherPython, run, valueOf } from '../helpers/machines.ts';
 
@@ -61,6 +63,36 @@ describe("%pip install goes into the machine's own environment (python engine)",
     assert.match(await fixture.manager.installPackages(name, ['toolpkg']), /Successfully installed toolpkg-1\.0/);
     assert.equal(valueOf((await run(fixture.manager, name, 'import toolpkg\ntoolpkg.VALUE')).result), '3');
     assert.throws(() => execFileSync(venvPython(), ['-c', 'import toolpkg'], { stdio: 'pipe' }));
+  });
+
+  it("comes back in a kernel started ahead (the pool's) as its environment's interpreter would have started it", async () => {
+    // A newer version of a package the person's interpreter has: the machine's comes first.
+    execFileSync(TEST_PYTHON, [MAKE_WHEEL, dir, 'ownpkg', '2.0', JSON.stringify({ 'ownpkg/__init__.py': 'VALUE = 6\n' })]);
+    await fixture.manager.installPackages(name, ['ownpkg==2.0']);
+    const probe =
+      'import json, site, sys, sysconfig, ownpkg\nprint(json.dumps([sys.path, sys.prefix, sys.exec_prefix, sys.executable, site.getsitepackages(), sysconfig.get_paths(), ownpkg.VALUE]))';
+    const environment = join(fixture.manager.dataDir, 'machines', name, 'environment');
+    const environmentPython = join(
+      environment,
+      (JSON.parse(readFileSync(join(environment, 'perennial-environment.json'), 'utf8')) as { executable: string }).executable,
+    );
+    const expected = JSON.parse(execFileSync(environmentPython, ['-c', probe], { encoding: 'utf8' })) as unknown[];
+    assert.equal(expected.at(-1), 6);
+    const starts: string[] = [];
+    const stop = listenToPhases(({ phase }) => phase.startsWith('python: ') && phase !== 'python: environment found' && starts.push(phase));
+    try {
+      // Machines started on an interpreter fill its pool: a start comes from it once it has a kernel ready.
+      for (let i = 0; i < 5 && !starts.includes('python: ready kernel given its machine'); i++) {
+        while (!fixture.manager.engineStatus().find((e) => e.name === 'python')!.ready) await new Promise((resolve) => setTimeout(resolve, 50));
+        starts.length = 0;
+        await fixture.manager.swap(name);
+        const seen = JSON.parse((await run(fixture.manager, name, probe)).stdout) as unknown[];
+        if (starts.includes('python: ready kernel given its machine')) assert.deepEqual(seen, expected);
+      }
+      assert.ok(starts.includes('python: ready kernel given its machine'), `no start came from the pool: ${starts.join(', ')}`);
+    } finally {
+      stop();
+    }
   });
 });
 

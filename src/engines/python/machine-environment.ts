@@ -1,11 +1,14 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import type { FoundPython } from './find-python.ts';
+
+/** The file in an environment's site-packages that names its interpreter's package folders (environment.py). */
+const INTERPRETER_PTH = '_perennial_interpreter.pth';
 
 /** What made a machine's environment, kept in it. */
 const RECORD = 'perennial-environment.json';
@@ -26,8 +29,12 @@ from perennial_kernel.environment import make
 print(make(sys.argv[1]))`;
 const MAKE_TIMEOUT_MS = 120_000;
 
-/** A python machine's environment: its interpreter, and what happened to an earlier one, in words. */
-export type MachineEnvironment = { python: string; note?: string } | { error: string };
+/**
+ * A python machine's environment: its interpreter, its site-packages (where this module's
+ * environments keep the file naming the interpreter's package folders), and what happened to an
+ * earlier one, in words.
+ */
+export type MachineEnvironment = { python: string; sitePackages?: string; note?: string } | { error: string };
 
 const making = new Map<string, Promise<MachineEnvironment>>();
 
@@ -46,7 +53,7 @@ async function ensure(dir: string, base: FoundPython): Promise<MachineEnvironmen
   const record = await readRecord(dir);
   if (record?.interpreter === base.executable && record.python === base.version) {
     const python = join(dir, record.executable);
-    if (existsSync(python)) return { python };
+    if (existsSync(python)) return { python, ...(await sitePackagesOf(dir)) };
   }
   let note: string | undefined;
   if (existsSync(dir)) {
@@ -59,12 +66,23 @@ async function ensure(dir: string, base: FoundPython): Promise<MachineEnvironmen
     const executable = await make(dir, base.executable);
     const made: EnvironmentRecord = { version: 1, interpreter: base.executable, python: base.version, executable: relative(dir, executable) };
     await writeFileAtomic(join(dir, RECORD), JSON.stringify(made));
-    return { python: executable, ...(note ? { note } : {}) };
+    return { python: executable, ...(await sitePackagesOf(dir)), ...(note ? { note } : {}) };
   } catch (error) {
     // What a failed making left holds nothing of the user's, and would be set aside at every start.
     await rm(dir, { recursive: true, force: true });
     return { error: `${base.executable} could not make a virtual environment (${(error as Error).message.trim().split('\n').at(-1)})` };
   }
+}
+
+/** The environment's site-packages: `Lib/site-packages` (Windows) or `lib/pythonX.Y/site-packages`, the one holding the kernel's .pth file. */
+async function sitePackagesOf(dir: string): Promise<{ sitePackages?: string }> {
+  const lib = await readdir(join(dir, 'lib')).catch(() => [] as string[]);
+  const candidates = [
+    join(dir, 'Lib', 'site-packages'),
+    ...lib.filter((name) => name.startsWith('python')).map((name) => join(dir, 'lib', name, 'site-packages')),
+  ];
+  const found = candidates.find((candidate) => existsSync(join(candidate, INTERPRETER_PTH)));
+  return found ? { sitePackages: found } : {};
 }
 
 function make(dir: string, python: string): Promise<string> {

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
-import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import type { ExecResult, InputRequest, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
@@ -22,31 +21,11 @@ import {
   type SnapshotReport,
 } from '../engine.ts';
 import { findPython, type FoundPython } from './find-python.ts';
+import type { KernelProcesses, StartedKernel } from './kernel-processes.ts';
 import { machineEnvironment, type MachineEnvironment } from './machine-environment.ts';
 
 const START_TIMEOUT_MS = 30_000;
 const STDERR_TAIL_CHARS = 2000;
-
-/**
- * The kernel is imported under its own name: the user's namespace is `__main__`, and pickled
- * functions refer back to `perennial_kernel`. Its bytecode is kept in `bytecodeDir`, whether or
- * not its own folder is writable (a global npm install) and whatever the person chose for their
- * code (PYTHONDONTWRITEBYTECODE): compiling it at every start took 12 of a swap-in's 46 ms.
- */
-function bootstrap(bytecodeDir: string): string {
-  return `import sys
-if sys.version_info < (3, 8):
-    sys.stderr.write("Perennial needs Python 3.8 or newer, this is " + sys.version.split()[0] + "\\n")
-    sys.exit(2)
-sys.path.insert(0, ${JSON.stringify(KERNEL_ROOT)})
-_own = (sys.pycache_prefix, sys.dont_write_bytecode)
-sys.pycache_prefix, sys.dont_write_bytecode = ${JSON.stringify(bytecodeDir)}, False
-import perennial_kernel.cpython_driver
-sys.pycache_prefix, sys.dont_write_bytecode = _own
-del sys.path[0], _own
-perennial_kernel.cpython_driver.main()
-`;
-}
 
 interface KernelEvent {
   ev: 'ready' | 'out' | 'reply' | 'input' | 'started' | 'display';
@@ -101,10 +80,10 @@ export class PythonEngine implements Engine {
   #exit?: EngineExit;
   #resolveExit!: (exit: EngineExit) => void;
 
-  /** `bytecodeDir`: where the kernel's compiled modules are kept. */
+  /** `kernels`: where its kernel process comes from (started for it, or ready from a pool). */
   constructor(
     options: EngineOptions,
-    private readonly bytecodeDir: string,
+    private readonly kernels: KernelProcesses,
   ) {
     this.#options = options;
     this.exited = new Promise((resolve) => (this.#resolveExit = resolve));
@@ -130,54 +109,53 @@ export class PythonEngine implements Engine {
     return { python: 'python' in environment ? environment.python : base.executable, base, environment };
   }
 
+  /**
+   * Starts the machine's kernel: a process of its interpreter ready from the pool when there is
+   * one (made what the machine's environment would have started), else one started for it.
+   */
   async start(): Promise<void> {
     const clock = new PhaseClock();
-    const { python, environment } = await this.#interpreter();
+    const { python, base, environment } = await this.#interpreter();
     clock.lap('python: environment found');
     if (environment && 'note' in environment && environment.note) this.#notices.push(environment.note);
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PYTHONUNBUFFERED: '1',
-      PYTHONIOENCODING: 'utf-8',
-      MPLBACKEND: 'Agg',
-      PERENNIAL_MEMORY_MB: String(this.#options.memoryMb),
-      PERENNIAL_OUTPUT_LIMIT: String(this.#options.outputLimit),
-      PERENNIAL_PARENT_PID: String(process.pid),
-      PERENNIAL_WORKDIR: this.#options.workdir,
-    };
+    const own = environment && 'python' in environment ? environment : undefined;
+    // A ready process runs the base interpreter: it can become the environment's only where its site-packages are known.
+    const pooled = !own || own.sitePackages ? this.kernels.take(base.executable) : undefined;
+    if (pooled) {
+      const enter = own && { prefix: this.#options.environment, executable: own.python, site_packages: own.sitePackages };
+      try {
+        await this.#begin(pooled, base.executable, enter ?? null);
+        clock.lap('python: ready kernel given its machine');
+        return;
+      } catch {
+        // Started anew below: nothing of the machine was in it yet.
+        this.#drop();
+      }
+    }
     // It starts beside the working directory and enters it at its first command: a rollback
     // replaces that folder meanwhile (see Engine.start).
-    const child = spawn(python, ['-c', bootstrap(this.bytecodeDir)], {
-      cwd: dirname(this.#options.workdir),
-      env,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-    });
+    await this.#begin({ child: this.kernels.spawn(python, dirname(this.#options.workdir)) }, python, null);
+    clock.lap('python: interpreter and kernel started');
+  }
+
+  /**
+   * Takes `started` as the machine's kernel process, waits for its kernel (unless it is ready
+   * already) and gives it the machine: its folder, its limits, and `environment` to enter.
+   */
+  async #begin(started: StartedKernel, python: string, environment: Record<string, unknown> | null): Promise<void> {
+    const { child } = started;
     this.#child = child;
     this.#commands = child.stdio[3] as Writable;
     // A broken pipe shows up as the exit below; the write error itself says nothing more.
     this.#commands.on('error', () => {});
-    this.#readEvents(child.stdio[4] as Readable);
-    this.#captureRaw(child.stdout!, 'stdout');
-    this.#captureRaw(child.stderr!, 'stderr');
-
-    const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new EngineStartError(`${python} did not start the kernel within ${START_TIMEOUT_MS / 1000} s`));
-        child.kill('SIGKILL');
-      }, START_TIMEOUT_MS);
-      this.#pending.set(0, {
-        resolve: (python) => {
-          clearTimeout(timer);
-          this.#runtime = { python: String(python) };
-          resolve();
-        },
-        reject: (error) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      });
-    });
+    this.#readEvents(child, child.stdio[4] as Readable);
+    this.#captureRaw(child, child.stdout!, 'stdout');
+    this.#captureRaw(child, child.stderr!, 'stderr');
+    let ready = Promise.resolve();
+    if (started.python === undefined) ready = this.#ready(child, python);
+    else this.#runtime = { python: started.python };
     child.once('error', (error: NodeJS.ErrnoException) => {
+      if (this.#child !== child) return;
       const message =
         error.code === 'ENOENT'
           ? `Python interpreter not found: ${python} (set PERENNIAL_PYTHON or the machine's python option)`
@@ -186,6 +164,7 @@ export class PythonEngine implements Engine {
       this.#finish({ code: null, signal: null, requested: false });
     });
     child.once('exit', (code, signal) => {
+      if (this.#child !== child) return;
       const exit = { code, signal, requested: this.#stopRequested };
       const tail = this.#stderrTail.trim();
       this.#failAll(
@@ -195,8 +174,41 @@ export class PythonEngine implements Engine {
       );
       this.#finish(exit);
     });
+    for (const stream of [child.stdout!, child.stderr!, child.stdio[4] as Readable]) stream.resume();
     await ready;
-    clock.lap('python: interpreter and kernel started');
+    const { workdir, memoryMb, outputLimit } = this.#options;
+    await this.#call('assign', { workdir, memory_mb: memoryMb, output_limit: outputLimit, environment });
+  }
+
+  /** The kernel's first event, which says it is ready. */
+  #ready(child: ChildProcess, python: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new EngineStartError(`${python} did not start the kernel within ${START_TIMEOUT_MS / 1000} s`));
+        child.kill('SIGKILL');
+      }, START_TIMEOUT_MS);
+      this.#pending.set(0, {
+        resolve: (version) => {
+          clearTimeout(timer);
+          this.#runtime = { python: String(version) };
+          resolve();
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+    });
+  }
+
+  /** Lets go of a process that could not be given the machine, and ends it. */
+  #drop(): void {
+    const child = this.#child;
+    this.#child = undefined;
+    this.#commands = undefined;
+    this.#pending.clear();
+    this.#stderrTail = '';
+    child?.kill('SIGKILL');
   }
 
   async restore(snapshotPath: string): Promise<RestoreReport> {
@@ -304,10 +316,11 @@ export class PythonEngine implements Engine {
     this.#commands.write(JSON.stringify({ op: 'input_reply', n, ...reply }) + '\n');
   }
 
-  #readEvents(events: Readable): void {
+  #readEvents(child: ChildProcess, events: Readable): void {
     const decoder = new StringDecoder('utf8');
     let buffered = '';
     events.on('data', (data: Buffer) => {
+      if (this.#child !== child) return;
       buffered += decoder.write(data);
       let newline: number;
       while ((newline = buffered.indexOf('\n')) >= 0) {
@@ -349,9 +362,10 @@ export class PythonEngine implements Engine {
     else call.reject(new KernelCommandError(event.error ?? 'the kernel rejected the command'));
   }
 
-  #captureRaw(stream: Readable, name: 'stdout' | 'stderr'): void {
+  #captureRaw(child: ChildProcess, stream: Readable, name: 'stdout' | 'stderr'): void {
     const decoder = new StringDecoder('utf8');
     stream.on('data', (data: Buffer) => {
+      if (this.#child !== child) return;
       const text = decoder.write(data);
       if (name === 'stderr') this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_CHARS);
       if (this.#pending.has(0)) return; // start-up noise belongs to the start error, not to a cell

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { readKernelPackage } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
+import { DEFAULT_POOL_IDLE_SECONDS } from '../engine.ts';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import { detectIsolation, type Isolation } from './isolation.ts';
 import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
@@ -15,8 +16,6 @@ import { sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
 
-/** How long the pool stays filled after the last sandbox machine was made or swapped in. */
-export const DEFAULT_POOL_IDLE_SECONDS = 300;
 /**
  * The pool fills once this many sandbox machines have been made or swapped in, each within the
  * idle time of the one before: a ready process costs as much memory as a machine (~110 MB on

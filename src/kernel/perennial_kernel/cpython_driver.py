@@ -163,10 +163,9 @@ def main():
             raise EOFError(f"input() has no answer: {message['error']}")
         return str(message["value"])
 
-    limit = int(os.environ.pop("PERENNIAL_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT))
     kernel = current["kernel"] = Kernel(
         send_output,
-        limit,
+        DEFAULT_OUTPUT_LIMIT,
         fds=(1, 2),
         ask=ask,
         on_start=lambda: channel.send({"ev": "started", "id": current["id"]}),
@@ -174,7 +173,6 @@ def main():
     )
 
     install_interrupt_handler(kernel, channel)
-    _set_memory_limit(os.environ.pop("PERENNIAL_MEMORY_MB", None))
 
     def flusher():
         # Partial lines reach the host soon even while the cell blocks.
@@ -186,7 +184,23 @@ def main():
 
     threading.Thread(target=flusher, name="perennial-flusher", daemon=True).start()
     handlers = command_handlers(kernel)
-    workdir = os.environ.pop("PERENNIAL_WORKDIR", None)
+    workdir = None
+
+    def assign(message):
+        """The first command: the process is given its machine (it may have been started ahead,
+        in a pool), its folder, its limits, and the environment to enter when it was started by
+        the base interpreter of the machine's own."""
+        nonlocal workdir
+        workdir = message["workdir"]
+        kernel.sink.limit = int(message["output_limit"])
+        _set_memory_limit(message["memory_mb"])
+        if message.get("environment"):
+            from .environment import enter
+
+            enter(**message["environment"])
+        return None
+
+    handlers = {**handlers, "assign": assign}
     channel.send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
     while True:
         message = inbox.take()
@@ -196,7 +210,7 @@ def main():
             if message.get("op") == "input_reply":  # for a question an interrupt cut short
                 continue
             current["id"] = message.get("id")
-            if workdir:
+            if workdir and message["op"] != "assign":
                 # Entered at the first command, not at start: the host may have put another
                 # folder in its place meanwhile (a rollback). No command runs anywhere else.
                 os.chdir(workdir)
