@@ -91,19 +91,42 @@ export class PatchBuilder {
 
   /** A run: `bytes`, the heap's XOR the base's from heap offset `from`, after any run before. Read at once, not kept. */
   run(from: number, bytes: Uint8Array): void {
+    this.#place(from, bytes.length);
+    this.#data.set(bytes, this.#used);
+    this.#used += bytes.length;
+  }
+
+  /**
+   * A run of `count` words from heap word `word`: `heap`'s words there XOR `base`'s, whose word
+   * `w - shift` is heap word `w`. Written straight into the patch: a heap that differs from its
+   * base everywhere (a machine holding a large list) is a run per line.
+   */
+  xorRun(word: number, heap: Int32Array, base: Int32Array, shift: number, count: number): void {
+    if (this.#used & 3) {
+      const bytes = new Int32Array(count);
+      for (let i = 0; i < count; i++) bytes[i] = heap[word + i]! ^ base[word + i - shift]!;
+      this.run(word * 4, new Uint8Array(bytes.buffer));
+      return;
+    }
+    this.#place(word * 4, count * 4);
+    const into = new Int32Array(this.#data.buffer, this.#used, count);
+    for (let i = 0; i < count; i++) into[i] = heap[word + i]! ^ base[word + i - shift]!;
+    this.#used += count * 4;
+  }
+
+  /** Starts a run of `length` bytes at heap offset `from`, or extends the last one to it; makes room for its bytes at `#used`. */
+  #place(from: number, length: number): void {
     const last = this.#to.length - 1;
     // Close to the last run: joined to it, with the zeros between (the data past `#used` is zero).
     if (last >= 0 && from - this.#to[last]! <= JOIN_GAP) {
       this.#used += from - this.#to[last]!;
-      this.#to[last] = from + bytes.length;
+      this.#to[last] = from + length;
     } else {
       this.#from.push(from);
-      this.#to.push(from + bytes.length);
+      this.#to.push(from + length);
       this.#at.push(this.#used);
     }
-    this.#reserve(bytes.length);
-    this.#data.set(bytes, this.#used);
-    this.#used += bytes.length;
+    this.#reserve(length);
   }
 
   #reserve(bytes: number): void {
@@ -157,15 +180,17 @@ export function applyMemoryPatch(patch: Uint8Array, base: Uint8Array): Uint8Arra
 }
 
 /** XORs a patch's runs into `heap`, which holds the base's heap (zero past it). */
-export function applyPatchRuns(patch: Uint8Array, heap: Uint8Array): void {
+export function applyPatchRuns(given: Uint8Array, heap: Uint8Array): void {
+  // Its runs are XORed a word at a time where they are aligned as the heap's words are: a patch
+  // that crossed IPC may sit at any offset of its buffer.
+  const patch = given.byteOffset % 4 === 0 ? given : given.slice();
   const view = new DataView(patch.buffer, patch.byteOffset, patch.length);
   const start = view.getUint32(4, true);
   for (let at = 8 + padded(start); at < patch.length;) {
     const from = view.getUint32(at, true);
     const count = view.getUint32(at + 4, true);
     if (from + count > heap.length) throw new Error('the memory patch does not fit its snapshot');
-    const bytes = patch.subarray(at + 8, at + 8 + count);
-    for (let i = 0; i < count; i++) heap[from + i]! ^= bytes[i]!;
+    xorInto(heap.subarray(from, from + count), patch.subarray(at + 8, at + 8 + count));
     at += 8 + padded(count);
   }
 }

@@ -188,7 +188,7 @@ const READ_BYTES = 1 << 20;
  */
 const BLOCK = 16 << 10;
 const LINE = 512;
-const PIECE = 32;
+const PIECE_WORDS = 8;
 const ZEROS = Buffer.alloc(READ_BYTES);
 
 /**
@@ -253,33 +253,33 @@ export class DifferingLines {
     // Whole words only: a word that is partly alive is compared.
     const deadWords = dead.map(([from, to]): [number, number] => [(from + 3) >>> 2, to >>> 2]).filter(([from, to]) => from < to);
     let nextDead = 0;
-    let xor = new Int32Array(PIECE >>> 2);
     let at = 0;
     for (let l = 0; l < this.#lines.length; l++) {
-      const line = this.#lines[l]!;
-      const length = this.#lengths[l]!;
-      // Heap byte `b` is base byte `b - shift`.
-      const shift = line - at;
-      at += length;
-      for (let piece = line; piece < line + length; piece += PIECE) {
-        const pieceEnd = Math.min(piece + PIECE, line + length);
-        if (this.#bytes.compare(this.#base, piece - shift, pieceEnd - shift, piece, pieceEnd) === 0) continue;
-        for (let i = piece >>> 2; i < pieceEnd >>> 2; i++) {
-          const w = i - (shift >>> 2);
-          if (heap[i] === base[w]) continue;
+      const first = this.#lines[l]! >>> 2;
+      const end = first + (this.#lengths[l]! >>> 2);
+      // Heap word `w` is base word `w - shift`.
+      const shift = first - at;
+      at += end - first;
+      // Words before `next` are in a run already.
+      let next = first;
+      for (let piece = first; piece < end; piece += PIECE_WORDS) {
+        const pieceEnd = Math.min(piece + PIECE_WORDS, end);
+        if (next >= pieceEnd) continue;
+        if (next <= piece && this.#bytes.compare(this.#base, (piece - shift) * 4, (pieceEnd - shift) * 4, piece * 4, pieceEnd * 4) === 0) continue;
+        for (let i = Math.max(piece, next); i < pieceEnd; i++) {
+          if (heap[i] === base[i - shift]) continue;
           while (nextDead < deadWords.length && deadWords[nextDead]![1] <= i) nextDead++;
           const deadFrom = deadWords[nextDead]?.[0] ?? Infinity;
           if (deadFrom <= i) {
-            i = deadWords[nextDead]![1] - 1;
+            i = Math.min(deadWords[nextDead]![1], end) - 1;
             continue;
           }
-          // A run of differing words, up to an equal word or dead memory.
-          let end = i + 1;
-          while (end < pieceEnd >>> 2 && end < deadFrom && heap[end] !== base[end - (shift >>> 2)]) end++;
-          if (xor.length < end - i) xor = new Int32Array(end - i);
-          for (let j = i; j < end; j++) xor[j - i] = heap[j]! ^ base[j - (shift >>> 2)]!;
-          builder.run(i * 4, new Uint8Array(xor.buffer, 0, (end - i) * 4));
-          i = end;
+          // A run of differing words, up to an equal word, dead memory or the line's end.
+          let runEnd = i + 1;
+          while (runEnd < end && runEnd < deadFrom && heap[runEnd] !== base[runEnd - shift]) runEnd++;
+          builder.xorRun(i, heap, base, shift, runEnd - i);
+          i = runEnd;
+          next = runEnd + 1;
         }
       }
     }
