@@ -114,6 +114,21 @@ export class PatchBuilder {
     this.#used += count * 4;
   }
 
+  /** A run of `count` words from heap word `word` where the base is zero: `heap`'s words themselves. */
+  copyRun(word: number, heap: Int32Array, count: number): void {
+    const bytes = new Uint8Array(heap.buffer, heap.byteOffset + word * 4, count * 4);
+    this.#place(word * 4, count * 4);
+    this.#data.set(bytes, this.#used);
+    this.#used += count * 4;
+  }
+
+  /** Zeros the last run's heap words `from` to `to` (within it): no difference from the base there. */
+  clearLast(from: number, to: number): void {
+    const last = this.#from.length - 1;
+    const at = this.#at[last]! + from * 4 - this.#from[last]!;
+    this.#data.fill(0, at, at + (to - from) * 4);
+  }
+
   /** Starts a run of `length` bytes at heap offset `from`, or extends the last one to it; makes room for its bytes at `#used`. */
   #place(from: number, length: number): void {
     const last = this.#to.length - 1;

@@ -207,6 +207,8 @@ export class DifferingLines {
   /** Each line's heap offset, and its length (the last may be short). */
   readonly #lines: number[] = [];
   readonly #lengths: number[] = [];
+  /** Where each line's base bytes start in `#base`; -1 where the base is zero (not kept). */
+  readonly #baseAt: number[] = [];
   /** The base's bytes of each line, end to end. */
   #base = Buffer.allocUnsafeSlow(64 << 10);
   #used = 0;
@@ -218,7 +220,7 @@ export class DifferingLines {
       this.#heap = heap;
       this.#bytes = Buffer.from(heap.buffer, heap.byteOffset, heap.length);
     }
-    this.#lines.length = this.#lengths.length = 0;
+    this.#lines.length = this.#lengths.length = this.#baseAt.length = 0;
     this.#used = 0;
   }
 
@@ -236,7 +238,7 @@ export class DifferingLines {
       if (this.#same(block, end, was, offset)) continue;
       for (let line = block; line < end; line += LINE) {
         const lineEnd = Math.min(line + LINE, end);
-        if (!this.#same(line, lineEnd, was, offset)) this.#keep(line, was.subarray(line - offset, lineEnd - offset));
+        if (!this.#same(line, lineEnd, was, offset)) this.#keep(line, lineEnd - line, base && was.subarray(line - offset, lineEnd - offset));
       }
     }
   }
@@ -253,13 +255,20 @@ export class DifferingLines {
     // Whole words only: a word that is partly alive is compared.
     const deadWords = dead.map(([from, to]): [number, number] => [(from + 3) >>> 2, to >>> 2]).filter(([from, to]) => from < to);
     let nextDead = 0;
-    let at = 0;
     for (let l = 0; l < this.#lines.length; l++) {
       const first = this.#lines[l]! >>> 2;
       const end = first + (this.#lengths[l]! >>> 2);
+      if (this.#baseAt[l]! < 0) {
+        // Where the base is zero, the difference is the line itself, copied whole (its zero words
+        // too: zstd makes nothing of them), and its dead memory zero, as the base has it.
+        builder.copyRun(first, heap, end - first);
+        while (nextDead < deadWords.length && deadWords[nextDead]![1] <= first) nextDead++;
+        for (let d = nextDead; d < deadWords.length && deadWords[d]![0] < end; d++)
+          builder.clearLast(Math.max(first, deadWords[d]![0]), Math.min(end, deadWords[d]![1]));
+        continue;
+      }
       // Heap word `w` is base word `w - shift`.
-      const shift = first - at;
-      at += end - first;
+      const shift = first - (this.#baseAt[l]! >>> 2);
       // Words before `next` are in a run already.
       let next = first;
       for (let piece = first; piece < end; piece += PIECE_WORDS) {
@@ -291,7 +300,14 @@ export class DifferingLines {
     return this.#bytes.compare(was, from - wasAt, to - wasAt, from, to) === 0;
   }
 
-  #keep(line: number, base: Uint8Array): void {
+  #keep(line: number, length: number, base: Uint8Array | undefined): void {
+    this.#lines.push(line);
+    this.#lengths.push(length);
+    if (!base) {
+      this.#baseAt.push(-1);
+      return;
+    }
+    this.#baseAt.push(this.#used);
     if (this.#used + base.length > this.#base.length) {
       const grown = Buffer.allocUnsafeSlow(this.#base.length * 2);
       this.#base.copy(grown, 0, 0, this.#used);
@@ -299,7 +315,5 @@ export class DifferingLines {
     }
     this.#base.set(base, this.#used);
     this.#used += base.length;
-    this.#lines.push(line);
-    this.#lengths.push(base.length);
   }
 }
