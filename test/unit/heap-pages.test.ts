@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { BaseMemory, nonZeroRuns, writeSnapshotHeap } from '../../src/engines/sandbox/child/heap-pages.ts';
+import { BaseMemory, DifferingLines, nonZeroRuns, writeSnapshotHeap } from '../../src/engines/sandbox/child/heap-pages.ts';
 import { applyMemoryPatch, makeMemoryPatch } from '../../src/engines/sandbox/memory-patch.ts';
 
 const PAGE = 4096;
@@ -121,6 +121,17 @@ describe('heap pages', () => {
         patch.length <= makeMemoryPatch(snapshotOf(liveHeader, expected), snapshotOf(header, base)).length + 64 * 512,
         'no bytes of the dead memory in it',
       );
+
+      // One differ serves snapshot after snapshot (a sandbox keeps one), whatever the last one held.
+      const kept = new DifferingLines();
+      const everywhere = live.map((byte, i) => byte ^ (i % 3 === 0 ? 0x11 : 0));
+      // Words two apart: runs joined across the zeros between them, which must be zeros.
+      const joined = live.map((byte, i) => byte ^ (i >= 200 * PAGE && i < 210 * PAGE && i % 12 === 0 ? 0x77 : 0));
+      for (const heap of [everywhere, live, joined, withGarbage, joined])
+        assert.deepEqual(
+          applyMemoryPatch(memory.differingLines(heap, kept).patch(snapshotOf(liveHeader, new Uint8Array()), []), snapshotOf(header, base)),
+          snapshotOf(liveHeader, heap),
+        );
 
       // Compared only within the ranges given: what lies outside them counts as the base's.
       const within: Array<[number, number]> = [

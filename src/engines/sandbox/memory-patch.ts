@@ -44,6 +44,13 @@ export class PatchBuilder {
   #data = new Uint8Array(1 << 16);
   #used = 0;
 
+  /** Gives back the room past `bytes` the last patch took. */
+  shrink(bytes: number): void {
+    if (this.#data.length <= bytes) return;
+    this.#data = new Uint8Array(1 << 16);
+    this.#used = 0;
+  }
+
   /** Starts a new patch, keeping the room the last one took. */
   reset(): void {
     this.#from.length = this.#to.length = this.#at.length = 0;

@@ -190,6 +190,8 @@ const BLOCK = 16 << 10;
 const LINE = 512;
 const PIECE_WORDS = 8;
 const ZEROS = Buffer.alloc(READ_BYTES);
+/** Room kept from one snapshot to the next; more (a machine that differs from its base in many MiB) is let go. */
+const KEPT_BYTES = 1 << 20;
 
 /**
  * Where a live heap differs from its base, a line at a time, with the base's bytes of those lines:
@@ -222,10 +224,6 @@ export class DifferingLines {
     }
     this.#lines.length = this.#lengths.length = this.#baseAt.length = 0;
     this.#used = 0;
-  }
-
-  get count(): number {
-    return this.#lines.length;
   }
 
   /** The heap from `from` to `to` (word-aligned) against `base`, the base's bytes there from its start (zeros when undefined). */
@@ -292,7 +290,11 @@ export class DifferingLines {
         }
       }
     }
-    return builder.finish(header, header.length + this.#heap.length);
+    const patch = builder.finish(header, header.length + this.#heap.length);
+    // What a large difference took is given back: the machine keeps its memory to its own.
+    if (this.#base.length > KEPT_BYTES) this.#base = Buffer.allocUnsafeSlow(64 << 10);
+    builder.shrink(KEPT_BYTES);
+    return patch;
   }
 
   /** The heap from `from` to `to` is as `was` there, whose byte 0 is heap byte `wasAt`. */
