@@ -4,15 +4,7 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
 import { DEFAULT_POOL_IDLE_SECONDS } from '../engine.ts';
-
-/**
- * The pool fills once this many python machines have started on one interpreter, each within the
- * idle time of the one before: a ready process costs ~20 MB, which someone who works in one
- * machine would pay for nothing.
- */
-const POOL_DEMAND = 2;
-/** A refill starts Python: it waits this long after a process was handed out, so that the machine's first instruction does not compete with it. */
-const REFILL_DELAY_MS = 250;
+import { PoolDemand } from '../pool-demand.ts';
 
 /** A kernel process for a machine, and, when it came ready from the pool, its Python version. */
 export interface StartedKernel {
@@ -47,10 +39,7 @@ interface Pool {
   ready: Array<{ child: ChildProcess; python: string }>;
   /** Processes still starting. */
   starting: number;
-  /** Machines started on this interpreter within the idle time of each other. */
-  demand: number;
-  idle?: NodeJS.Timeout;
-  refill?: NodeJS.Timeout;
+  demand: PoolDemand;
 }
 
 /**
@@ -59,8 +48,7 @@ interface Pool {
  * kernel ahead (~30 of a swap-in's ~35 ms here). The kernel's first command (`assign`) gives a
  * process its machine; a pooled one runs the machine's base interpreter, and that command also
  * makes it what the machine's environment would have started (`environment.enter` in the kernel).
- * The pool fills as the sandbox's does: from the second machine started within minutes, and it
- * empties after minutes without one.
+ * The pool fills and empties as the sandbox's does (`PoolDemand`).
  */
 export class KernelProcesses {
   readonly #pools = new Map<string, Pool>();
@@ -98,16 +86,13 @@ export class KernelProcesses {
       const { child, python } = pool.ready.shift()!;
       if (child.exitCode === null && child.signalCode === null) taken = { child, python };
     }
-    if (++pool.demand >= POOL_DEMAND) this.#refillLater(executable, pool);
-    else this.#emptyWhenIdle(executable, pool);
+    pool.demand.demanded();
     return taken;
   }
 
   /** Fills the pool of `executable` now, as if machines were being started on it. */
   prewarm(executable: string): void {
-    const pool = this.#pool(executable);
-    pool.demand = Math.max(pool.demand, POOL_DEMAND - 1);
-    this.#refill(executable, pool);
+    this.#pool(executable).demand.prewarm();
   }
 
   /** Processes waiting, ready, in the pools. */
@@ -118,49 +103,40 @@ export class KernelProcesses {
   close(): void {
     this.#closed = true;
     for (const pool of this.#pools.values()) {
-      clearTimeout(pool.idle);
-      clearTimeout(pool.refill);
-      for (const { child } of pool.ready.splice(0)) child.kill('SIGKILL');
+      pool.demand.close();
+      empty(pool);
     }
   }
 
   #pool(executable: string): Pool {
     let pool = this.#pools.get(executable);
-    if (!pool) this.#pools.set(executable, (pool = { ready: [], starting: 0, demand: 0 }));
+    if (!pool) {
+      const made: Pool = {
+        ready: [],
+        starting: 0,
+        demand: new PoolDemand(this.#poolIdleMs, { fill: () => this.#refill(executable, made), empty: () => empty(made) }),
+      };
+      this.#pools.set(executable, (pool = made));
+    }
     return pool;
   }
 
-  #refillLater(executable: string, pool: Pool): void {
-    this.#emptyWhenIdle(executable, pool);
-    pool.refill ??= setTimeout(() => {
-      pool.refill = undefined;
-      this.#refill(executable, pool);
-    }, REFILL_DELAY_MS);
-    pool.refill.unref();
-  }
-
   #refill(executable: string, pool: Pool): void {
-    this.#emptyWhenIdle(executable, pool);
     if (this.#closed || pool.ready.length + pool.starting > 0) return;
     mkdirSync(this.#poolDir, { recursive: true, mode: 0o700 });
     const child = this.spawn(executable, this.#poolDir);
     pool.starting++;
     void whenReady(child).then((python) => {
       pool.starting--;
-      if (python === undefined || this.#closed || !pool.demand) child.kill('SIGKILL');
+      if (python === undefined || this.#closed || !pool.demand.wanted) child.kill('SIGKILL');
       else pool.ready.push({ child, python });
     });
   }
+}
 
-  /** Empties the pool once no machine has started on its interpreter for a while. */
-  #emptyWhenIdle(executable: string, pool: Pool): void {
-    clearTimeout(pool.idle);
-    pool.idle = setTimeout(() => {
-      pool.demand = 0;
-      for (const { child } of pool.ready.splice(0)) child.kill('SIGKILL');
-    }, this.#poolIdleMs);
-    pool.idle.unref();
-  }
+/** Ends a pool's ready processes. */
+function empty(pool: Pool): void {
+  for (const { child } of pool.ready.splice(0)) child.kill('SIGKILL');
 }
 
 /**

@@ -105,16 +105,11 @@ export class PatchBuilder {
 
   /**
    * A run of `count` words from heap word `word`: `heap`'s words there XOR `base`'s, whose word
-   * `w - shift` is heap word `w`. Written straight into the patch: a heap that differs from its
-   * base everywhere (a machine holding a large list) is a run per line.
+   * `w - shift` is heap word `w`. Written straight into the patch (word-aligned in it, as runs of
+   * words keep it): a heap that differs from its base everywhere (a machine holding a large list)
+   * is a run per line.
    */
   xorRun(word: number, heap: Int32Array, base: Int32Array, shift: number, count: number): void {
-    if (this.#used & 3) {
-      const bytes = new Int32Array(count);
-      for (let i = 0; i < count; i++) bytes[i] = heap[word + i]! ^ base[word + i - shift]!;
-      this.run(word * 4, new Uint8Array(bytes.buffer));
-      return;
-    }
     this.#place(word * 4, count * 4);
     const into = new Int32Array(this.#data.buffer, this.#used, count);
     for (let i = 0; i < count; i++) into[i] = heap[word + i]! ^ base[word + i - shift]!;

@@ -6,6 +6,7 @@ import { readKernelPackage } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
 import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
 import { DEFAULT_POOL_IDLE_SECONDS } from '../engine.ts';
+import { PoolDemand } from '../pool-demand.ts';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import { detectIsolation, type Isolation } from './isolation.ts';
 import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
@@ -16,18 +17,6 @@ import { sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
 import { PackageCache, type PackageSource } from './package-cache.ts';
 
-/**
- * The pool fills once this many sandbox machines have been made or swapped in, each within the
- * idle time of the one before: a ready process costs as much memory as a machine (~110 MB on
- * Node 24), and someone who works in one machine would pay that for nothing. A second machine
- * made within minutes of the first says that more are coming.
- */
-const POOL_DEMAND = 2;
-/**
- * A refill starts a process and boots Pyodide: it waits this long after a machine was handed out,
- * so that the machine's first instruction does not compete with it for a small host's CPU.
- */
-const REFILL_DELAY_MS = 250;
 /** The base image's machine boots with these limits. */
 const BASE_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
 
@@ -80,7 +69,7 @@ interface BaseImage {
  * from and every snapshot is a delta against), and a pool, so that creating or swapping in a
  * machine does not wait for a process to start: processes whose Pyodide is booted ahead and
  * waits for a snapshot, a new machine's being the base's. One pool serves both, and fills only
- * once machines are being made or swapped in (`POOL_DEMAND`), as a process costs ~110 MB. Each
+ * once machines are being made or swapped in (`PoolDemand`), as a process costs ~110 MB. Each
  * process only ever runs one interpreter, which keeps a warm machine's memory to its own.
  */
 export class SandboxRuntime {
@@ -89,9 +78,7 @@ export class SandboxRuntime {
   readonly pyodideVersion: string;
   readonly #cacheDir: string;
   readonly #poolSize: number;
-  readonly #poolIdleMs: number;
-  #poolIdle?: NodeJS.Timeout;
-  #refillSoon?: NodeJS.Timeout;
+  readonly #demand: PoolDemand;
   readonly #childDir = sandboxChildDir();
   readonly #pyodideDir: string;
   /** Base images' memory as plain files, mounted read-only into every sandbox. */
@@ -105,8 +92,6 @@ export class SandboxRuntime {
   #baseId?: string;
   /** Processes with Pyodide booted ahead and no machine yet. */
   #ready: SandboxProcess[] = [];
-  /** Sandbox machines made or swapped in since the pool was last emptied for idleness. */
-  #demand = 0;
   #closed = false;
   #imports?: Promise<ImportNames>;
 
@@ -120,14 +105,16 @@ export class SandboxRuntime {
     this.#mailboxes = join(options.cacheDir, 'mailboxes');
     rmSync(this.#mailboxes, { recursive: true, force: true });
     this.#poolSize = options.poolSize ?? 1;
-    this.#poolIdleMs = (options.poolIdleSeconds ?? DEFAULT_POOL_IDLE_SECONDS) * 1000;
+    this.#demand = new PoolDemand((options.poolIdleSeconds ?? DEFAULT_POOL_IDLE_SECONDS) * 1000, {
+      fill: () => this.#refill(),
+      empty: () => void this.#drain(),
+    });
     this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource);
   }
 
   /** Starts filling the pool now rather than once machines are made or swapped in. */
   prewarm(): void {
-    this.#demand = Math.max(this.#demand, POOL_DEMAND - 1);
-    this.#refill();
+    this.#demand.prewarm();
   }
 
   /** Sandbox processes waiting in the pool, warmed up on the base. */
@@ -169,28 +156,13 @@ export class SandboxRuntime {
       await sandbox.kill();
       throw error;
     } finally {
-      if (pooled) this.#demanded();
+      if (pooled) this.#demand.demanded();
       // The image crossed to the sandbox, and a first base was built: tens of MiB now garbage.
       collectWhenQuiet();
     }
   }
 
-  /** A machine was made or swapped in where a pooled process could serve it. */
-  #demanded(): void {
-    if (++this.#demand >= POOL_DEMAND) this.#refillLater();
-    // Counts the idle time of the window, which starts the demand over.
-    else this.#drainWhenIdle();
-  }
-
-  /** Empties the pool once no sandbox machine has been made or swapped in for a while. */
-  #drainWhenIdle(): void {
-    clearTimeout(this.#poolIdle);
-    this.#poolIdle = setTimeout(() => void this.#drain(), this.#poolIdleMs);
-    this.#poolIdle.unref();
-  }
-
   async #drain(): Promise<void> {
-    this.#demand = 0;
     await Promise.all(this.#ready.splice(0).map((sandbox) => sandbox.kill().catch(() => {})));
   }
 
@@ -271,21 +243,11 @@ export class SandboxRuntime {
 
   async close(): Promise<void> {
     this.#closed = true;
-    clearTimeout(this.#poolIdle);
-    clearTimeout(this.#refillSoon);
+    this.#demand.close();
     await this.#drain();
   }
 
-  #refillLater(): void {
-    this.#drainWhenIdle();
-    this.#refillSoon ??= setTimeout(() => {
-      this.#refillSoon = undefined;
-      this.#refill();
-    }, REFILL_DELAY_MS);
-  }
-
   #refill(): void {
-    this.#drainWhenIdle();
     while (!this.#closed && this.#ready.length < this.#poolSize) {
       const sandbox = this.#spawn({ network: false });
       this.#ready.push(sandbox);

@@ -189,7 +189,7 @@ const READ_BYTES = 1 << 20;
 const BLOCK = 16 << 10;
 const LINE = 512;
 const PIECE_WORDS = 8;
-const ZEROS = Buffer.alloc(READ_BYTES);
+const ZEROS = Buffer.alloc(BLOCK);
 /** Room kept from one snapshot to the next; more (a machine that differs from its base in many MiB) is let go. */
 const KEPT_BYTES = 1 << 20;
 
