@@ -36,6 +36,16 @@ export interface LocalServerOptions extends MachineManagerOptions {
 const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
 
 /**
+ * HTTP keep-alive: the idle time the server announces, and the longer time it really keeps an
+ * idle connection. A client reuses a connection until just before the announced time. A server
+ * whose event loop comes late (busy, or short of CPU while forty machines start) runs its
+ * timeouts before it reads the requests waiting (nodejs/node#43456): it would close a connection
+ * a request is already on, which the client sees as `fetch failed`. The margin covers the lateness.
+ */
+const KEEP_ALIVE_ANNOUNCED_SECONDS = 5;
+const KEEP_ALIVE_HELD_MS = 65_000;
+
+/**
  * The local server: one process that owns a data dir and its machines, and speaks the ForeverVM
  * protocol (plus Perennial's extensions) over HTTP and WebSocket on the loopback interface.
  */
@@ -85,6 +95,7 @@ export class LocalServer {
       // Long polls for results may wait as long as instructions run.
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
+      http.keepAliveTimeout = KEEP_ALIVE_HELD_MS;
       const server = new LocalServer(manager, token, http, access, options.heartbeatMs);
       const host = options.host ?? DEFAULT_HOST;
       await new Promise<void>((resolve, reject) => {
@@ -148,6 +159,8 @@ export class LocalServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.#track(res);
+    // Set by hand, Node announces this rather than the time it holds the connection.
+    if (res.shouldKeepAlive) res.setHeader('Keep-Alive', `timeout=${KEEP_ALIVE_ANNOUNCED_SECONDS}`);
     try {
       if (req.method === 'GET' && req.url === '/health') {
         // Unauthenticated and content-free: enough for a client to know the server is up.

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { createServer, request } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
@@ -23,6 +25,30 @@ function raw(
     });
     req.on('error', reject);
     req.end(options.body);
+  });
+}
+
+/** One request on an open connection, and its response's head and body, or the connection's end before them. */
+function exchange(socket: Socket, request: string): Promise<{ head: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      const end = text.indexOf('\r\n\r\n');
+      const length = Number(/^content-length: *(\d+)/im.exec(text)?.[1] ?? -1);
+      if (end < 0 || length < 0 || text.length < end + 4 + length) return;
+      done();
+      resolve({ head: text.slice(0, end), body: text.slice(end + 4, end + 4 + length) });
+    };
+    const onEnd = () => {
+      done();
+      reject(new Error('the server closed the connection before it answered'));
+    };
+    const done = () => {
+      socket.off('data', onData).off('close', onEnd).off('error', onEnd);
+    };
+    socket.on('data', onData).on('close', onEnd).on('error', onEnd);
+    socket.write(request);
   });
 }
 
@@ -64,6 +90,25 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     assert.equal((await stat(path)).mode & 0o777, 0o600);
     assert.equal((await stat(join(dataDir, 'server-token'))).mode & 0o777, 0o600);
     assert.deepEqual(await (await fetch(server.url + '/health')).json(), { ok: true });
+  });
+
+  it('answers a request that reaches a kept-alive connection after the idle time it announced, as a late server reads it', async () => {
+    // A busy or CPU-starved server reads a request that came in time only after its keep-alive
+    // time (40 agents starting machines at once: `fetch failed`). The client here is late
+    // instead; to the connection it is the same.
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    try {
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const health = `GET /health HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`;
+      const first = await exchange(socket, health);
+      const announced = Number(/^keep-alive: *timeout=(\d+)/im.exec(first.head)?.[1]);
+      assert.ok(announced > 0, first.head);
+      await sleep(announced * 1000 + 1000);
+      assert.deepEqual(JSON.parse((await exchange(socket, health)).body), { ok: true });
+    } finally {
+      socket.destroy();
+    }
   });
 
   it('refuses requests without the token (401), to a foreign Host or from a foreign Origin (403)', async () => {
