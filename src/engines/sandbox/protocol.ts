@@ -76,10 +76,11 @@ export interface MachineConfig {
 }
 
 export type HostMessage =
-  /** Boot a machine: fresh with `kernel`, or from an image (with `kernel` when the image's is to be upgraded to it). */
-  | { type: 'load'; id: number; config: MachineConfig; image?: LoadImage; kernel?: KernelFiles }
-  /** Limits of the machine now loaded (a pooled machine was booted with defaults). */
-  | { type: 'configure'; id: number; memoryMb: number; outputLimit: number; importNames: ImportNames }
+  /**
+   * Boot a machine: fresh with `kernel`, or from an image (with `kernel` when the image's is to be
+   * upgraded to it). With `importNames`, its kernel is then given its limits and those names.
+   */
+  | { type: 'load'; id: number; config: MachineConfig; image?: LoadImage; kernel?: KernelFiles; importNames?: ImportNames }
   | { type: 'call'; id: number; op: string; args: Record<string, unknown> }
   | { type: 'snapshot'; id: number }
   | { type: 'loadPackages'; id: number; paths: string[] }

@@ -117,21 +117,19 @@ export class SandboxProcess {
 
   /**
    * Boots the process's one machine: fresh with `kernel`, or from an image, whose kernel is
-   * upgraded to `kernel` when that is given too.
+   * upgraded to `kernel` when that is given too. With `importNames`, the kernel is configured as
+   * part of the load: `config`'s limits, and the names it may auto-install.
    */
-  async load(config: MachineConfig, source: { image: LoadImage; kernel?: KernelFiles } | { kernel: KernelFiles }): Promise<void> {
+  async load(
+    config: MachineConfig,
+    source: ({ image: LoadImage; kernel?: KernelFiles } | { kernel: KernelFiles }) & { importNames?: ImportNames },
+  ): Promise<void> {
     await this.#waiting;
     const clock = new PhaseClock();
     const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
     if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);
     clock.lap('sandbox: messages crossing', reply.timings);
     this.#notices = Array.isArray(reply.notices) ? reply.notices.map(String) : [];
-  }
-
-  async configure(memoryMb: number, outputLimit: number, importNames: ImportNames): Promise<void> {
-    const clock = new PhaseClock();
-    this.#result(await this.#request({ type: 'configure', memoryMb, outputLimit, importNames }));
-    clock.lap('sandbox: configured');
   }
 
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {

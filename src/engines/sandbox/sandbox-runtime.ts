@@ -149,8 +149,7 @@ export class SandboxRuntime {
     const pooled = isDefaultPlacement(placement);
     const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
     try {
-      await sandbox.load(config, source);
-      await sandbox.configure(config.memoryMb, config.outputLimit, await this.#importNames());
+      await sandbox.load(config, { ...source, importNames: await this.#importNames() });
       return sandbox;
     } catch (error) {
       await sandbox.kill();

@@ -8,7 +8,7 @@ import './harden.ts';
 import { collectGarbage } from '../../../platform/garbage-collection.ts';
 import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { heapOffset, makeMemoryPatch } from '../memory-patch.ts';
-import type { ChildMessage, ExportedFiles, HostMessage, MachineConfig } from '../protocol.ts';
+import type { ChildMessage, ExportedFiles, HostMessage, ImportNames, MachineConfig } from '../protocol.ts';
 import { blankDeadMemory, deadRanges, memoryInUse, memoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
@@ -50,12 +50,16 @@ let memoryLimit = Infinity;
 
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const clock = new PhaseClock();
-  const { config, image, kernel } = message;
+  const { config, image, kernel, importNames } = message;
   const { instance: py, notices } = await (await loader).load({ image, kernel, outputLimit: config.outputLimit, clock });
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;
   machine = { py, call: connect(py, config) };
   clock.lap('sandbox: streams connected');
+  if (importNames) {
+    await configure(config, importNames);
+    clock.lap('sandbox: configured');
+  }
   // Pyodide keeps the snapshot it booted from alive, and the load message holds the image: tens
   // of MiB. Collect them once the machine has settled, rather than carry them in it: a full
   // collection takes ~40 ms, which right away would delay the swap-in's first result.
@@ -83,9 +87,9 @@ function connect(instance: Pyodide, config: MachineConfig): DriverCall {
     instance.mountNodeFS('/workspace', config.workspace.hostPath);
     cwd = '/workspace';
   }
-  // Expressions, not imports: an import would bind its name in the user's namespace.
-  instance.runPython(`__import__("os").chdir(${JSON.stringify(cwd)})`);
-  return instance.runPython('__import__("perennial_kernel")._DRIVER.call') as DriverCall;
+  // Expressions, not imports: an import would bind its name in the user's namespace. One run
+  // (chdir gives None): each costs Pyodide a compile.
+  return instance.runPython(`__import__("os").chdir(${JSON.stringify(cwd)}) or __import__("perennial_kernel")._DRIVER.call`) as DriverCall;
 }
 
 type Reply = { ok: true; result: unknown } | { ok: false; error: string };
@@ -114,16 +118,17 @@ async function command(op: string, args: Record<string, unknown>): Promise<Reply
 }
 
 /**
- * A machine's limits and the names it may auto-install. The kernel keeps the names across swaps,
- * so they cross into Python only when its set is not this one: parsing them at every restore
- * would leave a few hundred new strings on the heap, and in the next snapshot, at every swap.
+ * Gives the kernel its machine's output limit and the names it may auto-install. The kernel keeps
+ * the names across swaps, so they cross into Python only when its set is not this one: parsing
+ * them at every restore would leave a few hundred new strings on the heap, and in the next
+ * snapshot, at every swap.
  */
-async function configure(id: number, message: Extract<HostMessage, { type: 'configure' }>): Promise<void> {
-  memoryLimit = message.memoryMb * 1024 * 1024;
-  const args = { outputLimit: message.outputLimit, importNamesId: message.importNames.id };
-  const reply = await command('configure', args);
-  const missing = reply.ok && !(reply.result as { importNamesKnown: boolean }).importNamesKnown;
-  post({ type: 'reply', id, ...(missing ? await command('configure', { ...args, importNames: message.importNames.names }) : reply) });
+async function configure(config: MachineConfig, importNames: ImportNames): Promise<void> {
+  const args = { outputLimit: config.outputLimit, importNamesId: importNames.id };
+  let reply = await command('configure', args);
+  if (reply.ok && !(reply.result as { importNamesKnown: boolean }).importNamesKnown)
+    reply = await command('configure', { ...args, importNames: importNames.names });
+  if (!reply.ok) throw new Error(`the kernel could not be configured: ${reply.error}`);
 }
 
 /** Python holds a JavaScript object that only lives in this process: say which one. */
@@ -232,7 +237,6 @@ process.on('message', (message: HostMessage) => {
         post({ type: 'prefetched' });
       } else if (!machine) throw new Error('no machine is loaded');
       else if (message.type === 'call') await runCommand(id, message.op, message.args);
-      else if (message.type === 'configure') await configure(id, message);
       else if (message.type === 'snapshot') await snapshot(id);
       else if (message.type === 'exportFiles') {
         const result: ExportedFiles = { archive: archiveFiles(machine.py.FS, [HOME, '/tmp']), packages: Object.keys(machine.py.loadedPackages) };
