@@ -42,26 +42,41 @@ def summary(outputs):
                 value = data.get("text/plain")
             elif "image/png" not in data and "text/plain" in data:
                 displayed.append(data["text/plain"])
-    return {"stdout": streams["stdout"], "stderr": streams["stderr"], "value": value, "error": error,
-            "figures": figures, "html": html, "displayed": displayed}
+    return {
+        "stdout": streams["stdout"],
+        "stderr": streams["stderr"],
+        "value": value,
+        "error": error,
+        "figures": figures,
+        "html": html,
+        "displayed": displayed,
+    }
 
 
 def run(path, out_dir):
     nb = nbformat.read(path, as_version=4)
     work = os.path.join(out_dir, "work-" + os.path.basename(path))
     os.makedirs(work, exist_ok=True)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": work}})
+    client = NotebookClient(
+        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": work}}
+    )
     started = time.monotonic()
     failure = None
     try:
         client.execute()
     except Exception as exc:  # a timeout or a dead kernel: the cells after it did not run
         failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
-    cells = [{"source": "".join(c.source), "ran": c.get("execution_count") is not None, **summary(c.get("outputs", []))}
-             for c in nb.cells if c.cell_type == "code"]
-    return {"notebook": os.path.basename(path), "seconds": round(time.monotonic() - started, 1),
-            "failure": failure, "cells": cells}
+    cells = [
+        {"source": "".join(c.source), "ran": c.get("execution_count") is not None, **summary(c.get("outputs", []))}
+        for c in nb.cells
+        if c.cell_type == "code"
+    ]
+    return {
+        "notebook": os.path.basename(path),
+        "seconds": round(time.monotonic() - started, 1),
+        "failure": failure,
+        "cells": cells,
+    }
 
 
 if __name__ == "__main__":

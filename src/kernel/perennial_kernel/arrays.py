@@ -108,7 +108,9 @@ def reduce_array(obj, namespace_ids, copies):
     owner, memory = _owner(obj, numpy)
     kept = memory is None or _mapped_file(owner, numpy) or isinstance(memory, _buffer_types())
     if not kept and id(memory) in namespace_ids:
-        copies.append(f"it comes back as a copy, no longer sharing memory with a {type(memory).__name__}, which a snapshot cannot keep")
+        copies.append(
+            f"it comes back as a copy, no longer sharing memory with a {type(memory).__name__}, which a snapshot cannot keep"
+        )
     if owner is not obj:
         return _view_of, (owner, _address(obj) - _address(owner), obj.shape, obj.strides, obj.dtype, _writeable(obj))
     if _mapped_file(obj, numpy):

@@ -33,9 +33,7 @@ class Channel:
         self.interrupt_pending = False
 
     def send(self, message):
-        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
-            "utf-8", "surrogatepass"
-        )
+        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
         main_thread = threading.current_thread() is threading.main_thread()
         with self._lock:
             if main_thread:
@@ -218,7 +216,7 @@ def main():
                 workdir = None
             handler = handlers[message["op"]]
             reply = {"ev": "reply", "id": current["id"], "ok": True, "result": handler(message)}
-        except BaseException as exc:  # noqa: BLE001 - the driver must outlive anything a command does
+        except BaseException as exc:  # the driver must outlive anything a command does
             reply = {"ev": "reply", "id": current.get("id"), "ok": False, "error": short_error(exc)}
         try:
             channel.send(reply)

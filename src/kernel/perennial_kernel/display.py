@@ -28,7 +28,9 @@ def has_rich_repr(value):
     """Whether IPython would show ``value`` as more than text (its images aside, which are the
     result's figures)."""
     kind = type(value)
-    return hasattr(kind, "_repr_mimebundle_") or any(hasattr(kind, name) for mime, name in _REPR_METHODS if mime not in _BINARY)
+    return hasattr(kind, "_repr_mimebundle_") or any(
+        hasattr(kind, name) for mime, name in _REPR_METHODS if mime not in _BINARY
+    )
 
 
 class Displays:
@@ -80,7 +82,7 @@ class Displays:
         entries = self.entries
         if self._dropped:
             note = f"[perennial: {self._dropped} more display output(s) dropped: a cell's displays are capped at {self._sink.limit} bytes, as its output is]"
-            entries = entries + [{"data": {"text/plain": note}, "metadata": {}, "output_chars": self._sink.written}]
+            entries = [*entries, {"data": {"text/plain": note}, "metadata": {}, "output_chars": self._sink.written}]
         self.reset()
         return entries
 
@@ -125,13 +127,31 @@ def install_display(kernel):
     """``display`` as a builtin: IPython's where the machine has IPython, else one that shows an
     object's own MIME bundle."""
 
-    def display(*objs, include=None, exclude=None, metadata=None, transient=None, display_id=None, raw=False, clear=False, **kwargs):
+    def display(
+        *objs,
+        include=None,
+        exclude=None,
+        metadata=None,
+        transient=None,
+        display_id=None,
+        raw=False,
+        clear=False,
+        **kwargs,
+    ):
         shell = kernel.ipython()
         if shell is not None:
             from IPython.display import display as ipython_display
 
             return ipython_display(
-                *objs, include=include, exclude=exclude, metadata=metadata, transient=transient, display_id=display_id, raw=raw, clear=clear, **kwargs
+                *objs,
+                include=include,
+                exclude=exclude,
+                metadata=metadata,
+                transient=transient,
+                display_id=display_id,
+                raw=raw,
+                clear=clear,
+                **kwargs,
             )
         if clear:
             kernel.displays.clear(wait=True)

@@ -33,7 +33,10 @@ def _builder(system_site_packages):
             """No activation scripts: nobody activates a machine's environment, its kernel runs in it."""
 
         def post_setup(self, context):
-            purelib = subprocess.check_output([context.env_exe, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], universal_newlines=True)
+            purelib = subprocess.check_output(
+                [context.env_exe, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                universal_newlines=True,
+            )
             with open(os.path.join(purelib.strip(), _PTH), "w", encoding="utf-8") as pth:
                 pth.write("".join(d + "\n" for d in _own_package_dirs()))
             self.python = context.env_exe

@@ -132,7 +132,9 @@ def _pip_magic(shell):
         words = line.split()
         if sys.platform == "emscripten":
             # The sandbox installs from its package index, through its host, before a cell runs.
-            print("Not run: a sandbox machine takes packages from its package index with %pip install NAME; pip's other commands are not available.")
+            print(
+                "Not run: a sandbox machine takes packages from its package index with %pip install NAME; pip's other commands are not available."
+            )
             return
         if words[:1] == ["install"] and sys.prefix == getattr(sys, "base_prefix", sys.prefix):
             print(
@@ -143,7 +145,9 @@ def _pip_magic(shell):
         shell.system(f"{shlex.quote(sys.executable)} -m pip {line}")
         importlib.invalidate_caches()
         if words[:1] in (["install"], ["uninstall"]):
-            print("Note: a package the machine had imported keeps its old version until the machine is swapped out and back in.")
+            print(
+                "Note: a package the machine had imported keeps its old version until the machine is swapped out and back in."
+            )
 
     return pip
 
@@ -193,9 +197,13 @@ def _shell_class():
             if gui not in (None, "inline"):
                 from IPython.core.error import UsageError
 
-                raise UsageError(f"a Perennial machine has no window for {gui} to open: its figures come back as images (%matplotlib inline)")
+                raise UsageError(
+                    f"a Perennial machine has no window for {gui} to open: its figures come back as images (%matplotlib inline)"
+                )
 
-        def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None, exception_only=False, running_compiled_code=False):
+        def showtraceback(
+            self, exc_tuple=None, filename=None, tb_offset=None, exception_only=False, running_compiled_code=False
+        ):
             # A magic that catches the cell's error (``%time 1/0``) reports it as the kernel
             # reports any: the user's frames only, on stderr.
             exc = (exc_tuple or sys.exc_info())[1]
@@ -240,4 +248,3 @@ def usage_error(exc):
     if errors is not None and isinstance(exc, errors.UsageError):
         return f"UsageError: {exc}"
     return None
-

@@ -17,8 +17,8 @@ from . import ipython_shell, process_state, snapshot_file
 from .display import Displays, has_rich_repr, install_display, mime_bundle
 from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
 from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, short_error, stream_writer
-from .questions import install_questions
 from .pickling import save_order
+from .questions import install_questions
 from .reducers import forget_parsed_cells, restoring
 
 MAX_KEPT_CELLS = 2000
@@ -49,7 +49,17 @@ class Kernel:
     and the stream objects that code may still hold. A later kernel reads the same attributes of
     this one, so their names stay."""
 
-    def __init__(self, send_output, output_limit=DEFAULT_OUTPUT_LIMIT, fds=(None, None), adopt=None, ask=None, unable=None, on_start=None, show=None):
+    def __init__(
+        self,
+        send_output,
+        output_limit=DEFAULT_OUTPUT_LIMIT,
+        fds=(None, None),
+        adopt=None,
+        ask=None,
+        unable=None,
+        on_start=None,
+        show=None,
+    ):
         if adopt is None:
             self.module = types.ModuleType("__main__")
             self.module.__dict__["__builtins__"] = builtins
@@ -125,7 +135,7 @@ class Kernel:
             sent, thrown = None, None
             try:
                 sent = await settle(awaitable)
-            except BaseException as exc:  # noqa: BLE001 - handed back to the cell
+            except BaseException as exc:  # handed back to the cell
                 thrown = exc
 
     async def _run_until_complete(self, awaitable):
@@ -145,7 +155,9 @@ class Kernel:
         result = {}
         started = time.perf_counter()
         self.running = True
-        shell = self.shell or (self.ipython() if ipython_shell.available() and ipython_shell.needs_ipython(code, self.ns) else None)
+        shell = self.shell or (
+            self.ipython() if ipython_shell.available() and ipython_shell.needs_ipython(code, self.ns) else None
+        )
         if shell is not None:
             shell.events.trigger("pre_execute")
         try:
@@ -162,7 +174,7 @@ class Kernel:
                 if png:
                     self.images.append(png)
                 self._display_value(value, result["value"], png)
-        except BaseException as exc:  # noqa: BLE001 - a cell may raise anything, even SystemExit
+        except BaseException as exc:  # a cell may raise anything, even SystemExit
             self.running = False
             result = {"error": _format_exception(exc)}
         finally:
@@ -385,7 +397,9 @@ def _drop_kernel_frames(report, seen):
         return
     seen.add(id(report))
     kept = [
-        frame for frame in report.stack if os.path.dirname(frame.filename) != _KERNEL_DIR and not ipython_shell.library_frame(frame.filename)
+        frame
+        for frame in report.stack
+        if os.path.dirname(frame.filename) != _KERNEL_DIR and not ipython_shell.library_frame(frame.filename)
     ]
     report.stack = traceback.StackSummary.from_list(kept)
     _drop_kernel_frames(report.__cause__, seen)
@@ -398,7 +412,7 @@ def _ends_with_semicolon(code, node):
     if node.end_lineno is None or node.end_lineno > len(lines):
         return False
     rest = lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset :].decode("utf-8", "ignore")
-    rest = "".join([rest] + lines[node.end_lineno :])
+    rest = "".join([rest, *lines[node.end_lineno :]])
     for char in rest:
         if char.isspace():
             continue
@@ -419,4 +433,4 @@ def _rebase(old, new):
     if not old or old == new:
         return lambda path: path
     prefix = old.rstrip(os.sep) + os.sep
-    return lambda path: new + path[len(old):] if path == old or path.startswith(prefix) else path
+    return lambda path: new + path[len(old) :] if path == old or path.startswith(prefix) else path

@@ -62,10 +62,16 @@ def reduce_process_bound(obj):
     if isinstance(obj, threading.Thread) and obj.is_alive():
         raise _Unsaveable("a running thread stops at a swap")
     if isinstance(obj, _SUSPENDED_TYPES):
-        raise _Unsaveable(f"a paused {type(obj).__name__} cannot be pickled (only a sandbox machine's memory snapshot keeps one)")
+        raise _Unsaveable(
+            f"a paused {type(obj).__name__} cannot be pickled (only a sandbox machine's memory snapshot keeps one)"
+        )
     if isinstance(obj, StreamWriter):
         return getattr, (sys, stream_name(obj))
-    if isinstance(obj, (io.FileIO, io.BufferedIOBase, io.TextIOWrapper)) and not isinstance(obj, _NOT_DESCRIPTORS) and obj.closed:
+    if (
+        isinstance(obj, (io.FileIO, io.BufferedIOBase, io.TextIOWrapper))
+        and not isinstance(obj, _NOT_DESCRIPTORS)
+        and obj.closed
+    ):
         return _make_closed_file, (obj.name, obj.mode, isinstance(obj, io.FileIO))
     reason = descriptor_bound(obj)
     if reason:

@@ -24,7 +24,18 @@ from .output import short_error
 _STARTING_ENVIRON = dict(os.environ)
 
 # Line magics whose effect lives in the process; replayed in order after a swap.
-STATEFUL_MAGICS = ("matplotlib", "precision", "load_ext", "config", "xmode", "autoreload", "aimport", "automagic", "autocall", "colors")
+STATEFUL_MAGICS = (
+    "matplotlib",
+    "precision",
+    "load_ext",
+    "config",
+    "xmode",
+    "autoreload",
+    "aimport",
+    "automagic",
+    "autocall",
+    "colors",
+)
 # Of these, the ones that add up (each line counts), rather than set one thing.
 _CUMULATIVE_MAGICS = ("load_ext", "config", "aimport")
 

@@ -68,7 +68,7 @@ class EmscriptenDriver:
             return self._run(args)
         try:
             return json.dumps({"ok": True, "result": self.handlers[op](args)})
-        except BaseException as exc:  # noqa: BLE001 - report everything to the host
+        except BaseException as exc:  # report everything to the host
             return json.dumps({"ok": False, "error": short_error(exc)})
 
     def _missing_imports(self, code):
@@ -86,7 +86,9 @@ class EmscriptenDriver:
             return []  # the kernel reports the syntax error
         import importlib.util
 
-        return [n for n in names if n in self.installable and n not in sys.modules and importlib.util.find_spec(n) is None]
+        return [
+            n for n in names if n in self.installable and n not in sys.modules and importlib.util.find_spec(n) is None
+        ]
 
     async def _run(self, args):
         wanted, code = pip_installs(args["code"])
@@ -101,7 +103,7 @@ class EmscriptenDriver:
         try:
             result = await self.kernel.run_async(code, args.get("cell", 0))
             return json.dumps({"ok": True, "result": result})
-        except BaseException as exc:  # noqa: BLE001 - report everything to the host
+        except BaseException as exc:  # report everything to the host
             return json.dumps({"ok": False, "error": short_error(exc)})
 
     def prepare_snapshot(self):
@@ -240,7 +242,11 @@ def pip_installs(code):
             lines.append(line)
             continue
         found = True
-        names += [re.split(r"[\[<>=!~;\s]", word, 1)[0] for word in match.group(1).split() if not word.startswith("-")]
+        names += [
+            re.split(r"[\[<>=!~;\s]", word, maxsplit=1)[0]
+            for word in match.group(1).split()
+            if not word.startswith("-")
+        ]
         lines.append(line[: len(line) - len(line.lstrip())] + "pass")
     return (names, "\n".join(lines)) if found else (None, code)
 
@@ -271,7 +277,10 @@ def _publish(driver):
 def _no_processes(command):
     """``os.system`` in the sandbox, which runs no processes: Emscripten's answers 127 << 8
     without a word. Raised as ``subprocess`` raises it."""
-    raise OSError(errno.ENOSYS, f"The sandbox runs no processes, so os.system({command!r}) cannot run; a python-engine machine can")
+    raise OSError(
+        errno.ENOSYS,
+        f"The sandbox runs no processes, so os.system({command!r}) cannot run; a python-engine machine can",
+    )
 
 
 def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
@@ -296,7 +305,9 @@ def adopt_emscripten(earlier):
     package ``earlier``) an earlier build made: this kernel takes over that one's state in the
     same interpreter, so the machine answers today's commands with everything it held."""
     driver = earlier._DRIVER
-    kernel = Kernel(EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, ask=_ask, show=_show)
+    kernel = Kernel(
+        EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, ask=_ask, show=_show
+    )
     # Builds before 0.2.0 bound the kernel module in the user's namespace.
     if kernel.ns.get("perennial_kernel") is earlier:
         del kernel.ns["perennial_kernel"]

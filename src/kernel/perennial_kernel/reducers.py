@@ -189,7 +189,11 @@ def _compile_function(segment, lineno, filename, freevars):
     module = ast.Module(body=[scope], type_ignores=[])
     ast.fix_missing_locations(module)
     # By name: since Python 3.14 an annotated function has an `__annotate__` code object beside it.
-    outer = next(c for c in compile(module, filename, "exec").co_consts if isinstance(c, types.CodeType) and c.co_name == "__perennial_scope__")
+    outer = next(
+        c
+        for c in compile(module, filename, "exec").co_consts
+        if isinstance(c, types.CodeType) and c.co_name == "__perennial_scope__"
+    )
     return next(c for c in outer.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
 
 
@@ -245,9 +249,23 @@ def _set_class_state(cls, attrs):
 
 # What EnumType builds from the members; the rest of an enum's class dict is set like any class's.
 _ENUM_INTERNALS = frozenset(
-    {"__new__", "_member_names_", "_member_map_", "_member_type_", "_value2member_map_", "_unhashable_values_",
-     "_new_member_", "_use_args_", "_value_repr_", "_boundary_", "_flag_mask_", "_singles_mask_", "_all_bits_",
-     "_inverted_", "__new_member__"}
+    {
+        "__new__",
+        "_member_names_",
+        "_member_map_",
+        "_member_type_",
+        "_value2member_map_",
+        "_unhashable_values_",
+        "_new_member_",
+        "_use_args_",
+        "_value_repr_",
+        "_boundary_",
+        "_flag_mask_",
+        "_singles_mask_",
+        "_all_bits_",
+        "_inverted_",
+        "__new_member__",
+    }
 )
 
 
@@ -255,7 +273,9 @@ def _reduce_enum(cls):
     """An enum class is rebuilt with its members' values (aliases included), then its methods and
     the members' own attributes are set, as set on any class once it exists."""
     members = {name: member._value_ for name, member in cls.__members__.items()}
-    attrs = {k: v for k, v in cls.__dict__.items() if k not in _CLASS_SKIP and k not in _ENUM_INTERNALS and k not in members}
+    attrs = {
+        k: v for k, v in cls.__dict__.items() if k not in _CLASS_SKIP and k not in _ENUM_INTERNALS and k not in members
+    }
     member_attrs = {
         name: {k: v for k, v in vars(member).items() if not (k.startswith("_") and k.endswith("_"))}
         for name, member in cls.__members__.items()
@@ -286,11 +306,20 @@ def _reduce_namedtuple(cls):
     loaded: what that generates differs between Python versions. The class's own methods and
     attributes are then set as on any class."""
     generated = collections.namedtuple(cls.__name__, cls._fields)
-    attrs = {k: v for k, v in cls.__dict__.items() if k not in _CLASS_SKIP and (k not in vars(generated) or k == "__doc__")}
+    attrs = {
+        k: v for k, v in cls.__dict__.items() if k not in _CLASS_SKIP and (k not in vars(generated) or k == "__doc__")
+    }
     if attrs.get("__doc__") == generated.__doc__:
         del attrs["__doc__"]
     defaults = tuple(cls._field_defaults[f] for f in cls._fields if f in cls._field_defaults)
-    return _make_namedtuple, (cls.__name__, cls._fields, defaults, cls.__qualname__), attrs, None, None, _set_class_state
+    return (
+        _make_namedtuple,
+        (cls.__name__, cls._fields, defaults, cls.__qualname__),
+        attrs,
+        None,
+        None,
+        _set_class_state,
+    )
 
 
 def _make_namedtuple(name, fields, defaults, qualname):

@@ -74,7 +74,9 @@ def read(path, transfer=False):
         newer = re.match(rb"PERENNIAL-PY-SNAPSHOT-(\d+)\n", blob[:64])
         _close(blob)
         if newer and int(newer.group(1)) > 1:
-            raise NewerSnapshotError(f"the snapshot was written by a newer Perennial in format {int(newer.group(1))}, and this one reads format 1")
+            raise NewerSnapshotError(
+                f"the snapshot was written by a newer Perennial in format {int(newer.group(1))}, and this one reads format 1"
+            )
         raise ValueError("not a Perennial python snapshot (bad magic)")
     end = len(blob) - magic
     footer_len = int.from_bytes(blob[end - 8 : end], "little")
@@ -96,7 +98,9 @@ class _MapReader(io.RawIOBase):
         return True
 
     def seek(self, pos, whence=io.SEEK_SET):
-        self._pos = pos if whence == io.SEEK_SET else (self._pos + pos if whence == io.SEEK_CUR else len(self._map) + pos)
+        self._pos = (
+            pos if whence == io.SEEK_SET else (self._pos + pos if whence == io.SEEK_CUR else len(self._map) + pos)
+        )
         return self._pos
 
     def tell(self):
@@ -164,7 +168,11 @@ def _write_segments(f, items):
     for name, error in list(failed.items()):
         if not isinstance(error, _Unsaveable) and _write_with_fallback(f, name, values[name], segments):
             del failed[name]
-    return segments, {name: str(e) if isinstance(e, _Unsaveable) else short_error(e) for name, e in failed.items()}, copied
+    return (
+        segments,
+        {name: str(e) if isinstance(e, _Unsaveable) else short_error(e) for name, e in failed.items()},
+        copied,
+    )
 
 
 def _write_with_fallback(f, name, value, segments):
@@ -221,7 +229,6 @@ def _load_alone(data, name, label, place, lost, within):
     place(name, value)
 
 
-
 class _LostEntry:
     """Marks a memo index that a failed segment would have filled."""
 
@@ -261,9 +268,27 @@ def _load_segments_mended(blob, segments, lost, place, within):
 
 
 # Opcodes that push a value given in the pickle itself.
-_STATED = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING",
-           "SHORT_BINBYTES", "BINBYTES", "BINBYTES8", "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4",
-           "FLOAT", "BINFLOAT"}
+_STATED = {
+    "SHORT_BINUNICODE",
+    "BINUNICODE",
+    "BINUNICODE8",
+    "UNICODE",
+    "SHORT_BINSTRING",
+    "BINSTRING",
+    "STRING",
+    "SHORT_BINBYTES",
+    "BINBYTES",
+    "BINBYTES8",
+    "INT",
+    "BININT",
+    "BININT1",
+    "BININT2",
+    "LONG",
+    "LONG1",
+    "LONG4",
+    "FLOAT",
+    "BINFLOAT",
+}
 _CONSTANTS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
 _MARK = object()
 
@@ -314,7 +339,7 @@ def _stated_memo(data, memo, first, unknown):
             pops = before.index(pickletools.markobject)
         else:
             pops = len(before)
-        del stack[len(stack) - min(pops, len(stack)):]
+        del stack[len(stack) - min(pops, len(stack)) :]
         stack.extend(unknown for _ in op.stack_after)
     return made
 

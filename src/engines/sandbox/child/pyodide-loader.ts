@@ -340,9 +340,7 @@ async function warmUp(start: StartPyodide, base: Uint8Array, superseded: () => b
 async function bootCold(start: StartPyodide, kernel: KernelFiles, outputLimit: number): Promise<Pyodide> {
   const instance = await start();
   writeKernel(instance, kernel);
-  instance.runPython(
-    `import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport perennial_kernel.pyodide_driver\nsys.path.remove(${JSON.stringify(KERNEL_DIR)})\nperennial_kernel.pyodide_driver.start_emscripten(${outputLimit})`,
-  );
+  runLoader(instance, 'start', outputLimit);
   return instance;
 }
 
@@ -364,30 +362,20 @@ function writeKernel(instance: Pyodide, kernel: KernelFiles): void {
 }
 
 /**
- * Imports today's kernel beside the one a machine of an earlier build carries in its memory, and
- * has it take that one's state over (`adopt_emscripten`). It runs in a scope of its own: a
- * restored machine's `__main__` is the user's namespace.
+ * Calls `action` of the kernel's loader.py with the kernel's folder and `args`. The loader runs
+ * from its file, in a scope of its own: before the kernel is imported, beside an earlier build's,
+ * and never in a restored machine's `__main__`, which is the user's namespace.
  */
-const UPGRADE_KERNEL = `import importlib, sys
-old = {name: sys.modules.pop(name) for name in list(sys.modules) if name == "perennial_kernel" or name.startswith("perennial_kernel.")}
-importlib.invalidate_caches()
-sys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})
-try:
-    import perennial_kernel.pyodide_driver
-    perennial_kernel.pyodide_driver.adopt_emscripten(old["perennial_kernel"])
-except BaseException:
-    for name in [name for name in sys.modules if name == "perennial_kernel" or name.startswith("perennial_kernel.")]:
-        del sys.modules[name]
-    sys.modules.update(old)
-    raise
-finally:
-    sys.path.remove(${JSON.stringify(KERNEL_DIR)})`;
+function runLoader(instance: Pyodide, action: 'start' | 'upgrade', ...args: number[]): void {
+  const loader = JSON.stringify(`${KERNEL_DIR}/perennial_kernel/loader.py`);
+  instance.runPython(`__import__("runpy").run_path(${loader})["${action}"](${[JSON.stringify(KERNEL_DIR), ...args].join(', ')})`);
+}
 
 /** Upgrades a restored machine's kernel; when that fails it runs on with its own, and the answer says so. */
 function upgradeKernel(instance: Pyodide, kernel: KernelFiles): string[] {
   try {
     writeKernel(instance, kernel);
-    instance.runPython(`exec(${JSON.stringify(UPGRADE_KERNEL)}, {})`);
+    runLoader(instance, 'upgrade');
     return [];
   } catch (error) {
     const reason = (error instanceof Error ? error.message : String(error)).trim().split('\n').at(-1);
