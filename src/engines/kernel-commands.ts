@@ -11,8 +11,8 @@ import type {
 } from '../shared/types.ts';
 
 /**
- * The kernel's commands that every engine passes straight through (`_command_handlers` in
- * perennial_kernel.py), each with its arguments and its answer. A new command is added in the
+ * The kernel's commands that every engine passes straight through (`command_handlers` in
+ * perennial_kernel/commands.py), each with its arguments and its answer. A new command is added in the
  * kernel, here, and where it is used; the engines and the machine manager carry it as it is.
  */
 export interface KernelCommands {

@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { CodedError } from '../platform/coded-error.ts';
 import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { isAbsolute } from 'node:path';
@@ -42,6 +41,7 @@ import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
 import { defaultReserveBytes, systemFreeBytes, WarmPolicy, type WarmLimits } from './warm-policy.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
+import { InstructionNotFoundError, MachineNameTakenError } from './machine-errors.ts';
 
 export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
@@ -85,23 +85,7 @@ export interface ExecOptions extends SenderListeners {
 /** The events of `/v1/events`, with a finished instruction's whole result. */
 export type ManagerEvent = Exclude<MachineEvent, { type: 'instruction' }> | { type: 'instruction'; name: string; seq: number; result: ExecResult };
 
-/** No instruction with that seq on the machine. */
-export class InstructionNotFoundError extends InvalidRequestError {
-  static override readonly errorCode = 'InstructionNotFound';
-  constructor(machine: string, seq: number) {
-    super(`Machine ${machine} has no instruction ${seq}`);
-  }
-}
-
-/** A new machine was asked for by a name a machine already has. */
-export class MachineNameTakenError extends CodedError {
-  static override readonly errorCode = 'MachineNameTaken';
-  constructor(name: string) {
-    super(`A machine named ${name} already exists; choose another name, or leave it out for a new one`);
-  }
-}
-
-export { CheckpointNotFoundError, InvalidRequestError, MachineGoneError };
+export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError, MachineGoneError, MachineNameTakenError };
 
 /**
  * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them

@@ -88,7 +88,7 @@ export class StateSaver {
     this.cancel();
     if (!this.context.engine.dirty || !this.context.queue.isIdle) return;
     this.#timer = setTimeout(() => {
-      this.context.saveInTurn().catch((error: Error) => this.context.onError(`checkpoint failed: ${error.message}`));
+      this.context.saveInTurn().catch((error: Error) => this.context.onError(`saving the state failed: ${error.message}`));
     }, this.context.saveDelayMs);
     this.#timer.unref();
   }

@@ -6,7 +6,7 @@ import { ICONS } from './icons.ts';
 import { registerMachineView } from './machine-view.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
-import { registerTools } from './tools.ts';
+import { registerTools } from './tools/index.ts';
 
 /** What an agent is told about the tools, once, at initialization (or discovery). */
 export const INSTRUCTIONS = [

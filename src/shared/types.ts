@@ -138,6 +138,7 @@ export type MachineEvent =
   | { type: 'state'; name: string; state: MachineState }
   /** An instruction finished; its result is one request away. */
   | { type: 'instruction'; name: string; seq: number; error: boolean }
+  /** The machine's state was saved (`bytes`: its snapshot). Called `checkpoint` on the wire since 0.1: clients read that name. */
   | { type: 'checkpoint'; name: string; bytes: number }
   | { type: 'error'; name: string; message: string };
 

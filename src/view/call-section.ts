@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import type { RunOutput } from '../mcp/tools.ts';
+import type { RunOutput } from '../mcp/tools/index.ts';
 import type { OutputChunk } from '../shared/types.ts';
 import { h } from './dom.ts';
 

@@ -1,4 +1,4 @@
-import type { ReplDescription } from '../mcp/tools.ts';
+import type { ReplDescription } from '../mcp/tools/index.ts';
 import type { CheckpointInfo, VariableSummary } from '../shared/types.ts';
 import { ago, h } from './dom.ts';
 

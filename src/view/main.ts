@@ -1,6 +1,6 @@
 import type { McpUiHostCapabilities } from '@modelcontextprotocol/ext-apps';
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import type { FollowOutput, ReplDescription } from '../mcp/tools.ts';
+import type { FollowOutput, ReplDescription } from '../mcp/tools/index.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
 import { awaitingResult, callSection, runOutput, type Call } from './call-section.ts';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -440,16 +441,27 @@ describe('MCP server', { timeout: 480_000 }, () => {
         const replId = ((await call(client, 'create-python-repl', { engine: 'python' })).structuredContent as { replId: string }).replId;
         const progress: Array<{ progress: number; message?: string }> = [];
         // The SDK client drops a call after 3 s without progress, as clients do after a few minutes;
-        // the server breaks a silence after 2 s (10 s unless set).
-        const result = await client.callTool(
-          { name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import time\ntime.sleep(7)\n"slept"', timeoutSeconds: 60 } },
-          {
-            onprogress: (p) => progress.push(p),
-            timeout: 3_000,
-            resetTimeoutOnProgress: true,
-          },
-        );
-        assert.equal((result.structuredContent as { value: string }).value, "'slept'");
+        // the server breaks a silence after 2 s (10 s unless set). The cell waits, silent, until a
+        // heartbeat says it has run longer than the client waits: then the file it waits for appears.
+        const clientTimeoutMs = 3_000;
+        const folder = await mkdtemp(join(tmpdir(), 'perennial-silent-'));
+        const flag = join(folder, 'go');
+        const wait = `import os, time\nwhile not os.path.exists(${JSON.stringify(flag)}):\n    time.sleep(0.05)\n"waited"`;
+        const result = await client
+          .callTool(
+            { name: 'run-python-in-repl', arguments: { replId, pythonCode: wait, timeoutSeconds: 60 } },
+            {
+              onprogress: (p) => {
+                progress.push(p);
+                const seconds = Number(/\((\d+) s\)$/.exec(p.message ?? '')?.[1]);
+                if (seconds * 1000 > clientTimeoutMs) writeFileSync(flag, '');
+              },
+              timeout: clientTimeoutMs,
+              resetTimeoutOnProgress: true,
+            },
+          )
+          .finally(() => rm(folder, { recursive: true, force: true }));
+        assert.equal((result.structuredContent as { value: string }).value, "'waited'");
         const seconds = progress.map((p) => Number(/^Still running \((\d+) s\)$/.exec(p.message ?? '')?.[1]));
         assert.ok(progress.length >= 2 && seconds.every((n) => n >= HEARTBEAT_MS / 1000), `heartbeats with the elapsed time: ${JSON.stringify(progress)}`);
         assert.ok(

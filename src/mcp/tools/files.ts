@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { FileEncoding, FilePath, Packages } from '../../shared/requests.ts';
+import { utf8Text } from '../file-text.ts';
+import { json, replId, text, tool } from './tool.ts';
+
+export const listFiles = tool({
+  name: 'list-repl-files',
+  title: 'List REPL files',
+  description: 'Lists a folder inside a REPL (its working directory by default).',
+  inputSchema: z.object({ replId, path: FilePath.optional() }),
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  async handler({ replId: name, path }, { client }) {
+    return json(await client.listFiles(name, path ?? ''));
+  },
+});
+
+export const readFile = tool({
+  name: 'read-repl-file',
+  title: 'Read a REPL file',
+  description: 'Reads a file inside a REPL: text as text, anything else as base64.',
+  inputSchema: z.object({ replId, path: FilePath }),
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  async handler({ replId: name, path }, { client }) {
+    const file = await client.readFile(name, path);
+    const text = utf8Text(file.content);
+    return json({
+      path: file.path,
+      size: file.size,
+      ...(text === null ? { encoding: 'base64', content: file.content } : { encoding: 'utf8', content: text }),
+    });
+  },
+});
+
+export const writeFile = tool({
+  name: 'write-repl-file',
+  title: 'Write a REPL file',
+  description: 'Writes a file inside a REPL, making its folders.',
+  inputSchema: z.object({ replId, path: FilePath, content: z.string(), encoding: FileEncoding.optional() }),
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  async handler({ replId: name, path, content, encoding }, { client }) {
+    return json(await client.writeFile(name, path, content, encoding ?? 'utf8'));
+  },
+});
+
+export const installPackages = tool({
+  name: 'install-python-packages',
+  title: 'Install Python packages',
+  description:
+    "Installs packages into a REPL, and into nothing else: Pyodide packages for sandbox REPLs; pip packages for python REPLs, into the REPL's own environment (which sees the user's interpreter's packages, and changes none of them). A fork takes them along; a rollback leaves them.",
+  inputSchema: z.object({ replId, packages: Packages }),
+  // Open-world: pip fetches from the package index; it changes only the REPL.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  async handler({ replId: name, packages }, { client }) {
+    return text(`Installed: ${await client.installPackages(name, packages)}`);
+  },
+});
