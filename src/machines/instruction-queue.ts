@@ -22,7 +22,6 @@ export interface QueueEntry extends QueuedInstruction {
   listeners: Set<(chunk: OutputChunk) => void>;
   resolve(result: ExecResult): void;
   cancelled?: string;
-  stopReason?: 'timeout' | 'interrupt';
   /** Why its start is not in the history, when it is not. */
   unrecorded?: string;
   /** Whoever sent it: who answers its `input()` and sees its displays as they come, if they can. */
@@ -79,9 +78,32 @@ export class InstructionQueue {
     return instruction;
   }
 
-  /** Takes `instruction` off the queue, to run it (or to finish it, cancelled). */
-  take(instruction: QueueEntry): void {
+  /**
+   * Takes `instruction` off the queue to run it: the current one from here on, its swap-in
+   * included. One cancelled while it waited is finished instead, and answers false.
+   */
+  start(instruction: QueueEntry): boolean {
     this.pending.splice(this.pending.indexOf(instruction), 1);
+    if (instruction.cancelled) {
+      this.#finish(instruction, { error: `KeyboardInterrupt: ${instruction.cancelled}`, runtime_ms: 0 });
+      return false;
+    }
+    this.current = instruction;
+    instruction.status = 'running';
+    return true;
+  }
+
+  /** A chunk of the current instruction's output: kept with it, and sent to whoever follows it. */
+  output(instruction: QueueEntry, chunk: OutputChunk): void {
+    instruction.chunks.push(chunk);
+    for (const listener of instruction.listeners) listener(chunk);
+  }
+
+  /** Ends the current instruction with `outcome`. `ran`: its code ran, so the machine's state now holds its effects. */
+  end(instruction: QueueEntry, outcome: ExecResult, ran: boolean): void {
+    this.current = undefined;
+    if (ran) this.completedSeq = instruction.seq;
+    this.#finish(instruction, outcome);
   }
 
   /** Marks every queued instruction cancelled, with `reason` for its result; answers how many. */
@@ -134,7 +156,7 @@ export class InstructionQueue {
   }
 
   /** Records an instruction's outcome and hands it to whoever waits for it. */
-  finish(instruction: QueueEntry, outcome: ExecResult): void {
+  #finish(instruction: QueueEntry, outcome: ExecResult): void {
     const unrecorded = this.#record(() =>
       this.log.finished(instruction.seq, outcome, streamText(instruction.chunks, 'stdout'), streamText(instruction.chunks, 'stderr')),
     );

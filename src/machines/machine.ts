@@ -1,23 +1,12 @@
-import { EngineExitedError, type Engine, type EngineFactory, type KernelDisplay, type OutputListener } from '../engines/engine.ts';
-import type {
-  CheckpointInfo,
-  ExecResult,
-  HistoryEntry,
-  InputAnswerer,
-  MachineInfo,
-  MachineState,
-  OutputChunk,
-  SenderListeners,
-  UpgradeResult,
-} from '../shared/types.ts';
+import type { Engine, EngineFactory } from '../engines/engine.ts';
+import type { CheckpointInfo, ExecResult, HistoryEntry, MachineInfo, MachineState, OutputChunk, SenderListeners, UpgradeResult } from '../shared/types.ts';
 import { CheckpointStore, type CheckpointSource } from './checkpoint-store.ts';
-import { InstructionQueue, type QueuedInstruction, type QueueEntry } from './instruction-queue.ts';
+import { InstructionQueue, type QueuedInstruction } from './instruction-queue.ts';
+import { InstructionRun, type RunParts } from './instruction-run.ts';
 import { MachineCheckpoints, NotSavedError } from './machine-checkpoints.ts';
 import { MachineEngine, MachineGoneError } from './machine-engine.ts';
 import { MachineNotices } from './machine-notices.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
-import { OutputLines } from './output-lines.ts';
-import { isTimeoutError, timedOutText } from '../shared/result-format.ts';
 import { StateSaver } from './state-saver.ts';
 
 export { CheckpointNotFoundError, NotSavedError, UpgradeRefusedError } from './machine-checkpoints.ts';
@@ -45,7 +34,7 @@ export type MachineChange =
 /**
  * One machine: its instructions run one at a time against its engine, with timeouts, interrupts
  * and crashes, its state saved and swapped, its checkpoints. Its parts, each a module of its own:
- * the queue (`instruction-queue.ts`), the engine's life (`machine-engine.ts`), durability
+ * the queue (`instruction-queue.ts`), one instruction's run (`instruction-run.ts`), the engine's life (`machine-engine.ts`), durability
  * (`state-saver.ts`, `machine-notices.ts`) and checkpoints (`machine-checkpoints.ts`). Every
  * engine call goes through one serial queue, so instructions, introspection and saves never overlap.
  */
@@ -55,7 +44,9 @@ export class Machine {
   #swappedOut?: { at: string; reason: string };
   #ops: Promise<unknown> = Promise.resolve();
   #deleted = false;
-  #graceTimer?: NodeJS.Timeout;
+  /** The instruction being run, from its swap-in to its result. */
+  #running?: InstructionRun;
+  readonly #runParts: RunParts;
   readonly #queue: InstructionQueue;
   readonly #engine: MachineEngine;
   readonly #notices: MachineNotices;
@@ -97,6 +88,15 @@ export class Machine {
       onSaved: (bytes) => onChange(this, { type: 'saved', bytes }),
       onError,
     });
+    this.#runParts = {
+      queue: this.#queue,
+      engine: this.#engine,
+      notices: this.#notices,
+      saver: this.#saver,
+      interruptGraceMs: settings.interruptGraceMs,
+      setState,
+      isDeleted: () => this.#deleted,
+    };
     this.#checkpoints = new MachineCheckpoints({
       manifest,
       store,
@@ -162,7 +162,14 @@ export class Machine {
     this.#assertAlive();
     const instruction = this.#queue.add(code, timeoutSeconds, sender);
     this.#saver.cancel();
-    void this.#serial(() => this.#run(instruction));
+    void this.#serial(async () => {
+      this.#running = new InstructionRun(instruction, this.#runParts);
+      try {
+        await this.#running.perform();
+      } finally {
+        this.#running = undefined;
+      }
+    });
     return instruction;
   }
 
@@ -191,8 +198,8 @@ export class Machine {
   /** Cancels queued instructions and interrupts the running one (escalating to a hard stop). */
   interrupt(): { cancelled: number; interrupted: boolean } {
     const cancelled = this.#queue.cancelPending('it was cancelled by an interrupt before it started');
-    const running = this.#queue.current;
-    if (running && !running.stopReason) this.#stop(running, 'interrupt');
+    const running = this.#running;
+    if (running && !running.stopping) running.stop('interrupt');
     return { cancelled, interrupted: running !== undefined };
   }
 
@@ -323,105 +330,6 @@ export class Machine {
     const next = this.#ops.then(task);
     this.#ops = next.catch(() => {});
     return next;
-  }
-
-  async #run(instruction: QueueEntry): Promise<void> {
-    const queue = this.#queue;
-    queue.take(instruction);
-    if (instruction.cancelled) {
-      queue.finish(instruction, { error: `KeyboardInterrupt: ${instruction.cancelled}`, runtime_ms: 0 });
-      return;
-    }
-    // Current from here on, so that an interrupt during the swap-in reaches it.
-    queue.current = instruction;
-    instruction.status = 'running';
-    let engine: Engine;
-    try {
-      engine = await this.#engine.warm();
-    } catch (error) {
-      queue.current = undefined;
-      queue.finish(instruction, { error: `Could not start the machine: ${(error as Error).message}`, runtime_ms: 0 });
-      return;
-    }
-    if (instruction.stopReason) {
-      queue.current = undefined;
-      queue.finish(instruction, { error: 'KeyboardInterrupt: it was interrupted before it started', runtime_ms: 0 });
-      this.#setState('warm');
-      return;
-    }
-    this.#setState('busy');
-    const lines = new OutputLines((chunk) => {
-      instruction.chunks.push(chunk);
-      for (const listener of instruction.listeners) listener(chunk);
-    });
-    const onOutput: OutputListener = (stream, text) => lines.push(stream, text);
-    // A timeout of 0 is no limit.
-    const limited = instruction.timeoutSeconds > 0;
-    const timeout = () => this.#stop(instruction, 'timeout');
-    let timeLeft = instruction.timeoutSeconds * 1000;
-    let since = Date.now();
-    let timer = limited ? setTimeout(timeout, timeLeft) : undefined;
-    const { onInput: asker, onDisplay: shown } = instruction.sender;
-    // The time a person takes to answer is not the cell's: its timeout waits meanwhile.
-    const onInput: InputAnswerer | undefined =
-      asker &&
-      (async (request, signal) => {
-        clearTimeout(timer);
-        timeLeft -= Date.now() - since;
-        try {
-          return await asker(request, signal);
-        } finally {
-          since = Date.now();
-          if (!signal.aborted && limited) timer = setTimeout(timeout, timeLeft);
-        }
-      });
-    const started = performance.now();
-    let result: ExecResult;
-    try {
-      const onDisplay = shown && ((entry: KernelDisplay) => shown(lines.placeLive(entry)));
-      result = await engine.run(instruction.code, instruction.seq, { onOutput, onInput, onDisplay });
-      this.#engine.dirty = true;
-    } catch (error) {
-      result = { error: this.#describeFailure(instruction, error), runtime_ms: Math.round(performance.now() - started) };
-      if (error instanceof EngineExitedError) this.#engine.drop(engine);
-    } finally {
-      clearTimeout(timer);
-      clearTimeout(this.#graceTimer);
-      lines.end();
-    }
-    lines.placeDisplays(result.data);
-    if (instruction.stopReason === 'timeout' && !('error' in result && isTimeoutError(result.error))) {
-      const detail = 'error' in result ? `\n${result.error}` : '';
-      result = { error: `${timedOutText(instruction.timeoutSeconds)}: the instruction was interrupted.${detail}`, runtime_ms: result.runtime_ms };
-    }
-    queue.current = undefined;
-    queue.completedSeq = instruction.seq;
-    queue.finish(instruction, this.#notices.attach(result));
-    this.#setState(this.#engine.current ? 'warm' : 'swapped');
-    this.#saver.schedule();
-  }
-
-  /** Interrupts the running instruction, and hard-stops the engine if the code ignores it. */
-  #stop(instruction: QueueEntry, reason: 'timeout' | 'interrupt'): void {
-    instruction.stopReason ??= reason;
-    const engine = this.#engine.current;
-    if (!engine || this.#queue.current !== instruction) return;
-    engine.interrupt();
-    clearTimeout(this.#graceTimer);
-    this.#graceTimer = setTimeout(() => {
-      if (this.#queue.current === instruction) void engine.stop();
-    }, this.settings.interruptGraceMs);
-  }
-
-  #describeFailure(instruction: QueueEntry, error: unknown): string {
-    if (this.#deleted) return 'The machine was deleted while this instruction ran: it stopped, and nothing of the machine is kept.';
-    if (!(error instanceof EngineExitedError)) return `Perennial could not run the instruction: ${(error as Error).message}`;
-    const restore = this.#notices.restoreNotice();
-    if (error.exit.requested && instruction.stopReason) {
-      const what = instruction.stopReason === 'timeout' ? timedOutText(instruction.timeoutSeconds) : 'Interrupted';
-      return `${what}: the code did not stop within ${this.settings.interruptGraceMs / 1000} s of the interrupt, so its Python process was stopped. ${restore}`;
-    }
-    return `${error.message}. ${restore}`;
   }
 
   #setState(state: MachineState): void {

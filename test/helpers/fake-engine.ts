@@ -21,6 +21,10 @@ export interface Faults {
   snapshot?: string;
   /** Restores fail with this message while it is set. */
   restore?: string;
+  /** Starts fail with this message while it is set. */
+  start?: string;
+  /** Starts wait for this while it is set: a slow swap-in. */
+  startHeld?: Promise<void>;
 }
 
 const RUNTIME: MachineRuntime = { python: '3.fake' };
@@ -63,6 +67,8 @@ export class FakeEngine implements Engine {
   }
 
   async start(): Promise<void> {
+    await this.faults.startHeld;
+    if (this.faults.start) throw new Error(this.faults.start);
     this.runtime = RUNTIME;
   }
 

@@ -171,6 +171,30 @@ describe('the machine layer, over a fake engine', () => {
     await assert.rejects(value(name, 'x'), /NameError/, 'the cancelled instruction never ran');
   });
 
+  it('an instruction whose machine cannot start says why, and the next one starts it', async () => {
+    const name = await open();
+    faults.start = 'no interpreter here';
+    const { result } = await manager.run(name, 'x = 1');
+    assert.deepEqual(result, { error: 'Could not start the machine: no interpreter here', runtime_ms: 0 });
+    delete faults.start;
+    assert.equal(await value(name, 'x = 2\nx'), '2');
+    assert.equal(manager.get(name).nextSeq, 2, 'both are in the history');
+  });
+
+  it('an interrupt while the machine is swapped in ends the instruction before its code starts', async () => {
+    const name = await open();
+    let release!: () => void;
+    faults.startHeld = new Promise((resolve) => (release = resolve));
+    const { done } = manager.exec(name, 'x = 1');
+    await Promise.resolve();
+    assert.deepEqual(manager.interrupt(name), { cancelled: 0, interrupted: true });
+    delete faults.startHeld;
+    release();
+    assert.deepEqual(await done, { error: 'KeyboardInterrupt: it was interrupted before it started', runtime_ms: 0 });
+    assert.deepEqual(made[0]!.ran, [], 'the code never ran');
+    assert.equal(manager.get(name).state, 'warm', 'the machine is in, and ready for the next');
+  });
+
   it('stops code that ignores an interrupt after the grace period; the machine goes back to its snapshot', async () => {
     const name = await open();
     assert.equal(await value(name, 'x = 1\nx'), '1');
