@@ -1,36 +1,16 @@
 import type { z } from 'zod';
-import type { ForkBody, NewMachineBody } from '../shared/requests.ts';
+import { OperationClient, OPERATIONS, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import type { NewMachineBody } from '../shared/requests.ts';
 import {
   KEEPALIVE_HEADER,
-  type CheckpointInfo,
-  type CheckpointsResponse,
-  type Completeness,
-  type Completions,
-  type DeleteResponse,
   type ExecResponse,
   type ExecResult,
-  type FileContent,
-  type FileListing,
   type ForeverVMMachine,
-  type HistoryEntry,
-  type HistoryResponse,
-  type InterruptResult,
-  type IsCompleteResponse,
   type MachineEvent,
-  type MachineInfo,
-  type ObjectInfo,
-  type ResetResult,
   type OutputChunk,
-  type PackagesResponse,
   type ResultResponse,
-  type RollbackResult,
-  type UpgradeResult,
   type StatusReport,
   type StreamResultLine,
-  type VariableDetail,
-  type VariableSummary,
-  type VariablesResponse,
-  type WrittenFile,
 } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { UnsupportedByBackendError } from '../shared/perennial-client.ts';
@@ -62,10 +42,10 @@ interface RequestOptions {
 
 /**
  * The ForeverVM protocol (`forevervm-api.md`) from the client side, one method per endpoint,
- * plus Perennial's extensions, which throw UnsupportedByBackendError where the backend lacks
- * them. The wire layer under HttpClient: callers use that facade, not this.
+ * plus Perennial's extensions, the operations of the table, which throw UnsupportedByBackendError
+ * where the backend lacks them. The wire layer under HttpClient: callers use that facade, not this.
  */
-export class ForeverVMClient {
+export class ForeverVMClient extends OperationClient {
   #baseUrl: string;
   #token: string;
   readonly #refresh?: ForeverVMClientOptions['refresh'];
@@ -75,6 +55,7 @@ export class ForeverVMClient {
   #plain?: Promise<boolean>;
 
   constructor(options: ForeverVMClientOptions) {
+    super();
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#token = options.token;
     this.#refresh = options.refresh;
@@ -175,95 +156,31 @@ export class ForeverVMClient {
 
   // ---- Perennial extensions -------------------------------------------------------------------
 
-  machine(name: string): Promise<MachineInfo> {
-    return this.#extension('read machine details', 'GET', `/v1/machine/${encodeURIComponent(name)}`);
+  /** Operation `op` of the table (shared/operations.ts) over HTTP: its path, then its query or body, and its answer unwrapped. */
+  async operation<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {
+    const { method, path, field, what } = OPERATIONS[op];
+    const fields: Record<string, unknown> = { ...request };
+    const target = path.replace(/\{(\w+)\}/g, (_, key: string) => {
+      const segment = encodeURIComponent(String(fields[key]));
+      delete fields[key];
+      return segment;
+    });
+    const rest = Object.entries(fields).filter(([, value]) => value !== undefined);
+    let query = '';
+    let body: unknown;
+    if (method === 'GET' || method === 'DELETE') {
+      query = new URLSearchParams(
+        rest.flatMap(([key, value]) => (Array.isArray(value) ? value : [value]).map((item): [string, string] => [key, String(item)])),
+      ).toString();
+    } else if (rest.length) {
+      body = Object.fromEntries(rest);
+    }
+    const answer = await this.#extension<Record<string, unknown>>(what, method, query ? `${target}?${query}` : target, body);
+    return (field ? answer[field] : answer) as OperationResult<K>;
   }
 
-  /** Every machine with its details, newest first (one request, where the listing needs one per machine). */
-  async machines(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
-    const query = new URLSearchParams(Object.entries(tags).map(([key, value]): [string, string] => ['tag', `${key}=${value}`])).toString();
-    return (await this.#extension<{ machines: MachineInfo[] }>('list machines with their details', 'GET', `/v1/machines${query ? `?${query}` : ''}`)).machines;
-  }
-
-  async deleteMachine(name: string): Promise<void> {
-    await this.#extension<DeleteResponse>('delete machines', 'DELETE', `/v1/machine/${encodeURIComponent(name)}`);
-  }
-
-  interrupt(name: string): Promise<InterruptResult> {
-    return this.#extension('interrupt machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/interrupt`);
-  }
-
-  swap(name: string): Promise<MachineInfo> {
-    return this.#extension('swap machines out', 'POST', `/v1/machine/${encodeURIComponent(name)}/swap`);
-  }
-
-  async variables(name: string): Promise<VariableSummary[]> {
-    return (await this.#extension<VariablesResponse>('list variables', 'GET', `/v1/machine/${encodeURIComponent(name)}/variables`)).variables;
-  }
-
-  variable(name: string, variable: string): Promise<VariableDetail> {
-    return this.#extension('show variables', 'GET', `/v1/machine/${encodeURIComponent(name)}/variables/${encodeURIComponent(variable)}`);
-  }
-
-  async history(name: string, last?: number): Promise<HistoryEntry[]> {
-    const query = last ? `?last=${last}` : '';
-    return (await this.#extension<HistoryResponse>('keep a history', 'GET', `/v1/machine/${encodeURIComponent(name)}/history${query}`)).history;
-  }
-
-  async installPackages(name: string, packages: string[]): Promise<string> {
-    return (await this.#extension<PackagesResponse>('install packages', 'POST', `/v1/machine/${encodeURIComponent(name)}/packages`, { packages })).installed;
-  }
-
-  listFiles(name: string, path = ''): Promise<FileListing> {
-    return this.#extension('list files', 'GET', `/v1/machine/${encodeURIComponent(name)}/files?path=${encodeURIComponent(path)}`);
-  }
-
-  readFile(name: string, path: string): Promise<FileContent> {
-    return this.#extension('read files', 'GET', `/v1/machine/${encodeURIComponent(name)}/files/content?path=${encodeURIComponent(path)}`);
-  }
-
-  writeFile(name: string, path: string, content: string, encoding: 'utf8' | 'base64' = 'utf8'): Promise<WrittenFile> {
-    return this.#extension('write files', 'PUT', `/v1/machine/${encodeURIComponent(name)}/files/content`, { path, content, encoding });
-  }
-
-  fork(name: string, body: ForkBody = {}): Promise<MachineInfo> {
-    return this.#extension('fork machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/fork`, body);
-  }
-
-  checkpoint(name: string, label?: string): Promise<CheckpointInfo> {
-    return this.#extension('take checkpoints', 'POST', `/v1/machine/${encodeURIComponent(name)}/checkpoints`, label === undefined ? {} : { label });
-  }
-
-  async checkpoints(name: string): Promise<CheckpointInfo[]> {
-    return (await this.#extension<CheckpointsResponse>('keep checkpoints', 'GET', `/v1/machine/${encodeURIComponent(name)}/checkpoints`)).checkpoints;
-  }
-
-  async deleteCheckpoint(name: string, checkpoint: string): Promise<void> {
-    await this.#extension('keep checkpoints', 'DELETE', `/v1/machine/${encodeURIComponent(name)}/checkpoints/${encodeURIComponent(checkpoint)}`);
-  }
-
-  rollback(name: string, checkpoint: string): Promise<RollbackResult> {
-    return this.#extension('roll machines back', 'POST', `/v1/machine/${encodeURIComponent(name)}/rollback`, { checkpoint });
-  }
-
-  upgrade(name: string): Promise<UpgradeResult> {
-    return this.#extension('upgrade machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/upgrade`);
-  }
-
-  reset(name: string): Promise<ResetResult> {
-    return this.#extension('reset machines', 'POST', `/v1/machine/${encodeURIComponent(name)}/reset`);
-  }
-
-  inspect(name: string, expression: string): Promise<ObjectInfo> {
-    return this.#extension('inspect objects', 'POST', `/v1/machine/${encodeURIComponent(name)}/inspect`, { expression });
-  }
-
-  async isComplete(name: string, code: string): Promise<Completeness> {
-    return (await this.#extension<IsCompleteResponse>('check code', 'POST', `/v1/machine/${encodeURIComponent(name)}/is-complete`, { code })).status;
-  }
-
-  complete(name: string, code: string, cursor?: number): Promise<Completions> {
-    return this.#extension('complete code', 'POST', `/v1/machine/${encodeURIComponent(name)}/complete`, { code, cursor });
+  protected carry<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {
+    return this.operation(op, request);
   }
 
   status(): Promise<StatusReport> {

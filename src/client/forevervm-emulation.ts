@@ -1,15 +1,7 @@
-import type {
-  Completeness,
-  ExecResult,
-  FileContent,
-  FileListing,
-  HistoryEntry,
-  ObjectInfo,
-  ResetResult,
-  VariableDetail,
-  VariableSummary,
-  WrittenFile,
-} from '../shared/types.ts';
+import { tagsOf, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import { UnsupportedByBackendError } from '../shared/perennial-client.ts';
+import { base64Content } from '../shared/requests.ts';
+import type { Completeness, ExecResult, ForeverVMMachine, HistoryEntry, MachineInfo } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
 
@@ -62,15 +54,54 @@ print(__j.dumps({"path": __o.path.abspath(${JSON.stringify(path)}), "size": len(
 del __j, __b, __o, __d`,
 };
 
+/** What a backend without an operation does instead, where it can. */
+export type HostedOperations = { [K in OperationName]?: (request: OperationInput<K>) => Promise<OperationResult<K>> };
+
 /**
  * Perennial's extensions for a backend that has only the ForeverVM protocol (hosted ForeverVM):
- * the same answers from a short instruction on the machine, from this client's own record of
- * the instructions it ran, or from a judgement made here.
+ * the same answers from a short instruction on the machine, from the protocol's own calls, from
+ * this client's own record of the instructions it ran, or from a judgement made here. The
+ * operations not in `operations` it cannot do.
  */
 export class ForeverVMEmulation {
   readonly #record = new Map<string, HistoryEntry[]>();
+  readonly operations: HostedOperations;
 
-  constructor(private readonly wire: ForeverVMClient) {}
+  constructor(private readonly wire: ForeverVMClient) {
+    this.operations = {
+      list: async ({ tag }) => {
+        const [first, ...rest] = await wire.listMachines(tag?.length ? tagsOf(tag) : undefined);
+        if (!first) return [];
+        // A server of an older Perennial has each machine's details, only not the listing of them all.
+        const details = (machine: ForeverVMMachine) => wire.get(machine.name);
+        const head = await details(first).catch((error: unknown) => (error instanceof UnsupportedByBackendError ? undefined : fromListing(first)));
+        if (!head) return [first, ...rest].map(fromListing);
+        return [head, ...(await Promise.all(rest.map((machine) => details(machine).catch(() => fromListing(machine)))))];
+      },
+      get: async ({ name }) => {
+        const listed = (await wire.listMachines()).find((machine) => machine.name === name);
+        if (!listed) throw new ForeverVMError(404, 'MachineNotFound', `Machine ${name} does not exist`, name);
+        return fromListing(listed);
+      },
+      interrupt: async ({ name }) => {
+        // ForeverVM's own way: an instruction that interrupts whatever runs before it.
+        const { interrupted } = await wire.exec(name, 'pass', { interrupt: true });
+        return { cancelled: 0, interrupted: interrupted ?? false };
+      },
+      history: async ({ name, last }) => {
+        const entries = this.#record.get(name) ?? [];
+        return last ? entries.slice(-Number(last)) : entries;
+      },
+      variables: ({ name }) => this.#answer(name, SNIPPETS.variables),
+      variable: ({ name, variable }) => this.#answer(name, SNIPPETS.variable(variable)),
+      reset: ({ name }) => this.#answer(name, SNIPPETS.reset),
+      inspect: ({ name, expression }) => this.#answer(name, SNIPPETS.inspect(expression)),
+      listFiles: ({ name, path }) => this.#answer(name, SNIPPETS.listFiles(path ?? '')),
+      readFile: ({ name, path }) => this.#answer(name, SNIPPETS.readFile(path)),
+      writeFile: ({ name, path, content, encoding }) => this.#answer(name, SNIPPETS.writeFile(path, base64Content(content, encoding ?? 'utf8'))),
+      isComplete: async ({ code }) => this.isComplete(code),
+    };
+  }
 
   /** Keeps an instruction this client ran, for `history`. */
   record(machine: string, entry: HistoryEntry): void {
@@ -82,39 +113,6 @@ export class ForeverVMEmulation {
   /** Stops recording: the backend keeps a history of its own. */
   forgetRecords(): void {
     this.#record.clear();
-  }
-
-  history(machine: string, last?: number): HistoryEntry[] {
-    const entries = this.#record.get(machine) ?? [];
-    return last ? entries.slice(-last) : entries;
-  }
-
-  variables(machine: string): Promise<VariableSummary[]> {
-    return this.#answer(machine, SNIPPETS.variables);
-  }
-
-  variable(machine: string, name: string): Promise<VariableDetail> {
-    return this.#answer(machine, SNIPPETS.variable(name));
-  }
-
-  reset(machine: string): Promise<ResetResult> {
-    return this.#answer(machine, SNIPPETS.reset);
-  }
-
-  inspect(machine: string, expression: string): Promise<ObjectInfo> {
-    return this.#answer(machine, SNIPPETS.inspect(expression));
-  }
-
-  listFiles(machine: string, path: string): Promise<FileListing> {
-    return this.#answer(machine, SNIPPETS.listFiles(path));
-  }
-
-  readFile(machine: string, path: string): Promise<FileContent> {
-    return this.#answer(machine, SNIPPETS.readFile(path));
-  }
-
-  writeFile(machine: string, path: string, base64: string): Promise<WrittenFile> {
-    return this.#answer(machine, SNIPPETS.writeFile(path, base64));
   }
 
   /**
@@ -144,4 +142,23 @@ export class ForeverVMEmulation {
       throw new ForeverVMError(502, 'EmulationFailed', 'The machine did not answer as expected');
     }
   }
+}
+
+/** What hosted ForeverVM's listing tells of a machine, as Perennial's details. */
+export function fromListing(machine: ForeverVMMachine): MachineInfo {
+  return {
+    name: machine.name,
+    createdAt: machine.created_at,
+    tags: machine.tags,
+    engine: 'forevervm',
+    runtime: null,
+    upgradeTo: null,
+    memoryMb: 0,
+    state: machine.running ? (machine.has_pending_instruction ? 'busy' : 'warm') : 'swapped',
+    nextSeq: 0,
+    pendingInstructions: machine.has_pending_instruction ? 1 : 0,
+    lastUsedAt: machine.created_at,
+    snapshot: null,
+    warnings: [],
+  };
 }

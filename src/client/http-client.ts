@@ -1,20 +1,8 @@
-import { LONGEST_TIMEOUT_SECONDS, base64Content, newMachineBody, type FileEncoding, type NewMachineOptions } from '../shared/requests.ts';
-import type {
-  Completeness,
-  Completions,
-  ForeverVMMachine,
-  ExecResult,
-  HistoryEntry,
-  InterruptResult,
-  MachineEvent,
-  MachineInfo,
-  OutputChunk,
-  StatusReport,
-  WrittenFile,
-} from '../shared/types.ts';
-import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { OperationClient, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import { LONGEST_TIMEOUT_SECONDS, newMachineBody, type NewMachineOptions } from '../shared/requests.ts';
+import type { ExecResult, MachineEvent, MachineInfo, OutputChunk, StatusReport } from '../shared/types.ts';
 import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client.ts';
-import { ForeverVMEmulation } from './forevervm-emulation.ts';
+import { ForeverVMEmulation, fromListing } from './forevervm-emulation.ts';
 import { UnsupportedByBackendError, type PerennialClient, type RunOptions } from '../shared/perennial-client.ts';
 import { ReplConnection } from './repl-connection.ts';
 
@@ -33,7 +21,7 @@ interface OpenRepl {
  * used. Where the backend lacks a Perennial extension (hosted ForeverVM), this is the one place
  * that does with what the protocol has.
  */
-export class HttpClient implements PerennialClient {
+export class HttpClient extends OperationClient implements PerennialClient {
   readonly #wire: ForeverVMClient;
   readonly #emulation: ForeverVMEmulation;
   readonly #repls = new Map<string, OpenRepl>();
@@ -41,6 +29,7 @@ export class HttpClient implements PerennialClient {
   #extended = false;
 
   constructor(options: ForeverVMClientOptions) {
+    super();
     this.#wire = new ForeverVMClient(options);
     this.#emulation = new ForeverVMEmulation(this.#wire);
   }
@@ -60,44 +49,13 @@ export class HttpClient implements PerennialClient {
   async create(options: NewMachineOptions = {}): Promise<MachineInfo> {
     const name = await this.#wire.createMachine(newMachineBody(options));
     const info = await this.#or(
-      () => this.#wire.machine(name),
+      () => this.#wire.operation('get', { name }),
       async () =>
         fromListing({ name, created_at: new Date().toISOString(), running: true, has_pending_instruction: false, expires_at: null, tags: options.tags ?? {} }),
     );
     // Hosted ForeverVM names its machines itself.
     if (options.name && name !== options.name) info.warnings.push(`This backend names machines itself: the new machine is ${name}, not ${options.name}.`);
     return info;
-  }
-
-  list(tags?: Record<string, string>): Promise<MachineInfo[]> {
-    return this.#or(
-      () => this.#wire.machines(tags),
-      async () => {
-        const [first, ...rest] = await this.#wire.listMachines(tags);
-        if (!first) return [];
-        // A server of an older Perennial has each machine's details, only not the listing of them all.
-        const details = (machine: ForeverVMMachine) => this.#wire.machine(machine.name);
-        const head = await details(first).catch((error: unknown) => (error instanceof UnsupportedByBackendError ? undefined : fromListing(first)));
-        if (!head) return [first, ...rest].map(fromListing);
-        return [head, ...(await Promise.all(rest.map((machine) => details(machine).catch(() => fromListing(machine)))))];
-      },
-    );
-  }
-
-  get(name: string): Promise<MachineInfo> {
-    return this.#or(
-      () => this.#wire.machine(name),
-      async () => {
-        const listed = (await this.#wire.listMachines()).find((machine) => machine.name === name);
-        if (!listed) throw new ForeverVMError(404, 'MachineNotFound', `Machine ${name} does not exist`, name);
-        return fromListing(listed);
-      },
-    );
-  }
-
-  async delete(name: string): Promise<void> {
-    await this.#native(() => this.#wire.deleteMachine(name));
-    this.#closeRepl(name);
   }
 
   /** Over the machine's WebSocket REPL; over HTTP when it must interrupt first. */
@@ -126,114 +84,13 @@ export class HttpClient implements PerennialClient {
     return this.#wire.streamResult(name, seq, onOutput, signal);
   }
 
-  interrupt(name: string): Promise<InterruptResult> {
-    return this.#or(
-      () => this.#wire.interrupt(name),
-      async () => {
-        // ForeverVM's own way: an instruction that interrupts whatever runs before it.
-        const { interrupted } = await this.#wire.exec(name, 'pass', { interrupt: true });
-        return { cancelled: 0, interrupted: interrupted ?? false };
-      },
-    );
-  }
-
-  swap(name: string): Promise<MachineInfo> {
-    return this.#native(() => this.#wire.swap(name));
-  }
-
-  variables(name: string) {
-    return this.#or(
-      () => this.#wire.variables(name),
-      () => this.#emulation.variables(name),
-    );
-  }
-
-  variable(name: string, variable: string) {
-    return this.#or(
-      () => this.#wire.variable(name, variable),
-      () => this.#emulation.variable(name, variable),
-    );
-  }
-
-  history(name: string, last?: number): Promise<HistoryEntry[]> {
-    return this.#or(
-      () => this.#wire.history(name, last),
-      async () => this.#emulation.history(name, last),
-    );
-  }
-
-  installPackages(name: string, packages: string[]): Promise<string> {
-    return this.#native(() => this.#wire.installPackages(name, packages));
-  }
-
-  listFiles(name: string, path = '') {
-    return this.#or(
-      () => this.#wire.listFiles(name, path),
-      () => this.#emulation.listFiles(name, path),
-    );
-  }
-
-  readFile(name: string, path: string) {
-    return this.#or(
-      () => this.#wire.readFile(name, path),
-      () => this.#emulation.readFile(name, path),
-    );
-  }
-
-  writeFile(name: string, path: string, content: string, encoding: FileEncoding = 'utf8'): Promise<WrittenFile> {
-    return this.#or(
-      () => this.#wire.writeFile(name, path, content, encoding),
-      () => this.#emulation.writeFile(name, path, base64Content(content, encoding)),
-    );
-  }
-
-  fork(name: string, options: { tags?: Record<string, string> } = {}) {
-    return this.#native(() => this.#wire.fork(name, options));
-  }
-
-  checkpoint(name: string, label?: string) {
-    return this.#native(() => this.#wire.checkpoint(name, label));
-  }
-
-  checkpoints(name: string) {
-    return this.#native(() => this.#wire.checkpoints(name));
-  }
-
-  deleteCheckpoint(name: string, checkpoint: string) {
-    return this.#native(() => this.#wire.deleteCheckpoint(name, checkpoint));
-  }
-
-  rollback(name: string, checkpoint: string) {
-    return this.#native(() => this.#wire.rollback(name, checkpoint));
-  }
-
-  upgrade(name: string) {
-    return this.#native(() => this.#wire.upgrade(name));
-  }
-
-  reset(name: string) {
-    return this.#or(
-      () => this.#wire.reset(name),
-      () => this.#emulation.reset(name),
-    );
-  }
-
-  inspect(name: string, expression: string) {
-    return this.#or(
-      () => this.#wire.inspect(name, expression),
-      () => this.#emulation.inspect(name, expression),
-    );
-  }
-
-  isComplete(name: string, code: string): Promise<Completeness> {
-    return this.#or(
-      () => this.#wire.isComplete(name, code),
-      async () => this.#emulation.isComplete(code),
-    );
-  }
-
-  complete(name: string, code: string, cursor?: number): Promise<Completions> {
-    return this.#native(() => this.#wire.complete(name, code, cursor));
+  /** An operation of the table: the server's, or where the backend lacks it, what the ForeverVM protocol offers instead. */
+  protected async carry<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {
+    const hosted = this.#emulation.operations[op] as ((request: OperationInput<K>) => Promise<OperationResult<K>>) | undefined;
+    const extension = () => this.#wire.operation(op, request);
+    const answer = hosted ? await this.#or(extension, () => hosted(request)) : await this.#native(extension);
+    if (op === 'delete') this.#closeRepl((request as OperationInput<'delete'>).name);
+    return answer;
   }
 
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {
@@ -301,23 +158,4 @@ export class HttpClient implements PerennialClient {
       () => {},
     );
   }
-}
-
-/** What hosted ForeverVM's listing tells of a machine, as Perennial's details. */
-function fromListing(machine: ForeverVMMachine): MachineInfo {
-  return {
-    name: machine.name,
-    createdAt: machine.created_at,
-    tags: machine.tags,
-    engine: 'forevervm',
-    runtime: null,
-    upgradeTo: null,
-    memoryMb: 0,
-    state: machine.running ? (machine.has_pending_instruction ? 'busy' : 'warm') : 'swapped',
-    nextSeq: 0,
-    pendingInstructions: machine.has_pending_instruction ? 1 : 0,
-    lastUsedAt: machine.created_at,
-    snapshot: null,
-    warnings: [],
-  };
 }

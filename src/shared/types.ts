@@ -277,30 +277,6 @@ export interface WrittenFile {
   size: number;
 }
 
-/** The bodies of Perennial's answers that wrap a value. */
-export interface DeleteResponse {
-  deleted: true;
-}
-/** `GET /v1/machines`: every machine with its details, newest first. */
-export interface MachinesResponse {
-  machines: MachineInfo[];
-}
-export interface VariablesResponse {
-  variables: VariableSummary[];
-}
-export interface HistoryResponse {
-  history: HistoryEntry[];
-}
-export interface CheckpointsResponse {
-  checkpoints: CheckpointInfo[];
-}
-export interface PackagesResponse {
-  /** pip's or Pyodide's summary of what was installed. */
-  installed: string;
-}
-export interface IsCompleteResponse {
-  status: Completeness;
-}
 /**
  * What the name before the cursor can become, from the live namespace: each match replaces the
  * code from `start` to the cursor; a callable's ends in "(".

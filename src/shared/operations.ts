@@ -1,0 +1,259 @@
+import { z } from 'zod';
+import { CheckpointLabel, CheckpointRef, DottedName, FileEncoding, FilePath, HistoryLast, MachineName, Packages, Tags, VariableName } from './requests.ts';
+import type {
+  CheckpointInfo,
+  Completeness,
+  Completions,
+  FileContent,
+  FileListing,
+  HistoryEntry,
+  InterruptResult,
+  MachineInfo,
+  ObjectInfo,
+  ResetResult,
+  RollbackResult,
+  UpgradeResult,
+  VariableDetail,
+  VariableSummary,
+  WrittenFile,
+} from './types.ts';
+
+/**
+ * One of Perennial's operations beyond the ForeverVM protocol, as it crosses HTTP: its route,
+ * its request, how a caller's arguments make the request, and its result. The server's routes
+ * (`perennial-api.ts`), the HTTP client (`ForeverVMClient.operation`), the in-process client and
+ * what hosted ForeverVM does instead (`forevervm-emulation.ts`) all come from `OPERATIONS`; the
+ * work is the machines layer's (`machine-operations.ts`).
+ */
+export interface Operation<Args extends unknown[], Request extends z.ZodObject, Result> {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** `{field}`: a path segment, the request's field; the other fields go in the query (GET, DELETE, arrays repeated) or the JSON body. */
+  readonly path: string;
+  readonly request: Request;
+  /** The request a caller's arguments make. */
+  readonly args: (...args: Args) => z.input<Request>;
+  /** Where the answer wraps the result (`{"variables": [...]}`), the field that holds it. */
+  readonly field?: string;
+  /** What a backend that lacks it cannot do, in words ("list variables"). */
+  readonly what: string;
+  /** The result's type; never set. */
+  readonly result?: Result;
+}
+
+/** An operation, its result's type given first: `operation<VariableSummary[]>()({...})`. */
+function operation<Result>() {
+  return <Args extends unknown[], Request extends z.ZodObject>(
+    definition: Omit<Operation<Args, Request, Result>, 'result'>,
+  ): Operation<Args, Request, Result> => definition;
+}
+
+const machine = { name: MachineName };
+/** A tag filter in a query: `key=value`, key first (tag keys hold no `=`). */
+const TagPair = z.string().regex(/^[^=]+=/, 'a tag filter is key=value');
+
+/** The tags a list's `key=value` filters ask for. */
+export function tagsOf(pairs: string[]): Record<string, string> {
+  return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
+export const OPERATIONS = {
+  list: operation<MachineInfo[]>()({
+    method: 'GET',
+    path: '/v1/machines',
+    request: z.object({ tag: z.array(TagPair).default([]) }),
+    args: (tags: Record<string, string> = {}) => ({ tag: Object.entries(tags).map(([key, value]) => `${key}=${value}`) }),
+    field: 'machines',
+    what: 'list machines with their details',
+  }),
+  get: operation<MachineInfo>()({
+    method: 'GET',
+    path: '/v1/machine/{name}',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    what: 'read machine details',
+  }),
+  delete: operation<true>()({
+    method: 'DELETE',
+    path: '/v1/machine/{name}',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    field: 'deleted',
+    what: 'delete machines',
+  }),
+  interrupt: operation<InterruptResult>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/interrupt',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    what: 'interrupt machines',
+  }),
+  swap: operation<MachineInfo>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/swap',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    what: 'swap machines out',
+  }),
+  variables: operation<VariableSummary[]>()({
+    method: 'GET',
+    path: '/v1/machine/{name}/variables',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    field: 'variables',
+    what: 'list variables',
+  }),
+  variable: operation<VariableDetail>()({
+    method: 'GET',
+    path: '/v1/machine/{name}/variables/{variable}',
+    request: z.object({ ...machine, variable: VariableName }),
+    args: (name: string, variable: string) => ({ name, variable }),
+    what: 'show variables',
+  }),
+  history: operation<HistoryEntry[]>()({
+    method: 'GET',
+    path: '/v1/machine/{name}/history',
+    request: z.object({ ...machine, last: z.coerce.number().pipe(HistoryLast).optional() }),
+    args: (name: string, last?: number) => ({ name, last }),
+    field: 'history',
+    what: 'keep a history',
+  }),
+  installPackages: operation<string>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/packages',
+    request: z.object({ ...machine, packages: Packages }),
+    args: (name: string, packages: string[]) => ({ name, packages }),
+    field: 'installed',
+    what: 'install packages',
+  }),
+  listFiles: operation<FileListing>()({
+    method: 'GET',
+    path: '/v1/machine/{name}/files',
+    // Empty: the machine's working directory.
+    request: z.object({ ...machine, path: z.string().max(4096).default('') }),
+    args: (name: string, path?: string) => ({ name, path }),
+    what: 'list files',
+  }),
+  readFile: operation<FileContent>()({
+    method: 'GET',
+    path: '/v1/machine/{name}/files/content',
+    request: z.object({ ...machine, path: FilePath }),
+    args: (name: string, path: string) => ({ name, path }),
+    what: 'read files',
+  }),
+  writeFile: operation<WrittenFile>()({
+    method: 'PUT',
+    path: '/v1/machine/{name}/files/content',
+    request: z.object({ ...machine, path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') }),
+    args: (name: string, path: string, content: string, encoding: FileEncoding = 'utf8') => ({ name, path, content, encoding }),
+    what: 'write files',
+  }),
+  fork: operation<MachineInfo>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/fork',
+    // The fork's tags, on top of the origin's.
+    request: z.object({ ...machine, tags: Tags.optional() }),
+    args: (name: string, options: { tags?: Record<string, string> } = {}) => ({ name, ...options }),
+    what: 'fork machines',
+  }),
+  checkpoint: operation<CheckpointInfo>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/checkpoints',
+    request: z.object({ ...machine, label: CheckpointLabel.optional() }),
+    args: (name: string, label?: string) => ({ name, label }),
+    what: 'take checkpoints',
+  }),
+  checkpoints: operation<CheckpointInfo[]>()({
+    method: 'GET',
+    path: '/v1/machine/{name}/checkpoints',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    field: 'checkpoints',
+    what: 'keep checkpoints',
+  }),
+  deleteCheckpoint: operation<true>()({
+    method: 'DELETE',
+    path: '/v1/machine/{name}/checkpoints/{checkpoint}',
+    request: z.object({ ...machine, checkpoint: CheckpointRef }),
+    args: (name: string, checkpoint: string) => ({ name, checkpoint }),
+    field: 'deleted',
+    what: 'keep checkpoints',
+  }),
+  rollback: operation<RollbackResult>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/rollback',
+    request: z.object({ ...machine, checkpoint: CheckpointRef }),
+    args: (name: string, checkpoint: string) => ({ name, checkpoint }),
+    what: 'roll machines back',
+  }),
+  upgrade: operation<UpgradeResult>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/upgrade',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    what: 'upgrade machines',
+  }),
+  reset: operation<ResetResult>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/reset',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    what: 'reset machines',
+  }),
+  inspect: operation<ObjectInfo>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/inspect',
+    request: z.object({ ...machine, expression: DottedName }),
+    args: (name: string, expression: string) => ({ name, expression }),
+    what: 'inspect objects',
+  }),
+  isComplete: operation<Completeness>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/is-complete',
+    request: z.object({ ...machine, code: z.string() }),
+    args: (name: string, code: string) => ({ name, code }),
+    field: 'status',
+    what: 'check code',
+  }),
+  complete: operation<Completions>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/complete',
+    // The cursor is a UTF-16 offset, as editors count; the end of the code when left out.
+    request: z
+      .object({ ...machine, code: z.string(), cursor: z.number().int().min(0).optional() })
+      .refine(({ code, cursor }) => cursor === undefined || cursor <= code.length, { message: 'the cursor is past the end of the code', path: ['cursor'] }),
+    args: (name: string, code: string, cursor?: number) => ({ name, code, cursor }),
+    what: 'complete code',
+  }),
+};
+
+export type Operations = typeof OPERATIONS;
+export type OperationName = keyof Operations;
+export type OperationArgs<K extends OperationName> = Parameters<Operations[K]['args']>;
+/** A request as a caller makes it (defaults not yet filled in); the server, or the in-process client, checks it. */
+export type OperationInput<K extends OperationName> = z.input<Operations[K]['request']>;
+/** A request as it was checked. */
+export type OperationRequest<K extends OperationName> = z.output<Operations[K]['request']>;
+export type OperationResult<K extends OperationName> = NonNullable<Operations[K]['result']>;
+/** Every operation as a method: its arguments, its result. */
+export type OperationCalls = { [K in OperationName]: (...args: OperationArgs<K>) => Promise<OperationResult<K>> };
+export const OPERATION_NAMES = Object.keys(OPERATIONS) as OperationName[];
+
+/* eslint-disable @typescript-eslint/no-unsafe-declaration-merging -- the class makes the methods the interface below declares, from the table */
+/**
+ * A client with a method per operation of the table, each making its request from its arguments
+ * and handing it to `carry`, which the subclass defines: over HTTP, or in this process.
+ */
+export abstract class OperationClient {
+  constructor() {
+    for (const op of OPERATION_NAMES) {
+      const makeRequest = OPERATIONS[op].args as (...args: unknown[]) => OperationInput<typeof op>;
+      Object.defineProperty(this, op, { value: (...given: unknown[]) => this.carry(op, makeRequest(...given)) });
+    }
+  }
+
+  /** Carries out operation `op` with the request its caller made. */
+  protected abstract carry<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>>;
+}
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- it only says which methods the constructor made
+export interface OperationClient extends OperationCalls {}
+/* eslint-enable @typescript-eslint/no-unsafe-declaration-merging */
