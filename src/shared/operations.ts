@@ -1,5 +1,19 @@
 import { z } from 'zod';
-import { CheckpointLabel, CheckpointRef, DottedName, FileEncoding, FilePath, HistoryLast, MachineName, Packages, Tags, VariableName } from './requests.ts';
+import {
+  CheckpointLabel,
+  CheckpointRef,
+  CodeAndCursor,
+  CURSOR_PAST_CODE,
+  cursorInCode,
+  DottedName,
+  FileEncoding,
+  FilePath,
+  HistoryLast,
+  MachineName,
+  Packages,
+  Tags,
+  VariableName,
+} from './requests.ts';
 import type {
   CheckpointInfo,
   Completeness,
@@ -57,6 +71,7 @@ export function tagsOf(pairs: string[]): Record<string, string> {
 }
 
 export const OPERATIONS = {
+  /** Machines carrying every given tag, newest first, with their details. */
   list: operation<MachineInfo[]>()({
     method: 'GET',
     path: '/v1/machines',
@@ -65,6 +80,7 @@ export const OPERATIONS = {
     field: 'machines',
     what: 'list machines with their details',
   }),
+  /** A machine's details. */
   get: operation<MachineInfo>()({
     method: 'GET',
     path: '/v1/machine/{name}',
@@ -72,6 +88,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     what: 'read machine details',
   }),
+  /** Deletes a machine with all its state and files. */
   delete: operation<true>()({
     method: 'DELETE',
     path: '/v1/machine/{name}',
@@ -80,6 +97,7 @@ export const OPERATIONS = {
     field: 'deleted',
     what: 'delete machines',
   }),
+  /** Stops the running instruction and cancels what waits; the state is kept. */
   interrupt: operation<InterruptResult>()({
     method: 'POST',
     path: '/v1/machine/{name}/interrupt',
@@ -87,6 +105,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     what: 'interrupt machines',
   }),
+  /** Swaps the machine out to disk now. */
   swap: operation<MachineInfo>()({
     method: 'POST',
     path: '/v1/machine/{name}/swap',
@@ -94,6 +113,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     what: 'swap machines out',
   }),
+  /** The machine's variables: name, type, a short repr. */
   variables: operation<VariableSummary[]>()({
     method: 'GET',
     path: '/v1/machine/{name}/variables',
@@ -102,6 +122,7 @@ export const OPERATIONS = {
     field: 'variables',
     what: 'list variables',
   }),
+  /** One variable's full repr (bounded). */
   variable: operation<VariableDetail>()({
     method: 'GET',
     path: '/v1/machine/{name}/variables/{variable}',
@@ -109,6 +130,7 @@ export const OPERATIONS = {
     args: (name: string, variable: string) => ({ name, variable }),
     what: 'show variables',
   }),
+  /** The instructions the machine ran, oldest first (the last `last`). */
   history: operation<HistoryEntry[]>()({
     method: 'GET',
     path: '/v1/machine/{name}/history',
@@ -117,6 +139,7 @@ export const OPERATIONS = {
     field: 'history',
     what: 'keep a history',
   }),
+  /** Pyodide packages for sandbox machines, pip for python ones, into the machine only; answers what was installed. */
   installPackages: operation<string>()({
     method: 'POST',
     path: '/v1/machine/{name}/packages',
@@ -125,6 +148,7 @@ export const OPERATIONS = {
     field: 'installed',
     what: 'install packages',
   }),
+  /** A folder inside the machine (its working directory when `path` is empty). */
   listFiles: operation<FileListing>()({
     method: 'GET',
     path: '/v1/machine/{name}/files',
@@ -133,6 +157,7 @@ export const OPERATIONS = {
     args: (name: string, path?: string) => ({ name, path }),
     what: 'list files',
   }),
+  /** A file inside the machine, as base64. */
   readFile: operation<FileContent>()({
     method: 'GET',
     path: '/v1/machine/{name}/files/content',
@@ -140,6 +165,7 @@ export const OPERATIONS = {
     args: (name: string, path: string) => ({ name, path }),
     what: 'read files',
   }),
+  /** Writes a file inside the machine, making its folders. */
   writeFile: operation<WrittenFile>()({
     method: 'PUT',
     path: '/v1/machine/{name}/files/content',
@@ -147,6 +173,7 @@ export const OPERATIONS = {
     args: (name: string, path: string, content: string, encoding: FileEncoding = 'utf8') => ({ name, path, content, encoding }),
     what: 'write files',
   }),
+  /** A new machine with this one's state now; its tags plus `forked_from` and `tags`. */
   fork: operation<MachineInfo>()({
     method: 'POST',
     path: '/v1/machine/{name}/fork',
@@ -155,6 +182,7 @@ export const OPERATIONS = {
     args: (name: string, options: { tags?: Record<string, string> } = {}) => ({ name, ...options }),
     what: 'fork machines',
   }),
+  /** Takes a checkpoint of the machine's state now. */
   checkpoint: operation<CheckpointInfo>()({
     method: 'POST',
     path: '/v1/machine/{name}/checkpoints',
@@ -162,6 +190,7 @@ export const OPERATIONS = {
     args: (name: string, label?: string) => ({ name, label }),
     what: 'take checkpoints',
   }),
+  /** The machine's checkpoints, oldest first: named ones, and the newest automatic ones. */
   checkpoints: operation<CheckpointInfo[]>()({
     method: 'GET',
     path: '/v1/machine/{name}/checkpoints',
@@ -170,6 +199,7 @@ export const OPERATIONS = {
     field: 'checkpoints',
     what: 'keep checkpoints',
   }),
+  /** Deletes a checkpoint (by id or label). */
   deleteCheckpoint: operation<true>()({
     method: 'DELETE',
     path: '/v1/machine/{name}/checkpoints/{checkpoint}',
@@ -178,6 +208,7 @@ export const OPERATIONS = {
     field: 'deleted',
     what: 'keep checkpoints',
   }),
+  /** Returns the machine to a checkpoint (by id or label); what runs is interrupted first. */
   rollback: operation<RollbackResult>()({
     method: 'POST',
     path: '/v1/machine/{name}/rollback',
@@ -185,6 +216,7 @@ export const OPERATIONS = {
     args: (name: string, checkpoint: string) => ({ name, checkpoint }),
     what: 'roll machines back',
   }),
+  /** Moves a machine made on an older runtime (a sandbox machine on an older Pyodide) onto the newest, keeping a checkpoint of the state it leaves to roll back to. */
   upgrade: operation<UpgradeResult>()({
     method: 'POST',
     path: '/v1/machine/{name}/upgrade',
@@ -192,6 +224,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     what: 'upgrade machines',
   }),
+  /** Clears the namespace (every variable, function, import); files and packages stay. */
   reset: operation<ResetResult>()({
     method: 'POST',
     path: '/v1/machine/{name}/reset',
@@ -199,6 +232,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     what: 'reset machines',
   }),
+  /** Type, signature and docstring of a variable or a dotted path from one; nothing is called. */
   inspect: operation<ObjectInfo>()({
     method: 'POST',
     path: '/v1/machine/{name}/inspect',
@@ -206,6 +240,7 @@ export const OPERATIONS = {
     args: (name: string, expression: string) => ({ name, expression }),
     what: 'inspect objects',
   }),
+  /** Whether `code` is a whole statement, for an interactive prompt. */
   isComplete: operation<Completeness>()({
     method: 'POST',
     path: '/v1/machine/{name}/is-complete',
@@ -214,13 +249,11 @@ export const OPERATIONS = {
     field: 'status',
     what: 'check code',
   }),
+  /** What the name before the cursor can become, from the machine's namespace. */
   complete: operation<Completions>()({
     method: 'POST',
     path: '/v1/machine/{name}/complete',
-    // The cursor is a UTF-16 offset, as editors count; the end of the code when left out.
-    request: z
-      .object({ ...machine, code: z.string(), cursor: z.number().int().min(0).optional() })
-      .refine(({ code, cursor }) => cursor === undefined || cursor <= code.length, { message: 'the cursor is past the end of the code', path: ['cursor'] }),
+    request: z.object({ ...machine, ...CodeAndCursor }).refine(cursorInCode, CURSOR_PAST_CODE),
     args: (name: string, code: string, cursor?: number) => ({ name, code, cursor }),
     what: 'complete code',
   }),

@@ -198,7 +198,6 @@ export type ReplClientMessage = z.infer<typeof ReplClientMessage>;
 
 // ---- Perennial's requests ----------------------------------------------------------------------
 
-export const PackagesBody = z.object({ packages: Packages });
 /** `POST /v1/machine/{name}/fork`: tags for the fork, on top of the origin's. */
 export const ForkBody = z.object({ tags: Tags.optional() });
 export type ForkBody = z.infer<typeof ForkBody>;
@@ -211,12 +210,14 @@ export const CheckpointLabel = z
 export const CheckpointBody = z.object({ label: CheckpointLabel.optional() });
 /** A checkpoint by its id or its label. */
 export const CheckpointRef = z.string().min(1).max(128);
-export const RollbackBody = z.object({ checkpoint: CheckpointRef });
-export const CodeBody = z.object({ code: z.string() });
-export const InspectBody = z.object({ expression: DottedName });
 /** Code and a cursor in it (a UTF-16 offset, as editors count; the end of the code when left out). */
+export const CodeAndCursor = { code: z.string(), cursor: z.number().int().min(0).optional() };
+/** What a request with a cursor is refined with: the cursor within its code. */
+export function cursorInCode({ code, cursor }: { code: string; cursor?: number }): boolean {
+  return cursor === undefined || cursor <= code.length;
+}
+export const CURSOR_PAST_CODE = { message: 'the cursor is past the end of the code', path: ['cursor'] };
 export const CompleteBody = z
-  .object({ code: z.string(), cursor: z.number().int().min(0).optional() })
-  .refine(({ code, cursor }) => cursor === undefined || cursor <= code.length, { message: 'the cursor is past the end of the code', path: ['cursor'] })
+  .object(CodeAndCursor)
+  .refine(cursorInCode, CURSOR_PAST_CODE)
   .transform(({ code, cursor }) => ({ code, cursor: cursor ?? code.length }));
-export const WriteFileBody = z.object({ path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') });

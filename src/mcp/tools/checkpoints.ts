@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CheckpointLabel, CheckpointRef, ForkBody } from '../../shared/requests.ts';
+import { OPERATIONS } from '../../shared/operations.ts';
 import type { CheckpointInfo } from '../../shared/types.ts';
 import { json, replId, tool } from './tool.ts';
 
@@ -19,7 +19,7 @@ export const fork = tool({
   title: 'Fork a Python REPL',
   description:
     'Makes a new REPL with the same state as this one now (variables, imports, functions, files) and returns its replId. The two are independent afterwards: try something risky in the fork and keep the original as it was.',
-  inputSchema: z.object({ replId, tags: ForkBody.shape.tags.describe("Labels for the fork, on top of the original's and forked_from") }),
+  inputSchema: z.object({ replId, tags: OPERATIONS.fork.request.shape.tags.describe("Labels for the fork, on top of the original's and forked_from") }),
   outputSchema: z.object({ replId: z.string() }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   async handler({ replId: name, tags }, { client }) {
@@ -32,7 +32,7 @@ export const checkpoint = tool({
   name: 'checkpoint-python-repl',
   title: 'Checkpoint a Python REPL',
   description: "Saves the REPL's state now (variables, imports, files) as a checkpoint to roll back to later, optionally labelled.",
-  inputSchema: z.object({ replId, label: CheckpointLabel.optional().describe('A name to roll back to it by, such as before-cleanup') }),
+  inputSchema: z.object({ replId, label: OPERATIONS.checkpoint.request.shape.label.describe('A name to roll back to it by, such as before-cleanup') }),
   outputSchema: z.object({ checkpoint: CheckpointOutput }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   async handler({ replId: name, label }, { client }) {
@@ -62,7 +62,10 @@ export const rollback = tool({
   title: 'Roll a Python REPL back',
   description:
     'Returns a REPL to a checkpoint (by id or label): its variables, imports and files become what they were then. What runs is interrupted first; the state it leaves is kept as an automatic checkpoint, so a rollback can be undone.',
-  inputSchema: z.object({ replId, checkpoint: CheckpointRef.describe('A checkpoint id from list-repl-checkpoints, or a label') }),
+  inputSchema: z.object({
+    replId,
+    checkpoint: OPERATIONS.rollback.request.shape.checkpoint.describe('A checkpoint id from list-repl-checkpoints, or a label'),
+  }),
   outputSchema: z.object({
     checkpoint: CheckpointOutput,
     seq: z.number().int(),

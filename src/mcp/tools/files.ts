@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { FileEncoding, FilePath, Packages } from '../../shared/requests.ts';
+import { OPERATIONS } from '../../shared/operations.ts';
+import { FileEncoding, FilePath } from '../../shared/requests.ts';
 import { utf8Text } from '../file-text.ts';
 import { json, replId, text, tool } from './tool.ts';
 
@@ -18,7 +19,7 @@ export const readFile = tool({
   name: 'read-repl-file',
   title: 'Read a REPL file',
   description: 'Reads a file inside a REPL: text as text, anything else as base64.',
-  inputSchema: z.object({ replId, path: FilePath }),
+  inputSchema: z.object({ replId, path: OPERATIONS.readFile.request.shape.path }),
   annotations: { readOnlyHint: true, openWorldHint: false },
   async handler({ replId: name, path }, { client }) {
     const file = await client.readFile(name, path);
@@ -35,7 +36,7 @@ export const writeFile = tool({
   name: 'write-repl-file',
   title: 'Write a REPL file',
   description: 'Writes a file inside a REPL, making its folders.',
-  inputSchema: z.object({ replId, path: FilePath, content: z.string(), encoding: FileEncoding.optional() }),
+  inputSchema: z.object({ replId, ...OPERATIONS.writeFile.request.pick({ path: true, content: true }).shape, encoding: FileEncoding.optional() }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   async handler({ replId: name, path, content, encoding }, { client }) {
     return json(await client.writeFile(name, path, content, encoding ?? 'utf8'));
@@ -47,7 +48,7 @@ export const installPackages = tool({
   title: 'Install Python packages',
   description:
     "Installs packages into a REPL, and into nothing else: Pyodide packages for sandbox REPLs; pip packages for python REPLs, into the REPL's own environment (which sees the user's interpreter's packages, and changes none of them). A fork takes them along; a rollback leaves them.",
-  inputSchema: z.object({ replId, packages: Packages }),
+  inputSchema: z.object({ replId, packages: OPERATIONS.installPackages.request.shape.packages }),
   // Open-world: pip fetches from the package index; it changes only the REPL.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   async handler({ replId: name, packages }, { client }) {

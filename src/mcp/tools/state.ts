@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { DottedName, HistoryLast, VariableName } from '../../shared/requests.ts';
+import { OPERATIONS } from '../../shared/operations.ts';
+import { HistoryLast } from '../../shared/requests.ts';
 import { historyWithFigureLinks } from '../figures.ts';
 import { json, replId, tool } from './tool.ts';
 
@@ -18,7 +19,7 @@ export const getVariable = tool({
   name: 'get-repl-variable',
   title: 'Show a REPL variable',
   description: "Shows one variable's full repr (bounded).",
-  inputSchema: z.object({ replId, name: VariableName }),
+  inputSchema: z.object({ replId, name: OPERATIONS.variable.request.shape.variable }),
   annotations: { readOnlyHint: true, openWorldHint: false },
   async handler({ replId: machine, name }, { client }) {
     return json(await client.variable(machine, name));
@@ -47,7 +48,7 @@ export const inspect = tool({
   title: 'Inspect a REPL object',
   description:
     'Shows the type, call signature and docstring of a REPL variable or of a dotted path from one or from a builtin (df.groupby, json.dumps, str.split), without calling or running anything.',
-  inputSchema: z.object({ replId, expression: DottedName.describe('A variable name, or a dotted path such as df.groupby') }),
+  inputSchema: z.object({ replId, expression: OPERATIONS.inspect.request.shape.expression.describe('A variable name, or a dotted path such as df.groupby') }),
   outputSchema: z.object({ name: z.string(), type: z.string(), signature: z.string().nullable(), doc: z.string().nullable() }),
   annotations: { readOnlyHint: true, openWorldHint: false },
   async handler({ replId: name, expression }, { client }) {
