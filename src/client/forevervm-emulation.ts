@@ -1,4 +1,4 @@
-import { tagsOf, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import { tagsOf, type EmulatedOperation, type OperationInput, type OperationResult } from '../shared/operations.ts';
 import { UnsupportedByBackendError } from '../shared/perennial-client.ts';
 import { base64Content } from '../shared/requests.ts';
 import type { Completeness, ExecResult, ForeverVMMachine, HistoryEntry, MachineInfo } from '../shared/types.ts';
@@ -54,8 +54,8 @@ print(__j.dumps({"path": __o.path.abspath(${JSON.stringify(path)}), "size": len(
 del __j, __b, __o, __d`,
 };
 
-/** What a backend without an operation does instead, where it can. */
-export type HostedOperations = { [K in OperationName]?: (request: OperationInput<K>) => Promise<OperationResult<K>> };
+/** What a backend without an operation does instead: for exactly the operations the table says it can. */
+export type HostedOperations = { [K in EmulatedOperation]: (request: OperationInput<K>) => Promise<OperationResult<K>> };
 
 /**
  * Perennial's extensions for a backend that has only the ForeverVM protocol (hosted ForeverVM):

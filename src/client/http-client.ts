@@ -1,4 +1,4 @@
-import { OperationClient, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import { OperationClient, OPERATIONS, type EmulatedOperation, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
 import { LONGEST_TIMEOUT_SECONDS, newMachineBody, type NewMachineOptions } from '../shared/requests.ts';
 import type { ExecResult, MachineEvent, MachineInfo, OutputChunk, StatusReport } from '../shared/types.ts';
 import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client.ts';
@@ -86,7 +86,10 @@ export class HttpClient extends OperationClient implements PerennialClient {
 
   /** An operation of the table: the server's, or where the backend lacks it, what the ForeverVM protocol offers instead. */
   protected async carry<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {
-    const hosted = this.#emulation.operations[op] as ((request: OperationInput<K>) => Promise<OperationResult<K>>) | undefined;
+    const hosted =
+      OPERATIONS[op].hosted === 'emulated'
+        ? (this.#emulation.operations[op as EmulatedOperation] as (request: OperationInput<K>) => Promise<OperationResult<K>>)
+        : undefined;
     const extension = () => this.#wire.operation(op, request);
     const answer = hosted ? await this.#or(extension, () => hosted(request)) : await this.#native(extension);
     if (op === 'delete') this.#closeRepl((request as OperationInput<'delete'>).name);

@@ -39,7 +39,7 @@ import type {
  * what hosted ForeverVM does instead (`forevervm-emulation.ts`) all come from `OPERATIONS`; the
  * work is the machines layer's (`machine-operations.ts`).
  */
-export interface Operation<Args extends unknown[], Request extends z.ZodObject, Result> {
+export interface Operation<Args extends unknown[], Request extends z.ZodObject, Result, Hosted extends HostedBehaviour = HostedBehaviour> {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** `{field}`: a path segment, the request's field; the other fields go in the query (GET, DELETE, arrays repeated) or the JSON body. */
   readonly path: string;
@@ -50,15 +50,22 @@ export interface Operation<Args extends unknown[], Request extends z.ZodObject, 
   readonly field?: string;
   /** What a backend that lacks it cannot do, in words ("list variables"). */
   readonly what: string;
+  /**
+   * On a backend with only the ForeverVM protocol (hosted ForeverVM): done another way
+   * (`ForeverVMEmulation.operations`, which must have exactly these), or refused, in `what`'s words.
+   */
+  readonly hosted: Hosted;
   /** The result's type; never set. */
   readonly result?: Result;
 }
 
+export type HostedBehaviour = 'emulated' | 'refused';
+
 /** An operation, its result's type given first: `operation<VariableSummary[]>()({...})`. */
 function operation<Result>() {
-  return <Args extends unknown[], Request extends z.ZodObject>(
-    definition: Omit<Operation<Args, Request, Result>, 'result'>,
-  ): Operation<Args, Request, Result> => definition;
+  return <Args extends unknown[], Request extends z.ZodObject, Hosted extends HostedBehaviour>(
+    definition: Omit<Operation<Args, Request, Result, Hosted>, 'result'>,
+  ): Operation<Args, Request, Result, Hosted> => definition;
 }
 
 const machine = { name: MachineName };
@@ -79,6 +86,7 @@ export const OPERATIONS = {
     args: (tags: Record<string, string> = {}) => ({ tag: Object.entries(tags).map(([key, value]) => `${key}=${value}`) }),
     field: 'machines',
     what: 'list machines with their details',
+    hosted: 'emulated',
   }),
   /** A machine's details. */
   get: operation<MachineInfo>()({
@@ -87,6 +95,7 @@ export const OPERATIONS = {
     request: z.object(machine),
     args: (name: string) => ({ name }),
     what: 'read machine details',
+    hosted: 'emulated',
   }),
   /** Deletes a machine with all its state and files. */
   delete: operation<true>()({
@@ -96,6 +105,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     field: 'deleted',
     what: 'delete machines',
+    hosted: 'refused',
   }),
   /** Stops the running instruction and cancels what waits; the state is kept. */
   interrupt: operation<InterruptResult>()({
@@ -104,6 +114,7 @@ export const OPERATIONS = {
     request: z.object(machine),
     args: (name: string) => ({ name }),
     what: 'interrupt machines',
+    hosted: 'emulated',
   }),
   /** Swaps the machine out to disk now. */
   swap: operation<MachineInfo>()({
@@ -112,6 +123,7 @@ export const OPERATIONS = {
     request: z.object(machine),
     args: (name: string) => ({ name }),
     what: 'swap machines out',
+    hosted: 'refused',
   }),
   /** The machine's variables: name, type, a short repr. */
   variables: operation<VariableSummary[]>()({
@@ -121,6 +133,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     field: 'variables',
     what: 'list variables',
+    hosted: 'emulated',
   }),
   /** One variable's full repr (bounded). */
   variable: operation<VariableDetail>()({
@@ -129,6 +142,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, variable: VariableName }),
     args: (name: string, variable: string) => ({ name, variable }),
     what: 'show variables',
+    hosted: 'emulated',
   }),
   /** The instructions the machine ran, oldest first (the last `last`). */
   history: operation<HistoryEntry[]>()({
@@ -138,6 +152,7 @@ export const OPERATIONS = {
     args: (name: string, last?: number) => ({ name, last }),
     field: 'history',
     what: 'keep a history',
+    hosted: 'emulated',
   }),
   /** Pyodide packages for sandbox machines, pip for python ones, into the machine only; answers what was installed. */
   installPackages: operation<string>()({
@@ -147,6 +162,7 @@ export const OPERATIONS = {
     args: (name: string, packages: string[]) => ({ name, packages }),
     field: 'installed',
     what: 'install packages',
+    hosted: 'refused',
   }),
   /** A folder inside the machine (its working directory when `path` is empty). */
   listFiles: operation<FileListing>()({
@@ -156,6 +172,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, path: z.string().max(4096).default('') }),
     args: (name: string, path?: string) => ({ name, path }),
     what: 'list files',
+    hosted: 'emulated',
   }),
   /** A file inside the machine, as base64. */
   readFile: operation<FileContent>()({
@@ -164,6 +181,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, path: FilePath }),
     args: (name: string, path: string) => ({ name, path }),
     what: 'read files',
+    hosted: 'emulated',
   }),
   /** Writes a file inside the machine, making its folders. */
   writeFile: operation<WrittenFile>()({
@@ -172,6 +190,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') }),
     args: (name: string, path: string, content: string, encoding: FileEncoding = 'utf8') => ({ name, path, content, encoding }),
     what: 'write files',
+    hosted: 'emulated',
   }),
   /** A new machine with this one's state now; its tags plus `forked_from` and `tags`. */
   fork: operation<MachineInfo>()({
@@ -181,6 +200,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, tags: Tags.optional() }),
     args: (name: string, options: { tags?: Record<string, string> } = {}) => ({ name, ...options }),
     what: 'fork machines',
+    hosted: 'refused',
   }),
   /** Takes a checkpoint of the machine's state now. */
   checkpoint: operation<CheckpointInfo>()({
@@ -189,6 +209,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, label: CheckpointLabel.optional() }),
     args: (name: string, label?: string) => ({ name, label }),
     what: 'take checkpoints',
+    hosted: 'refused',
   }),
   /** The machine's checkpoints, oldest first: named ones, and the newest automatic ones. */
   checkpoints: operation<CheckpointInfo[]>()({
@@ -198,6 +219,7 @@ export const OPERATIONS = {
     args: (name: string) => ({ name }),
     field: 'checkpoints',
     what: 'keep checkpoints',
+    hosted: 'refused',
   }),
   /** Deletes a checkpoint (by id or label). */
   deleteCheckpoint: operation<true>()({
@@ -207,6 +229,7 @@ export const OPERATIONS = {
     args: (name: string, checkpoint: string) => ({ name, checkpoint }),
     field: 'deleted',
     what: 'keep checkpoints',
+    hosted: 'refused',
   }),
   /** Returns the machine to a checkpoint (by id or label); what runs is interrupted first. */
   rollback: operation<RollbackResult>()({
@@ -215,6 +238,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, checkpoint: CheckpointRef }),
     args: (name: string, checkpoint: string) => ({ name, checkpoint }),
     what: 'roll machines back',
+    hosted: 'refused',
   }),
   /** Moves a machine made on an older runtime (a sandbox machine on an older Pyodide) onto the newest, keeping a checkpoint of the state it leaves to roll back to. */
   upgrade: operation<UpgradeResult>()({
@@ -223,6 +247,7 @@ export const OPERATIONS = {
     request: z.object(machine),
     args: (name: string) => ({ name }),
     what: 'upgrade machines',
+    hosted: 'refused',
   }),
   /** Clears the namespace (every variable, function, import); files and packages stay. */
   reset: operation<ResetResult>()({
@@ -231,6 +256,7 @@ export const OPERATIONS = {
     request: z.object(machine),
     args: (name: string) => ({ name }),
     what: 'reset machines',
+    hosted: 'emulated',
   }),
   /** Type, signature and docstring of a variable or a dotted path from one; nothing is called. */
   inspect: operation<ObjectInfo>()({
@@ -239,6 +265,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, expression: DottedName }),
     args: (name: string, expression: string) => ({ name, expression }),
     what: 'inspect objects',
+    hosted: 'emulated',
   }),
   /** Whether `code` is a whole statement, for an interactive prompt. */
   isComplete: operation<Completeness>()({
@@ -248,6 +275,7 @@ export const OPERATIONS = {
     args: (name: string, code: string) => ({ name, code }),
     field: 'status',
     what: 'check code',
+    hosted: 'emulated',
   }),
   /** What the name before the cursor can become, from the machine's namespace. */
   complete: operation<Completions>()({
@@ -256,6 +284,7 @@ export const OPERATIONS = {
     request: z.object({ ...machine, ...CodeAndCursor }).refine(cursorInCode, CURSOR_PAST_CODE),
     args: (name: string, code: string, cursor?: number) => ({ name, code, cursor }),
     what: 'complete code',
+    hosted: 'refused',
   }),
 };
 
@@ -267,6 +296,8 @@ export type OperationInput<K extends OperationName> = z.input<Operations[K]['req
 /** A request as it was checked. */
 export type OperationRequest<K extends OperationName> = z.output<Operations[K]['request']>;
 export type OperationResult<K extends OperationName> = NonNullable<Operations[K]['result']>;
+/** The operations a backend with only the ForeverVM protocol does another way. */
+export type EmulatedOperation = { [K in OperationName]: Operations[K]['hosted'] extends 'emulated' ? K : never }[OperationName];
 /** Every operation as a method: its arguments, its result. */
 export type OperationCalls = { [K in OperationName]: (...args: OperationArgs<K>) => Promise<OperationResult<K>> };
 export const OPERATION_NAMES = Object.keys(OPERATIONS) as OperationName[];
@@ -280,7 +311,7 @@ export abstract class OperationClient {
   constructor() {
     for (const op of OPERATION_NAMES) {
       const makeRequest = OPERATIONS[op].args as (...args: unknown[]) => OperationInput<typeof op>;
-      Object.defineProperty(this, op, { value: (...given: unknown[]) => this.carry(op, makeRequest(...given)) });
+      Object.defineProperty(this, op, { value: (...given: unknown[]) => this.carry(op, makeRequest(...given)), writable: true, configurable: true });
     }
   }
 
