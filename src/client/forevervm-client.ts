@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { OperationClient, OPERATIONS, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import { fieldsInQuery, OperationClient, OPERATIONS, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
 import type { NewMachineBody } from '../shared/requests.ts';
 import {
   KEEPALIVE_HEADER,
@@ -168,7 +168,7 @@ export class ForeverVMClient extends OperationClient {
     const rest = Object.entries(fields).filter(([, value]) => value !== undefined);
     let query = '';
     let body: unknown;
-    if (method === 'GET' || method === 'DELETE') {
+    if (fieldsInQuery(method)) {
       query = new URLSearchParams(
         rest.flatMap(([key, value]) => (Array.isArray(value) ? value : [value]).map((item): [string, string] => [key, String(item)])),
       ).toString();

@@ -198,7 +198,8 @@ export class Machine {
   /** Cancels queued instructions and interrupts the running one (escalating to a hard stop). */
   interrupt(): { cancelled: number; interrupted: boolean } {
     const cancelled = this.#queue.cancelPending('it was cancelled by an interrupt before it started');
-    const running = this.#running;
+    // Running from its swap-in until its result is given (`#running` is let go a moment later).
+    const running = this.#queue.current ? this.#running : undefined;
     if (running && !running.stopping) running.stop('interrupt');
     return { cancelled, interrupted: running !== undefined };
   }

@@ -2,8 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
 import { MACHINE_OPERATIONS } from '../machines/machine-operations.ts';
-import { OPERATION_NAMES, OPERATIONS, type Operation, type OperationName } from '../shared/operations.ts';
-import { parseRequest } from '../shared/requests.ts';
+import { fieldsInQuery, OPERATION_NAMES, OPERATIONS, type Operation, type OperationName } from '../shared/operations.ts';
+import { InvalidRequestError, parseRequest } from '../shared/requests.ts';
 import { machineName, type Handler } from './forevervm-api.ts';
 import { pathSegment, readJson, requestUrl, sendJson } from './http-io.ts';
 import { statusReport, toMachineEvent } from './machine-answers.ts';
@@ -33,9 +33,10 @@ function operationRoute<K extends OperationName>(manager: MachineManager, op: K)
     method,
     pattern,
     async (req, res, raw) => {
-      const fields = method === 'GET' || method === 'DELETE' ? fromQuery(requestUrl(req).searchParams, schema) : await readJson(req);
+      const fields = fieldsInQuery(method) ? fromQuery(requestUrl(req).searchParams, schema) : await readJson(req);
+      if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) throw new InvalidRequestError('The request body must be a JSON object');
       const inPath = Object.fromEntries(segments.map((segment, i) => [segment, segment === 'name' ? machineName(raw[i]!) : pathSegment(raw[i]!, segment)]));
-      const result = await work(manager, parseRequest(schema, { ...(fields as object), ...inPath }));
+      const result = await work(manager, parseRequest(schema, { ...fields, ...inPath }));
       sendJson(res, 200, field ? { [field]: result } : result);
     },
   ];

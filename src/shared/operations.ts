@@ -61,6 +61,11 @@ export interface Operation<Args extends unknown[], Request extends z.ZodObject, 
 
 export type HostedBehaviour = 'emulated' | 'refused';
 
+/** Whether an operation's fields outside its path go in the query (GET, DELETE), rather than a JSON body. */
+export function fieldsInQuery(method: Operation<unknown[], z.ZodObject, unknown>['method']): boolean {
+  return method === 'GET' || method === 'DELETE';
+}
+
 /** An operation, its result's type given first: `operation<VariableSummary[]>()({...})`. */
 function operation<Result>() {
   return <Args extends unknown[], Request extends z.ZodObject, Hosted extends HostedBehaviour>(

@@ -143,6 +143,9 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
     const refusedPackage = await api('POST', `/v1/machine/${badPackage.json.machine_name}/packages`, { packages: ['-r requirements.txt'] });
     assert.equal(refusedPackage.status, 400);
     assert.match(refusedPackage.json.message as string, /packages\.0: not a package name: "-r requirements\.txt"/);
+    const notObject = await api('POST', `/v1/machine/${badPackage.json.machine_name}/rollback`, ['1']);
+    assert.equal(notObject.status, 400);
+    assert.equal(notObject.json.message, 'The request body must be a JSON object');
     const huge = await raw(server.url + '/v1/machine/new', { method: 'POST', headers: auth, body: Buffer.alloc(17 * 1024 * 1024, 32) });
     assert.equal(huge.status, 413);
     assert.equal((await api('GET', '/v1/machine/does-not-exist')).status, 404);
