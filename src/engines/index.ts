@@ -120,8 +120,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
       );
     },
     async close() {
-      kernels.close();
-      await Promise.all([...made.values()].map((runtime) => runtime.close()));
+      await Promise.all([kernels.close(), ...[...made.values()].map((runtime) => runtime.close())]);
     },
   };
 }

@@ -38,7 +38,7 @@ interface Pool {
   /** Processes whose kernel said it is ready, with their Python version. */
   ready: Array<{ child: ChildProcess; python: string }>;
   /** Processes still starting. */
-  starting: number;
+  starting: Set<ChildProcess>;
   demand: PoolDemand;
 }
 
@@ -100,12 +100,18 @@ export class KernelProcesses {
     return [...this.#pools.values()].reduce((sum, pool) => sum + pool.ready.length, 0);
   }
 
-  close(): void {
+  /**
+   * Ends every pooled process, ready or still starting, and waits for them to exit: one still
+   * starting writes the kernel's bytecode into the data dir, which may be removed next.
+   */
+  async close(): Promise<void> {
     this.#closed = true;
+    const ending: ChildProcess[] = [];
     for (const pool of this.#pools.values()) {
       pool.demand.close();
-      empty(pool);
+      ending.push(...pool.ready.splice(0).map(({ child }) => child), ...pool.starting);
     }
+    await Promise.all(ending.map(stopped));
   }
 
   #pool(executable: string): Pool {
@@ -113,7 +119,7 @@ export class KernelProcesses {
     if (!pool) {
       const made: Pool = {
         ready: [],
-        starting: 0,
+        starting: new Set(),
         demand: new PoolDemand(this.#poolIdleMs, { fill: () => this.#refill(executable, made), empty: () => empty(made) }),
       };
       this.#pools.set(executable, (pool = made));
@@ -122,12 +128,12 @@ export class KernelProcesses {
   }
 
   #refill(executable: string, pool: Pool): void {
-    if (this.#closed || pool.ready.length + pool.starting > 0) return;
+    if (this.#closed || pool.ready.length + pool.starting.size > 0) return;
     mkdirSync(this.#poolDir, { recursive: true, mode: 0o700 });
     const child = this.spawn(executable, this.#poolDir);
-    pool.starting++;
+    pool.starting.add(child);
     void whenReady(child).then((python) => {
-      pool.starting--;
+      pool.starting.delete(child);
       if (python === undefined || this.#closed || !pool.demand.wanted) child.kill('SIGKILL');
       else pool.ready.push({ child, python });
     });
@@ -137,6 +143,17 @@ export class KernelProcesses {
 /** Ends a pool's ready processes. */
 function empty(pool: Pool): void {
   for (const { child } of pool.ready.splice(0)) child.kill('SIGKILL');
+}
+
+/** Ends a process, once it has exited (or never started). */
+function stopped(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
+  });
+  child.kill('SIGKILL');
+  return exited;
 }
 
 /**
