@@ -71,7 +71,10 @@ suite('Perennial in VS Code chat', () => {
 
     // VS Code gives the view no toolInfo: it knows the call is a run from its input, and can re-run it.
     await ui({ dispatch: 'button[title^="Run this code again"]' });
-    await ui({ dispatch: 'role=alertdialog >> role=button[name="Run again"]' });
+    // The view asks first, in a dialog of its own, once it has drawn it.
+    const runAgain = 'role=alertdialog >> role=button[name="Run again"]';
+    await eventually(async () => (await count(runAgain)) > 0 || undefined, 'the view to ask before it runs the code again');
+    await ui({ dispatch: runAgain });
     await eventually(
       async () => (await ui({ text: `${CALL} .caption` })).includes('Re-run of In [0] as In [1]') || undefined,
       'the re-run, through VS Code, in the view',
