@@ -1,5 +1,5 @@
-import { tagsOf, type OperationName, type OperationRequest, type OperationResult } from '../shared/operations.ts';
-import { base64Content, MAX_FILE_BYTES } from '../shared/requests.ts';
+import { OPERATIONS, tagsOf, type OperationName, type OperationRequest, type OperationResult } from '../shared/operations.ts';
+import { base64Content, MAX_FILE_BYTES, parseRequest } from '../shared/requests.ts';
 import type { MachineManager } from './machine-manager.ts';
 
 /** The work of each operation of `OPERATIONS` (shared/operations.ts), on a manager's machines, its request checked. */
@@ -40,3 +40,9 @@ export const MACHINE_OPERATIONS: OperationWork = {
   isComplete: (manager, { name, code }) => manager.kernel(name, 'is_complete', { code }),
   complete: (manager, { name, code, cursor }) => manager.complete(name, { code, cursor }),
 };
+
+/** Operation `op` on `manager`'s machines: `request` checked against the table's schema, then the work. */
+export async function performOperation<K extends OperationName>(manager: MachineManager, op: K, request: unknown): Promise<OperationResult<K>> {
+  const work = MACHINE_OPERATIONS[op] as (manager: MachineManager, request: unknown) => Promise<OperationResult<K>> | OperationResult<K>;
+  return work(manager, parseRequest(OPERATIONS[op].request, request));
+}

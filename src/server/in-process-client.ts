@@ -1,8 +1,8 @@
 import type { PerennialClient, RunOptions } from '../shared/perennial-client.ts';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { MACHINE_OPERATIONS } from '../machines/machine-operations.ts';
-import { OperationClient, OPERATIONS, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
-import { parseRequest, type NewMachineOptions } from '../shared/requests.ts';
+import { performOperation } from '../machines/machine-operations.ts';
+import { OperationClient, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineEvent, OutputChunk } from '../shared/types.ts';
 import { localAccount, statusReport, toForeverVMError, toMachineEvent } from './machine-answers.ts';
 
@@ -26,8 +26,7 @@ export class InProcessClient extends OperationClient implements PerennialClient 
     this.#answer(() => this.manager.follow(name, seq, onOutput, signal));
 
   protected carry<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {
-    const work = MACHINE_OPERATIONS[op] as (manager: MachineManager, request: unknown) => Promise<OperationResult<K>> | OperationResult<K>;
-    return this.#answer(() => work(this.manager, parseRequest(OPERATIONS[op].request, request)));
+    return this.#answer(() => performOperation(this.manager, op, request));
   }
 
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {

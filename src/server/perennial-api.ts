@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
-import { MACHINE_OPERATIONS } from '../machines/machine-operations.ts';
+import { performOperation } from '../machines/machine-operations.ts';
 import { fieldsInQuery, OPERATION_NAMES, OPERATIONS, type Operation, type OperationName } from '../shared/operations.ts';
-import { InvalidRequestError, parseRequest } from '../shared/requests.ts';
+import { InvalidRequestError } from '../shared/requests.ts';
 import { machineName, type Handler } from './forevervm-api.ts';
 import { pathSegment, readJson, requestUrl, sendJson } from './http-io.ts';
 import { statusReport, toMachineEvent } from './machine-answers.ts';
@@ -28,7 +28,6 @@ function operationRoute<K extends OperationName>(manager: MachineManager, op: K)
   const { method, path, request: schema, field } = OPERATIONS[op] as unknown as Operation<unknown[], z.ZodObject, unknown>;
   const segments = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!);
   const pattern = new RegExp(`^${path.replace(/\//g, '\\/').replace(/\{\w+\}/g, '([^/]+)')}$`);
-  const work = MACHINE_OPERATIONS[op] as unknown as (manager: MachineManager, request: unknown) => Promise<unknown>;
   return [
     method,
     pattern,
@@ -36,7 +35,7 @@ function operationRoute<K extends OperationName>(manager: MachineManager, op: K)
       const fields = fieldsInQuery(method) ? fromQuery(requestUrl(req).searchParams, schema) : await readJson(req);
       if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) throw new InvalidRequestError('The request body must be a JSON object');
       const inPath = Object.fromEntries(segments.map((segment, i) => [segment, segment === 'name' ? machineName(raw[i]!) : pathSegment(raw[i]!, segment)]));
-      const result = await work(manager, parseRequest(schema, { ...fields, ...inPath }));
+      const result = await performOperation(manager, op, { ...fields, ...inPath });
       sendJson(res, 200, field ? { [field]: result } : result);
     },
   ];
