@@ -1,6 +1,7 @@
 import { tagsOf, type EmulatedOperation, type OperationInput, type OperationResult } from '../shared/operations.ts';
 import { UnsupportedByBackendError } from '../shared/perennial-client.ts';
-import { base64Content } from '../shared/requests.ts';
+import { base64Content, MAX_FILE_BYTES } from '../shared/requests.ts';
+import { readKernelPackage } from '../kernel/kernel-package.ts';
 import type { Completeness, ExecResult, ForeverVMMachine, HistoryEntry, MachineInfo } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
@@ -8,51 +9,21 @@ import type { ForeverVMClient } from './forevervm-client.ts';
 /** Instructions kept per machine for a backend without a history of its own. */
 const RECORDED_INSTRUCTIONS = 200;
 
-/** Python that prints one JSON line: the emulations read it from stdout, never from a repr. */
-const SNIPPETS = {
-  variables: `import json as __j
-print(__j.dumps([{"name": __k, "type": type(__v).__name__, "repr": repr(__v)[:200]} for __k, __v in list(globals().items()) if not __k.startswith("_") and type(__v).__name__ != "module"]))
-del __j`,
-  variable: (name: string) => `import json as __j
-print(__j.dumps({"name": ${JSON.stringify(name)}, "type": type(globals()[${JSON.stringify(name)}]).__name__, "repr": repr(globals()[${JSON.stringify(name)}])[:100000], "truncated": False}))
-del __j`,
-  // As the kernel's `reset`, but the hosted kernel's own modules are not known here: names only.
-  reset: `import json as __j
-__c = [__k for __k in list(globals()) if not (__k.startswith("__") and __k.endswith("__"))]
-print(__j.dumps({"cleared": len([__k for __k in __c if __k not in ("__j", "__c")])}))
-[globals().pop(__k, None) for __k in __c + ["__j", "__c"]]`,
-  // As the kernel's `inspect`: a dotted name followed without calling anything.
-  inspect: (expression: string) => `import json as __j, inspect as __i, builtins as __bi
-__n = ${JSON.stringify(expression)}.strip().split(".")
-if not all(__p.isidentifier() for __p in __n): raise ValueError("not a dotted name: " + ${JSON.stringify(JSON.stringify(expression))})
-if __n[0] in globals(): __v = globals()[__n[0]]
-elif hasattr(__bi, __n[0]): __v = getattr(__bi, __n[0])
-else: raise NameError(f"name {__n[0]!r} is not defined")
-for __p in __n[1:]:
-    __v = __i.getattr_static(__v, __p)
-    __v = __v.__func__ if isinstance(__v, (staticmethod, classmethod)) else __v
-try:
-    __s = str(__i.signature(__v))
-except (TypeError, ValueError):
-    __s = None
-__t = type(__v)
-print(__j.dumps({"name": ${JSON.stringify(expression)}, "type": __t.__qualname__ if __t.__module__ in ("builtins", "__main__") else __t.__module__ + "." + __t.__qualname__, "signature": __s, "doc": __i.getdoc(__v)}))
-[globals().pop(__k, None) for __k in ("__j", "__i", "__bi", "__n", "__v", "__s", "__t", "__p")]`,
-  listFiles: (path: string) => `import json as __j, os as __o
-__p = __o.path.abspath(${JSON.stringify(path || '.')})
-print(__j.dumps({"path": __p, "entries": sorted([{"name": __e.name, "type": "link" if __e.is_symlink() else "dir" if __e.is_dir() else "file", "size": __e.stat(follow_symlinks=False).st_size, "mtime": __e.stat(follow_symlinks=False).st_mtime} for __e in __o.scandir(__p)], key=lambda __x: (__x["type"] != "dir", __x["name"]))}))
-del __j, __o, __p`,
-  readFile: (path: string) => `import json as __j, base64 as __b, os as __o
-__d = open(${JSON.stringify(path)}, "rb").read()
-print(__j.dumps({"path": __o.path.abspath(${JSON.stringify(path)}), "size": len(__d), "content": __b.b64encode(__d).decode()}))
-del __j, __b, __o, __d`,
-  writeFile: (path: string, base64: string) => `import json as __j, base64 as __b, os as __o
-__d = __b.b64decode(${JSON.stringify(base64)})
-__o.makedirs(__o.path.dirname(__o.path.abspath(${JSON.stringify(path)})), exist_ok=True)
-open(${JSON.stringify(path)}, "wb").write(__d)
-print(__j.dumps({"path": __o.path.abspath(${JSON.stringify(path)}), "size": len(__d)}))
-del __j, __b, __o, __d`,
-};
+/** The kernel's modules a hosted machine answers with, dependencies first (`hosted.py`). */
+const HOSTED_MODULES = ['output', 'files', 'introspection'];
+
+/**
+ * An instruction that runs kernel `command` on a hosted machine, with the kernel's own code
+ * (`perennial_kernel/hosted.py`), and prints its answer as one JSON line. It leaves no name in the
+ * machine's globals, and its value is None.
+ */
+function hostedCommand(command: string, message: Record<string, unknown> = {}): string {
+  const { files } = readKernelPackage();
+  const modules = Object.fromEntries(HOSTED_MODULES.map((name) => [name, files[`${name}.py`]]));
+  // A JSON string is a Python string literal too.
+  const request = JSON.stringify(JSON.stringify({ command, message, modules }));
+  return `(lambda scope: exec(${JSON.stringify(files['hosted.py'])}, scope) or scope["answer"](globals(), ${request}))({"__name__": "_perennial_hosted"})`;
+}
 
 /** What a backend without an operation does instead: for exactly the operations the table says it can. */
 export type HostedOperations = { [K in EmulatedOperation]: (request: OperationInput<K>) => Promise<OperationResult<K>> };
@@ -92,13 +63,14 @@ export class ForeverVMEmulation {
         const entries = this.#record.get(name) ?? [];
         return last ? entries.slice(-Number(last)) : entries;
       },
-      variables: ({ name }) => this.#answer(name, SNIPPETS.variables),
-      variable: ({ name, variable }) => this.#answer(name, SNIPPETS.variable(variable)),
-      reset: ({ name }) => this.#answer(name, SNIPPETS.reset),
-      inspect: ({ name, expression }) => this.#answer(name, SNIPPETS.inspect(expression)),
-      listFiles: ({ name, path }) => this.#answer(name, SNIPPETS.listFiles(path ?? '')),
-      readFile: ({ name, path }) => this.#answer(name, SNIPPETS.readFile(path)),
-      writeFile: ({ name, path, content, encoding }) => this.#answer(name, SNIPPETS.writeFile(path, base64Content(content, encoding ?? 'utf8'))),
+      variables: ({ name }) => this.#answer(name, hostedCommand('variables')),
+      variable: ({ name, variable }) => this.#answer(name, hostedCommand('variable', { name: variable })),
+      reset: ({ name }) => this.#answer(name, hostedCommand('reset')),
+      inspect: ({ name, expression }) => this.#answer(name, hostedCommand('inspect', { expr: expression })),
+      listFiles: ({ name, path }) => this.#answer(name, hostedCommand('list_files', { path: path ?? '' })),
+      readFile: ({ name, path }) => this.#answer(name, hostedCommand('read_file', { path, limit: MAX_FILE_BYTES })),
+      writeFile: ({ name, path, content, encoding }) =>
+        this.#answer(name, hostedCommand('write_file', { path, content: base64Content(content, encoding ?? 'utf8') })),
       isComplete: async ({ code }) => this.isComplete(code),
     };
   }

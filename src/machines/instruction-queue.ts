@@ -165,13 +165,14 @@ export class InstructionQueue {
     instruction.status = 'done';
     instruction.result = result;
     instruction.resolve(result);
-    this.onFinished(instruction.seq, result);
+    this.announce(instruction.seq, result);
   }
 
   /**
    * Records an operation that has happened (a rollback, an upgrade) as an instruction of its own,
    * `code` a comment that names it: it takes the next seq and is the machine's last completed one.
-   * What cannot be recorded is said in the result it answers, not thrown.
+   * What cannot be recorded is said in the result it answers, not thrown. Once the operation is
+   * complete, `announce` tells the machine's watchers.
    */
   recordOperation(code: string, result: ExecResult, at = new Date()): { seq: number; result: ExecResult } {
     const seq = this.manifest.nextSeq++;
@@ -182,6 +183,11 @@ export class InstructionQueue {
       this.log.finished(seq, result, '', '');
     });
     return { seq, result: unrecorded ? withNotice(result, unrecorded) : result };
+  }
+
+  /** Tells the machine's watchers that an instruction or operation finished, with `result`. */
+  announce(seq: number, result: ExecResult): void {
+    this.onFinished(seq, result);
   }
 
   close(): void {

@@ -1,5 +1,15 @@
 import type { Engine, EngineFactory } from '../engines/engine.ts';
-import type { CheckpointInfo, ExecResult, HistoryEntry, MachineInfo, MachineState, OutputChunk, SenderListeners, UpgradeResult } from '../shared/types.ts';
+import type {
+  CheckpointInfo,
+  ExecResult,
+  HistoryEntry,
+  MachineInfo,
+  MachineState,
+  OutputChunk,
+  RollbackResult,
+  SenderListeners,
+  UpgradeResult,
+} from '../shared/types.ts';
 import { CheckpointStore, type CheckpointSource } from './checkpoint-store.ts';
 import { InstructionQueue, type QueuedInstruction } from './instruction-queue.ts';
 import { InstructionRun, type RunParts } from './instruction-run.ts';
@@ -97,20 +107,7 @@ export class Machine {
       setState,
       isDeleted: () => this.#deleted,
     };
-    this.#checkpoints = new MachineCheckpoints({
-      manifest,
-      store,
-      checkpoints,
-      queue: this.#queue,
-      engine: this.#engine,
-      saver: this.#saver,
-      serial: (task) => this.#serial(task),
-      withSavedState: (what, task, autoCheckpoint) => this.withSavedState(what, task, autoCheckpoint),
-      interrupt: () => this.interrupt(),
-      setState,
-      onFinished,
-      onError,
-    });
+    this.#checkpoints = new MachineCheckpoints({ manifest, store, checkpoints, queue: this.#queue, engine: this.#engine, saver: this.#saver });
   }
 
   get name(): string {
@@ -280,7 +277,7 @@ export class Machine {
 
   /** Takes a named (or unnamed) checkpoint of the current state. */
   takeCheckpoint(label: string | null): Promise<CheckpointInfo> {
-    return this.#checkpoints.take(label);
+    return this.withSavedState(`take a checkpoint of machine ${this.name}`, (source) => this.#checkpoints.take(source, label), false);
   }
 
   checkpoints(): Promise<CheckpointInfo[]> {
@@ -290,19 +287,32 @@ export class Machine {
 
   deleteCheckpoint(idOrLabel: string): Promise<void> {
     this.#assertAlive();
-    return this.#checkpoints.delete(idOrLabel);
+    return this.#serial(() => this.#checkpoints.delete(idOrLabel));
   }
 
-  /** Returns the machine to a checkpoint (see `MachineCheckpoints.rollback`). */
-  rollback(idOrLabel: string): Promise<{ checkpoint: CheckpointInfo; seq: number }> {
+  /**
+   * Returns the machine to a checkpoint (see `MachineCheckpoints.rollback`): what runs is
+   * interrupted, and the rollback goes in turn, before anything queued after it.
+   */
+  async rollback(idOrLabel: string): Promise<RollbackResult> {
     this.#assertAlive();
-    return this.#checkpoints.rollback(idOrLabel);
+    const plan = await this.#checkpoints.planRollback(idOrLabel);
+    this.interrupt();
+    return this.#serial(async () => {
+      try {
+        return await this.#checkpoints.rollback(plan);
+      } finally {
+        // The old engine was let go; one that could not come back leaves the machine swapped.
+        if (!this.#engine.current) this.#setState('swapped');
+      }
+    });
   }
 
-  /** Moves the machine onto the newest runtime this Perennial ships (see `MachineCheckpoints.upgrade`). */
+  /** Moves the machine onto the newest runtime this Perennial ships (see `MachineCheckpoints.upgrade`), in turn with instructions. */
   upgrade(): Promise<UpgradeResult> {
     this.#assertAlive();
-    return this.#checkpoints.upgrade();
+    this.#saver.cancel();
+    return this.#serial(() => this.#checkpoints.upgrade());
   }
 
   // ---- end of life ----------------------------------------------------------------------------

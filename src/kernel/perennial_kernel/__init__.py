@@ -16,6 +16,7 @@ One module per concern:
 - ``cpython_driver``: the python engine's child process (``main``).
 - ``environment``: a python machine's own environment, where its packages go.
 - ``pyodide_driver``: the sandbox engine's driver inside Pyodide.
+- ``hosted``: the same answers on a hosted ForeverVM machine, sent there as an instruction.
 
 Snapshots name the helpers that rebuild what they hold by this package's top-level name
 (``perennial_kernel._rebuild_function``), as the single-module kernel of earlier builds wrote them:
