@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { HttpClient } from '../client/http-client.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { EngineName, NewMachineOptions } from '../shared/requests.ts';
 import type { Terminal } from './result-printer.ts';
@@ -9,7 +10,7 @@ export interface CliContext {
   dataDir: string;
   /** Where the machines are: the local server on the data dir, or hosted ForeverVM. */
   backend: 'local' | 'forevervm';
-  openClient(): Promise<PerennialClient>;
+  openClient(): Promise<HttpClient>;
   term: Terminal;
   stdin: NodeJS.ReadableStream;
   /** Where the interactive prompt keeps its history. */

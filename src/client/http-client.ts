@@ -38,6 +38,11 @@ export class HttpClient extends OperationClient implements PerennialClient {
     return this.#wire.baseUrl;
   }
 
+  /** What it reaches the backend with: the local server's token (from its data dir), or hosted ForeverVM's. */
+  get token(): string {
+    return this.#wire.token;
+  }
+
   whoami(): Promise<{ account: string }> {
     return this.#wire.whoami();
   }
@@ -59,21 +64,37 @@ export class HttpClient extends OperationClient implements PerennialClient {
   }
 
   /** Over the machine's WebSocket REPL; over HTTP when it must interrupt first. */
-  async run(name: string, code: string, given: RunOptions = {}) {
-    // Hosted ForeverVM has no "no limit" (0, Perennial's): it gets the longest Perennial allows.
-    const unlimited = given.timeoutSeconds === 0 && !(await this.#wire.extended());
-    const options = unlimited ? { ...given, timeoutSeconds: LONGEST_TIMEOUT_SECONDS } : given;
-    const onOutput = options.onOutput ?? (() => {});
-    const startedAt = new Date().toISOString();
-    let ran;
+  async run(name: string, code: string, options: RunOptions = {}) {
     if (options.interrupt) {
-      const { instruction_seq: seq } = await this.#wire.exec(name, code, { timeoutSeconds: options.timeoutSeconds, interrupt: true });
-      ran = { seq, result: await this.#wire.streamResult(name, seq, onOutput) };
-    } else {
-      ran = await this.#onRepl(name, (repl) => repl.exec(code, onOutput, options.timeoutSeconds, options));
+      const seq = await this.#exec(name, code, options.timeoutSeconds, true);
+      return { seq, result: await this.#wire.streamResult(name, seq, options.onOutput ?? (() => {})) };
     }
+    const startedAt = new Date().toISOString();
+    const timeoutSeconds = await this.#timeout(options.timeoutSeconds);
+    const ran = await this.#onRepl(name, (repl) => repl.exec(code, options.onOutput ?? (() => {}), timeoutSeconds, options));
     if (!this.#extended) this.#emulation.record(name, { seq: ran.seq, code, startedAt, result: ran.result });
     return ran;
+  }
+
+  start(name: string, code: string, options: { timeoutSeconds?: number } = {}): Promise<number> {
+    return this.#exec(name, code, options.timeoutSeconds, false);
+  }
+
+  /** Queues an instruction over the exec endpoint; without extensions, it is recorded for `history` once it ends. */
+  async #exec(name: string, code: string, timeoutSeconds: number | undefined, interrupt: boolean): Promise<number> {
+    const startedAt = new Date().toISOString();
+    const { instruction_seq: seq } = await this.#wire.exec(name, code, { timeoutSeconds: await this.#timeout(timeoutSeconds), interrupt });
+    if (!this.#extended)
+      void this.#wire.result(name, seq).then(
+        (result) => this.#emulation.record(name, { seq, code, startedAt, result }),
+        () => {},
+      );
+    return seq;
+  }
+
+  /** Hosted ForeverVM has no "no limit" (0, Perennial's): it gets the longest Perennial allows. */
+  async #timeout(timeoutSeconds: number | undefined): Promise<number | undefined> {
+    return timeoutSeconds === 0 && !(await this.#wire.extended()) ? LONGEST_TIMEOUT_SECONDS : timeoutSeconds;
   }
 
   result(name: string, seq: number): Promise<ExecResult> {

@@ -1,5 +1,6 @@
 import type { ExecResult, HistoryEntry, OutputChunk, SenderListeners } from '../shared/types.ts';
 import { streamText } from '../shared/types.ts';
+import { stoppedWithServerText } from '../shared/result-format.ts';
 import type { HistoryLog } from './history-log.ts';
 import type { MachineManifest } from './machine-store.ts';
 
@@ -190,6 +191,17 @@ export class InstructionQueue {
     this.onFinished(seq, result);
   }
 
+  /**
+   * After the server stopped while instructions ran: ends each one the history shows started and
+   * never finished, its error saying what the machine went back to (`restored`), for as long as
+   * the history is kept.
+   */
+  async endUnfinished(restored: string): Promise<void> {
+    for (const entry of await this.log.read()) {
+      if (!entry.result) this.#record(() => this.log.finished(entry.seq, { error: stoppedWithServerText(restored), runtime_ms: 0 }, '', ''));
+    }
+  }
+
   close(): void {
     this.log.close();
   }
@@ -207,8 +219,8 @@ export class InstructionQueue {
   async #historyEntry(seq: number): Promise<HistoryEntry | undefined> {
     const entry = (await this.log.read()).find((e) => e.seq === seq);
     if (entry && !entry.result) {
-      // Started but never finished: the server stopped while it ran.
-      entry.result = { error: 'The server stopped while this instruction ran; its effects are lost.', runtime_ms: 0 };
+      // Started but never finished: the server stopped while it ran (and this server has not said so yet).
+      entry.result = { error: stoppedWithServerText(), runtime_ms: 0 };
     }
     return entry;
   }

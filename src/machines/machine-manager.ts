@@ -404,7 +404,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const { manifests, damaged, newer } = this.#store.list();
     for (const manifest of manifests) {
       await this.#recordRuntime(manifest);
-      this.#adopt(manifest).noteUncleanStop();
+      await this.#adopt(manifest).noteUncleanStop();
     }
     for (const { name, reason } of newer) this.#emit({ type: 'error', name, message: `Machine ${name} is left as it is: ${reason}.` });
     for (const entry of damaged) {

@@ -46,11 +46,13 @@ export class MachineNotices {
 
   /**
    * When the data dir's previous owner stopped without saving: which instructions' effects did
-   * not survive, and why, when it could say.
+   * not survive, and why, when it could say. Answers whether it did stop so.
    */
-  uncleanStop(): void {
+  uncleanStop(): boolean {
     const unsaved = this.manifest.unsaved;
     if (unsaved) this.add(`When the server stopped (${unsaved.at}), this machine could not be saved: ${unsaved.reason}. ${this.restoreNotice()}`);
     else if (this.queue.completedSeq >= (this.manifest.snapshot?.seq ?? 0)) this.add(`The server stopped unexpectedly. ${this.restoreNotice()}`);
+    else return false;
+    return true;
   }
 }

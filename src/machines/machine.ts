@@ -221,10 +221,11 @@ export class Machine {
 
   /**
    * Called when the data dir's previous owner stopped without saving: the first result then says
-   * which instructions' effects did not survive.
+   * which instructions' effects did not survive, and the instructions it stopped in the middle of
+   * end with what the machine went back to.
    */
-  noteUncleanStop(): void {
-    this.#notices.uncleanStop();
+  async noteUncleanStop(): Promise<void> {
+    if (this.#notices.uncleanStop()) await this.#queue.endUnfinished(this.#notices.restoreNotice());
   }
 
   /** Called when the server stops and this machine's state could not be saved: the next start says why. */

@@ -1,4 +1,5 @@
-import { CLIENT_CAPABILITIES_META_KEY, type ClientCapabilities, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
+import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
+import { clientCapabilitiesOf, isModernCall } from './client-capabilities.ts';
 import type { InputAnswerer } from '../shared/types.ts';
 
 /** How long a person may take to answer a cell's question before the client's form is given up. */
@@ -13,8 +14,7 @@ const ANSWER_TIMEOUT_MS = 60 * 60_000;
 export function cellQuestions(server: McpServer, ctx: ServerContext): InputAnswerer {
   return async ({ prompt, password }, signal) => {
     if (!canShowForm(server, ctx)) throw new Error('this MCP client cannot show a form to ask the person; put the value in the code instead');
-    if (ctx.mcpReq.envelope)
-      throw new Error('an MCP 2026-07-28 tool call cannot wait for an answer in the middle of a cell; put the value in the code instead');
+    if (isModernCall(ctx)) throw new Error('an MCP 2026-07-28 tool call cannot wait for an answer in the middle of a cell; put the value in the code instead');
     // The MCP specification forbids asking for secrets in a form.
     if (password) throw new Error('an MCP client may not be asked for a password; read it from an environment variable or a file');
     const question = prompt.trim() || 'The Python code asks for input';
@@ -31,10 +31,8 @@ export function cellQuestions(server: McpServer, ctx: ServerContext): InputAnswe
   };
 }
 
-/** Whether the client can show a form (form elicitation), as the request or its session declared. */
+/** Whether the client can show a form (form elicitation). */
 function canShowForm(server: McpServer, ctx: ServerContext): boolean {
-  // A 2026-07-28 request declares the client's capabilities itself; before, initialize did.
-  const envelope = ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined;
-  const elicitation = (envelope ? envelope[CLIENT_CAPABILITIES_META_KEY] : server.server.getClientCapabilities())?.elicitation;
+  const elicitation = clientCapabilitiesOf(server, ctx)?.elicitation;
   return Boolean(elicitation) && !(elicitation!.url && !elicitation!.form);
 }

@@ -5,6 +5,7 @@ import { createMcpHandler, isInitializeRequest, isLegacyRequest, type McpHttpHan
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import { McpConnectionQuery, problemsOf } from '../shared/requests.ts';
 import { createMcpServer, type McpOptions } from './mcp-server.ts';
+import { McpTasks } from './tasks/mcp-tasks.ts';
 import { ResourceListChanges } from './resource-list-changes.ts';
 import { LegacySseTransport } from './sse-transport.ts';
 
@@ -47,13 +48,16 @@ export class McpHttpEndpoints {
   readonly #modern: McpHttpHandler;
   readonly #serveModern: NodeMcpRequestHandler;
   readonly #changes: ResourceListChanges;
+  readonly #tasks: McpTasks;
 
-  /** `defaults`: what a connection gets unless it chooses otherwise. */
+  /** `taskSecret`: what task ids are sealed with; `defaults`: what a connection gets unless it chooses otherwise. */
   constructor(
     private readonly client: PerennialClient,
+    taskSecret: string,
     private readonly defaults: McpOptions = {},
   ) {
-    this.#modern = createMcpHandler(({ requestInfo }) => createMcpServer(client, { ...defaults, ...connectionOptions(requestInfo?.url) }), {
+    this.#tasks = new McpTasks(client, taskSecret);
+    this.#modern = createMcpHandler(({ requestInfo }) => createMcpServer(client, this.#tasks, { ...defaults, ...connectionOptions(requestInfo?.url) }), {
       legacy: 'reject',
     });
     this.#serveModern = toNodeHandler(this.#modern);
@@ -77,7 +81,7 @@ export class McpHttpEndpoints {
     transport.onclose = () => {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
-    await this.#changes.track(createMcpServer(this.client, { ...this.defaults, ...options })).connect(transport);
+    await this.#changes.track(createMcpServer(this.client, this.#tasks, { ...this.defaults, ...options })).connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
@@ -88,7 +92,7 @@ export class McpHttpEndpoints {
     const transport = new LegacySseTransport('/messages', res);
     this.#sse.set(transport.sessionId, transport);
     res.on('close', () => this.#sse.delete(transport.sessionId));
-    await this.#changes.track(createMcpServer(this.client, { ...this.defaults, ...options })).connect(transport);
+    await this.#changes.track(createMcpServer(this.client, this.#tasks, { ...this.defaults, ...options })).connect(transport);
   }
 
   /** `POST /messages?sessionId=…`: a message for a legacy SSE session. */
@@ -101,6 +105,7 @@ export class McpHttpEndpoints {
 
   async close(): Promise<void> {
     this.#changes.close();
+    this.#tasks.close();
     const transports = [...this.#sessions.values(), ...this.#sse.values()];
     this.#sessions.clear();
     this.#sse.clear();

@@ -6,7 +6,9 @@ import { ICONS } from './icons.ts';
 import { registerMachineView } from './machine-view.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
-import { registerTools } from './tools/index.ts';
+import type { McpTasks } from './tasks/mcp-tasks.ts';
+import { registerTaskMethods } from './tasks/task-methods.ts';
+import { registerTools } from './tools/tool-serving.ts';
 
 /** What an agent is told about the tools, once, at initialization (or discovery). */
 export const INSTRUCTIONS = [
@@ -35,17 +37,20 @@ const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
 /**
  * An MCP server whose tools work on the machines `client` reaches. The SDK asks for one per
  * connection (stdio, a 2025-era HTTP session, legacy SSE) or per request (2026-07-28 over HTTP):
- * nothing in it outlives that, the machines' state lives behind `client`.
+ * nothing in it outlives that, the machines' state lives behind `client`, and the calls that run
+ * as tasks in `tasks`, which the process's connections share.
  */
 export function createMcpServer(
   client: PerennialClient,
+  tasks: McpTasks,
   { inlineImages = DEFAULT_INLINE_IMAGES, progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS, machineDefaults = {} }: McpOptions = {},
 ): McpServer {
   const server = new McpServer(
     { name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS },
     { instructions: INSTRUCTIONS, capabilities: { logging: {} } },
   );
-  registerTools(server, client, { inlineImages, progressHeartbeatMs, machineDefaults });
+  const taskSession = registerTaskMethods(server, tasks, inlineImages);
+  registerTools(server, client, { inlineImages, progressHeartbeatMs, machineDefaults, tasks, taskSession });
   registerResources(server, client);
   registerPrompts(server, client);
   registerMachineView(server);

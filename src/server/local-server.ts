@@ -70,7 +70,7 @@ export class LocalServer {
     private readonly access: AccessPolicy,
     heartbeatMs: number | undefined,
   ) {
-    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager), { progressHeartbeatMs: heartbeatMs });
+    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager), token, { progressHeartbeatMs: heartbeatMs });
     this.stopRequested = new Promise((resolve) => (this.#requestStop = resolve));
     const stop: [string, RegExp, Handler] = [
       'POST',

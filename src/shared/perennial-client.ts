@@ -34,6 +34,12 @@ export interface PerennialClient extends OperationCalls {
   create(options?: NewMachineOptions): Promise<MachineInfo>;
   /** Runs code and waits for its result, streaming output; a machine's instructions run in turn. */
   run(name: string, code: string, options?: RunOptions): Promise<{ seq: number; result: ExecResult }>;
+  /**
+   * Queues code as an instruction and answers its number at once, without waiting for anything
+   * before it; `follow` and `result` give its output and result. It cannot ask (`input()` gets
+   * an EOFError), as over ForeverVM's exec endpoint.
+   */
+  start(name: string, code: string, options?: { timeoutSeconds?: number }): Promise<number>;
   /** Instruction `seq`'s result, waiting while it runs; kept as long as the machine's history. */
   result(name: string, seq: number): Promise<ExecResult>;
   /**

@@ -20,6 +20,18 @@ export function isTimeoutError(error: string): boolean {
   return error.startsWith(TIMED_OUT);
 }
 
+const STOPPED_WITH_SERVER = 'The server stopped while this instruction ran: its effects are lost.';
+
+/** The error of an instruction the server stopped in the middle of; `restored`: what the machine went back to. */
+export function stoppedWithServerText(restored?: string): string {
+  return restored ? `${STOPPED_WITH_SERVER} ${restored}` : STOPPED_WITH_SERVER;
+}
+
+/** Whether an instruction never finished because the server stopped while it ran. */
+export function stoppedWithServer(result: ExecResult): boolean {
+  return 'error' in result && result.error.startsWith(STOPPED_WITH_SERVER);
+}
+
 /** Something Perennial says about an instruction besides its result: a notice or a loss. */
 export interface ResultNote {
   kind: 'notice' | 'lost';

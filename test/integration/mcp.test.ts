@@ -17,7 +17,6 @@ import {
   type VersionNegotiationMode,
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, otherPython, tempDataDir } from '../helpers/machines.ts';
@@ -1006,24 +1005,6 @@ describe('MCP server', { timeout: 480_000 }, () => {
       assert.equal(missing.status, 1);
       assert.match(missing.stderr, /^perennial: pip install failed \(exit 1\): .*No matching distribution found for nosuchpkg/s);
     });
-  });
-
-  it('a task-aware client (the Tasks extension) gets the blocking result: the v2 SDK serves no tasks', async () => {
-    const { server, stop } = await startPythonServer();
-    const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
-    await client.connect(streamable(server));
-    const session = createTaskSessionFromClient(client, { endpointId: 'perennial-tests' });
-    try {
-      assert.equal(client.getServerCapabilities()?.tasks, undefined);
-      const replId = ((await call(client, 'create-python-repl', {})).structuredContent as { replId: string }).replId;
-      const execution = await session.callTool('run-python-in-repl', { replId, pythonCode: 'import time\ntime.sleep(0.5)\n6 * 7' });
-      const result = resultFromTaskOutcome((await execution.settle()).outcome) as CallToolResult;
-      assert.equal((result.structuredContent as { value: string }).value, '42');
-    } finally {
-      await session.close();
-      await client.close();
-      await stop();
-    }
   });
 
   it('refuses MCP requests without the token', async () => {

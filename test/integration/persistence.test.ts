@@ -250,7 +250,10 @@ for (const engine of ENGINES_UNDER_TEST) {
         r.result.data?.notices?.[0] ?? '',
         /The server stopped unexpectedly\. The machine goes back to its snapshot of .*Effects of instructions 1–1 are lost/,
       );
-      assert.match(errorOf(await manager.result(name, 1)), /The server stopped while this instruction ran/);
+      // The instruction it stopped in the middle of ends, in its history, with what the machine went back to.
+      const stopped = /^The server stopped while this instruction ran: its effects are lost\. The machine goes back to its snapshot of /;
+      assert.match(errorOf(await manager.result(name, 1)), stopped);
+      assert.match(errorOf((await manager.history(name)).find((entry) => entry.seq === 1)!.result!), stopped);
       assert.equal(r.seq, 2);
     });
 

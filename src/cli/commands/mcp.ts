@@ -1,6 +1,7 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createMcpServer } from '../../mcp/mcp-server.ts';
 import { ResourceListChanges } from '../../mcp/resource-list-changes.ts';
+import { McpTasks } from '../../mcp/tasks/mcp-tasks.ts';
 import { newMachineOptions, type CliContext, type MachineFlags } from '../context.ts';
 
 export interface McpCommandOptions extends MachineFlags {
@@ -23,11 +24,15 @@ export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat, ...
     process.stdin.once('close', resolve);
   });
   const changes = new ResourceListChanges(client);
-  const served = serveStdio(() => changes.track(createMcpServer(client, options)), {
+  // Task ids are sealed with the backend's token: for the local server, its data dir's, as the
+  // server's own /mcp seals them, so that either reads the other's.
+  const tasks = new McpTasks(client, client.token);
+  const served = serveStdio(() => changes.track(createMcpServer(client, tasks, options)), {
     onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`),
   });
   await closed;
   changes.close();
+  tasks.close();
   await served.close();
   await client.close();
 }

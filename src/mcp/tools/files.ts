@@ -51,6 +51,7 @@ export const installPackages = tool({
   inputSchema: z.object({ replId, packages: OPERATIONS.installPackages.request.shape.packages }),
   // Open-world: pip fetches from the package index; it changes only the REPL.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  longRunning: true,
   async handler({ replId: name, packages }, { client }) {
     return text(`Installed: ${await client.installPackages(name, packages)}`);
   },

@@ -5,14 +5,15 @@ import { resultText, viewResult } from '../../shared/result-format.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../../shared/types.ts';
 import { figureContent } from '../figures.ts';
 import { MACHINE_VIEW_META } from '../machine-view.ts';
-import { json, replId, tool, type ToolContext } from './tool.ts';
+import { json, replId, tool, type Instruction, type ToolContext, type ToolDefinition } from './tool.ts';
 
 /**
  * The result of an instruction as an MCP tool result: output, value or traceback, Perennial's
  * notices and losses, figures. The structured content carries all of it, figures by their
- * resource URIs, since some clients (VS Code) give the model that instead of the text.
+ * resource URIs, since some clients (VS Code) give the model that instead of the text. A run
+ * tool's task ends with the same (`mcp/tasks/`).
  */
-function execResult(name: string, seq: number, chunks: OutputChunk[], result: ExecResult, inlineImages: number): CallToolResult {
+export function execResult(name: string, seq: number, chunks: OutputChunk[], result: ExecResult, inlineImages: number): CallToolResult {
   const view = viewResult(result);
   const figures = figureContent(name, seq, view.images, inlineImages);
   const more = [...(figures.note ? [figures.note] : []), ...(view.timedOut ? ['Give it longer with the timeoutSeconds argument (0: no limit).'] : [])];
@@ -53,11 +54,9 @@ const RunOutput = z.object({
 /** What a run tool's structured content holds (the MCP App view reads it too). */
 export type RunOutput = z.infer<typeof RunOutput>;
 
-/** Runs `code` as an instruction: output lines as progress, interrupted when the call is cancelled. */
+/** Runs an instruction: output lines as progress, interrupted when the call is cancelled. */
 async function runInstruction(
-  name: string,
-  code: string,
-  timeoutSeconds: number | undefined,
+  { machine: name, code, timeoutSeconds }: Instruction,
   { client, signal, progress, inlineImages, ask }: ToolContext,
 ): Promise<CallToolResult> {
   const stop = () => void client.interrupt(name).catch(() => {});
@@ -86,36 +85,37 @@ export function runFileCode(path: string): string {
   return `__file__ = ${JSON.stringify(path)}; exec(compile(open(__file__, encoding="utf-8").read(), __file__, "exec"), globals())`;
 }
 
-export const runPython = tool({
+/** A tool that runs code: the instruction its arguments make, its result the instruction's (`execResult`). */
+function runTool<In extends z.ZodObject>(
+  definition: Pick<ToolDefinition<In>, 'name' | 'title' | 'description' | 'inputSchema'> & { instruction(args: z.infer<In>): Instruction },
+): ToolDefinition<In> {
+  return tool({
+    ...definition,
+    outputSchema: RunOutput,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    _meta: MACHINE_VIEW_META,
+    handler: (args, context) => runInstruction(definition.instruction(args), context),
+  });
+}
+
+const timeoutSeconds = TimeoutSeconds.optional().describe('Interrupt the code after this many seconds (default 15; 0: no limit)');
+
+export const runPython = runTool({
   name: 'run-python-in-repl',
   title: 'Run Python in a REPL',
   description:
     'Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images and as perennial:// resources.',
-  inputSchema: z.object({
-    pythonCode: z.string().describe('The code; the value of its last expression is returned'),
-    replId,
-    timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this many seconds (default 15; 0: no limit)'),
-  }),
-  outputSchema: RunOutput,
-  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-  _meta: MACHINE_VIEW_META,
-  handler: ({ pythonCode, replId: name, timeoutSeconds }, context) => runInstruction(name, pythonCode, timeoutSeconds, context),
+  inputSchema: z.object({ pythonCode: z.string().describe('The code; the value of its last expression is returned'), replId, timeoutSeconds }),
+  instruction: ({ pythonCode, replId, timeoutSeconds }) => ({ machine: replId, code: pythonCode, timeoutSeconds }),
 });
 
-export const runFile = tool({
+export const runFile = runTool({
   name: 'run-file-in-repl',
   title: 'Run a Python file in a REPL',
   description:
     "Runs a .py file in a REPL's namespace, as IPython's %run -i does: what it defines stays for later calls, __name__ is '__main__' and __file__ is set. The path is inside the REPL: relative to its working directory (for a sandbox REPL with the workspace mounted, the workspace) or absolute.",
-  inputSchema: z.object({
-    path: FilePath.describe('The file, inside the REPL'),
-    replId,
-    timeoutSeconds: TimeoutSeconds.optional().describe('Interrupt the code after this many seconds (default 15; 0: no limit)'),
-  }),
-  outputSchema: RunOutput,
-  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-  _meta: MACHINE_VIEW_META,
-  handler: ({ path, replId: name, timeoutSeconds }, context) => runInstruction(name, runFileCode(path), timeoutSeconds, context),
+  inputSchema: z.object({ path: FilePath.describe('The file, inside the REPL'), replId, timeoutSeconds }),
+  instruction: ({ path, replId, timeoutSeconds }) => ({ machine: replId, code: runFileCode(path), timeoutSeconds }),
 });
 
 export const interrupt = tool({

@@ -30,34 +30,25 @@ export interface ToolDefinition<In extends z.ZodObject> {
   /** The MCP Apps view it links (`MACHINE_VIEW_META`), or that only the view calls it (`VIEW_ONLY_META`). */
   _meta?: Record<string, unknown>;
   handler(args: z.infer<In>, context: ToolContext): Promise<CallToolResult>;
+  /**
+   * A tool that runs code: the instruction it is. Called by a client that takes MCP tasks, it may
+   * run as one, kept as long as the machine's history (`mcp/tasks/`).
+   */
+  instruction?(args: z.infer<In>): Instruction;
+  /** Long work that is not an instruction (an install): it may run as a task this process keeps. */
+  longRunning?: boolean;
+}
+
+/** Code a tool runs on a machine. */
+export interface Instruction {
+  machine: string;
+  code: string;
+  timeoutSeconds?: number;
 }
 
 /** Keeps each tool's argument types tied to its schema. */
 export function tool<In extends z.ZodObject>(definition: ToolDefinition<In>): ToolDefinition<In> {
-  convertedOnce(definition.inputSchema);
-  if (definition.outputSchema) convertedOnce(definition.outputSchema);
   return definition;
-}
-
-type JsonSchemaConverter = (options: { target: string }) => Record<string, unknown>;
-const convertedSchemas = new WeakSet<z.ZodObject>();
-
-/**
- * Makes a schema compute its JSON Schema once per target. The SDK makes an MCP server for every
- * 2026-07-28 request and converts the schemas of a new server again (for the request's header
- * checks and its result), about half of what such a request cost the server; the tools never change.
- */
-function convertedOnce(schema: z.ZodObject): void {
-  // A schema shared by tools is converted for the first.
-  if (convertedSchemas.has(schema)) return;
-  convertedSchemas.add(schema);
-  const standard = schema['~standard'];
-  const once = (convert: JsonSchemaConverter): JsonSchemaConverter => {
-    const converted = new Map<string, Record<string, unknown>>();
-    return (options) => converted.get(options.target) ?? converted.set(options.target, convert(options)).get(options.target)!;
-  };
-  const jsonSchema = { input: once(standard.jsonSchema.input), output: once(standard.jsonSchema.output) };
-  Object.defineProperty(schema, '~standard', { value: { ...standard, jsonSchema } });
 }
 
 export const replId = MachineName.describe('The machine name returned by create-python-repl');

@@ -26,26 +26,57 @@ const ASKS_FOR_RESULT = 'role=button[name=/^Allow results/]';
 const CALL = 'section[aria-label="The call"]';
 const MACHINE = 'section[aria-label="The machine now"]';
 
+/** The chat, open on the scripted model, with Perennial's MCP server started. */
+async function openChat(): Promise<void> {
+  await eventually(async () => {
+    await vscode.commands.executeCommand('workbench.mcp.startServer', MCP_SERVER_ID, { waitForLiveTools: true });
+    return tool('run-python-in-repl');
+  }, "Perennial's MCP tools");
+  // The chat finds a request's model among those the extension host has listed.
+  await eventually(async () => (await vscode.lm.selectChatModels({ vendor: 'perennial-tests' })).length > 0 || undefined, 'the scripted model');
+  // The chat takes the model its picker shows: open it, and choose the scripted one there.
+  await vscode.commands.executeCommand('workbench.action.chat.open');
+  await eventually(async () => {
+    await vscode.commands.executeCommand('workbench.action.chat.changeModel', { vendor: 'perennial-tests', id: 'scripted', family: 'scripted' });
+    return (await count('.interactive-input-part >> text=Scripted')) > 0 || undefined;
+  }, 'the chat to take the scripted model');
+}
+
 suite('Perennial in VS Code chat', () => {
   const changes = testChanges();
   // The chat takes a third of the window: the suite's later screenshots are of the editor.
   suiteTeardown(() => vscode.commands.executeCommand('workbench.action.closeAuxiliaryBar'));
 
+  test('a long cell run through the chat is an MCP task: the chat shows how long it has run and its last output', async () => {
+    await openChat();
+    const code = 'import time\nfor step in range(10):\n    print(f"step {step}", flush=True)\n    time.sleep(1)\n"counted"';
+    const asked = vscode.commands.executeCommand('workbench.action.chat.open', { query: `@runner ${code}` });
+    // A direct call's progress would be the output line alone: this is the task's status.
+    const progress = 'text=/Working for [0-9.]+ s; last output: step [0-9]/';
+    await eventually(
+      async () => {
+        if (await count(ASKS_TO_RUN)) await ui({ dispatch: ASKS_TO_RUN }).catch(() => []);
+        return (await count(progress)) > 0 || undefined;
+      },
+      "the task's progress in the chat",
+      120_000,
+    );
+    await screenshot('chat-task-progress');
+    await eventually(
+      async () => {
+        if (await count(ASKS_FOR_RESULT)) await ui({ dispatch: ASKS_FOR_RESULT }).catch(() => []);
+        return (await count('text=/^Ran it in /')) > 0 || undefined;
+      },
+      'the task to end, and its result to reach the chat',
+      120_000,
+    );
+    await asked;
+  });
+
   test("a call's MCP App view renders in the chat; its Re-run and Fork reach the server", async () => {
     await changes.setting('chat.mcp.apps.enabled', true);
-    await eventually(async () => {
-      await vscode.commands.executeCommand('workbench.mcp.startServer', MCP_SERVER_ID, { waitForLiveTools: true });
-      return tool('run-python-in-repl');
-    }, "Perennial's MCP tools");
-    // The chat finds a request's model among those the extension host has listed.
-    await eventually(async () => (await vscode.lm.selectChatModels({ vendor: 'perennial-tests' })).length > 0 || undefined, 'the scripted model');
+    await openChat();
     const before = (await invokeJson<{ repls: Array<{ name: string }> }>('list-python-repls', {})).repls.map((m) => m.name);
-    // The chat takes the model its picker shows: open it, and choose the scripted one there.
-    await vscode.commands.executeCommand('workbench.action.chat.open');
-    await eventually(async () => {
-      await vscode.commands.executeCommand('workbench.action.chat.changeModel', { vendor: 'perennial-tests', id: 'scripted', family: 'scripted' });
-      return (await count('.interactive-input-part >> text=Scripted')) > 0 || undefined;
-    }, 'the chat to take the scripted model');
     // The command returns once the request is answered, which waits for the approvals below.
     const asked = vscode.commands.executeCommand('workbench.action.chat.open', { query: `@runner ${CODE}` });
     // VS Code asks before each MCP tool call that is not read-only: allowed, as a person would.

@@ -1,0 +1,325 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Client, StreamableHTTPClientTransport, type CallToolResult, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { resultFromTaskOutcome, type TaskEnabledSession, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
+import { LocalServer } from '../../src/server/local-server.ts';
+import { finished } from '../helpers/processes.ts';
+import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { httpDispatch, taskSession, transportDispatch } from '../helpers/task-requester.ts';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
+
+/** A loop of 20 s that says where it is every second. */
+const LOOP = 'import time\nfor step in range(20):\n    print(f"step {step}", flush=True)\n    time.sleep(1)\n"looped"';
+
+/** Where a server is, and the data dir it owns. */
+interface Served {
+  url: string;
+  token: string;
+  dataDir: string;
+}
+
+interface Connection {
+  transport(served: Served): Transport;
+  mode: VersionNegotiationMode;
+  modern: boolean;
+}
+
+const http = ({ url, token }: Served) =>
+  new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+const stdio = ({ dataDir }: Served) =>
+  new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, '--data-dir', dataDir, 'mcp'],
+    env: { ...process.env } as Record<string, string>,
+    stderr: 'pipe',
+  });
+
+const CONNECTIONS: Record<string, Connection> = {
+  'streamable HTTP, 2025-11-25 (experimental tasks)': { transport: http, mode: 'legacy', modern: false },
+  'streamable HTTP, 2026-07-28 (the Tasks extension)': { transport: http, mode: 'auto', modern: true },
+  'stdio, 2025-11-25 (experimental tasks)': { transport: stdio, mode: 'legacy', modern: false },
+  'stdio, 2026-07-28 (the Tasks extension)': { transport: stdio, mode: { pin: '2026-07-28' }, modern: true },
+};
+
+/** A connected client and its task session; `close` ends both. */
+async function connect(served: Served, connection: Connection) {
+  const client = new Client({ name: 'perennial-tests', version: '1.0.0' }, { versionNegotiation: { mode: connection.mode } });
+  const transport = connection.transport(served);
+  await client.connect(transport);
+  const dispatch = connection.modern
+    ? transport instanceof StdioClientTransport
+      ? transportDispatch(transport)
+      : httpDispatch(`${served.url}/mcp`, served.token)
+    : undefined;
+  const session = taskSession(client, dispatch);
+  const close = async () => {
+    await session.close();
+    await client.close();
+  };
+  return { client, session, close };
+}
+
+async function newRepl(client: Client): Promise<string> {
+  return ((await client.callTool({ name: 'create-python-repl', arguments: {} })).structuredContent as { replId: string }).replId;
+}
+
+const served = (server: LocalServer): Served => ({ url: server.url, token: server.token, dataDir: server.manager.dataDir });
+
+/** The task's views as the requester sees them, and its result once done. */
+async function settle(session: TaskEnabledSession, replId: string, pythonCode: string) {
+  const execution = await session.callTool('run-python-in-repl', { replId, pythonCode, timeoutSeconds: 120 }, { task: { preference: 'prefer' } });
+  const seen: TaskView[] = [];
+  const { outcome } = await execution.settle({ onEvent: (event) => void (event.type === 'task' && seen.push(event.task)) });
+  return { kind: execution.kind, seen, outcome };
+}
+
+/** What a run's result says, without what differs between two runs of the same code (its number and time). */
+function comparable(result: CallToolResult): unknown {
+  const { runtimeMs: _runtime, seq: _seq, ...content } = result.structuredContent as Record<string, unknown>;
+  return { content: result.content, structured: content, isError: result.isError };
+}
+
+describe('MCP tasks', { timeout: 300_000 }, () => {
+  let server: LocalServer;
+  let data: { dir: string; cleanup(): Promise<void> };
+
+  before(async () => {
+    data = await tempDataDir();
+    process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+    server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+  });
+  after(async () => {
+    await server.close();
+    delete process.env.PERENNIAL_PYTHON;
+    await data.cleanup();
+  });
+
+  it('on every transport, a 20 s loop runs as a task: polled, its output growing, its result the direct call’s', async () => {
+    const direct = (async () => {
+      const { client, close } = await connect(served(server), CONNECTIONS['streamable HTTP, 2025-11-25 (experimental tasks)']!);
+      try {
+        return (await client.callTool({
+          name: 'run-python-in-repl',
+          arguments: { replId: await newRepl(client), pythonCode: LOOP, timeoutSeconds: 120 },
+        })) as CallToolResult;
+      } finally {
+        await close();
+      }
+    })();
+    const tasks = Object.entries(CONNECTIONS).map(async ([label, connection]) => {
+      const { client, session, close } = await connect(served(server), connection);
+      try {
+        const { kind, seen, outcome } = await settle(session, await newRepl(client), LOOP);
+        assert.equal(kind, 'task', label);
+        const steps = seen.map((view) => /last output: step (\d+)/.exec(view.statusMessage ?? '')?.[1]).filter((step) => step !== undefined);
+        assert.ok(new Set(steps).size >= 2, `${label}: the output seen growing (${JSON.stringify(seen.map((v) => v.statusMessage))})`);
+        assert.deepEqual(
+          steps.map(Number),
+          [...steps.map(Number)].sort((a, b) => a - b),
+          label,
+        );
+        assert.equal(seen.at(-1)!.status, 'completed', label);
+        return [label, resultFromTaskOutcome(outcome) as CallToolResult] as const;
+      } finally {
+        await close();
+      }
+    });
+    const directResult = await direct;
+    for (const [label, result] of await Promise.all(tasks)) assert.deepEqual(comparable(result), comparable(directResult), label);
+    assert.equal((directResult.structuredContent as { value: string }).value, "'looped'");
+  });
+
+  for (const [label, connection] of Object.entries(CONNECTIONS).filter(([label]) => label.startsWith('streamable'))) {
+    it(`${label}: cancelling a task interrupts its code, and the REPL lives on with its state`, async () => {
+      const { client, session, close } = await connect(served(server), connection);
+      try {
+        const replId = await newRepl(client);
+        await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = "before the task"' } });
+        const execution = await session.callTool('run-python-in-repl', { replId, pythonCode: LOOP, timeoutSeconds: 120 }, { task: { preference: 'prefer' } });
+        assert.equal(execution.kind, 'task');
+        // Once it runs (its first line is out), it is cancelled.
+        for await (const event of execution.updates()) if (event.type === 'task' && /last output: step/.test(event.task.statusMessage ?? '')) break;
+        await execution.cancel();
+        const after = await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept, step' } });
+        assert.match((after.structuredContent as { value: string }).value, /^\('before the task', \d+\)$/);
+        const history = (await client.callTool({ name: 'get-repl-history', arguments: { replId, last: 2 } })).structuredContent as {
+          history: Array<{ result: { error?: string } }>;
+        };
+        assert.match(history.history[0]!.result.error ?? '', /KeyboardInterrupt/);
+        const task = await session.task(execution.handle.taskId).snapshot();
+        assert.equal(task.status, 'cancelled');
+        assert.match(task.statusMessage ?? '', /^Cancelled after .*: the code was interrupted; the REPL's state is kept\.$/);
+      } finally {
+        await close();
+      }
+    });
+  }
+
+  it('answers at once, without a task, a client that does not take tasks, and (2026-07-28) quick work', async () => {
+    const { client, session, close } = await connect(served(server), CONNECTIONS['streamable HTTP, 2026-07-28 (the Tasks extension)']!);
+    try {
+      const quick = await session.callTool('run-python-in-repl', { replId: await newRepl(client), pythonCode: '6 * 7' });
+      assert.equal(quick.kind, 'immediate');
+      assert.equal(((resultFromTaskOutcome((await quick.settle()).outcome) as CallToolResult).structuredContent as { value: string }).value, '42');
+    } finally {
+      await close();
+    }
+    const plain = new Client({ name: 'perennial-tests', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
+    await plain.connect(http(served(server)));
+    try {
+      const tool = (await plain.listTools()).tools.find((t) => t.name === 'run-python-in-repl')!;
+      assert.deepEqual(tool.execution, { taskSupport: 'optional' });
+      const result = (await plain.callTool({
+        name: 'run-python-in-repl',
+        arguments: { replId: await newRepl(plain), pythonCode: 'import time\ntime.sleep(1.5)\n6 * 7' },
+      })) as CallToolResult;
+      assert.equal((result.structuredContent as { value: string }).value, '42');
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
+describe('install-python-packages as a task', { timeout: 300_000 }, () => {
+  it('installs as a task of the server that runs it, with pip’s result as its own', async () => {
+    // pip finds a wheel built here, offline; the REPL's interpreter is a venv of the test's.
+    const dir = await mkdtemp(join(tmpdir(), 'perennial-task-install-'));
+    const data = await tempDataDir();
+    const pip = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: dir };
+    try {
+      execFileSync('python3', ['-m', 'venv', join(dir, 'venv')]);
+      execFileSync('python3', [MAKE_WHEEL, dir, 'taskpkg', '1.0', JSON.stringify({ 'taskpkg/__init__.py': 'VALUE = "as a task"\n' })]);
+      Object.assign(process.env, pip, { PERENNIAL_PYTHON: join(dir, 'venv', 'bin', 'python') });
+      const server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+      try {
+        const { client, session, close } = await connect(served(server), CONNECTIONS['streamable HTTP, 2025-11-25 (experimental tasks)']!);
+        try {
+          const replId = await newRepl(client);
+          const execution = await session.callTool('install-python-packages', { replId, packages: ['taskpkg'] }, { task: { preference: 'prefer' } });
+          assert.equal(execution.kind, 'task');
+          const result = resultFromTaskOutcome((await execution.settle()).outcome) as CallToolResult;
+          assert.deepEqual(result.content, [{ type: 'text', text: 'Installed: Successfully installed taskpkg-1.0' }]);
+          const imported = await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'import taskpkg\ntaskpkg.VALUE' } });
+          assert.equal((imported.structuredContent as { value: string }).value, "'as a task'");
+        } finally {
+          await close();
+        }
+      } finally {
+        await server.close();
+      }
+    } finally {
+      for (const name of [...Object.keys(pip), 'PERENNIAL_PYTHON']) delete process.env[name];
+      await data.cleanup();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('MCP tasks across restarts', { timeout: 300_000 }, () => {
+  it('a finished task is read after the server stops and another starts, from a new connection of either generation', async () => {
+    const data = await tempDataDir();
+    process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+    try {
+      let server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+      const references = [];
+      const results: CallToolResult[] = [];
+      for (const label of ['streamable HTTP, 2025-11-25 (experimental tasks)', 'streamable HTTP, 2026-07-28 (the Tasks extension)']) {
+        const { client, session, close } = await connect(served(server), CONNECTIONS[label]!);
+        try {
+          const execution = await session.callTool(
+            'run-python-in-repl',
+            { replId: await newRepl(client), pythonCode: 'import time\nprint("slept", flush=True)\ntime.sleep(1.5)\n6 * 7' },
+            { task: { preference: 'prefer' } },
+          );
+          assert.equal(execution.kind, 'task', label);
+          results.push(resultFromTaskOutcome((await execution.settle({ close: false })).outcome) as CallToolResult);
+          if (execution.kind === 'task') references.push({ label, reference: execution.serializeReference() });
+          await execution.detach();
+        } finally {
+          await close();
+        }
+      }
+      await server.close();
+      server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+      try {
+        for (const [i, { label, reference }] of references.entries()) {
+          const { session, close } = await connect(served(server), CONNECTIONS[label]!);
+          try {
+            const resumed = await session.resumeTask(reference);
+            const result = resultFromTaskOutcome((await resumed.settle()).outcome) as CallToolResult;
+            assert.equal((result.structuredContent as { value: string }).value, '42', label);
+            assert.equal((result.structuredContent as { stdout: string }).stdout, 'slept', label);
+            assert.deepEqual(comparable(result), comparable(results[i]!), label);
+          } finally {
+            await close();
+          }
+        }
+      } finally {
+        await server.close();
+      }
+    } finally {
+      delete process.env.PERENNIAL_PYTHON;
+      await data.cleanup();
+    }
+  });
+
+  it('a task whose server was killed ends failed, saying what its REPL went back to', async () => {
+    const data = await tempDataDir();
+    const env = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON };
+    const child = spawn(process.execPath, [CLI, '--data-dir', data.dir, 'serve', '--engine', 'python', '--port', '0'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const done = finished(child);
+    try {
+      const infoPath = join(data.dir, 'server.json');
+      await eventually(() => existsSync(infoPath), 20_000, 'server.json');
+      const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { url: string; token: string };
+      const connection = CONNECTIONS['streamable HTTP, 2026-07-28 (the Tasks extension)']!;
+      const { client, session, close } = await connect({ ...info, dataDir: data.dir }, connection);
+      const replId = await newRepl(client);
+      await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1' } });
+      await client.callTool({ name: 'checkpoint-python-repl', arguments: { replId } });
+      const execution = await session.callTool('run-python-in-repl', { replId, pythonCode: LOOP, timeoutSeconds: 120 });
+      assert.equal(execution.kind, 'task');
+      const reference = execution.kind === 'task' ? execution.serializeReference() : undefined;
+      for await (const event of execution.updates()) if (event.type === 'task' && /last output: step/.test(event.task.statusMessage ?? '')) break;
+      await execution.detach();
+      child.kill('SIGKILL');
+      await done;
+      await close().catch(() => {});
+      process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+      const server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+      try {
+        const again = await connect(served(server), connection);
+        try {
+          const { outcome } = await (await again.session.resumeTask(reference!)).settle();
+          assert.equal(outcome.status, 'failed');
+          assert.match(
+            outcome.status === 'failed' ? outcome.error.message : '',
+            /^The server stopped while this instruction ran: its effects are lost\. The machine goes back to its snapshot of .*\. Effects of instructions \d+–\d+ are lost\./,
+          );
+          const task = await again.session.task(reference!.taskId).snapshot();
+          assert.equal(task.status, 'failed');
+        } finally {
+          await again.close();
+        }
+      } finally {
+        await server.close();
+        delete process.env.PERENNIAL_PYTHON;
+      }
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await data.cleanup();
+    }
+  });
+});
