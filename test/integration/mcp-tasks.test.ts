@@ -138,7 +138,7 @@ describe('MCP tasks', { timeout: 300_000 }, () => {
     assert.equal((directResult.structuredContent as { value: string }).value, "'looped'");
   });
 
-  for (const [label, connection] of Object.entries(CONNECTIONS).filter(([label]) => label.startsWith('streamable'))) {
+  for (const [label, connection] of Object.entries(CONNECTIONS)) {
     it(`${label}: cancelling a task interrupts its code, and the REPL lives on with its state`, async () => {
       const { client, session, close } = await connect(served(server), connection);
       try {
@@ -225,15 +225,14 @@ describe('install-python-packages as a task', { timeout: 300_000 }, () => {
 });
 
 describe('MCP tasks across restarts', { timeout: 300_000 }, () => {
-  it('a finished task is read after the server stops and another starts, from a new connection of either generation', async () => {
+  it('a finished task is read after `perennial stop`, from a new connection of either generation, on another transport', async () => {
     const data = await tempDataDir();
-    process.env.PERENNIAL_PYTHON = TEST_PYTHON;
+    const env = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON };
+    const server = await serve(data.dir, env);
     try {
-      let server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
-      const references = [];
-      const results: CallToolResult[] = [];
+      const tasks = [];
       for (const label of ['streamable HTTP, 2025-11-25 (experimental tasks)', 'streamable HTTP, 2026-07-28 (the Tasks extension)']) {
-        const { client, session, close } = await connect(served(server), CONNECTIONS[label]!);
+        const { client, session, close } = await connect({ ...server.info, dataDir: data.dir }, CONNECTIONS[label]!);
         try {
           const execution = await session.callTool(
             'run-python-in-repl',
@@ -241,33 +240,32 @@ describe('MCP tasks across restarts', { timeout: 300_000 }, () => {
             { task: { preference: 'prefer' } },
           );
           assert.equal(execution.kind, 'task', label);
-          results.push(resultFromTaskOutcome((await execution.settle({ close: false })).outcome) as CallToolResult);
-          if (execution.kind === 'task') references.push({ label, reference: execution.serializeReference() });
+          const result = resultFromTaskOutcome((await execution.settle({ close: false })).outcome) as CallToolResult;
+          if (execution.kind === 'task') tasks.push({ label, reference: execution.serializeReference(), result });
           await execution.detach();
         } finally {
           await close();
         }
       }
-      await server.close();
-      server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
-      try {
-        for (const [i, { label, reference }] of references.entries()) {
-          const { session, close } = await connect(served(server), CONNECTIONS[label]!);
-          try {
-            const resumed = await session.resumeTask(reference);
-            const result = resultFromTaskOutcome((await resumed.settle()).outcome) as CallToolResult;
-            assert.equal((result.structuredContent as { value: string }).value, '42', label);
-            assert.equal((result.structuredContent as { stdout: string }).stdout, 'slept', label);
-            assert.deepEqual(comparable(result), comparable(results[i]!), label);
-          } finally {
-            await close();
-          }
+      const stop = await finished(spawn(process.execPath, [CLI, '--data-dir', data.dir, 'stop'], { env }));
+      assert.equal(stop.code, 0, stop.stderr);
+      assert.equal((await server.done).code, 0);
+      // `perennial mcp` starts a server of its own on the data dir, as an MCP client would have it.
+      for (const { label, reference, result } of tasks) {
+        const stdioLabel = label.replace('streamable HTTP', 'stdio');
+        const { session, close } = await connect({ url: '', token: '', dataDir: data.dir }, CONNECTIONS[stdioLabel]!);
+        try {
+          const resumed = resultFromTaskOutcome((await (await session.resumeTask(reference)).settle()).outcome) as CallToolResult;
+          assert.equal((resumed.structuredContent as { value: string }).value, '42', stdioLabel);
+          assert.equal((resumed.structuredContent as { stdout: string }).stdout, 'slept', stdioLabel);
+          assert.deepEqual(comparable(resumed), comparable(result), stdioLabel);
+        } finally {
+          await close();
         }
-      } finally {
-        await server.close();
       }
     } finally {
-      delete process.env.PERENNIAL_PYTHON;
+      server.kill();
+      await finished(spawn(process.execPath, [CLI, '--data-dir', data.dir, 'stop'], { env }));
       await data.cleanup();
     }
   });
@@ -275,17 +273,10 @@ describe('MCP tasks across restarts', { timeout: 300_000 }, () => {
   it('a task whose server was killed ends failed, saying what its REPL went back to', async () => {
     const data = await tempDataDir();
     const env = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON };
-    const child = spawn(process.execPath, [CLI, '--data-dir', data.dir, 'serve', '--engine', 'python', '--port', '0'], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const done = finished(child);
+    const server = await serve(data.dir, env);
     try {
-      const infoPath = join(data.dir, 'server.json');
-      await eventually(() => existsSync(infoPath), 20_000, 'server.json');
-      const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { url: string; token: string };
       const connection = CONNECTIONS['streamable HTTP, 2026-07-28 (the Tasks extension)']!;
-      const { client, session, close } = await connect({ ...info, dataDir: data.dir }, connection);
+      const { client, session, close } = await connect({ ...server.info, dataDir: data.dir }, connection);
       const replId = await newRepl(client);
       await client.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'kept = 1' } });
       await client.callTool({ name: 'checkpoint-python-repl', arguments: { replId } });
@@ -294,32 +285,41 @@ describe('MCP tasks across restarts', { timeout: 300_000 }, () => {
       const reference = execution.kind === 'task' ? execution.serializeReference() : undefined;
       for await (const event of execution.updates()) if (event.type === 'task' && /last output: step/.test(event.task.statusMessage ?? '')) break;
       await execution.detach();
-      child.kill('SIGKILL');
-      await done;
+      server.kill();
+      await server.done;
       await close().catch(() => {});
       process.env.PERENNIAL_PYTHON = TEST_PYTHON;
-      const server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+      const again = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
       try {
-        const again = await connect(served(server), connection);
+        const { session: resumer, close: closeAgain } = await connect(served(again), connection);
         try {
-          const { outcome } = await (await again.session.resumeTask(reference!)).settle();
+          const { outcome } = await (await resumer.resumeTask(reference!)).settle();
           assert.equal(outcome.status, 'failed');
           assert.match(
             outcome.status === 'failed' ? outcome.error.message : '',
             /^The server stopped while this instruction ran: its effects are lost\. The machine goes back to its snapshot of .*\. Effects of instructions \d+–\d+ are lost\./,
           );
-          const task = await again.session.task(reference!.taskId).snapshot();
-          assert.equal(task.status, 'failed');
+          assert.equal((await resumer.task(reference!.taskId).snapshot()).status, 'failed');
         } finally {
-          await again.close();
+          await closeAgain();
         }
       } finally {
-        await server.close();
+        await again.close();
         delete process.env.PERENNIAL_PYTHON;
       }
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      server.kill();
       await data.cleanup();
     }
   });
 });
+
+/** `perennial serve` on `dataDir`, as a process of its own: where it listens, and its exit; `kill` is a kill -9. */
+async function serve(dataDir: string, env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve', '--engine', 'python', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const done = finished(child);
+  const infoPath = join(dataDir, 'server.json');
+  await eventually(() => existsSync(infoPath), 20_000, 'server.json');
+  const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { url: string; token: string };
+  return { info, done, kill: () => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')) };
+}
