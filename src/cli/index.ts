@@ -23,7 +23,7 @@ import { hostedClient } from '../client/forevervm-config.ts';
 import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
-import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber, timeoutSeconds } from './options.ts';
+import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber, taskAfterSeconds, timeoutSeconds } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 import { errorCodeOf } from '../platform/coded-error.ts';
@@ -105,6 +105,11 @@ function buildProgram(): Command {
       'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)',
       positiveNumber,
     )
+    .option(
+      '--task-after <seconds>',
+      'an MCP call of 2026-07-28 that can be a task becomes one once it has run this long; quicker work is answered at once (default 1; 0: at once)',
+      taskAfterSeconds,
+    )
     .action((options) => serveCommand(context(), options));
 
   program
@@ -129,6 +134,11 @@ function buildProgram(): Command {
       '--heartbeat <seconds>',
       'longest silence a waiting client sees: a long MCP call gets its elapsed time as progress, for clients that drop quiet calls (default 10)',
       positiveNumber,
+    )
+    .option(
+      '--task-after <seconds>',
+      'an MCP call of 2026-07-28 that can be a task becomes one once it has run this long; quicker work is answered at once (default 1; 0: at once)',
+      taskAfterSeconds,
     )
     .action((options) => mcpCommand(context(), options));
 

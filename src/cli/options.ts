@@ -27,6 +27,13 @@ export function positiveInteger(value: string): number {
   return n;
 }
 
+/** `--task-after`: seconds, 0 for at once. */
+export function taskAfterSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number of seconds, or 0 for at once, got "${value}"`);
+  return n;
+}
+
 /** A TCP port; 0 means any free one. */
 export function portNumber(value: string): number {
   const n = Number(value);

@@ -24,6 +24,8 @@ export interface McpOptions {
   inlineImages?: number;
   /** Longest silence in the progress of a call that asked for progress. Default 10 s. */
   progressHeartbeatMs?: number;
+  /** How long a 2026-07-28 call that can be a task runs before it becomes one; quicker work is answered at once. Default 1 s. */
+  taskAfterMs?: number;
   /**
    * What create-python-repl makes unless the call says otherwise: the engine, the python engine's
    * interpreter, the sandbox's workspace and network. Sent with each create, so that it holds on a
@@ -33,6 +35,7 @@ export interface McpOptions {
 }
 
 const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
+const DEFAULT_TASK_AFTER_MS = 1000;
 
 /**
  * An MCP server whose tools work on the machines `client` reaches. The SDK asks for one per
@@ -43,14 +46,19 @@ const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
 export function createMcpServer(
   client: PerennialClient,
   tasks: McpTasks,
-  { inlineImages = DEFAULT_INLINE_IMAGES, progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS, machineDefaults = {} }: McpOptions = {},
+  {
+    inlineImages = DEFAULT_INLINE_IMAGES,
+    progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS,
+    taskAfterMs = DEFAULT_TASK_AFTER_MS,
+    machineDefaults = {},
+  }: McpOptions = {},
 ): McpServer {
   const server = new McpServer(
     { name: 'perennial', title: 'Perennial Python REPLs', version: VERSION, icons: ICONS },
     { instructions: INSTRUCTIONS, capabilities: { logging: {} } },
   );
   const taskSession = registerTaskMethods(server, tasks, inlineImages);
-  registerTools(server, client, { inlineImages, progressHeartbeatMs, machineDefaults, tasks, taskSession });
+  registerTools(server, client, { inlineImages, progressHeartbeatMs, taskAfterMs, machineDefaults, tasks, taskSession });
   registerResources(server, client);
   registerPrompts(server, client);
   registerMachineView(server);

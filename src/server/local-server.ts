@@ -31,6 +31,8 @@ export interface LocalServerOptions extends MachineManagerOptions {
    * line, an MCP call that asked for progress gets the time elapsed. Default 10 s.
    */
   heartbeatMs?: number;
+  /** How long a 2026-07-28 MCP call that can be a task runs before it becomes one. Default 1 s. */
+  taskAfterMs?: number;
 }
 
 const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
@@ -69,8 +71,9 @@ export class LocalServer {
     private readonly http: Server,
     private readonly access: AccessPolicy,
     heartbeatMs: number | undefined,
+    taskAfterMs: number | undefined,
   ) {
-    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager), token, { progressHeartbeatMs: heartbeatMs });
+    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager), token, { progressHeartbeatMs: heartbeatMs, taskAfterMs });
     this.stopRequested = new Promise((resolve) => (this.#requestStop = resolve));
     const stop: [string, RegExp, Handler] = [
       'POST',
@@ -96,7 +99,7 @@ export class LocalServer {
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
       http.keepAliveTimeout = KEEP_ALIVE_HELD_MS;
-      const server = new LocalServer(manager, token, http, access, options.heartbeatMs);
+      const server = new LocalServer(manager, token, http, access, options.heartbeatMs, options.taskAfterMs);
       const host = options.host ?? DEFAULT_HOST;
       await new Promise<void>((resolve, reject) => {
         http.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, options.port ?? 0)));

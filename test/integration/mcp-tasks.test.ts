@@ -164,7 +164,7 @@ describe('MCP tasks', { timeout: 300_000 }, () => {
     });
   }
 
-  it('answers at once, without a task, a client that does not take tasks, and (2026-07-28) quick work', async () => {
+  it('answers at once, without a task, quick work on 2026-07-28, and a client that does not take tasks', async () => {
     const { client, session, close } = await connect(served(server), CONNECTIONS['streamable HTTP, 2026-07-28 (the Tasks extension)']!);
     try {
       const quick = await session.callTool('run-python-in-repl', { replId: await newRepl(client), pythonCode: '6 * 7' });
@@ -234,14 +234,15 @@ describe('MCP tasks across restarts', { timeout: 300_000 }, () => {
       for (const label of ['streamable HTTP, 2025-11-25 (experimental tasks)', 'streamable HTTP, 2026-07-28 (the Tasks extension)']) {
         const { client, session, close } = await connect({ ...server.info, dataDir: data.dir }, CONNECTIONS[label]!);
         try {
+          const replId = await newRepl(client);
           const execution = await session.callTool(
             'run-python-in-repl',
-            { replId: await newRepl(client), pythonCode: 'import time\nprint("slept", flush=True)\ntime.sleep(1.5)\n6 * 7' },
+            { replId, pythonCode: 'import time\nprint("slept", flush=True)\ntime.sleep(1.5)\n6 * 7' },
             { task: { preference: 'prefer' } },
           );
           assert.equal(execution.kind, 'task', label);
           const result = resultFromTaskOutcome((await execution.settle({ close: false })).outcome) as CallToolResult;
-          if (execution.kind === 'task') tasks.push({ label, reference: execution.serializeReference(), result });
+          if (execution.kind === 'task') tasks.push({ label, replId, reference: execution.serializeReference(), result });
           await execution.detach();
         } finally {
           await close();
@@ -262,6 +263,19 @@ describe('MCP tasks across restarts', { timeout: 300_000 }, () => {
         } finally {
           await close();
         }
+      }
+      // A task is kept as long as its REPL: once the REPL is deleted, a process that does not hold the task says so.
+      const { client, close } = await connect({ url: '', token: '', dataDir: data.dir }, CONNECTIONS['stdio, 2025-11-25 (experimental tasks)']!);
+      try {
+        await client.callTool({ name: 'delete-python-repl', arguments: { replId: tasks[0]!.replId } });
+      } finally {
+        await close();
+      }
+      const fresh = await connect({ url: '', token: '', dataDir: data.dir }, CONNECTIONS['stdio, 2025-11-25 (experimental tasks)']!);
+      try {
+        await assert.rejects(fresh.session.task(tasks[0]!.reference.taskId).snapshot(), /Task not found: .* \(its REPL \S+ no longer exists\)/);
+      } finally {
+        await fresh.close();
       }
     } finally {
       server.kill();

@@ -7,6 +7,7 @@ import { newMachineOptions, type CliContext, type MachineFlags } from '../contex
 export interface McpCommandOptions extends MachineFlags {
   inlineImages?: number;
   heartbeat?: number;
+  taskAfter?: number;
 }
 
 /**
@@ -16,8 +17,13 @@ export interface McpCommandOptions extends MachineFlags {
  * and environment say, whoever started the server. Nothing else may be written to
  * stdout: it is the protocol.
  */
-export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat, ...flags }: McpCommandOptions): Promise<void> {
-  const options = { inlineImages, progressHeartbeatMs: heartbeat === undefined ? undefined : heartbeat * 1000, machineDefaults: newMachineOptions(flags) };
+export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat, taskAfter, ...flags }: McpCommandOptions): Promise<void> {
+  const options = {
+    inlineImages,
+    progressHeartbeatMs: heartbeat === undefined ? undefined : heartbeat * 1000,
+    taskAfterMs: taskAfter === undefined ? undefined : taskAfter * 1000,
+    machineDefaults: newMachineOptions(flags),
+  };
   const client = await ctx.openClient();
   const closed = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve);

@@ -27,6 +27,8 @@ export interface ServeCommandOptions {
   poolIdleSeconds?: number;
   /** Longest silence a waiting client sees, in seconds. */
   heartbeat?: number;
+  /** How long a 2026-07-28 MCP call that can be a task runs before it becomes one, in seconds. */
+  taskAfter?: number;
 }
 
 /** Another server a person started serves the data dir. */
@@ -68,6 +70,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     defaultEngine: options.engine,
     defaultTimeoutSeconds: options.timeout,
     heartbeatMs: options.heartbeat === undefined ? undefined : options.heartbeat * 1000,
+    taskAfterMs: options.taskAfter === undefined ? undefined : options.taskAfter * 1000,
     background,
   });
   ctx.term.err.write(banner(ctx, server, options));

@@ -26,14 +26,13 @@ export interface ToolOptions {
   inlineImages: number;
   /** The longest silence in a call's progress. */
   progressHeartbeatMs: number;
+  /** How long a 2026-07-28 call that can be a task runs before it becomes one; quicker work is answered at once. */
+  taskAfterMs: number;
   machineDefaults: NewMachineOptions;
   /** Where the calls a client takes as tasks run (`mcp/tasks/`), and this session's part in them. */
   tasks: McpTasks;
   taskSession: LegacyTaskSession;
 }
-
-/** Clients that take tasks (2026-07-28) get one for work that outlasts this; quicker work answers at once. */
-const TASK_AFTER_MS = 1000;
 
 type AnyTool = ToolDefinition<z.ZodObject>;
 
@@ -83,8 +82,8 @@ const CallRequest = z
 /**
  * Serves the tools on `server`: their listing, and their calls, each working on the machines
  * `client` reaches. A call a client can take as a task (it asked for one on a 2025-11-25 session,
- * or declared the Tasks extension on a 2026-07-28 request whose work outlasts a moment) runs as
- * one (`mcp/tasks/`); any other is answered when it is done.
+ * or declared the Tasks extension on a 2026-07-28 request whose work outlasts `taskAfterMs`) runs
+ * as one (`mcp/tasks/`); any other is answered when it is done.
  */
 export function registerTools(server: McpServer, client: PerennialClient, options: ToolOptions): void {
   server.server.registerCapabilities({ tools: {} });
@@ -114,12 +113,13 @@ async function callTool(
   } catch (error) {
     return errorResult(messageOf(error));
   }
+  // A 2025-11-25 client that asks for a task must get one (the Tasks requester refuses anything else).
   if (!modern) {
     options.taskSession.watch(taskId);
     // The SDK's check of a tools/call answer wants `content` beside a task too; task clients read `task`.
     return { content: [], task: legacyTask(await options.tasks.view(taskId, options.inlineImages)) };
   }
-  const view = await settledSoon(options.tasks, taskId, options.inlineImages, ctx.mcpReq.signal);
+  const view = await settledSoon(options, taskId, ctx.mcpReq.signal);
   if (view.status === 'working') return { resultType: 'task', ...detailedTask(view) };
   if (view.error) throw new ProtocolError(view.error.code, view.error.message);
   return projected(server, definition, view.result!);
@@ -184,11 +184,11 @@ function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaul
   );
 }
 
-/** The task once it ends, or as it is once it has run for `TASK_AFTER_MS`; an aborted call interrupts its code. */
-async function settledSoon(tasks: McpTasks, taskId: string, inlineImages: number, signal: AbortSignal): Promise<TaskView> {
+/** The task once it ends, or as it is once it has run for `taskAfterMs`; an aborted call interrupts its code. */
+async function settledSoon({ tasks, inlineImages, taskAfterMs }: ToolOptions, taskId: string, signal: AbortSignal): Promise<TaskView> {
   const stop = () => void tasks.cancel(taskId).catch(() => {});
   signal.addEventListener('abort', stop, { once: true });
-  const waited = AbortSignal.timeout(TASK_AFTER_MS);
+  const waited = AbortSignal.timeout(taskAfterMs);
   try {
     return await tasks.settled(taskId, inlineImages, waited);
   } catch (error) {

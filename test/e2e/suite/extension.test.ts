@@ -333,17 +333,24 @@ suite('Perennial in VS Code', () => {
     /**
      * Until a new machine from create-python-repl shows `expected`: its `sys.path` (python), or
      * what writing a file in its working folder answers (sandbox). VS Code restarts its connection when the definition changes,
-     * cancelling a call in flight: that call is made again.
+     * cancelling a call in flight: that call is made again. A run is an MCP task in VS Code, and
+     * VS Code can lose one whose connection restarts just as it starts: it is cancelled after a
+     * while and made again, as a person would.
      */
     const made = (expected: (value: string) => boolean, what: string) =>
       eventually(async () => {
+        const attempt = new vscode.CancellationTokenSource();
+        const giveUp = setTimeout(() => attempt.cancel(), 20_000);
         try {
           const replId = await newRepl(changes);
           const probe = "import sys; sys.path if sys.platform != 'emscripten' else open('written-by-copilot.txt', 'w').write('ok')";
-          const { value } = await invokeJson<{ value: string | null }>('run-python-in-repl', { replId, pythonCode: probe });
+          const { value } = await invokeJson<{ value: string | null }>('run-python-in-repl', { replId, pythonCode: probe }, attempt.token);
           return expected(value ?? '') || undefined;
         } catch {
           return undefined;
+        } finally {
+          clearTimeout(giveUp);
+          attempt.dispose();
         }
       }, what);
     await made((value) => value === '2', 'a sandbox machine that can write a file where it works');

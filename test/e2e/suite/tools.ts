@@ -15,14 +15,14 @@ export function tool(name: string): vscode.LanguageModelToolInformation | undefi
  * model as JSON. A window that has not listed the tools yet (VS Code learns them when the server
  * first starts) lists them first.
  */
-export async function invoke(name: string, input: object): Promise<string> {
+export async function invoke(name: string, input: object, token?: vscode.CancellationToken): Promise<string> {
   const found = tool(name) ?? (await toolsListed(), tool(name))!;
-  const result = await vscode.lm.invokeTool(found.name, { input, toolInvocationToken: undefined });
+  const result = await vscode.lm.invokeTool(found.name, { input, toolInvocationToken: undefined }, token);
   return result.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : '')).join('');
 }
 
-export async function invokeJson<T>(name: string, input: object): Promise<T> {
-  const text = await invoke(name, input);
+export async function invokeJson<T>(name: string, input: object, token?: vscode.CancellationToken): Promise<T> {
+  const text = await invoke(name, input, token);
   try {
     return JSON.parse(text) as T;
   } catch {
