@@ -65,31 +65,36 @@ export class HttpClient extends OperationClient implements PerennialClient {
 
   /** Over the machine's WebSocket REPL; over HTTP when it must interrupt first. */
   async run(name: string, code: string, options: RunOptions = {}) {
+    const startedAt = new Date().toISOString();
     if (options.interrupt) {
       const seq = await this.#exec(name, code, options.timeoutSeconds, true);
-      return { seq, result: await this.#wire.streamResult(name, seq, options.onOutput ?? (() => {})) };
+      return this.#recorded(name, code, startedAt, { seq, result: await this.#wire.streamResult(name, seq, options.onOutput ?? (() => {})) });
     }
-    const startedAt = new Date().toISOString();
     const timeoutSeconds = await this.#timeout(options.timeoutSeconds);
-    const ran = await this.#onRepl(name, (repl) => repl.exec(code, options.onOutput ?? (() => {}), timeoutSeconds, options));
-    if (!this.#extended) this.#emulation.record(name, { seq: ran.seq, code, startedAt, result: ran.result });
-    return ran;
+    return this.#recorded(name, code, startedAt, await this.#onRepl(name, (repl) => repl.exec(code, options.onOutput ?? (() => {}), timeoutSeconds, options)));
   }
 
-  start(name: string, code: string, options: { timeoutSeconds?: number } = {}): Promise<number> {
-    return this.#exec(name, code, options.timeoutSeconds, false);
-  }
-
-  /** Queues an instruction over the exec endpoint; without extensions, it is recorded for `history` once it ends. */
-  async #exec(name: string, code: string, timeoutSeconds: number | undefined, interrupt: boolean): Promise<number> {
+  async start(name: string, code: string, options: { timeoutSeconds?: number } = {}): Promise<number> {
     const startedAt = new Date().toISOString();
-    const { instruction_seq: seq } = await this.#wire.exec(name, code, { timeoutSeconds: await this.#timeout(timeoutSeconds), interrupt });
+    const seq = await this.#exec(name, code, options.timeoutSeconds, false);
+    // Nobody here waits for its result: without extensions, it is recorded once it comes.
     if (!this.#extended)
       void this.#wire.result(name, seq).then(
-        (result) => this.#emulation.record(name, { seq, code, startedAt, result }),
+        (result) => this.#recorded(name, code, startedAt, { seq, result }),
         () => {},
       );
     return seq;
+  }
+
+  /** Queues an instruction over the exec endpoint. */
+  async #exec(name: string, code: string, timeoutSeconds: number | undefined, interrupt: boolean): Promise<number> {
+    return (await this.#wire.exec(name, code, { timeoutSeconds: await this.#timeout(timeoutSeconds), interrupt })).instruction_seq;
+  }
+
+  /** `ran`, kept for `history` by a backend without a history of its own. */
+  #recorded(name: string, code: string, startedAt: string, ran: { seq: number; result: ExecResult }): { seq: number; result: ExecResult } {
+    if (!this.#extended) this.#emulation.record(name, { ...ran, code, startedAt });
+    return ran;
   }
 
   /** Hosted ForeverVM has no "no limit" (0, Perennial's): it gets the longest Perennial allows. */
