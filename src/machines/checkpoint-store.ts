@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { constants, createReadStream } from 'node:fs';
-import { chmod, copyFile, lstat, mkdir, readdir, readFile, readlink, rename, rm, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { chmod, copyFile, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { linkOrCopy, symlinkIfAllowed } from '../platform/file-links.ts';
 import { commitFile, writeFileAtomic } from '../platform/atomic-file.ts';
+import { ContentHashes, listFolder } from '../platform/folder-tree.ts';
 import { PhaseClock } from '../platform/phase-timings.ts';
 import type { CheckpointInfo } from '../shared/types.ts';
 
@@ -62,8 +63,8 @@ export interface CheckpointSource {
  * a hidden temporary folder, never half a checkpoint.
  */
 export class CheckpointStore {
-  /** The hash of each file seen, by path, size and mtime: an unchanged file is not read again. */
-  readonly #hashes = new Map<string, { size: number; mtimeMs: number; sha256: string }>();
+  /** The hash of each file seen: an unchanged file is not read again. */
+  readonly #hashes = new ContentHashes();
 
   constructor(readonly dir: string) {}
 
@@ -203,40 +204,23 @@ export class CheckpointStore {
   async #saveFiles(root: string): Promise<{ files: FileEntry[]; newBytes: number }> {
     const files: FileEntry[] = [];
     let newBytes = 0;
-    const walk = async (dir: string): Promise<void> => {
-      for (const entry of await readdir(dir, { withFileTypes: true })) {
-        const path = join(dir, entry.name);
-        const rel = relative(root, path);
-        const stats = await lstat(path);
-        if (stats.isSymbolicLink()) files.push({ path: rel, kind: 'link', mode: 0, target: await readlink(path) });
-        else if (stats.isDirectory()) {
-          files.push({ path: rel, kind: 'dir', mode: stats.mode & 0o7777 });
-          await walk(path);
-        } else if (stats.isFile()) {
-          const sha256 = await this.#hash(path, stats.size, stats.mtimeMs);
-          const blob = join(this.dir, BLOBS, sha256);
-          if (!(await stat(blob).catch(() => null))) {
-            const temp = `${blob}.${randomBytes(4).toString('hex')}.tmp`;
-            await copyFile(path, temp, constants.COPYFILE_FICLONE);
-            await rename(temp, blob);
-            newBytes += stats.size;
-          }
-          files.push({ path: rel, kind: 'file', mode: stats.mode & 0o7777, sha256 });
-        }
+    for (const entry of await listFolder(root)) {
+      const { path, kind, mode } = entry;
+      if (kind !== 'file') {
+        files.push(kind === 'link' ? { path, kind, mode, target: entry.target } : { path, kind, mode });
+        continue;
       }
-    };
-    await walk(root);
+      const sha256 = (await this.#hashes.of(join(root, path), entry))[0]!;
+      const blob = join(this.dir, BLOBS, sha256);
+      if (!(await stat(blob).catch(() => null))) {
+        const temp = `${blob}.${randomBytes(4).toString('hex')}.tmp`;
+        await copyFile(join(root, path), temp, constants.COPYFILE_FICLONE);
+        await rename(temp, blob);
+        newBytes += entry.size;
+      }
+      files.push({ path, kind, mode, sha256 });
+    }
     return { files, newBytes };
-  }
-
-  async #hash(path: string, size: number, mtimeMs: number): Promise<string> {
-    const known = this.#hashes.get(path);
-    if (known && known.size === size && known.mtimeMs === mtimeMs) return known.sha256;
-    const hash = createHash('sha256');
-    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-    const sha256 = hash.digest('hex');
-    this.#hashes.set(path, { size, mtimeMs, sha256 });
-    return sha256;
   }
 
   /**

@@ -1,0 +1,225 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { chmod, copyFile, mkdir, open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join, sep } from 'node:path';
+import { z } from 'zod';
+import { ContentHashes, listFolder, type FolderEntry } from '../platform/folder-tree.ts';
+import { symlinkIfAllowed } from '../platform/file-links.ts';
+import { StoreUnavailableError, type ObjectStore } from './object-store.ts';
+
+/**
+ * A tree's format: a newer one is refused whole, since an older build would miss what it added.
+ * Readers keep fields they do not know (`looseObject`), as every format here.
+ */
+const TREE_VERSION = 1;
+
+const TreeEntry = z.looseObject({
+  /** From the folder, with `/` between names. */
+  path: z.string(),
+  kind: z.enum(['file', 'dir', 'link']),
+  mode: z.number().int(),
+  size: z.number().int().nonnegative().optional(),
+  /** A file's content, as the objects of its consecutive chunks. */
+  chunks: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
+  target: z.string().optional(),
+});
+type TreeEntry = z.infer<typeof TreeEntry>;
+
+const Tree = z.looseObject({ format: z.literal('perennial-folder'), version: z.number().int(), entries: z.array(TreeEntry) });
+
+/** Files are stored in chunks this size: an appended file (a history) adds only its last ones. */
+export const CHUNK_BYTES = 8 << 20;
+
+/** What a commit of a folder made. */
+export interface CommittedFolder {
+  /** The tree's object: names the folder's whole content. */
+  tree: string;
+  /** The folder's size. */
+  bytes: number;
+  /** What this commit sent to the bucket. */
+  uploadedBytes: number;
+}
+
+/**
+ * Folders kept in a bucket as objects named by the SHA-256 of their content: each file in chunks
+ * (`objects/<2 hex>/<sha256>`), and a tree object that lists the folder's files, folders and
+ * links with their chunks. An object is written once and never changes, so two nodes that write
+ * the same one write the same bytes, and a tree, once in the bucket, stays whole. What the bucket
+ * already holds is not sent again (a node remembers what it sent or read).
+ */
+export class StoredFolders {
+  readonly #hashes = new ContentHashes(CHUNK_BYTES);
+  /** Objects known to be in the bucket. */
+  readonly #present = new Set<string>();
+
+  constructor(private readonly store: ObjectStore) {}
+
+  /**
+   * Sends what of `root` the bucket lacks and answers the tree. Each file is read once, and
+   * what is sent is what was read: a file appended to meanwhile is kept as it was when read.
+   * `skip` leaves out an entry (by its path from `root`) and all it holds.
+   */
+  async commit(root: string, skip?: (path: string) => boolean): Promise<CommittedFolder> {
+    const entries: TreeEntry[] = [];
+    let bytes = 0;
+    let uploadedBytes = 0;
+    for (const entry of await listFolder(root, skip)) {
+      const path = entry.path.split(sep).join('/');
+      if (entry.kind !== 'file') {
+        entries.push(entry.kind === 'link' ? { path, kind: 'link', mode: 0, target: entry.target } : { path, kind: 'dir', mode: entry.mode });
+        continue;
+      }
+      const full = join(root, entry.path);
+      let chunks = this.#hashes.known(full, entry);
+      let size = entry.size;
+      if (!chunks || chunks.some((chunk) => !this.#present.has(chunk))) {
+        const sent = await this.#send(full);
+        chunks = sent.chunks;
+        size = sent.size;
+        uploadedBytes += sent.uploadedBytes;
+        this.#hashes.remember(full, entry, chunks);
+      }
+      bytes += size;
+      entries.push({ path, kind: 'file', mode: entry.mode, size, chunks });
+    }
+    const body = Buffer.from(JSON.stringify({ format: 'perennial-folder', version: TREE_VERSION, entries }));
+    const tree = sha256(body);
+    await this.#put(tree, body);
+    return { tree, bytes, uploadedBytes };
+  }
+
+  /**
+   * Makes `root` hold exactly the folder of `tree`: built beside it (what `root` already holds
+   * unchanged is copied, the rest read from the bucket), then swapped in whole. Answers what could
+   * not be made again here, in words (a link, where the system makes none).
+   */
+  async materialize(tree: string, root: string): Promise<string[]> {
+    const entries = await this.#readTree(tree);
+    const incoming = join(dirname(root), `.incoming-${basename(root)}-${randomBytes(6).toString('hex')}`);
+    const lost: string[] = [];
+    const old = new Map<string, FolderEntry>();
+    for (const entry of await listFolder(root).catch(() => [])) old.set(entry.path.split(sep).join('/'), entry);
+    await mkdir(incoming, { recursive: true, mode: 0o700 });
+    try {
+      for (const entry of entries) {
+        const target = join(incoming, ...entry.path.split('/'));
+        if (entry.kind === 'dir') await mkdir(target, { recursive: true, mode: 0o700 });
+        else if (entry.kind === 'link') {
+          const refused = await symlinkIfAllowed(entry.target ?? '', target);
+          if (refused) lost.push(`The link ${entry.path} -> ${entry.target} could not be made again: ${refused}.`);
+        } else await this.#writeFile(entry, target, old.get(entry.path), root);
+      }
+      // Folders' own modes last, deepest first: a read-only folder is filled before it is closed.
+      for (const entry of entries.filter((e) => e.kind === 'dir').reverse()) await chmod(join(incoming, ...entry.path.split('/')), entry.mode);
+      const aside = join(dirname(root), `.outgoing-${basename(root)}-${randomBytes(6).toString('hex')}`);
+      const hadRoot = await rename(root, aside).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+          return false;
+        },
+      );
+      await rename(incoming, root);
+      if (hadRoot) await rm(aside, { recursive: true, force: true });
+      this.#hashes.clear();
+      return lost;
+    } catch (error) {
+      await rm(incoming, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** A file of the tree at `target`: copied from the folder's copy when that is the same, else read chunk by chunk. */
+  async #writeFile(entry: TreeEntry, target: string, local: FolderEntry | undefined, root: string): Promise<void> {
+    const chunks = entry.chunks ?? [];
+    if (local?.kind === 'file' && local.size === entry.size) {
+      const path = join(root, local.path);
+      const localChunks = await this.#hashes.of(path, local);
+      if (localChunks.length === chunks.length && localChunks.every((chunk, i) => chunk === chunks[i])) {
+        await copyFile(path, target, constants.COPYFILE_FICLONE);
+        await chmod(target, entry.mode);
+        return;
+      }
+    }
+    const file = await open(target, 'w', 0o600);
+    try {
+      for (const chunk of chunks) {
+        const bytes = await this.store.get(objectKey(chunk));
+        if (!bytes) throw new StoreUnavailableError(`The bucket ${this.store.description} has lost ${objectKey(chunk)}, part of ${entry.path}`);
+        if (sha256(bytes) !== chunk)
+          throw new StoreUnavailableError(`The bucket ${this.store.description} holds damaged data at ${objectKey(chunk)}, part of ${entry.path}`);
+        await file.write(bytes);
+        this.#present.add(chunk);
+      }
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await chmod(target, entry.mode);
+  }
+
+  async #readTree(tree: string): Promise<TreeEntry[]> {
+    const bytes = await this.store.get(objectKey(tree));
+    if (!bytes) throw new StoreUnavailableError(`The bucket ${this.store.description} has lost the folder ${objectKey(tree)} that a commit names`);
+    const parsed = Tree.safeParse(JSON.parse(Buffer.from(bytes).toString('utf8')));
+    if (!parsed.success) throw new StoreUnavailableError(`The folder ${objectKey(tree)} in ${this.store.description} is not a folder this Perennial reads`);
+    if (parsed.data.version > TREE_VERSION)
+      throw new StoreUnavailableError(
+        `The folder ${objectKey(tree)} was written by a newer Perennial (format ${parsed.data.version}; this one reads ${TREE_VERSION}): update Perennial on this node`,
+      );
+    for (const entry of parsed.data.entries) {
+      const parts = entry.path.split('/');
+      if (!entry.path || parts.some((part) => part === '' || part === '.' || part === '..' || part.includes('\\')))
+        throw new StoreUnavailableError(`The folder ${objectKey(tree)} names a path outside itself: ${entry.path}`);
+    }
+    this.#present.add(tree);
+    return parsed.data.entries;
+  }
+
+  /** Reads the file at `path` chunk by chunk, sending each chunk the bucket lacks. */
+  async #send(path: string): Promise<{ chunks: string[]; size: number; uploadedBytes: number }> {
+    const file = await open(path, 'r');
+    const chunks: string[] = [];
+    let size = 0;
+    let uploadedBytes = 0;
+    try {
+      const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+      for (;;) {
+        let filled = 0;
+        while (filled < CHUNK_BYTES) {
+          const { bytesRead } = await file.read(buffer, filled, CHUNK_BYTES - filled);
+          if (bytesRead === 0) break;
+          filled += bytesRead;
+        }
+        if (filled === 0 && chunks.length > 0) break;
+        const bytes = buffer.subarray(0, filled);
+        const chunk = sha256(bytes);
+        if (await this.#put(chunk, bytes)) uploadedBytes += filled;
+        chunks.push(chunk);
+        size += filled;
+        if (filled < CHUNK_BYTES) break;
+      }
+    } finally {
+      await file.close();
+    }
+    return { chunks, size, uploadedBytes };
+  }
+
+  /** Writes an object unless the bucket has it; answers whether it was sent. */
+  async #put(hash: string, bytes: Uint8Array): Promise<boolean> {
+    if (this.#present.has(hash)) return false;
+    const key = objectKey(hash);
+    const sent = !(await this.store.has(key));
+    if (sent) await this.store.put(key, bytes);
+    this.#present.add(hash);
+    return sent;
+  }
+}
+
+export function objectKey(hash: string): string {
+  return `objects/${hash.slice(0, 2)}/${hash}`;
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
