@@ -15,7 +15,7 @@ const CYCLES = 7;
 
 /** Milliseconds from the interrupt to the result, once the code has printed that it runs. */
 async function interruptLatency(manager: MachineManager, name: string, loop: string): Promise<number> {
-  const { seq, done } = manager.exec(name, `print("running")\n${loop}`, { timeoutSeconds: 120 });
+  const { seq, done } = await manager.exec(name, `print("running")\n${loop}`, { timeoutSeconds: 120 });
   await new Promise<void>((running) => void manager.follow(name, seq, (c) => c.data === 'running' && running()));
   const t = performance.now();
   manager.interrupt(name);

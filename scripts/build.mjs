@@ -28,8 +28,12 @@ const common = {
 await build({
   ...common,
   entryPoints: { cli: 'src/cli/index.ts' },
+  // A cluster node's code (PostgreSQL's and S3's clients) is a chunk of its own, loaded only by a node.
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
   // Both read files beside themselves at run time (wasm, the Python runtime): keep them packages.
-  external: ['pyodide', '@bokuweb/zstd-wasm'],
+  // pg's optional native binding is never used.
+  external: ['pyodide', '@bokuweb/zstd-wasm', 'pg-native'],
   banner: { js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
 });
 // The sandbox process. Pyodide itself stays a package on disk, read by the process at run time.

@@ -110,6 +110,22 @@ function buildProgram(): Command {
       'an MCP call of 2026-07-28 that can be a task becomes one once it has run this long; quicker work is answered at once (default 1; 0: at once)',
       taskAfterSeconds,
     )
+    .option(
+      '--cluster <postgres-url>',
+      `serve as a node of a cluster whose machines' owners are in this PostgreSQL database (or ${'$'}PERENNIAL_CLUSTER); needs --store`,
+    )
+    .option(
+      '--store <s3-url>',
+      `the cluster's bucket, s3://bucket/prefix, where machines are kept (or ${'$'}PERENNIAL_STORE); credentials as the AWS SDK finds them`,
+    )
+    .option('--store-endpoint <url>', `an S3-compatible store that is not AWS (MinIO, Ceph, Garage...) (or ${'$'}PERENNIAL_STORE_ENDPOINT)`)
+    .option('--store-region <region>', `the bucket's region (or ${'$'}PERENNIAL_STORE_REGION, ${'$'}AWS_REGION; default us-east-1)`)
+    .option(
+      '--lease <seconds>',
+      `how long a node's lease lasts unrenewed: how soon another node takes its machines after it stops (or ${'$'}PERENNIAL_LEASE; default 15)`,
+    )
+    .option('--advertise <url>', `where other nodes reach this one (or ${'$'}PERENNIAL_ADVERTISE_URL; default the address it listens on)`)
+    .option('--settings <file>', "settings for the cluster, read after the flags and the environment (default: the data dir's settings.json)")
     .action((options) => serveCommand(context(), options));
 
   program

@@ -4,6 +4,9 @@ import { stoppedWithServerText } from '../shared/result-format.ts';
 import type { HistoryLog } from './history-log.ts';
 import type { MachineManifest } from './machine-store.ts';
 
+/** The code of an instruction whose start a stopped node never committed. */
+const UNKNOWN_CODE = '# The code of this instruction was lost with the node that ran it.';
+
 /** How many finished instructions keep their output and result in memory. */
 const RECENT_INSTRUCTIONS = 64;
 
@@ -194,11 +197,22 @@ export class InstructionQueue {
   /**
    * After the server stopped while instructions ran: ends each one the history shows started and
    * never finished, its error saying what the machine went back to (`restored`), for as long as
-   * the history is kept.
+   * the history is kept; and records each of those `given` out (in a cluster, by a node that
+   * stopped before it committed them) that the history lacks.
    */
-  async endUnfinished(restored: string): Promise<void> {
+  async endUnfinished(restored: string, given?: { from: number; to: number }): Promise<void> {
+    const result = { error: stoppedWithServerText(restored), runtime_ms: 0 };
+    const seen = new Set<number>();
     for (const entry of await this.log.read()) {
-      if (!entry.result) this.#record(() => this.log.finished(entry.seq, { error: stoppedWithServerText(restored), runtime_ms: 0 }, '', ''));
+      seen.add(entry.seq);
+      if (!entry.result) this.#record(() => this.log.finished(entry.seq, result, '', ''));
+    }
+    for (let seq = given?.from ?? 0; given && seq <= given.to; seq++) {
+      if (seen.has(seq)) continue;
+      this.#record(() => {
+        this.log.started(seq, UNKNOWN_CODE, new Date());
+        this.log.finished(seq, result, '', '');
+      });
     }
   }
 

@@ -16,3 +16,12 @@ export class MachineNameTakenError extends CodedError {
     super(`A machine named ${name} already exists; choose another name, or leave it out for a new one`);
   }
 }
+
+/**
+ * This node no longer owns the machine: another node took it over (this one's lease had run out
+ * while it was paused or cut off), or it was deleted there. Nothing this node did since its last
+ * commit is kept; the request goes to the machine's owner now.
+ */
+export class MachineMovedError extends CodedError {
+  static override readonly errorCode = 'MachineMoved';
+}

@@ -36,12 +36,13 @@ import {
 import { DataDirLock, type LockRecord } from '../platform/data-dir-lock.ts';
 import { checkDataDirFormat, markDataDir } from '../platform/data-dir-format.ts';
 import { VERSION } from '../shared/version.ts';
-import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
+import { CheckpointNotFoundError, Machine, MachineGoneError, manifestInfo, type QueuedInstruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
 import { defaultReserveBytes, systemFreeBytes, WarmPolicy, type WarmLimits } from './warm-policy.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
-import { InstructionNotFoundError, MachineNameTakenError } from './machine-errors.ts';
+import { InstructionNotFoundError, MachineMovedError, MachineNameTakenError } from './machine-errors.ts';
+import { DATA_DIR_HOME, type MachineHome } from './machine-home.ts';
 
 export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
@@ -74,6 +75,8 @@ export interface MachineManagerOptions {
   engines?: EngineSet;
   /** The lock a stopping owner handed to this process (`DataDirLock.handOver`); taken as usual when it did not. */
   handedLock?: LockRecord;
+  /** Where the machines are kept beyond the data dir (a cluster's); default the data dir alone. */
+  home?: MachineHome;
 }
 
 export interface ExecOptions extends SenderListeners {
@@ -85,7 +88,7 @@ export interface ExecOptions extends SenderListeners {
 /** The events of `/v1/events`, with a finished instruction's whole result. */
 export type ManagerEvent = Exclude<MachineEvent, { type: 'instruction' }> | { type: 'instruction'; name: string; seq: number; result: ExecResult };
 
-export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError, MachineGoneError, MachineNameTakenError };
+export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError, MachineGoneError, MachineMovedError, MachineNameTakenError };
 
 /**
  * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them
@@ -94,7 +97,8 @@ export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError,
  */
 export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly dataDir: string;
-  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory'>>;
+  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory' | 'home'>>;
+  readonly #home: MachineHome;
   readonly #engines: EngineSet;
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
@@ -120,6 +124,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     };
     this.#store = store;
     this.#lock = lock;
+    this.#home = options.home ?? DATA_DIR_HOME;
     this.#warm = new WarmPolicy(
       {
         idleSeconds: this.#options.idleSeconds,
@@ -150,7 +155,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       const store = new MachineStore(options.dataDir);
       await store.init();
       const manager = new MachineManager(options, store, lock);
-      await manager.#load();
+      if (manager.#home.ownsDataDir) await manager.#load();
       return manager;
     } catch (error) {
       await lock.release();
@@ -214,6 +219,10 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         snapshot: null,
       };
       await this.#store.create(manifest);
+      if (!(await this.#home.claim(manifest))) {
+        await this.#store.remove(name);
+        throw new MachineNameTakenError(name);
+      }
       const machine = this.#adopt(manifest);
       const info = this.#info(machine);
       this.#emit({ type: 'created', machine: info });
@@ -231,15 +240,27 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       .map((m) => this.#info(m, warnings));
   }
 
+  /**
+   * Machines carrying every given tag, newest first, wherever they run: this manager's, and (in a
+   * cluster) those its home knows elsewhere, each with the node that runs it.
+   */
+  async listEverywhere(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
+    const wanted = Object.entries(tags);
+    const remote = (await this.#home.elsewhere())
+      .filter(({ manifest }) => !this.#machines.has(manifest.name) && wanted.every(([k, v]) => manifest.tags[k] === v))
+      .map(({ manifest, node }) => ({ ...manifestInfo(manifest, node ? 'warm' : 'swapped'), node }));
+    return [...this.list(tags), ...remote].sort((a, b) => descending(a.createdAt, b.createdAt) || descending(a.name, b.name));
+  }
+
   get(name: string): MachineInfo {
     return this.#info(this.#machine(name));
   }
 
   /** Queues an instruction; resolves as soon as it has a seq. */
-  exec(name: string, code: string, options: ExecOptions = {}): { seq: number; interrupted: boolean; done: Promise<ExecResult> } {
-    const machine = this.#machine(name);
+  async exec(name: string, code: string, options: ExecOptions = {}): Promise<{ seq: number; interrupted: boolean; done: Promise<ExecResult> }> {
     if (typeof code !== 'string') throw new InvalidRequestError('code must be a string');
     const timeoutSeconds = parseRequest(TimeoutSeconds, options.timeoutSeconds ?? this.#options.defaultTimeoutSeconds);
+    const machine = await this.#reserved(name);
     let interrupted = false;
     if (options.interrupt) {
       const stopped = machine.interrupt();
@@ -252,7 +273,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
 
   /** Runs code and waits for its result, streaming output chunks as they come. */
   async run(name: string, code: string, options: ExecOptions & { onOutput?: (chunk: OutputChunk) => void } = {}): Promise<{ seq: number; result: ExecResult }> {
-    const { seq } = this.exec(name, code, options);
+    const { seq } = await this.exec(name, code, options);
     const result = await this.follow(name, seq, options.onOutput ?? (() => {}));
     return { seq, result };
   }
@@ -316,7 +337,13 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       };
       delete manifest.rebuilt;
       await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, name, source));
-      const info = this.#info(this.#adopt(manifest));
+      if (!(await this.#home.claim(manifest))) {
+        await this.#store.remove(forkName);
+        throw new MachineNameTakenError(forkName);
+      }
+      const fork = this.#adopt(manifest);
+      await fork.save();
+      const info = this.#info(fork);
       this.#emit({ type: 'created', machine: info });
       return info;
     });
@@ -337,18 +364,23 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#machine(name).deleteCheckpoint(parseRequest(CheckpointRef, checkpoint));
   }
 
-  /** Returns the machine to a checkpoint (by id or label), interrupting what runs. */
-  rollback(name: string, checkpoint: string): Promise<RollbackResult> {
-    return this.#machine(name).rollback(parseRequest(CheckpointRef, checkpoint));
+  /** Returns the machine to a checkpoint (by id or label), interrupting what runs; it is recorded as an instruction. */
+  async rollback(name: string, checkpoint: string): Promise<RollbackResult> {
+    const ref = parseRequest(CheckpointRef, checkpoint);
+    return (await this.#reserved(name)).rollback(ref);
   }
 
-  /** Moves a machine onto the newest runtime this Perennial ships, keeping a checkpoint of the state it leaves. */
-  upgrade(name: string): Promise<UpgradeResult> {
-    return this.#machine(name).upgrade();
+  /** Moves a machine onto the newest runtime this Perennial ships, keeping a checkpoint of the state it leaves; it is recorded as an instruction. */
+  async upgrade(name: string): Promise<UpgradeResult> {
+    return (await this.#reserved(name)).upgrade();
   }
 
   async delete(name: string): Promise<void> {
     const machine = this.#machine(name);
+    await this.#home.retire(name).catch((error: Error) => {
+      if (error instanceof MachineMovedError) this.detach(name);
+      throw error;
+    });
     this.#machines.delete(name);
     this.#warm.forget(name);
     await machine.delete();
@@ -398,7 +430,63 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     await (successor ? this.#lock.handOver(successor) : this.#lock.release());
   }
 
+  // ---- machines handed over by a cluster's home ---------------------------------------------
+
+  /** Whether the machine is this manager's now. */
+  has(name: string): boolean {
+    return this.#machines.has(name);
+  }
+
+  /**
+   * Takes on the machine the data dir's folder `name` holds, which the home has just put there.
+   * `lost`, when the node that ran it before stopped unexpectedly: the first instruction
+   * number it may have given out after its last commit, the number it gave last, and its
+   * address. Those instructions' effects are gone; the next result says so, and each one's
+   * history says so too.
+   */
+  async attach(name: string, lost?: { from: number; to: number; node: string }): Promise<MachineInfo> {
+    this.#assertOpen();
+    const entry = this.#store.read(name);
+    if (!('manifest' in entry))
+      throw new Error(
+        `machine ${name} came from the cluster unreadable: ${'damaged' in entry ? entry.damaged.reason : 'newer' in entry ? entry.newer : 'its folder is missing'}`,
+      );
+    const { manifest } = entry;
+    manifest.nextSeq = Math.max(manifest.nextSeq, lost ? lost.to + 1 : 0);
+    const machine = this.#adopt(manifest);
+    if (lost && lost.to >= lost.from) await machine.noteUncleanStop(`The node that ran this machine (${lost.node}) stopped unexpectedly.`, lost);
+    this.#emit({ type: 'state', name, state: machine.state });
+    return this.#info(machine);
+  }
+
+  /**
+   * Lets the machine go without saving it: another node owns it now (nothing this one did since
+   * its last commit is kept: `reason` says so to whoever follows the events), or the node is
+   * going away after `save`.
+   */
+  async detach(name: string, reason?: string): Promise<void> {
+    const machine = this.#machines.get(name);
+    if (!machine) return;
+    if (reason) this.#emit({ type: 'error', name, message: reason });
+    this.#machines.delete(name);
+    this.#warm.forget(name);
+    machine.interrupt();
+    await machine.close();
+  }
+
   // ---- internals ------------------------------------------------------------------------------
+
+  /** The machine, once its home has given out its next instruction number here. */
+  async #reserved(name: string): Promise<Machine> {
+    const machine = this.#machine(name);
+    try {
+      await this.#home.reserve(name);
+    } catch (error) {
+      if (error instanceof MachineMovedError) await this.detach(name, error.message);
+      throw error;
+    }
+    return machine;
+  }
 
   async #load(): Promise<void> {
     const { manifests, damaged, newer } = this.#store.list();
@@ -454,6 +542,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         autoCheckpoints: this.#options.autoCheckpoints,
       },
       (m, change) => this.#onMachineChange(m, change),
+      this.#home,
     );
     this.#machines.set(manifest.name, machine);
     return machine;
@@ -476,6 +565,9 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
         break;
       case 'error':
         this.#emit({ type: 'error', name, message: change.message });
+        break;
+      case 'moved':
+        void this.detach(name, change.message);
         break;
     }
   }
@@ -500,10 +592,18 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
    */
   async #named<T>(wanted: string | undefined, make: (name: string) => Promise<T>): Promise<T> {
     const taken = (name: string) => this.#machines.has(name) || this.#naming.has(name);
+    const choose = () => newMachineName((candidate) => taken(candidate) || this.#store.isUsed(candidate));
     if (wanted !== undefined && (taken(wanted) || existsSync(this.#store.dir(wanted)))) throw new MachineNameTakenError(wanted);
-    const name = wanted ?? newMachineName((candidate) => taken(candidate) || this.#store.isUsed(candidate));
+    let name = wanted ?? choose();
     this.#naming.add(name);
     try {
+      // Nor one any other node has or had (in a cluster): a chosen name is chosen again, a few times, as taken ones are few.
+      for (let attempt = 1; await this.#home.isUsed(name); attempt++) {
+        if (wanted !== undefined || attempt === 8) throw new MachineNameTakenError(name);
+        this.#naming.delete(name);
+        name = choose();
+        this.#naming.add(name);
+      }
       return await make(name);
     } finally {
       this.#naming.delete(name);

@@ -45,13 +45,14 @@ export class MachineNotices {
   }
 
   /**
-   * When the data dir's previous owner stopped without saving: which instructions' effects did
-   * not survive, and why, when it could say. Answers whether it did stop so.
+   * When the data dir's previous owner (or the node that ran the machine, `stopped` says) stopped
+   * without saving: which instructions' effects did not survive, and why, when it could say.
+   * Answers whether it did stop so.
    */
-  uncleanStop(): boolean {
+  uncleanStop(stopped = 'The server stopped unexpectedly.'): boolean {
     const unsaved = this.manifest.unsaved;
     if (unsaved) this.add(`When the server stopped (${unsaved.at}), this machine could not be saved: ${unsaved.reason}. ${this.restoreNotice()}`);
-    else if (this.queue.completedSeq >= (this.manifest.snapshot?.seq ?? 0)) this.add(`The server stopped unexpectedly. ${this.restoreNotice()}`);
+    else if (this.queue.completedSeq >= (this.manifest.snapshot?.seq ?? 0)) this.add(`${stopped} ${this.restoreNotice()}`);
     else return false;
     return true;
   }

@@ -39,6 +39,20 @@ export const ManifestSchema = z.looseObject({
 
 export type MachineManifest = z.infer<typeof ManifestSchema>;
 
+/** The names of what this layer writes beside its target and renames into place (or away) a moment later. */
+const TRANSIENT = [/^\..+\.[0-9a-f]{12}\.tmp$/, /^\.(new|gone)-/, /\.(rollback|old)-[0-9a-f]{12}$/, /^[0-9a-f]{64}\.[0-9a-f]{8}\.tmp$/];
+
+/**
+ * Whether `path`, from a machine's folder, is something being written or removed by this layer
+ * (a temporary file, a checkpoint being made), which a copy of the folder leaves out. The
+ * machine's own files (`files/`, `environment/`) are never such.
+ */
+export function isTransientPath(path: string): boolean {
+  const parts = path.split(/[\\/]/);
+  if (parts.length > 1 && parts[0] !== 'checkpoints') return false;
+  return TRANSIENT.some((pattern) => pattern.test(parts.at(-1)!));
+}
+
 /** A machine folder whose manifest could not be read: its machine is rebuilt, never dropped. */
 export interface DamagedManifest {
   name: string;
@@ -134,7 +148,7 @@ export class MachineStore {
     const damaged: DamagedManifest[] = [];
     const newer = [];
     for (const name of names) {
-      const entry = this.#read(name);
+      const entry = this.read(name);
       if ('manifest' in entry) manifests.push(entry.manifest);
       else if ('damaged' in entry) damaged.push(entry.damaged);
       else if ('newer' in entry) newer.push({ name, reason: entry.newer });
@@ -142,7 +156,8 @@ export class MachineStore {
     return { manifests, damaged, newer };
   }
 
-  #read(name: string): { manifest: MachineManifest } | { damaged: DamagedManifest } | { newer: string } | { absent: true } {
+  /** One machine's manifest (as `list` reads each), or why it cannot be read. */
+  read(name: string): { manifest: MachineManifest } | { damaged: DamagedManifest } | { newer: string } | { absent: true } {
     let text: string | null;
     try {
       text = readFileSync(this.manifestPath(name), 'utf8');

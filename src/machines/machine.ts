@@ -17,11 +17,35 @@ import { MachineCheckpoints, NotSavedError } from './machine-checkpoints.ts';
 import { MachineEngine, MachineGoneError } from './machine-engine.ts';
 import { MachineNotices } from './machine-notices.ts';
 import type { MachineManifest, MachineStore } from './machine-store.ts';
+import type { MachineHome } from './machine-home.ts';
+import { MachineMovedError } from './machine-errors.ts';
 import { StateSaver } from './state-saver.ts';
 
 export { CheckpointNotFoundError, NotSavedError, UpgradeRefusedError } from './machine-checkpoints.ts';
 export { MachineGoneError } from './machine-engine.ts';
 export type { QueuedInstruction } from './instruction-queue.ts';
+
+/** What a machine's manifest tells of it, as `info` gives it: a machine not loaded here has nothing more. */
+export function manifestInfo(m: MachineManifest, state: MachineState): MachineInfo {
+  return {
+    name: m.name,
+    createdAt: m.createdAt,
+    tags: { ...m.tags },
+    engine: m.engine,
+    memoryMb: m.memoryMb,
+    state,
+    nextSeq: m.nextSeq,
+    pendingInstructions: 0,
+    lastUsedAt: m.lastUsedAt,
+    snapshot: m.snapshot,
+    runtime: m.runtime ?? null,
+    upgradeTo: null,
+    warnings: m.rebuilt ? [m.rebuilt] : [],
+  };
+}
+
+/** How soon a commit that failed (the bucket or the directory down) is tried again. */
+const COMMIT_RETRY_MS = 5000;
 
 /** Tunables a machine takes from its manager. */
 export interface MachineSettings {
@@ -39,7 +63,9 @@ export type MachineChange =
   | { type: 'state'; state: MachineState }
   | { type: 'instruction'; seq: number; result: ExecResult }
   | { type: 'saved'; bytes: number }
-  | { type: 'error'; message: string };
+  | { type: 'error'; message: string }
+  /** Its home says another node owns it now: this manager must let it go, unsaved. */
+  | { type: 'moved'; message: string };
 
 /**
  * One machine: its instructions run one at a time against its engine, with timeouts, interrupts
@@ -62,6 +88,9 @@ export class Machine {
   readonly #notices: MachineNotices;
   readonly #saver: StateSaver;
   readonly #checkpoints: MachineCheckpoints;
+  /** Why the state saved here is not in the machine's home (a cluster's bucket) yet; tried again until it is. */
+  #commitError: string | null = null;
+  #commitRetry?: NodeJS.Timeout;
 
   constructor(
     readonly manifest: MachineManifest,
@@ -69,6 +98,7 @@ export class Machine {
     createEngine: EngineFactory,
     private readonly settings: MachineSettings,
     private readonly onChange: (machine: Machine, change: MachineChange) => void,
+    private readonly home: MachineHome,
   ) {
     const onFinished = (seq: number, result: ExecResult) => onChange(this, { type: 'instruction', seq, result });
     const onError = (message: string) => onChange(this, { type: 'error', message });
@@ -135,19 +165,13 @@ export class Machine {
   info(): MachineInfo {
     const m = this.manifest;
     return {
-      name: m.name,
-      createdAt: m.createdAt,
-      tags: { ...m.tags },
-      engine: m.engine,
-      memoryMb: m.memoryMb,
-      state: this.#state,
-      nextSeq: m.nextSeq,
+      ...manifestInfo(m, this.#state),
       pendingInstructions: this.#queue.size,
-      lastUsedAt: m.lastUsedAt,
-      snapshot: m.snapshot,
-      runtime: m.runtime ?? null,
-      upgradeTo: null,
-      warnings: [...(m.rebuilt ? [m.rebuilt] : []), ...(this.#saver.error ? [`It cannot be swapped out, so it stays in memory: ${this.#saver.error}`] : [])],
+      warnings: [
+        ...(m.rebuilt ? [m.rebuilt] : []),
+        ...(this.#saver.error ? [`It cannot be swapped out, so it stays in memory: ${this.#saver.error}`] : []),
+        ...(this.#commitError ? [`Its state is saved on this node only, not in the cluster's bucket, and is sent again shortly: ${this.#commitError}`] : []),
+      ],
       ...(this.#state === 'swapped' && this.#swappedOut ? { swappedOut: { ...this.#swappedOut } } : {}),
     };
   }
@@ -220,12 +244,13 @@ export class Machine {
   // ---- durability -----------------------------------------------------------------------------
 
   /**
-   * Called when the data dir's previous owner stopped without saving: the first result then says
-   * which instructions' effects did not survive, and the instructions it stopped in the middle of
-   * end with what the machine went back to.
+   * Called when the data dir's previous owner (or the node that ran the machine, `stopped` says)
+   * stopped without saving: the first result then says which instructions' effects did not
+   * survive, and the instructions it stopped in the middle of end with what the machine went
+   * back to; so do those `given` out that the history never saw start.
    */
-  async noteUncleanStop(): Promise<void> {
-    if (this.#notices.uncleanStop()) await this.#queue.endUnfinished(this.#notices.restoreNotice());
+  async noteUncleanStop(stopped?: string, given?: { from: number; to: number }): Promise<void> {
+    if (this.#notices.uncleanStop(stopped)) await this.#queue.endUnfinished(this.#notices.restoreNotice(), given);
   }
 
   /** Called when the server stops and this machine's state could not be saved: the next start says why. */
@@ -241,7 +266,7 @@ export class Machine {
   /** Writes the state to disk if anything changed since it was last saved. */
   save(): Promise<void> {
     this.#saver.cancel();
-    return this.#serial(() => this.#saver.save());
+    return this.#serial(() => this.#saver.save(), true);
   }
 
   /** Saves the state and stops the engine, for `reason` (which `info` gives while it is out). The next use swaps it back in. */
@@ -253,7 +278,7 @@ export class Machine {
       // Known before the engine stops, whose stop is what says the machine is swapped.
       this.#swappedOut = { at: new Date().toISOString(), reason };
       await this.#engine.stop();
-    });
+    }, true);
   }
 
   /**
@@ -271,7 +296,7 @@ export class Machine {
       } catch (error) {
         throw new NotSavedError(what, (error as Error).message);
       }
-    });
+    }, true);
   }
 
   // ---- checkpoints ----------------------------------------------------------------------------
@@ -288,7 +313,7 @@ export class Machine {
 
   deleteCheckpoint(idOrLabel: string): Promise<void> {
     this.#assertAlive();
-    return this.#serial(() => this.#checkpoints.delete(idOrLabel));
+    return this.#serial(() => this.#checkpoints.delete(idOrLabel), true);
   }
 
   /**
@@ -306,14 +331,14 @@ export class Machine {
         // The old engine was let go; one that could not come back leaves the machine swapped.
         if (!this.#engine.current) this.#setState('swapped');
       }
-    });
+    }, true);
   }
 
   /** Moves the machine onto the newest runtime this Perennial ships (see `MachineCheckpoints.upgrade`), in turn with instructions. */
   upgrade(): Promise<UpgradeResult> {
     this.#assertAlive();
     this.#saver.cancel();
-    return this.#serial(() => this.#checkpoints.upgrade());
+    return this.#serial(() => this.#checkpoints.upgrade(), true);
   }
 
   // ---- end of life ----------------------------------------------------------------------------
@@ -322,6 +347,7 @@ export class Machine {
   async delete(): Promise<void> {
     this.#deleted = true;
     this.#saver.cancel();
+    clearTimeout(this.#commitRetry);
     this.#queue.cancelPending('the machine was deleted');
     await this.#engine.release()?.stop();
     await this.#ops.catch(() => {});
@@ -332,16 +358,46 @@ export class Machine {
   /** Stops the engine without saving, for a server that is going away after `save()`. */
   async close(): Promise<void> {
     this.#saver.cancel();
+    clearTimeout(this.#commitRetry);
     await this.#engine.stop();
     this.#queue.close();
   }
 
   // ---- internals ------------------------------------------------------------------------------
 
-  #serial<T>(task: () => Promise<T>): Promise<T> {
-    const next = this.#ops.then(task);
+  /** Runs `task` in the machine's turn; one that `commits` changed its saved state, which then goes to its home. */
+  #serial<T>(task: () => Promise<T>, commits = false): Promise<T> {
+    const next = this.#ops.then(async () => {
+      try {
+        return await task();
+      } finally {
+        if (commits) await this.#commit();
+      }
+    });
     this.#ops = next.catch(() => {});
     return next;
+  }
+
+  /**
+   * Sends the saved state to the machine's home. A failure loses nothing here (the data dir holds
+   * it) and is tried again; one that says another node owns the machine now lets it go.
+   */
+  async #commit(): Promise<void> {
+    clearTimeout(this.#commitRetry);
+    if (this.#deleted) return;
+    try {
+      await this.home.commit(this.manifest, this.store.dir(this.name));
+      this.#commitError = null;
+    } catch (error) {
+      if (error instanceof MachineMovedError) {
+        this.onChange(this, { type: 'moved', message: error.message });
+        throw error;
+      }
+      this.#commitError = (error as Error).message;
+      this.onChange(this, { type: 'error', message: `its state is not in the cluster's bucket yet: ${this.#commitError}` });
+      this.#commitRetry = setTimeout(() => void this.#serial(async () => {}, true).catch(() => {}), COMMIT_RETRY_MS);
+      this.#commitRetry.unref();
+    }
   }
 
   #setState(state: MachineState): void {

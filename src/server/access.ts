@@ -9,13 +9,17 @@ import { requestUrl } from './http-io.ts';
 /** The server's token, in the data dir (mode 0600): it stays the same from one start to the next. */
 export const TOKEN_FILE = 'server-token';
 
-/** The server's bearer token: made once, kept 0600 in the data dir, so clients stay configured. */
-export async function loadOrCreateToken(dataDir: string): Promise<string> {
+/**
+ * The server's bearer token: made once, kept 0600 in the data dir, so clients stay configured.
+ * `shared`: a cluster's, which every node takes (from the first node's) and keeps in its data dir,
+ * where a client on the node's computer finds it.
+ */
+export async function loadOrCreateToken(dataDir: string, shared?: (proposed: string) => Promise<string>): Promise<string> {
   const path = join(dataDir, TOKEN_FILE);
   const existing = (await readFile(path, 'utf8').catch(() => '')).trim();
-  if (existing.length >= 32) return existing;
-  const token = randomBytes(32).toString('base64url');
-  await writeFileAtomic(path, token, 0o600);
+  const proposed = existing.length >= 32 ? existing : randomBytes(32).toString('base64url');
+  const token = shared ? await shared(proposed) : proposed;
+  if (token !== existing) await writeFileAtomic(path, token, 0o600);
   return token;
 }
 
@@ -28,7 +32,14 @@ export class AccessPolicy {
   readonly #token: Buffer;
   #hosts = new Set<string>();
 
-  constructor(token: string) {
+  /**
+   * `anyHost`: a cluster's node, reached by other nodes and through load balancers by names of
+   * their own; the token guards it, as it guards every request.
+   */
+  constructor(
+    token: string,
+    private readonly anyHost = false,
+  ) {
     this.#token = Buffer.from(token);
   }
 
@@ -41,10 +52,11 @@ export class AccessPolicy {
   /** Throws the ForeverVMError that answers a request that may not pass. */
   check(req: IncomingMessage): void {
     const host = (req.headers.host ?? '').toLowerCase();
-    if (!this.#hosts.has(host))
+    if (!this.anyHost && !this.#hosts.has(host))
       throw new ForeverVMError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
     const origin = req.headers.origin;
-    if (origin && !this.#hosts.has(originHost(origin))) throw new ForeverVMError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
+    if (origin && !this.#hosts.has(originHost(origin)) && !(this.anyHost && originHost(origin) === host))
+      throw new ForeverVMError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
     const presented = bearer(req) ?? requestUrl(req).searchParams.get('_forevervm_jwt');
     if (!presented || !this.#matches(presented)) throw new ForeverVMError(401, 'Unauthorized', 'A valid bearer token is required');
   }

@@ -46,17 +46,17 @@ export function foreverVMRoutes(manager: MachineManager, keepAliveMs = KEEPALIVE
       /^\/v1\/machine\/list$/,
       async (req, res) => {
         const body = parseRequest(ListBody, await readJson(req));
-        sendJson(res, 200, { machines: manager.list(body.tags).map(toForeverVMMachine) });
+        sendJson(res, 200, { machines: (await manager.listEverywhere(body.tags)).map(toForeverVMMachine) });
       },
     ],
-    ['GET', /^\/v1\/machine\/list$/, async (_req, res) => sendJson(res, 200, { machines: manager.list().map(toForeverVMMachine) })],
+    ['GET', /^\/v1\/machine\/list$/, async (_req, res) => sendJson(res, 200, { machines: (await manager.listEverywhere()).map(toForeverVMMachine) })],
     [
       'POST',
       /^\/v1\/machine\/([^/]+)\/exec$/,
       async (req, res, [raw]) => {
         const name = machineName(raw!);
         const body = parseRequest(ExecBody, await readJson(req));
-        const { seq, interrupted } = manager.exec(name, body.instruction.code, {
+        const { seq, interrupted } = await manager.exec(name, body.instruction.code, {
           timeoutSeconds: body.instruction.timeout_seconds,
           interrupt: body.interrupt,
         });

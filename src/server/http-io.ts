@@ -38,8 +38,8 @@ function nestsDeeperThan(text: string, limit: number): boolean {
   return false;
 }
 
-/** The request body as JSON; an empty body is `{}`. */
-export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
+/** The request body, or 413 past `limit` bytes. */
+export async function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) throw new ForeverVMError(413, 'PayloadTooLarge', `The body is larger than ${limit} bytes`);
   const chunks: Buffer[] = [];
@@ -49,7 +49,12 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
     if (size > limit) throw new ForeverVMError(413, 'PayloadTooLarge', `The body is larger than ${limit} bytes`);
     chunks.push(chunk as Buffer);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/** The request body as JSON; an empty body is `{}`. */
+export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const text = (await readBody(req, limit)).toString('utf8');
   if (!text.trim()) return {};
   if (nestsDeeperThan(text, MAX_JSON_DEPTH))
     throw new ForeverVMError(400, 'BadRequest', `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);

@@ -21,7 +21,8 @@ export class InProcessClient extends OperationClient implements PerennialClient 
   status = () => this.#answer(() => statusReport(this.manager));
   create = (options?: NewMachineOptions) => this.#answer(() => this.manager.create(options));
   run = (name: string, code: string, options: RunOptions = {}) => this.#answer(() => this.manager.run(name, code, options));
-  start = (name: string, code: string, options: { timeoutSeconds?: number } = {}) => this.#answer(() => this.manager.exec(name, code, options).seq);
+  start = (name: string, code: string, options: { timeoutSeconds?: number } = {}) =>
+    this.#answer(async () => (await this.manager.exec(name, code, options)).seq);
   result = (name: string, seq: number) => this.#answer(() => this.manager.result(name, seq));
   follow = (name: string, seq: number, onOutput: (chunk: OutputChunk) => void, signal?: AbortSignal) =>
     this.#answer(() => this.manager.follow(name, seq, onOutput, signal));

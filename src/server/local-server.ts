@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { hostname } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { removeServerInfo, writeServerInfo } from '../platform/server-info.ts';
@@ -9,7 +10,10 @@ import { foreverVMRoutes, machineName, type Handler } from './forevervm-api.ts';
 import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { CodedError } from '../platform/coded-error.ts';
-import { readJson, requestUrl, sendError, sendJson } from './http-io.ts';
+import { readBody, readJson, requestUrl, sendError, sendJson } from './http-io.ts';
+import { forwardedTooOften, forwardRequest, forwardUpgrade, NodeUnreachableError } from './forwarding.ts';
+import type { ClusterNode } from '../cluster/cluster-node.ts';
+import type { ClusterSettings } from '../cluster/cluster-settings.ts';
 import { MAX_BODY_BYTES, parseRequest, StopRequest } from '../shared/requests.ts';
 import type { LockRecord } from '../platform/data-dir-lock.ts';
 import { JSON_RPC_PARSE_ERROR, McpHttpEndpoints, rpcError } from '../mcp/http-endpoints.ts';
@@ -33,9 +37,14 @@ export interface LocalServerOptions extends MachineManagerOptions {
   heartbeatMs?: number;
   /** How long a 2026-07-28 MCP call that can be a task runs before it becomes one. Default 1 s. */
   taskAfterMs?: number;
+  /** Serve as a node of a cluster: its machines' home is its database and bucket, and any node answers for any machine. */
+  cluster?: ClusterSettings;
 }
 
 const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
+/** Paths about one machine (and the two that name none). */
+const MACHINE_PATH = /^\/v1\/machine\/([^/]+)(?:\/|$)/;
+const NOT_MACHINES = new Set(['new', 'list']);
 
 /**
  * HTTP keep-alive: the idle time the server announces, and the longer time it really keeps an
@@ -72,8 +81,11 @@ export class LocalServer {
     private readonly access: AccessPolicy,
     heartbeatMs: number | undefined,
     taskAfterMs: number | undefined,
+    readonly cluster: ClusterNode | undefined,
   ) {
-    this.#mcp = new McpHttpEndpoints(new InProcessClient(manager), token, { progressHeartbeatMs: heartbeatMs, taskAfterMs });
+    const local = new InProcessClient(manager);
+    const client = cluster ? cluster.client(local, token) : local;
+    this.#mcp = new McpHttpEndpoints(client, token, { progressHeartbeatMs: heartbeatMs, taskAfterMs });
     this.stopRequested = new Promise((resolve) => (this.#requestStop = resolve));
     const stop: [string, RegExp, Handler] = [
       'POST',
@@ -86,20 +98,28 @@ export class LocalServer {
     ];
     this.#routes = [...foreverVMRoutes(manager, heartbeatMs), ...perennialRoutes(manager), ...this.#mcpRoutes(), stop];
     http.on('request', (req, res) => void this.#handle(req, res));
-    http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
+    http.on('upgrade', (req, socket, head) => void this.#upgrade(req, socket, head));
   }
 
   static async start(options: LocalServerOptions): Promise<LocalServer> {
-    const manager = await MachineManager.open(options);
+    // Loaded only for a cluster: one computer's server never reads its code (PostgreSQL's and S3's clients among it).
+    const cluster = options.cluster && (await (await import('../cluster/cluster-node.ts')).ClusterNode.open(options.cluster, options.dataDir));
+    let manager: MachineManager;
     try {
-      const token = await loadOrCreateToken(options.dataDir);
-      const access = new AccessPolicy(token);
+      manager = await MachineManager.open({ ...options, home: cluster });
+    } catch (error) {
+      await cluster?.leave();
+      throw error;
+    }
+    try {
+      const token = await loadOrCreateToken(options.dataDir, cluster && ((proposed) => cluster.token(proposed)));
+      const access = new AccessPolicy(token, cluster !== undefined);
       const http = createServer();
       // Long polls for results may wait as long as instructions run.
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
       http.keepAliveTimeout = KEEP_ALIVE_HELD_MS;
-      const server = new LocalServer(manager, token, http, access, options.heartbeatMs, options.taskAfterMs);
+      const server = new LocalServer(manager, token, http, access, options.heartbeatMs, options.taskAfterMs, cluster);
       const host = options.host ?? DEFAULT_HOST;
       await new Promise<void>((resolve, reject) => {
         http.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, options.port ?? 0)));
@@ -107,6 +127,7 @@ export class LocalServer {
       });
       const port = (http.address() as { port: number }).port;
       access.listeningOn(port, host);
+      await cluster?.join(options.cluster!.advertiseUrl ?? advertisedUrl(server.url), manager);
       // The sandbox pool fills once sandbox machines are being made: an editor that never runs code pays for the server alone.
       await writeServerInfo(options.dataDir, {
         pid: process.pid,
@@ -119,6 +140,7 @@ export class LocalServer {
       return server;
     } catch (error) {
       await manager.close();
+      await cluster?.leave();
       throw error;
     }
   }
@@ -136,6 +158,7 @@ export class LocalServer {
     this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
     await this.manager.close(successor);
+    await this.cluster?.leave();
     // Last: once server.json is gone, the data dir is free for the next server.
     await removeServerInfo(this.manager.dataDir, process.pid);
   }
@@ -172,6 +195,7 @@ export class LocalServer {
       }
       this.access.check(req);
       const path = requestUrl(req).pathname;
+      if (await this.#forwarded(path, (base, body) => forwardRequest(req, res, base, body), req)) return;
       let pathMatched = false;
       for (const [method, pattern, handler] of this.#routes) {
         const match = pattern.exec(path);
@@ -189,12 +213,14 @@ export class LocalServer {
     }
   }
 
-  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     try {
       this.access.check(req);
-      const match = REPL_PATH.exec(requestUrl(req).pathname);
+      const path = requestUrl(req).pathname;
+      const match = REPL_PATH.exec(path);
       if (!match) throw new ForeverVMError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
+      if (await this.#forwarded(path, (base) => forwardUpgrade(req, socket, head, base))) return;
       const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
       this.#sockets.handleUpgrade(req, socket, head, (ws) => {
         this.#track(ws);
@@ -206,6 +232,32 @@ export class LocalServer {
       socket.end(
         `HTTP/1.1 ${failure.status} ${failure.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
+    }
+  }
+
+  /**
+   * In a cluster, sends a request about a machine another node runs to that node, and answers
+   * whether it did. A node that does not answer has stopped: its machines are taken over once its
+   * lease runs out, so the request is placed again until then.
+   */
+  async #forwarded(path: string, forward: (base: string, body: Buffer) => Promise<void>, req?: IncomingMessage): Promise<boolean> {
+    const raw = this.cluster && MACHINE_PATH.exec(path)?.[1];
+    if (!raw || NOT_MACHINES.has(raw)) return false;
+    const name = machineName(raw);
+    const deadline = Date.now() + (this.cluster!.settings.leaseSeconds + 5) * 1000;
+    let body: Buffer | undefined;
+    for (;;) {
+      const placement = await this.cluster!.place(name);
+      if (placement.local) return false;
+      if (req && forwardedTooOften(req)) throw new ForeverVMError(503, 'MachineMoving', `Machine ${name} is moving between nodes; send the request again`);
+      body ??= req ? await readBody(req) : Buffer.alloc(0);
+      try {
+        await forward(placement.url, body);
+        return true;
+      } catch (error) {
+        if (!(error instanceof NodeUnreachableError) || Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
     }
   }
 
@@ -257,4 +309,11 @@ function listenError(error: NodeJS.ErrnoException, host: string, port: number): 
   if (error.code === 'EACCES') return new ListenError(`This user may not listen on ${where} (ports below 1024 need privileges); choose another with --port`);
   if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') return new ListenError(`${host} is not an address of this computer; use --host 127.0.0.1`);
   return error;
+}
+
+/** Where other nodes reach a server listening at `url`: a server on every interface is reached by this computer's name. */
+function advertisedUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.hostname === '0.0.0.0' || parsed.hostname === '[::]') parsed.hostname = hostname();
+  return parsed.toString().replace(/\/$/, '');
 }

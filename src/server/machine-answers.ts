@@ -22,6 +22,12 @@ const STATUS_BY_CODE: Record<string, number> = {
   NotSaved: 507, // a full disk, most often
   UpgradeRefused: 409,
   MachineNameTaken: 409,
+  // In a cluster: the machine went to another node meanwhile (asked again, the request goes there).
+  MachineMoved: 409,
+  // The cluster's engines: nothing was changed, and the request may be sent again once they are back.
+  ClusterUnavailable: 503,
+  StoreUnavailable: 503,
+  NodeUnreachable: 503,
 };
 
 /** The error a request gets for anything that went wrong, in ForeverVM's shape. */

@@ -82,7 +82,7 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
     try {
       const onInput = message.input ? asker(() => queued) : undefined;
       const onDisplay = message.displays ? (entry: DisplayEntry) => send({ type: 'display', instruction_id: queued ?? -1, entry }) : undefined;
-      const { seq } = manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds, onInput, onDisplay });
+      const { seq } = await manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds, onInput, onDisplay });
       queued = seq;
       send({ type: 'exec_received', seq, request_id: message.request_id });
       const result = await manager.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));

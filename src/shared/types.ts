@@ -129,6 +129,11 @@ export interface MachineInfo {
   warnings: string[];
   /** While swapped out by this server: when, and why (idle, memory, the warm cap, asked). */
   swappedOut?: { at: string; reason: string };
+  /**
+   * In a cluster, listed by a node that does not run it: the URL of the node that does (its
+   * state as that node last committed it), or null when none does now (the next use takes it).
+   */
+  node?: string | null;
 }
 
 /** What `/v1/events` streams: every change to the machines, as it happens. */

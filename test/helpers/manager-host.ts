@@ -26,7 +26,7 @@ for await (const line of createInterface({ input: process.stdin })) {
       say({ checkpoint: await manager.checkpoint(command.name!, { label: `c${i}` }), i });
     }
   } else {
-    const { seq } = manager.exec(command.name!, command.code!, { timeoutSeconds: 600 });
+    const { seq } = await manager.exec(command.name!, command.code!, { timeoutSeconds: 600 });
     say({ accepted: seq });
   }
 }

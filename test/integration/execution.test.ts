@@ -78,7 +78,7 @@ for (const engine of ENGINES_UNDER_TEST) {
       // The cell computes without pause (nothing of its own gives the output a chance to leave)
       // and ends only when the test, having seen its partial line, interrupts it; output held
       // back until the end would leave it to its timeout instead.
-      const { seq, done } = manager.exec(name, 'print("ready")\nprint("start", end="")\nwhile True:\n    pass', { timeoutSeconds: 30 });
+      const { seq, done } = await manager.exec(name, 'print("ready")\nprint("start", end="")\nwhile True:\n    pass', { timeoutSeconds: 30 });
       const arrivals: string[] = [];
       const result = await manager.follow(name, seq, (c) => {
         arrivals.push(c.data);

@@ -52,7 +52,7 @@ for (const engine of ENGINES_UNDER_TEST)
       const abandoned = new Promise<void>((resolve) => (givenUp = resolve));
       let asked!: () => void;
       const questionAsked = new Promise<void>((resolve) => (asked = resolve));
-      const { done } = fixture.manager.exec(name, 'input("never answered? ")', {
+      const { done } = await fixture.manager.exec(name, 'input("never answered? ")', {
         onInput: (_request, signal) =>
           new Promise<string>((resolve) => {
             asked();

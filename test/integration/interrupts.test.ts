@@ -42,7 +42,7 @@ for (const engine of ENGINES_UNDER_TEST) {
     });
 
     it('interrupts a running instruction on request; the namespace is intact', async () => {
-      const { seq, done } = manager.exec(name, 'import time\nfor i in range(300):\n    print(i)\n    time.sleep(0.1)');
+      const { seq, done } = await manager.exec(name, 'import time\nfor i in range(300):\n    print(i)\n    time.sleep(0.1)');
       await new Promise<void>((looping) => void manager.follow(name, seq, (c) => c.data === '1' && looping()));
       assert.deepEqual(manager.interrupt(name), { cancelled: 0, interrupted: true });
       const error = errorOf(await done);
@@ -72,7 +72,7 @@ while True:
     refs.append(weakref.ref(garbage, slow_callback))
     del garbage
     gc.collect()`;
-      const { seq, done } = manager.exec(name, code);
+      const { seq, done } = await manager.exec(name, code);
       const chunks: string[] = [];
       await new Promise<void>(
         (collecting) =>
@@ -95,10 +95,10 @@ while True:
     });
 
     it('exec with interrupt stops what runs and cancels what waits', async () => {
-      const long = manager.exec(name, 'import time\ntime.sleep(30)');
-      const queued = manager.exec(name, 'never = True');
+      const long = await manager.exec(name, 'import time\ntime.sleep(30)');
+      const queued = await manager.exec(name, 'never = True');
       await eventually(() => manager.get(name).state === 'busy', 5000, 'busy');
-      const urgent = manager.exec(name, '"urgent"', { interrupt: true });
+      const urgent = await manager.exec(name, '"urgent"', { interrupt: true });
       assert.equal(urgent.interrupted, true);
       assert.match(errorOf(await long.done), /KeyboardInterrupt/);
       assert.match(errorOf(await queued.done), /cancelled by an interrupt before it started/);
@@ -108,7 +108,8 @@ while True:
     });
 
     it('runs instructions one at a time, in order', async () => {
-      const submitted = Array.from({ length: 10 }, (_, i) => manager.exec(name, `order = globals().get("order", []) + [${i}]\nlen(order)`));
+      // Sent at once, without waiting for each to be queued: they run in the order sent.
+      const submitted = await Promise.all(Array.from({ length: 10 }, (_, i) => manager.exec(name, `order = globals().get("order", []) + [${i}]\nlen(order)`)));
       const values = await Promise.all(submitted.map((s) => s.done));
       assert.deepEqual(
         values.map(valueOf),

@@ -299,7 +299,7 @@ for (const engine of ENGINES_UNDER_TEST) {
       await manager.swap(a);
       await manager.delete(a);
       await assert.rejects(access(`${dataDir}/machines/${a}`), /ENOENT/);
-      assert.throws(() => manager!.exec(a, '1'), MachineGoneError);
+      await assert.rejects(manager.exec(a, '1'), MachineGoneError);
       assert.ok(!manager.list().some((m) => m.name === a));
     });
 
@@ -316,8 +316,8 @@ for (const engine of ENGINES_UNDER_TEST) {
       // A name asked for is given, but only once.
       assert.equal((await manager.create(machineOptions(engine, { name: 'data-cleaning' }))).name, 'data-cleaning');
       await assert.rejects(manager.create(machineOptions(engine, { name: 'data-cleaning' })), /A machine named data-cleaning already exists/);
-      assert.throws(
-        () => manager!.exec('data-claening', '1'),
+      await assert.rejects(
+        manager.exec('data-claening', '1'),
         /Machine data-claening does not exist \(it may have been deleted\)\. Did you mean data-cleaning\?/,
       );
     });
@@ -329,10 +329,10 @@ for (const engine of ENGINES_UNDER_TEST) {
       await assert.rejects(manager.create(machineOptions(engine, { memoryMb: 64.5 })), /memoryMb: memory is a whole number of MiB/);
       await assert.rejects(manager.create(machineOptions(engine, { tags: { 'bad key': 'v' } })), /tags: bad tag key "bad key"/);
       const name = (await manager.create(machineOptions(engine))).name;
-      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: -1 }), /a timeout is 0 \(no limit\) or a number of seconds/);
-      assert.throws(() => manager!.exec(name, '1', { timeoutSeconds: 86401 }), /a timeout is at most 86400 seconds \(a day\); 0 is no limit/);
+      await assert.rejects(manager.exec(name, '1', { timeoutSeconds: -1 }), /a timeout is 0 \(no limit\) or a number of seconds/);
+      await assert.rejects(manager.exec(name, '1', { timeoutSeconds: 86401 }), /a timeout is at most 86400 seconds \(a day\); 0 is no limit/);
       await assert.rejects(manager.result(name, 99), /has no instruction 99/);
-      assert.throws(() => manager!.exec('no-such-machine', '1'), /Machine no-such-machine does not exist/);
+      await assert.rejects(manager.exec('no-such-machine', '1'), /Machine no-such-machine does not exist/);
     });
   });
 }

@@ -61,9 +61,9 @@ describe('the machine layer, over a fake engine', () => {
   it('runs instructions one at a time, in the order given, each with its own output', async () => {
     const name = await open();
     const busy = state(name, 'busy');
-    const first = manager.exec(name, 'print one\nsleep 1000\nprint two');
-    const second = manager.exec(name, 'x = 1\nprint three');
-    const third = manager.exec(name, 'x');
+    const first = await manager.exec(name, 'print one\nsleep 1000\nprint two');
+    const second = await manager.exec(name, 'x = 1\nprint three');
+    const third = await manager.exec(name, 'x');
     assert.deepEqual([first.seq, second.seq, third.seq], [0, 1, 2]);
     await busy;
     mock.timers.tick(1000);
@@ -95,7 +95,7 @@ describe('the machine layer, over a fake engine', () => {
   it('lets a follower of a running instruction stop following; the instruction runs on, and is followed again from its start', async () => {
     const name = await open();
     const busy = state(name, 'busy');
-    const { seq, done } = manager.exec(name, 'print one\nsleep 1000\nprint two');
+    const { seq, done } = await manager.exec(name, 'print one\nsleep 1000\nprint two');
     await busy;
     const stop = new AbortController();
     const seen: string[] = [];
@@ -113,7 +113,7 @@ describe('the machine layer, over a fake engine', () => {
   it('interrupts an instruction at its timeout, and says so', async () => {
     const name = await open();
     const busy = state(name, 'busy');
-    const { done } = manager.exec(name, 'sleep 60000', { timeoutSeconds: 2 });
+    const { done } = await manager.exec(name, 'sleep 60000', { timeoutSeconds: 2 });
     await busy;
     mock.timers.tick(1999);
     mock.timers.tick(1);
@@ -125,7 +125,7 @@ describe('the machine layer, over a fake engine', () => {
   it('gives an instruction with a timeout of 0 all the time it takes', async () => {
     const name = await open({ defaultTimeoutSeconds: 2 });
     const busy = state(name, 'busy');
-    const { done } = manager.exec(name, 'sleep 86400000\nv = 1\nv', { timeoutSeconds: 0 });
+    const { done } = await manager.exec(name, 'sleep 86400000\nv = 1\nv', { timeoutSeconds: 0 });
     await busy;
     mock.timers.tick(86_400_000);
     assert.equal(valueOf(await done), '1');
@@ -140,7 +140,7 @@ describe('the machine layer, over a fake engine', () => {
     let answer!: (text: string) => void;
     let asked!: () => void;
     const question = new Promise<void>((resolve) => (asked = resolve));
-    const { done } = manager.exec(name, 'sleep 1000\nask who\nsleep 1500\nwho', {
+    const { done } = await manager.exec(name, 'sleep 1000\nask who\nsleep 1500\nwho', {
       timeoutSeconds: 2,
       onInput: () => new Promise<string>((resolve) => ((answer = resolve), asked())),
     });
@@ -162,8 +162,8 @@ describe('the machine layer, over a fake engine', () => {
   it('an interrupt stops what runs and cancels what is queued', async () => {
     const name = await open();
     const busy = state(name, 'busy');
-    const running = manager.exec(name, 'sleep 60000');
-    const queued = manager.exec(name, 'x = 1');
+    const running = await manager.exec(name, 'sleep 60000');
+    const queued = await manager.exec(name, 'x = 1');
     await busy;
     assert.deepEqual(manager.interrupt(name), { cancelled: 1, interrupted: true });
     assert.deepEqual(await running.done, { error: 'KeyboardInterrupt', runtime_ms: 0 });
@@ -185,7 +185,7 @@ describe('the machine layer, over a fake engine', () => {
     const name = await open();
     let release!: () => void;
     faults.startHeld = new Promise((resolve) => (release = resolve));
-    const { done } = manager.exec(name, 'x = 1');
+    const { done } = await manager.exec(name, 'x = 1');
     await Promise.resolve();
     assert.deepEqual(manager.interrupt(name), { cancelled: 0, interrupted: true });
     delete faults.startHeld;
@@ -200,7 +200,7 @@ describe('the machine layer, over a fake engine', () => {
     assert.equal(await value(name, 'x = 1\nx'), '1');
     await manager.save(name);
     const busy = state(name, 'busy');
-    const { done } = manager.exec(name, 'x = 2\nstubborn');
+    const { done } = await manager.exec(name, 'x = 2\nstubborn');
     await busy;
     manager.interrupt(name);
     mock.timers.tick(GRACE_MS);

@@ -9,6 +9,7 @@ import { LocalServer } from '../../server/local-server.ts';
 import type { EngineName, StopRequest } from '../../shared/requests.ts';
 import { DataDirLock } from '../../platform/data-dir-lock.ts';
 import type { CliContext } from '../context.ts';
+import { clusterSettings, environmentSettings, readSettingsFile, SETTINGS_FILE } from '../../cluster/cluster-settings.ts';
 
 export interface ServeCommandOptions {
   host?: string;
@@ -29,6 +30,15 @@ export interface ServeCommandOptions {
   heartbeat?: number;
   /** How long a 2026-07-28 MCP call that can be a task runs before it becomes one, in seconds. */
   taskAfter?: number;
+  /** A cluster's PostgreSQL database, its bucket, and this node's part: see `cluster-settings.ts`. */
+  cluster?: string;
+  store?: string;
+  storeEndpoint?: string;
+  storeRegion?: string;
+  lease?: string;
+  advertise?: string;
+  /** The settings file; default the data dir's `settings.json`. */
+  settings?: string;
 }
 
 /** Another server a person started serves the data dir. */
@@ -53,6 +63,18 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
         `Use it, stop it with: perennial stop --data-dir ${ctx.dataDir} (it saves every machine), or serve another data dir with --data-dir`,
     );
   }
+  const cluster = clusterSettings(
+    {
+      database: options.cluster,
+      store: options.store,
+      storeEndpoint: options.storeEndpoint,
+      storeRegion: options.storeRegion,
+      leaseSeconds: options.lease,
+      advertiseUrl: options.advertise,
+    },
+    environmentSettings(process.env),
+    await readSettingsFile(options.settings ?? join(ctx.dataDir, SETTINGS_FILE)),
+  );
   // The data dir is handed straight to this process: a client starting its own server meanwhile finds it taken.
   const handedLock = running ? DataDirLock.ownRecord() : undefined;
   if (running) {
@@ -72,6 +94,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     heartbeatMs: options.heartbeat === undefined ? undefined : options.heartbeat * 1000,
     taskAfterMs: options.taskAfter === undefined ? undefined : options.taskAfter * 1000,
     background,
+    cluster,
   });
   ctx.term.err.write(banner(ctx, server, options));
   // What starting up left (reading the data dir, compiling the bundle): an idle server keeps it otherwise.
@@ -96,8 +119,15 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
 function banner(ctx: CliContext, server: LocalServer, options: ServeCommandOptions): string {
   const token = join(ctx.dataDir, TOKEN_FILE);
   const bearer = `"Authorization: Bearer $(cat ${token})"`;
+  const node = server.cluster;
   return [
     `Perennial server listening on ${server.url} (data dir ${ctx.dataDir}; new machines: ${server.manager.defaultEngine}). Ctrl-C stops it and saves every machine.`,
+    ...(node
+      ? [
+          `  A node of the cluster in ${node.directory.description}, its machines kept in ${node.store.description}; other nodes reach it at ${node.url}.`,
+          `  Its data dir is a cache. Every node takes the same token (the first node's).`,
+        ]
+      : []),
     `  MCP: ${server.url}/mcp (streamable HTTP) or ${server.url}/sse (legacy SSE), with the header Authorization: Bearer <the token in ${token}>`,
     `  For example: claude mcp add --transport http perennial ${server.url}/mcp --header ${bearer}`,
     `  ForeverVM clients: FOREVERVM_BASE_URL=${server.url} FOREVERVM_TOKEN=$(cat ${token})`,

@@ -1,0 +1,267 @@
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import type { MachineHome } from '../machines/machine-home.ts';
+import type { MachineManager } from '../machines/machine-manager.ts';
+import { isTransientPath, MachineStore, ManifestSchema, type MachineManifest } from '../machines/machine-store.ts';
+import { VERSION } from '../shared/version.ts';
+import { ClusterDirectory, ClusterUnavailableError, type MachineRow } from './directory.ts';
+import { ObjectStore } from './object-store.ts';
+import type { ClusterSettings } from './cluster-settings.ts';
+import { StoredFolders } from './stored-folders.ts';
+import { ClusterClient } from './cluster-client.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
+
+/** Where a request for a machine goes: this node, or the node that owns it. */
+export type Placement = { local: true } | { local: false; url: string };
+
+/** A machine another node owns, or none does now, as the directory last had it. */
+export interface RemoteMachine {
+  manifest: MachineManifest;
+  /** The URL of the node that owns it while that node's lease runs. */
+  node: string | null;
+}
+
+/**
+ * This process as a node of a cluster: its lease in the directory (PostgreSQL), renewed a few
+ * times per lease; the machines it owns, each with the generation it took it in; and the home
+ * of those machines (`MachineHome`), which commits each saved state to the bucket and the
+ * directory, and gives out instruction numbers only while the node still owns the machine.
+ * `place` decides where a request for a machine goes, taking the machine over when its owner
+ * let it go or stopped renewing its lease.
+ */
+export class ClusterNode implements MachineHome {
+  readonly ownsDataDir = false;
+  readonly id = randomUUID();
+  #url = '';
+  readonly #folders: StoredFolders;
+  readonly #machines: MachineStore;
+  /** The machines this node owns: the generation it took each in. */
+  readonly #owned = new Map<string, number>();
+  /** Each machine's last committed folder, as this node committed or read it. */
+  readonly #trees = new Map<string, string>();
+  /** The machines whose last commit holds every instruction given out: let go when the node leaves. */
+  readonly #whole = new Set<string>();
+  /** Per machine, the reservations in the order asked, so instructions keep the order they were sent in. */
+  readonly #admissions = new Map<string, Promise<unknown>>();
+  /** Placements under way, one per machine, so that two requests do not both take it. */
+  readonly #placing = new Map<string, Promise<Placement>>();
+  /** When the last renewal that succeeded was sent (a monotonic clock, which runs on while the process is paused). */
+  #renewedAt = Number.NEGATIVE_INFINITY;
+  #renewal?: NodeJS.Timeout;
+  #manager?: MachineManager;
+
+  private constructor(
+    readonly settings: ClusterSettings,
+    readonly directory: ClusterDirectory,
+    readonly store: ObjectStore,
+    dataDir: string,
+  ) {
+    this.#folders = new StoredFolders(store);
+    this.#machines = new MachineStore(dataDir);
+  }
+
+  /** Reaches the directory and the bucket (a clear error when either cannot be), before anything is served. */
+  static async open(settings: ClusterSettings, dataDir: string): Promise<ClusterNode> {
+    const store = new ObjectStore(settings.store);
+    const directory = await ClusterDirectory.open(settings.database, settings.leaseSeconds);
+    try {
+      await store.check();
+    } catch (error) {
+      await directory.close();
+      store.close();
+      throw error;
+    }
+    return new ClusterNode(settings, directory, store, dataDir);
+  }
+
+  /** The token every node accepts: the first node's `proposed` one. */
+  token(proposed: string): Promise<string> {
+    return this.directory.setting('token', proposed);
+  }
+
+  /** Enters the cluster at `url` (where other nodes reach this one), serving `manager`'s machines. */
+  async join(url: string, manager: MachineManager): Promise<void> {
+    this.#url = url;
+    this.#manager = manager;
+    const sent = performance.now();
+    await this.directory.join({ id: this.id, url, version: VERSION });
+    this.#renewedAt = sent;
+    this.#renewal = setInterval(() => void this.#renew(), (this.settings.leaseSeconds * 1000) / 4);
+    this.#renewal.unref();
+  }
+
+  get url(): string {
+    return this.#url;
+  }
+
+  /** Whether this node's lease surely runs: renewed less than a lease ago, with a margin for the round trip. */
+  get leaseHeld(): boolean {
+    return performance.now() - this.#renewedAt < this.settings.leaseSeconds * 1000 * 0.8;
+  }
+
+  async #renew(): Promise<void> {
+    const sent = performance.now();
+    try {
+      if (!(await this.directory.renew(this.id))) return;
+      // Paused or cut off past the lease: other nodes may have taken machines meanwhile, which
+      // this node lets go before it trusts its lease again.
+      if (!this.leaseHeld) await this.#letGoOfTaken();
+      this.#renewedAt = sent;
+    } catch {
+      // The directory is down: the lease runs out unless it comes back. Every write for a machine
+      // checks its generation, so nothing is lost; requests meanwhile get the directory's error.
+    }
+  }
+
+  async #letGoOfTaken(): Promise<void> {
+    for (const [name, generation] of [...this.#owned]) {
+      const row = await this.directory.locate(name);
+      if (row && !row.deleted && row.owner === this.id && row.generation === generation) continue;
+      this.#owned.delete(name);
+      this.#trees.delete(name);
+      const now = row?.ownerUrl ? `node ${row.ownerUrl} took it over` : 'another node took it over';
+      await this.#manager?.detach(
+        name,
+        `This node's lease ran out while it was unreachable, and ${now}: what it did on the machine since its last commit is not kept.`,
+      );
+    }
+  }
+
+  /**
+   * Where a request for machine `name` goes. This node's own machine stays here while its lease
+   * surely runs; else the directory says: a live node's machine goes there; one nobody runs is
+   * taken over, its folder read from the bucket. A machine the directory does not know is left
+   * to this node, which answers that it does not exist.
+   */
+  place(name: string): Promise<Placement> {
+    if (this.#manager?.has(name) && this.leaseHeld) return Promise.resolve({ local: true });
+    let placing = this.#placing.get(name);
+    if (!placing) {
+      placing = this.#locate(name).finally(() => this.#placing.delete(name));
+      this.#placing.set(name, placing);
+    }
+    return placing;
+  }
+
+  async #locate(name: string, attempts = 3): Promise<Placement> {
+    const manager = this.#manager!;
+    const row = await this.directory.locate(name);
+    if (!row || row.deleted) return { local: true };
+    if (row.owner === this.id && manager.has(name)) return { local: true };
+    // Taken over while this node's lease had run out: what it holds of the machine is stale.
+    if (row.owner !== this.id && manager.has(name)) {
+      this.#owned.delete(name);
+      await manager.detach(
+        name,
+        `Another node took machine ${name} over while this node's lease had run out: what this node did since its last commit is not kept.`,
+      );
+    }
+    if (row.owner !== null && row.owner !== this.id && row.ownerLive && row.ownerUrl) return { local: false, url: row.ownerUrl };
+    const taken = await this.directory.take(name, this.id);
+    // Another node took it first: it is that node's now.
+    if (!taken && attempts > 1) return this.#locate(name, attempts - 1);
+    if (!taken) throw new ClusterUnavailableError(`Machine ${name} changes hands too often to be placed; try again`);
+    await manager.detach(name);
+    await this.#bringHere(taken.before);
+    this.#owned.set(name, taken.generation);
+    const { before } = taken;
+    const lost =
+      before.owner !== null && before.owner !== this.id
+        ? { from: (before.commit?.seq ?? -1) + 1, to: before.nextSeq - 1, node: before.ownerUrl ?? `node ${before.owner}` }
+        : undefined;
+    await manager.attach(name, lost);
+    return { local: true };
+  }
+
+  /** Makes the data dir's folder of the machine its last commit (or, never committed, a new machine's). */
+  async #bringHere(row: MachineRow): Promise<void> {
+    const folder = this.#machines.dir(row.name);
+    if (row.commit) {
+      if (this.#trees.get(row.name) !== row.commit.tree) await this.#folders.materialize(row.commit.tree, folder);
+      this.#trees.set(row.name, row.commit.tree);
+      return;
+    }
+    // Made on a node that stopped before its first commit: what the cache holds of it is older.
+    await rm(folder, { recursive: true, force: true });
+    await this.#machines.create({ ...ManifestSchema.parse(row.manifest), nextSeq: row.nextSeq });
+    this.#trees.delete(row.name);
+  }
+
+  /** The node's machines as its own MCP endpoints reach them: `local`'s here, the others through their nodes. */
+  client(local: PerennialClient, token: string): PerennialClient {
+    return new ClusterClient(local, (name) => this.place(name), token);
+  }
+
+  /** Machines not on this node, as the directory has them, for listings. */
+  async elsewhere(): Promise<RemoteMachine[]> {
+    const rows = await this.directory.machines();
+    return rows.flatMap((row) => {
+      if (row.owner === this.id && this.#manager?.has(row.name)) return [];
+      const manifest = ManifestSchema.safeParse(row.manifest);
+      return manifest.success ? [{ manifest: manifest.data, node: row.ownerLive ? row.ownerUrl : null }] : [];
+    });
+  }
+
+  // ---- MachineHome ----------------------------------------------------------------------------
+
+  isUsed(name: string): Promise<boolean> {
+    return this.directory.isUsed(name);
+  }
+
+  async claim(manifest: MachineManifest): Promise<boolean> {
+    const claimed = await this.directory.claim(manifest.name, this.id, manifest);
+    if (claimed) this.#owned.set(manifest.name, 1);
+    return claimed;
+  }
+
+  reserve(name: string): Promise<void> {
+    const previous = this.#admissions.get(name) ?? Promise.resolve();
+    const reserved = previous.catch(() => {}).then(() => this.directory.reserve(name, this.id, this.#generation(name)));
+    this.#admissions.set(name, reserved);
+    void reserved.finally(() => this.#admissions.get(name) === reserved && this.#admissions.delete(name)).catch(() => {});
+    return reserved;
+  }
+
+  async commit(manifest: MachineManifest, folder: string): Promise<void> {
+    const { name } = manifest;
+    const generation = this.#generation(name);
+    this.#whole.delete(name);
+    const { tree, bytes } = await this.#folders.commit(folder, isTransientPath);
+    const seq = manifest.snapshot ? manifest.snapshot.seq - 1 : -1;
+    if (this.#trees.get(name) !== tree) {
+      await this.directory.commit(name, this.id, generation, { tree, seq, at: new Date().toISOString(), bytes, node: this.#url }, manifest);
+      this.#trees.set(name, tree);
+    }
+    if (seq >= manifest.nextSeq - 1) this.#whole.add(name);
+  }
+
+  async retire(name: string): Promise<void> {
+    await this.directory.retire(name, this.id, this.#generation(name));
+    this.#owned.delete(name);
+    this.#trees.delete(name);
+  }
+
+  #generation(name: string): number {
+    // A machine this node never took has no generation of its own: 0 matches no row, so the write is refused.
+    return this.#owned.get(name) ?? 0;
+  }
+
+  /**
+   * Leaves the cluster after the manager closed (which saved and committed every machine): the
+   * machines whose last commit holds all they ran are let go at once, for any node to take; one
+   * that could not be saved or committed stays this node's until its lease runs out, and the
+   * node that takes it then says what was lost.
+   */
+  async leave(): Promise<void> {
+    clearInterval(this.#renewal);
+    await this.directory
+      .leave(
+        this.id,
+        [...this.#owned.keys()].filter((name) => this.#whole.has(name)),
+      )
+      .catch(() => {});
+    await this.directory.close();
+    this.store.close();
+  }
+}
