@@ -28,9 +28,10 @@ const common = {
 await build({
   ...common,
   entryPoints: { cli: 'src/cli/index.ts' },
-  // A cluster node's code (PostgreSQL's and S3's clients) is a chunk of its own, loaded only by a node.
+  // A cluster node's code (PostgreSQL's and S3's clients) is a chunk of its own, loaded only by a
+  // node. Chunks sit beside cli.js: code finds its files (the kernel, the view) from its own URL.
   splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
+  chunkNames: 'cli-[name]-[hash]',
   // Both read files beside themselves at run time (wasm, the Python runtime): keep them packages.
   // pg's optional native binding is never used.
   external: ['pyodide', '@bokuweb/zstd-wasm', 'pg-native'],

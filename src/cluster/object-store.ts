@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { tempPathFor } from '../platform/atomic-file.ts';
 import { CodedError } from '../platform/coded-error.ts';
 
@@ -45,6 +45,9 @@ export class ObjectStore {
   readonly description: string;
 
   constructor(location: StoreLocation) {
+    // The SDK warns Node 20 users that its later releases will need Node 22; this one is bundled,
+    // and changes only with Perennial, so the warning would be about nothing they run.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     const { bucket, prefix } = parseStoreUrl(location.url);
     this.#bucket = bucket;
     this.#prefix = prefix ? `${prefix}/` : '';
@@ -59,9 +62,15 @@ export class ObjectStore {
     });
   }
 
-  /** Throws a StoreUnavailableError unless the bucket answers (a listing of one key). */
+  /** Throws a StoreUnavailableError unless the bucket answers. */
   async check(): Promise<void> {
-    await this.#send('reach', () => this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#prefix, MaxKeys: 1 })));
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket: this.#bucket }));
+    } catch (error) {
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404)
+        throw new StoreUnavailableError(`The bucket ${this.#bucket} does not exist (${this.description}): make it, or name another with --store`);
+      throw this.#unavailable('be reached', undefined, error);
+    }
   }
 
   async has(key: string): Promise<boolean> {

@@ -87,13 +87,13 @@ describe('the npm package', { timeout: 600_000 }, () => {
 
   it('ships only what runs', () => {
     // The CLI's chunks are named by their content: the code a cluster node alone loads is one of them.
-    const chunks = packed.filter((path) => path.startsWith('dist/chunks/'));
+    const chunks = packed.filter((path) => path.startsWith('dist/cli-'));
     assert.deepEqual(
       packed.filter((path) => !chunks.includes(path)),
       SHIPPED,
     );
-    assert.ok(chunks.length > 0 && chunks.every((path) => /^dist\/chunks\/[\w-]+\.js$/.test(path)), chunks.join(', '));
-    assert.ok(chunks.some((path) => path.startsWith('dist/chunks/cluster-node-')));
+    assert.ok(chunks.length > 0 && chunks.every((path) => /^dist\/cli-[\w-]+\.js$/.test(path)), chunks.join(', '));
+    assert.ok(chunks.some((path) => path.startsWith('dist/cli-cluster-node-')));
   });
 
   it('installs with a working `perennial` command', () => {

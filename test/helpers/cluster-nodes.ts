@@ -1,0 +1,115 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { HttpClient } from '../../src/client/http-client.ts';
+import type { MachineEvent } from '../../src/shared/types.ts';
+import type { Bucket, Postgres } from './cluster-services.ts';
+import { TEST_PYTHON, tempDataDir } from './machines.ts';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+/** A cluster's engines, as the nodes of one test share them. */
+export interface ClusterEngines {
+  database: string;
+  bucket: Bucket;
+  postgres: Postgres;
+}
+
+/** A `perennial serve` node, a process of its own, as an operator runs one. */
+export interface ClusterNodeProcess {
+  url: string;
+  token: string;
+  dataDir: string;
+  child: ChildProcess;
+  /** What it printed on stderr so far. */
+  log(): string;
+  client(): HttpClient;
+  /** Collects the node's events (`/v1/events`) until `stop` is called. */
+  events(): { seen: MachineEvent[]; stop(): void };
+  /** Asks it to stop (it saves every machine and lets them go), and waits for it to exit. */
+  stop(): Promise<void>;
+  /** kill -9. */
+  kill(): Promise<void>;
+}
+
+/** Starts a node of the cluster on a data dir of its own (or `dataDir`). */
+export async function startNode(
+  engines: ClusterEngines,
+  { leaseSeconds = 3, engine = 'python', dataDir, port = 0 }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number } = {},
+): Promise<ClusterNodeProcess & { cleanup(): Promise<void> }> {
+  const data = dataDir ? { dir: dataDir, cleanup: async () => {} } : await tempDataDir();
+  const args = [
+    CLI,
+    'serve',
+    '--data-dir',
+    data.dir,
+    '--port',
+    String(port),
+    '--engine',
+    engine,
+    '--cluster',
+    engines.database,
+    '--store',
+    engines.bucket.url,
+    '--store-endpoint',
+    engines.bucket.endpoint,
+    '--lease',
+    String(leaseSeconds),
+  ];
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...engines.bucket.env, PERENNIAL_PYTHON: TEST_PYTHON },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let printed = '';
+  child.stderr!.on('data', (d: Buffer) => (printed += d));
+  child.stdout!.on('data', (d: Buffer) => (printed += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    const look = () => {
+      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(printed);
+      if (match) resolve(match[1]!);
+    };
+    child.stderr!.on('data', look);
+    child.once('exit', (code) => reject(new Error(`the node exited (${code}) before it listened:\n${printed}`)));
+  });
+  const token = (await readFile(join(data.dir, 'server-token'), 'utf8')).trim();
+  const exited = once(child, 'exit');
+  const clients: HttpClient[] = [];
+  const client = () => {
+    const made = new HttpClient({ baseUrl: url, token });
+    clients.push(made);
+    return made;
+  };
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  };
+  return {
+    url,
+    token,
+    dataDir: data.dir,
+    child,
+    log: () => printed,
+    client,
+    events() {
+      const seen: MachineEvent[] = [];
+      const controller = new AbortController();
+      void client()
+        .events((event) => seen.push(event), controller.signal)
+        .catch(() => {});
+      return { seen, stop: () => controller.abort() };
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      await fetch(`${url}/v1/server/stop`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+      await exited;
+    },
+    kill,
+    async cleanup() {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+      await kill();
+      await data.cleanup();
+    },
+  };
+}

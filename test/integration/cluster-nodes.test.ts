@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import { after, before, describe, it } from 'node:test';
+import { ClusterDirectory } from '../../src/cluster/directory.ts';
+import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
+import { startNode, type ClusterEngines } from '../helpers/cluster-nodes.ts';
+import { startBucket, startPostgres } from '../helpers/cluster-services.ts';
+import { eventually, valueOf } from '../helpers/machines.ts';
+
+type Node = Awaited<ReturnType<typeof startNode>>;
+
+/**
+ * Perennial nodes as an operator runs them: `perennial serve --cluster --store`, each a process
+ * with a data dir of its own, on a real PostgreSQL and an S3-compatible bucket (s3rver). Any node
+ * answers for any machine; a machine goes where it is asked for when its node is gone.
+ */
+describe('a cluster of nodes', { timeout: 300_000 }, () => {
+  let engines: ClusterEngines;
+  let directory: ClusterDirectory;
+  const nodes: Node[] = [];
+
+  const node = async (options?: Parameters<typeof startNode>[1]) => {
+    const started = await startNode(engines, options);
+    nodes.push(started);
+    return started;
+  };
+  /** Waits until the machine's last commit holds instruction `seq`, as the directory has it. */
+  const committed = (name: string, seq: number) =>
+    eventually(async () => ((await directory.locate(name))?.commit?.seq ?? -1) >= seq, 30_000, `a commit of ${name} holding instruction ${seq}`);
+
+  before(async () => {
+    const postgres = await startPostgres();
+    const bucket = await startBucket();
+    engines = { postgres, bucket, database: await postgres.database('cluster') };
+    directory = await ClusterDirectory.open(engines.database, 3);
+  });
+
+  after(async () => {
+    await Promise.all(nodes.map((n) => n.cleanup()));
+    await directory?.close();
+    await engines?.bucket.stop();
+    await engines?.postgres.stop();
+  });
+
+  it('answers for any machine on any node: the ForeverVM API, the WebSocket REPL and the listing', async () => {
+    const [a, b] = await Promise.all([node(), node()]);
+    assert.equal(a.token, b.token, 'every node takes the first one’s token');
+    const onA = a.client();
+    const onB = b.client();
+    const { name } = await onA.create({ tags: { team: 'x' } });
+    assert.equal(valueOf((await onA.run(name, 'x = 41\nx')).result), '41');
+    // Through b: over the WebSocket REPL (HttpClient.run), forwarded to a, which runs the machine.
+    const viaB = await onB.run(name, 'x + 1');
+    assert.equal(valueOf(viaB.result), '42');
+    assert.equal(viaB.seq, 1);
+    // The ForeverVM protocol's own endpoints, as its SDK calls them, through b too.
+    const wire = new ForeverVMClient({ baseUrl: b.url, token: b.token });
+    const seq = (await wire.exec(name, 'x * 2', {})).instruction_seq;
+    assert.equal(valueOf(await wire.result(name, seq)), '82');
+    const listed = (await onB.list()).find((m) => m.name === name);
+    assert.equal(listed?.node, a.url, 'b lists the machine, run by a');
+    assert.deepEqual(listed?.tags, { team: 'x' });
+    assert.equal((await onB.get(name)).state, 'warm', "b's answer about the machine comes from a");
+  });
+
+  it('hands a stopped node’s machines to whichever node is asked, with all they hold', async () => {
+    const a = await node();
+    const b = await node();
+    const { name } = await a.client().create();
+    await a.client().run(name, 'import os\nkept = "from a"\nopen("note.txt", "w").write("on disk")');
+    await a.stop();
+    const onB = b.client();
+    assert.equal(valueOf((await onB.run(name, 'kept + " " + open("note.txt").read()')).result), "'from a on disk'");
+    assert.equal((await onB.history(name)).length, 2);
+    assert.equal((await onB.get(name)).node, undefined, 'b runs it now');
+    // A node's data dir is a cache: without it, nothing committed is lost.
+    await b.stop();
+    await rm(b.dataDir, { recursive: true, force: true });
+    const c = await node();
+    assert.equal(valueOf((await c.client().run(name, 'kept')).result), "'from a'");
+  });
+
+  it('after kill -9 of its node, resumes a machine from its last commit, and says what was lost', async () => {
+    const a = await node();
+    const b = await node();
+    const onA = a.client();
+    const { name } = await onA.create();
+    await onA.run(name, 'saved = 1');
+    await committed(name, 0);
+    // Killed while it runs: instruction 1's effects, and its record, die with the node.
+    const running = await onA.start(name, 'unsaved = 2\nprint("running", flush=True)\nimport time\ntime.sleep(120)', { timeoutSeconds: 0 });
+    await new Promise<void>((resolve) => void onA.follow(name, running, (chunk) => chunk.data.includes('running') && resolve()).catch(() => {}));
+    await a.kill();
+    const resumed = await b.client().run(name, 'saved');
+    assert.equal(valueOf(resumed.result), '1');
+    assert.equal(resumed.seq, 2, 'numbers go on after the ones the dead node gave');
+    const notices = (resumed.result as { data?: { notices?: string[] } }).data?.notices ?? [];
+    assert.match(
+      notices.join('\n'),
+      new RegExp(`The node that ran this machine \\(${a.url.replace(/\./g, '\\.')}\\) stopped unexpectedly\\. .*Effects of instructions 1–1 are lost`),
+    );
+    const lost = (await b.client().history(name)).find((h) => h.seq === 1);
+    assert.match(JSON.stringify(lost?.result), /The server stopped while this instruction ran/);
+    assert.match(lost?.code ?? '', /lost with the node that ran it/);
+    assert.match(JSON.stringify((await b.client().run(name, 'unsaved')).result), /NameError/);
+  });
+});
