@@ -9,6 +9,7 @@ import { ClusterDirectory, ClusterUnavailableError, type MachineRow } from './di
 import { ObjectStore } from './object-store.ts';
 import type { ClusterSettings } from './cluster-settings.ts';
 import { StoredFolders } from './stored-folders.ts';
+import { SharedBaseImages } from './shared-base-images.ts';
 import { ClusterClient } from './cluster-client.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 
@@ -35,6 +36,8 @@ export class ClusterNode implements MachineHome {
   readonly id = randomUUID();
   #url = '';
   readonly #folders: StoredFolders;
+  /** The sandbox's base images, which every node reads from the bucket. */
+  readonly baseImages: SharedBaseImages;
   readonly #machines: MachineStore;
   /** The machines this node owns: the generation it took each in. */
   readonly #owned = new Map<string, number>();
@@ -58,6 +61,7 @@ export class ClusterNode implements MachineHome {
     dataDir: string,
   ) {
     this.#folders = new StoredFolders(store);
+    this.baseImages = new SharedBaseImages(directory, store);
     this.#machines = new MachineStore(dataDir);
   }
 

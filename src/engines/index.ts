@@ -3,6 +3,7 @@ import type { EngineName } from '../shared/requests.ts';
 import type { EngineStatus, MachineRuntime } from '../shared/types.ts';
 import { readImageHeaderFile } from './sandbox/machine-image-file.ts';
 import type { EngineFactory } from './engine.ts';
+import type { BaseImageShelf } from './base-image-shelf.ts';
 import { defaultPython, findPython } from './python/find-python.ts';
 import { KernelProcesses } from './python/kernel-processes.ts';
 import { PythonEngine } from './python/python-engine.ts';
@@ -41,6 +42,8 @@ export interface EngineSetOptions {
   poolIdleSeconds?: number;
   /** The Pyodide build new sandbox machines run and upgrades go to; default the newest (benchmarks compare builds with it). */
   sandboxPyodide?: PyodideRuntime;
+  /** Where sandbox base images are shared with other nodes (a cluster's). */
+  baseImages?: BaseImageShelf;
 }
 
 export function openEngines(options: EngineSetOptions): EngineSet {
@@ -57,6 +60,7 @@ export function openEngines(options: EngineSetOptions): EngineSet {
         // Machines of older builds are few: they start a process each, with no pool kept for them.
         poolSize: current ? options.sandboxPoolSize : 0,
         poolIdleSeconds: options.poolIdleSeconds,
+        baseImages: options.baseImages,
       });
       made.set(pyodide.version, runtime);
     }

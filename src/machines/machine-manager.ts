@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events';
 import { isAbsolute } from 'node:path';
 import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
+import type { BaseImageShelf } from '../engines/base-image-shelf.ts';
 import { newMachineName, nearestName } from './machine-names.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
@@ -77,6 +78,8 @@ export interface MachineManagerOptions {
   handedLock?: LockRecord;
   /** Where the machines are kept beyond the data dir (a cluster's); default the data dir alone. */
   home?: MachineHome;
+  /** Where sandbox base images are shared with other nodes (a cluster's). */
+  baseImages?: BaseImageShelf;
 }
 
 export interface ExecOptions extends SenderListeners {
@@ -97,7 +100,7 @@ export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError,
  */
 export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly dataDir: string;
-  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory' | 'home'>>;
+  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory' | 'home' | 'baseImages'>>;
   readonly #home: MachineHome;
   readonly #engines: EngineSet;
   readonly #store: MachineStore;
@@ -111,7 +114,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   private constructor(options: MachineManagerOptions, store: MachineStore, lock: DataDirLock) {
     super();
     this.dataDir = options.dataDir;
-    this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir, poolIdleSeconds: options.poolIdleSeconds });
+    this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir, poolIdleSeconds: options.poolIdleSeconds, baseImages: options.baseImages });
     this.#options = {
       dataDir: options.dataDir,
       idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,

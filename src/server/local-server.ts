@@ -106,7 +106,7 @@ export class LocalServer {
     const cluster = options.cluster && (await (await import('../cluster/cluster-node.ts')).ClusterNode.open(options.cluster, options.dataDir));
     let manager: MachineManager;
     try {
-      manager = await MachineManager.open({ ...options, home: cluster });
+      manager = await MachineManager.open({ ...options, home: cluster, baseImages: cluster?.baseImages });
     } catch (error) {
       await cluster?.leave();
       throw error;

@@ -37,9 +37,16 @@ export interface ClusterNodeProcess {
 /** Starts a node of the cluster on a data dir of its own (or `dataDir`). */
 export async function startNode(
   engines: ClusterEngines,
-  { leaseSeconds = 3, engine = 'python', dataDir, port = 0 }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number } = {},
+  {
+    leaseSeconds = 3,
+    engine = 'python',
+    dataDir,
+    port = 0,
+    empty = false,
+  }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number; empty?: boolean } = {},
 ): Promise<ClusterNodeProcess & { cleanup(): Promise<void> }> {
-  const data = dataDir ? { dir: dataDir, cleanup: async () => {} } : await tempDataDir();
+  // `empty`: without the sandbox base image the tests seed data dirs with, as a new node has none.
+  const data = dataDir ? { dir: dataDir, cleanup: async () => {} } : await tempDataDir({ empty });
   const args = [
     CLI,
     'serve',

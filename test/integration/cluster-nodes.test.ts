@@ -104,4 +104,60 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     assert.match(lost?.code ?? '', /lost with the node that ran it/);
     assert.match(JSON.stringify((await b.client().run(name, 'unsaved')).result), /NameError/);
   });
+
+  it('moves a sandbox machine, its exact memory, to a node that had no base image: the base is the bucket’s, made once', async () => {
+    const a = await node({ engine: 'sandbox' });
+    const b = await node({ engine: 'sandbox', empty: true });
+    const { name } = await a.client().create({ engine: 'sandbox' });
+    const drawn = valueOf((await a.client().run(name, 'import random\nr = random.random()\ngen = (i * i for i in range(10))\nnext(gen)\nr')).result);
+    await a.stop();
+    // A generator mid-way is memory only a snapshot keeps: the patch on the base must meet the same base.
+    const onB = b.client();
+    assert.equal(valueOf((await onB.run(name, 'r')).result), drawn);
+    assert.equal(valueOf((await onB.run(name, 'next(gen)')).result), '1');
+    assert.equal(engines.bucket.keys().filter((key) => key.includes('/bases/')).length, 1, 'one base in the bucket');
+  });
+
+  it('fences a node paused past its lease: another takes its machine over, and nothing the first does after it wakes is kept', async () => {
+    const a = await node();
+    const b = await node();
+    const onA = a.client();
+    const { name } = await onA.create();
+    await onA.run(name, 'v = "a0"');
+    await committed(name, 0);
+    const eventsOfA = a.events();
+    const running = await onA.start(name, 'print("running", flush=True)\nimport time\ntime.sleep(3)\nv = "a1"', { timeoutSeconds: 0 });
+    await new Promise<void>((resolve) => void onA.follow(name, running, (chunk) => chunk.data.includes('running') && resolve()).catch(() => {}));
+    a.child.kill('SIGSTOP');
+    try {
+      await eventually(async () => !(await directory.nodes()).find((n) => n.url === a.url)?.live, 30_000, "a's lease to run out");
+      const onB = b.client();
+      const taken = await onB.run(name, 'v');
+      assert.equal(valueOf(taken.result), "'a0'");
+      assert.equal(taken.seq, 2);
+      assert.match(JSON.stringify(taken.result), /Effects of instructions 1–1 are lost/);
+    } finally {
+      a.child.kill('SIGCONT');
+    }
+    // Awake, a finishes instruction 1 and goes to save it: it learns it lost the machine, and keeps nothing.
+    await eventually(
+      () => eventsOfA.seen.some((e) => e.type === 'error' && e.name === name && /no longer owns|lease ran out/.test(e.message)),
+      30_000,
+      'a to say it lost the machine',
+    );
+    eventsOfA.stop();
+    const row = await directory.locate(name);
+    assert.equal(row?.generation, 2);
+    assert.equal(row?.ownerUrl, b.url);
+    // Asked through a, the machine is b's: its state is b's, its numbers go on from b's.
+    const viaA = await a.client().run(name, 'v');
+    assert.equal(valueOf(viaA.result), "'a0'");
+    assert.equal(viaA.seq, 3);
+    const history = await b.client().history(name);
+    assert.deepEqual(
+      history.map((h) => h.seq),
+      [0, 1, 2, 3],
+      'one instruction per number',
+    );
+  });
 });

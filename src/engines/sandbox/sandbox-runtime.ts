@@ -4,6 +4,7 @@ import { mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readKernelPackage } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
+import type { BaseImageShelf } from '../base-image-shelf.ts';
 import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
 import { DEFAULT_POOL_IDLE_SECONDS } from '../engine.ts';
 import { PoolDemand } from '../pool-demand.ts';
@@ -31,6 +32,8 @@ export interface SandboxRuntimeOptions {
   poolIdleSeconds?: number;
   /** Where packages come from (`defaultPackageSource`). */
   packageSource: PackageSource;
+  /** Where base images are shared with other nodes (a cluster's); none: each data dir makes its own. */
+  baseImages?: BaseImageShelf;
 }
 
 /**
@@ -90,6 +93,8 @@ export class SandboxRuntime {
   /** Older bases' memory files, by id: machines made before an upgrade stay patches on theirs. */
   readonly #olderBases = new Map<string, Promise<BaseFile>>();
   #baseId?: string;
+  readonly #shelf?: BaseImageShelf;
+  readonly #shelfFolder: string;
   /** Processes with Pyodide booted ahead and no machine yet. */
   #ready: SandboxProcess[] = [];
   #closed = false;
@@ -110,6 +115,8 @@ export class SandboxRuntime {
       empty: () => void this.#drain(),
     });
     this.packages = new PackageCache(join(options.cacheDir, 'packages'), options.packageSource);
+    this.#shelf = options.baseImages;
+    this.#shelfFolder = options.pyodide.cacheFolder;
   }
 
   /** Starts filling the pool now rather than once machines are made or swapped in. */
@@ -203,9 +210,11 @@ export class SandboxRuntime {
 
   async #olderBaseFile(id: string): Promise<BaseFile> {
     const path = this.#basePath(id);
-    const bytes = await readFile(path).catch(() => {
-      throw new Error(`the base image ${id} that this machine's snapshot needs is missing (${path})`);
-    });
+    const bytes = await this.#shelved(id, () =>
+      readFile(path).catch(() => {
+        throw new Error(`the base image ${id} that this machine's snapshot needs is missing (${path})`);
+      }),
+    );
     const image = new Uint8Array(bytes);
     return this.#memoryFile(id, image, (await readImageFiles(image, this.pyodideVersion)).header);
   }
@@ -291,9 +300,18 @@ export class SandboxRuntime {
     return new SandboxProcess(launch, this.isolation, this.#mailboxes);
   }
 
-  async #loadOrMakeBase(): Promise<BaseImage> {
-    const kernel = readKernelPackage();
+  /** `ensure` with the shelf's copy of base `id` in place first, and what it made shelved (see BaseImageShelf). */
+  #shelved<T>(id: string, ensure: () => Promise<T>): Promise<T> {
+    return this.#shelf ? this.#shelf.provide(`${this.#shelfFolder}/base-${id}`, this.#basePath(id), ensure) : ensure();
+  }
+
+  #loadOrMakeBase(): Promise<BaseImage> {
     const id = this.#currentBaseId();
+    return this.#shelved(id, () => this.#readOrMakeBase(id));
+  }
+
+  async #readOrMakeBase(id: string): Promise<BaseImage> {
+    const kernel = readKernelPackage();
     const path = this.#basePath(id);
     const stored = await readFile(path).catch(() => null);
     if (stored) {
