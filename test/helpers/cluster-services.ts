@@ -85,10 +85,11 @@ function untilReady(child: ChildProcess, ready: RegExp, what: string): Promise<R
   });
 }
 
-async function stopChild(child: ChildProcess | undefined): Promise<void> {
+/** Stops a server: SIGINT is PostgreSQL's fast shutdown, which ends its clients' sessions rather than wait for them. */
+async function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
-  child.kill('SIGTERM');
+  child.kill(signal);
   await exited;
 }
 
@@ -127,10 +128,10 @@ export async function startPostgres(): Promise<Postgres> {
       }
       return `postgres://perennial@127.0.0.1:${port}/${name}`;
     },
-    pause: () => stopChild(child),
+    pause: () => stopChild(child, 'SIGINT'),
     resume: start,
     async stop() {
-      await stopChild(child);
+      await stopChild(child, 'SIGINT');
       rmSync(root, { recursive: true, force: true });
     },
   };

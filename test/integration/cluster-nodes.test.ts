@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { ClusterDirectory } from '../../src/cluster/directory.ts';
 import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
+import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import { startNode, type ClusterEngines } from '../helpers/cluster-nodes.ts';
 import { startBucket, startPostgres } from '../helpers/cluster-services.ts';
 import { eventually, valueOf } from '../helpers/machines.ts';
@@ -63,6 +64,61 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     assert.equal((await onB.get(name)).state, 'warm', "b's answer about the machine comes from a");
   });
 
+  it('serves MCP on any node: its tools reach a machine another node runs, and its tasks are any node’s to read', async () => {
+    const [a, b] = await Promise.all([node(), node()]);
+    const { name } = await a.client().create();
+    await a.client().run(name, 'import math\nradius = 2');
+    const mcp = new Client({ name: 'cluster-test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${b.token}` } } }));
+    try {
+      const text = (result: unknown) => ((result as CallToolResult).content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('\n');
+      const ran = await mcp.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: 'round(math.pi * radius ** 2, 2)' } });
+      assert.match(text(ran), /12\.57/);
+      assert.match(text(await mcp.callTool({ name: 'list-repl-variables', arguments: { replId: name } })), /radius/);
+      assert.match(text(await mcp.callTool({ name: 'list-python-repls', arguments: {} })), new RegExp(name));
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('serves 40 agents over two nodes, each agent’s calls going through both, with nothing lost', async () => {
+    const nodesOf = await Promise.all([node(), node()]);
+    const connect = async (n: Node) => {
+      const client = new Client({ name: 'cluster-agent', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${n.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${n.token}` } } }));
+      return client;
+    };
+    const agent = async (i: number) => {
+      const [home, other] = [await connect(nodesOf[i % 2]!), await connect(nodesOf[(i + 1) % 2]!)];
+      try {
+        const made = await home.callTool({ name: 'create-python-repl', arguments: {} });
+        const replId = (made.structuredContent as { replId: string }).replId;
+        const failures: string[] = [];
+        for (let call = 0; call < 10; call++) {
+          const result = await (call % 2 ? other : home).callTool({
+            name: 'run-python-in-repl',
+            arguments: { replId, pythonCode: 'n = globals().get("n", 0) + 1\nn' },
+          });
+          if (result.isError) failures.push(JSON.stringify(result.content));
+        }
+        const last = await other.callTool({ name: 'run-python-in-repl', arguments: { replId, pythonCode: 'n' } });
+        return { failures, counted: (last.structuredContent as { value: string | null }).value };
+      } finally {
+        await Promise.all([home.close(), other.close()]);
+      }
+    };
+    const outcomes = await Promise.all(Array.from({ length: 40 }, (_, i) => agent(i)));
+    assert.deepEqual(
+      outcomes.flatMap((o) => o.failures),
+      [],
+    );
+    assert.deepEqual(
+      outcomes.map((o) => o.counted),
+      Array(40).fill('10'),
+      'every agent’s machine counted each of its calls once',
+    );
+  });
+
   it('hands a stopped node’s machines to whichever node is asked, with all they hold', async () => {
     const a = await node();
     const b = await node();
@@ -116,6 +172,42 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     assert.equal(valueOf((await onB.run(name, 'r')).result), drawn);
     assert.equal(valueOf((await onB.run(name, 'next(gen)')).result), '1');
     assert.equal(engines.bucket.keys().filter((key) => key.includes('/bases/')).length, 1, 'one base in the bucket');
+  });
+
+  it('rides out the bucket and PostgreSQL being down: clear errors, and nothing lost', async () => {
+    const a = await node();
+    const b = await node();
+    const onA = a.client();
+    const { name } = await onA.create();
+    await onA.run(name, 'x = 1');
+    await committed(name, 0);
+    await engines.bucket.pause();
+    try {
+      // The bucket down: the machine runs on, its state saved on its node, and says so.
+      assert.equal(valueOf((await onA.run(name, 'x = 2\nx')).result), '2');
+      await eventually(async () => (await onA.get(name)).warnings.some((w) => /saved on this node only/.test(w)), 30_000, 'the warning');
+    } finally {
+      await engines.bucket.resume();
+    }
+    // Back: the commit is sent again, and another node finds all of it.
+    await committed(name, 1);
+    await eventually(async () => !(await onA.get(name)).warnings.some((w) => /saved on this node only/.test(w)), 30_000, 'the warning to go');
+    await engines.postgres.pause();
+    try {
+      // PostgreSQL down: no instruction number can be given out, so none runs, and the error says why.
+      await assert.rejects(onA.run(name, 'x = 3'), /PostgreSQL at postgres:\/\/perennial@127\.0\.0\.1:\d+\/cluster could not be reached/);
+    } finally {
+      await engines.postgres.resume();
+    }
+    await a.stop();
+    assert.equal(valueOf((await b.client().run(name, 'x')).result), '2');
+    // A node that cannot reach the bucket at its start says so, and does not start.
+    await engines.bucket.pause();
+    try {
+      await assert.rejects(node(), /The bucket s3:\/\/perennial-test\/cluster at http:\/\/127\.0\.0\.1:\d+ could not be reached/);
+    } finally {
+      await engines.bucket.resume();
+    }
   });
 
   it('fences a node paused past its lease: another takes its machine over, and nothing the first does after it wakes is kept', async () => {
