@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import type { HttpClient } from '../client/http-client.ts';
+import { HttpClient } from '../client/http-client.ts';
+import { CodedError } from '../platform/coded-error.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { EngineName, NewMachineOptions } from '../shared/requests.ts';
 import type { Terminal } from './result-printer.ts';
@@ -10,6 +11,8 @@ export interface CliContext {
   dataDir: string;
   /** Where the machines are: the local server on the data dir, or hosted ForeverVM. */
   backend: 'local' | 'forevervm';
+  /** A Perennial server elsewhere (`--server`), which it talks to instead of either. */
+  server?: string;
   openClient(): Promise<HttpClient>;
   term: Terminal;
   stdin: NodeJS.ReadableStream;
@@ -51,4 +54,25 @@ export function newMachineOptions(flags: MachineFlags, env: NodeJS.ProcessEnv = 
     ...(flags.workspace ? { workspace: resolve(flags.workspace), workspaceWritable: flags.workspaceWrite ?? false } : {}),
     ...(flags.network ? { network: true } : {}),
   };
+}
+
+/** `--server` without a token to show it. */
+class NoTokenError extends CodedError {
+  static override readonly errorCode = 'NoToken';
+}
+
+/**
+ * A client of the Perennial server at `url` (`--server`): a cluster's node or its load balancer,
+ * or another computer's server. Its token is the server's (`server-token` in its data dir), given
+ * in PERENNIAL_TOKEN.
+ */
+export function serverClient(url: string, env: NodeJS.ProcessEnv = process.env): HttpClient {
+  const token = env.PERENNIAL_TOKEN?.trim();
+  if (!token) throw new NoTokenError(`--server ${url} needs the server's token in PERENNIAL_TOKEN (on the server: the server-token file in its data dir)`);
+  return new HttpClient({ baseUrl: url.replace(/\/+$/, ''), token });
+}
+
+/** The flags that reach the machines this command reached, for a message that says how to come back. */
+export function backendFlags(ctx: CliContext): string {
+  return ctx.server ? ` --server ${ctx.server}` : ctx.backend === 'forevervm' ? ' --backend forevervm' : '';
 }

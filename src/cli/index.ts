@@ -20,7 +20,7 @@ import { mcpCommand } from './commands/mcp.ts';
 import { statusCommand } from './commands/status.ts';
 import { loginCommand } from './commands/login.ts';
 import { hostedClient } from '../client/forevervm-config.ts';
-import type { CliContext } from './context.ts';
+import { serverClient, type CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
 import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber, taskAfterSeconds, timeoutSeconds } from './options.ts';
@@ -35,15 +35,21 @@ function buildProgram(): Command {
     .version(VERSION)
     .option('--data-dir <dir>', 'where machines live (default: $PERENNIAL_HOME or the user data folder)')
     .addOption(new Option('--backend <backend>', 'local machines, or hosted ForeverVM').choices(['local', 'forevervm']).default('local'))
+    .addOption(
+      new Option('--server <url>', "a Perennial server elsewhere (a cluster's node, or its load balancer), with its token in $PERENNIAL_TOKEN").env(
+        'PERENNIAL_SERVER',
+      ),
+    )
     .showHelpAfterError();
 
   const context = (): CliContext => {
-    const global = program.opts<{ dataDir?: string; backend: 'local' | 'forevervm' }>();
+    const global = program.opts<{ dataDir?: string; backend: 'local' | 'forevervm'; server?: string }>();
     const dataDir = global.dataDir ?? defaultDataDir();
     return {
       dataDir,
       backend: global.backend,
-      openClient: () => (global.backend === 'forevervm' ? hostedClient() : connectToLocalServer(dataDir)),
+      server: global.server,
+      openClient: async () => (global.server ? serverClient(global.server) : global.backend === 'forevervm' ? hostedClient() : connectToLocalServer(dataDir)),
       term: processTerminal,
       stdin: process.stdin,
       historyFile: join(dataDir, 'repl_history'),

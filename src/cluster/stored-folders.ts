@@ -29,6 +29,10 @@ const Tree = z.looseObject({ format: z.literal('perennial-folder'), version: z.n
 
 /** Files are stored in chunks this size: an appended file (a history) adds only its last ones. */
 export const CHUNK_BYTES = 8 << 20;
+/** Objects from this size up are sent only when the bucket lacks them. */
+const ASK_FIRST_BYTES = 256 << 10;
+/** Files read and sent at once by a commit (each with a chunk's buffer). */
+const UPLOADS_AT_ONCE = 4;
 
 /** What a commit of a folder made. */
 export interface CommittedFolder {
@@ -60,28 +64,32 @@ export class StoredFolders {
    * `skip` leaves out an entry (by its path from `root`) and all it holds.
    */
   async commit(root: string, skip?: (path: string) => boolean): Promise<CommittedFolder> {
-    const entries: TreeEntry[] = [];
-    let bytes = 0;
-    let uploadedBytes = 0;
-    for (const entry of await listFolder(root, skip)) {
+    const listed = await listFolder(root, skip);
+    const entries: TreeEntry[] = listed.map((entry) => {
       const path = entry.path.split(sep).join('/');
-      if (entry.kind !== 'file') {
-        entries.push(entry.kind === 'link' ? { path, kind: 'link', mode: 0, target: entry.target } : { path, kind: 'dir', mode: entry.mode });
-        continue;
-      }
-      const full = join(root, entry.path);
-      let chunks = this.#hashes.known(full, entry);
-      let size = entry.size;
-      if (!chunks || chunks.some((chunk) => !this.#present.has(chunk))) {
+      if (entry.kind === 'link') return { path, kind: 'link', mode: 0, target: entry.target };
+      return entry.kind === 'dir' ? { path, kind: 'dir', mode: entry.mode } : { path, kind: 'file', mode: entry.mode, size: entry.size };
+    });
+    let uploadedBytes = 0;
+    // Files are read and sent a few at a time: a commit waits on the bucket's round trips, not on this process.
+    await inTurns(
+      listed.flatMap((entry, i) => (entry.kind === 'file' ? [i] : [])),
+      UPLOADS_AT_ONCE,
+      async (i) => {
+        const entry = listed[i]!;
+        const full = join(root, entry.path);
+        const known = this.#hashes.known(full, entry);
+        if (known && known.every((chunk) => this.#present.has(chunk))) {
+          entries[i]!.chunks = known;
+          return;
+        }
         const sent = await this.#send(full);
-        chunks = sent.chunks;
-        size = sent.size;
+        this.#hashes.remember(full, entry, sent.chunks);
+        Object.assign(entries[i]!, { chunks: sent.chunks, size: sent.size });
         uploadedBytes += sent.uploadedBytes;
-        this.#hashes.remember(full, entry, chunks);
-      }
-      bytes += size;
-      entries.push({ path, kind: 'file', mode: entry.mode, size, chunks });
-    }
+      },
+    );
+    const bytes = entries.reduce((sum, entry) => sum + (entry.size ?? 0), 0);
     const body = Buffer.from(JSON.stringify({ format: 'perennial-folder', version: TREE_VERSION, entries }));
     const tree = sha256(body);
     await this.#put(tree, body);
@@ -183,11 +191,12 @@ export class StoredFolders {
     let size = 0;
     let uploadedBytes = 0;
     try {
-      const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+      // What the file holds now is what is read: one appended to meanwhile is kept as it was.
+      const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK_BYTES, (await file.stat()).size)));
       for (;;) {
         let filled = 0;
-        while (filled < CHUNK_BYTES) {
-          const { bytesRead } = await file.read(buffer, filled, CHUNK_BYTES - filled);
+        while (filled < buffer.length) {
+          const { bytesRead } = await file.read(buffer, filled, buffer.length - filled);
           if (bytesRead === 0) break;
           filled += bytesRead;
         }
@@ -205,11 +214,14 @@ export class StoredFolders {
     return { chunks, size, uploadedBytes };
   }
 
-  /** Writes an object unless the bucket has it; answers whether it was sent. */
+  /**
+   * Writes an object unless the bucket has it; answers whether it was sent. A small one is sent
+   * without asking first: writing the same bytes again costs less than the question.
+   */
   async #put(hash: string, bytes: Uint8Array): Promise<boolean> {
     if (this.#present.has(hash)) return false;
     const key = objectKey(hash);
-    const sent = !(await this.store.has(key));
+    const sent = bytes.length < ASK_FIRST_BYTES || !(await this.store.has(key));
     if (sent) await this.store.put(key, bytes);
     this.#present.add(hash);
     return sent;
@@ -222,4 +234,13 @@ export function objectKey(hash: string): string {
 
 function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Runs `task` on every item, at most `limit` at a time. */
+async function inTurns<T>(items: T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

@@ -4,11 +4,16 @@ import { after, before, describe, it } from 'node:test';
 import { ClusterDirectory } from '../../src/cluster/directory.ts';
 import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { startNode, type ClusterEngines } from '../helpers/cluster-nodes.ts';
+import { finished } from '../helpers/processes.ts';
 import { startBucket, startPostgres } from '../helpers/cluster-services.ts';
 import { eventually, valueOf } from '../helpers/machines.ts';
 
 type Node = Awaited<ReturnType<typeof startNode>>;
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 /**
  * Perennial nodes as an operator runs them: `perennial serve --cluster --store`, each a process
@@ -79,6 +84,28 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     } finally {
       await mcp.close();
     }
+  });
+
+  it('serves the perennial command on any node (--server): exec, listing, status', async () => {
+    const [a, b] = await Promise.all([node(), node()]);
+    const { name } = await a.client().create();
+    await a.client().run(name, 'greeting = "hello from a"');
+    const cli = (...args: string[]) =>
+      finished(
+        spawn(process.execPath, [CLI, '--server', b.url, ...args], { env: { ...process.env, PERENNIAL_TOKEN: b.token }, stdio: ['ignore', 'pipe', 'pipe'] }),
+      );
+    const ran = await cli('exec', '--machine', name, 'greeting');
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.equal(ran.stdout.trim(), "'hello from a'");
+    const listed = await cli('machine', 'list', '--json');
+    assert.equal((JSON.parse(listed.stdout) as Array<{ name: string; node?: string }>).find((m) => m.name === name)?.node, a.url);
+    const status = await cli('status');
+    assert.match(status.stdout, new RegExp(`at ${b.url.replace(/\./g, '\\.')}`));
+    const noToken = await finished(
+      spawn(process.execPath, [CLI, '--server', b.url, 'machine', 'list'], { env: { ...process.env, PERENNIAL_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
+    assert.notEqual(noToken.code, 0);
+    assert.match(noToken.stderr, /needs the server's token in PERENNIAL_TOKEN/);
   });
 
   it('serves 40 agents over two nodes, each agent’s calls going through both, with nothing lost', async () => {

@@ -88,7 +88,7 @@ describe('folders in a bucket', { timeout: 120_000 }, () => {
     try {
       await assert.rejects(
         new StoredFolders(store).commit(root),
-        (e: Error) => e instanceof StoreUnavailableError && /could not read objects\//.test(e.message),
+        (e: Error) => e instanceof StoreUnavailableError && /could not (read|write) objects\//.test(e.message),
       );
       assert.equal(await readFile(join(root, 'state'), 'utf8'), 'kept');
     } finally {

@@ -5,7 +5,7 @@ import type { EngineName } from '../../shared/requests.ts';
 import { describeRuntime } from '../../shared/result-format.ts';
 import { isErrorResult, type ExecResult, type MachineInfo } from '../../shared/types.ts';
 import { ExitError } from '../errors.ts';
-import { newMachineOptions, withClient, type CliContext } from '../context.ts';
+import { backendFlags, newMachineOptions, withClient, type CliContext } from '../context.ts';
 import { figuresDir, printChunk, printResult } from '../result-printer.ts';
 import { TerminalQuestions } from '../terminal-questions.ts';
 
@@ -128,8 +128,7 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
       await saveHistory(ctx.historyFile, history);
     }
     // However it ended, the machine stays: say how to come back to it.
-    const backend = ctx.backend === 'forevervm' ? ' --backend forevervm' : '';
-    ctx.term.err.write(`Machine ${machine} keeps its state; come back with: perennial${backend} repl ${machine}\n`);
+    ctx.term.err.write(`Machine ${machine} keeps its state; come back with: perennial${backendFlags(ctx)} repl ${machine}\n`);
     if (exit) throw exit;
   });
 }

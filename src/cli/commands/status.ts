@@ -13,21 +13,21 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     );
     return;
   }
-  const info = await runningServer(ctx.dataDir);
+  const info = ctx.server ? { url: ctx.server } : await runningServer(ctx.dataDir);
   if (!info) {
     if (options.json) ctx.term.out.write(JSON.stringify({ backend: 'local', running: false, dataDir: ctx.dataDir }, null, 2) + '\n');
     else ctx.term.out.write(`No Perennial server runs on ${ctx.dataDir} (the first command that needs one starts it).\n`);
     return;
   }
-  const client = await connectToLocalServer(ctx.dataDir, { autoStart: false });
+  const client = ctx.server ? await ctx.openClient() : await connectToLocalServer(ctx.dataDir, { autoStart: false });
   const status = await client.status().finally(() => client.close());
   if (options.json) {
-    ctx.term.out.write(JSON.stringify({ backend: 'local', running: true, url: info.url, ...status }, null, 2) + '\n');
+    ctx.term.out.write(JSON.stringify({ backend: ctx.server ? 'server' : 'local', running: true, url: info.url, ...status }, null, 2) + '\n');
     return;
   }
   const lines = [
     `Perennial ${status.version} server, pid ${status.pid}, at ${info.url}`,
-    `data dir: ${ctx.dataDir}`,
+    `data dir: ${status.dataDir}`,
     `machines: ${status.machines.total} (${status.machines.warm} warm, ${status.machines.swapped} swapped)`,
     // Absent from the report of a server of a build before 0.2.0.
     ...(status.machines.upgradable
