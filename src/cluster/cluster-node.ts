@@ -84,7 +84,11 @@ export class ClusterNode implements MachineHome {
     return this.directory.setting('token', proposed);
   }
 
-  /** Enters the cluster at `url` (where other nodes reach this one), serving `manager`'s machines. */
+  /**
+   * Enters the cluster at `url` (where other nodes reach this one), serving `manager`'s machines,
+   * and brings in the machines its data dir holds that the cluster never had (a computer's own,
+   * from before it was a node).
+   */
   async join(url: string, manager: MachineManager): Promise<void> {
     this.#url = url;
     this.#manager = manager;
@@ -93,6 +97,18 @@ export class ClusterNode implements MachineHome {
     this.#renewedAt = sent;
     this.#renewal = setInterval(() => void this.#renew(), (this.settings.leaseSeconds * 1000) / 4);
     this.#renewal.unref();
+    await this.#bringIn(manager);
+  }
+
+  async #bringIn(manager: MachineManager): Promise<void> {
+    for (const name of manager.folders()) {
+      // A folder of a machine the cluster has or had is this node's cache of it.
+      if (await this.directory.isUsed(name)) continue;
+      const entry = this.#machines.read(name);
+      if (!('manifest' in entry) || !(await this.claim(entry.manifest))) continue;
+      await manager.attach(name, {});
+      await manager.save(name);
+    }
   }
 
   get url(): string {
@@ -170,11 +186,15 @@ export class ClusterNode implements MachineHome {
     await this.#bringHere(taken.before);
     this.#owned.set(name, taken.generation);
     const { before } = taken;
-    const lost =
+    // Its node stopped without letting it go: what it gave out after its last commit is lost.
+    const unclean =
       before.owner !== null && before.owner !== this.id
-        ? { from: (before.commit?.seq ?? -1) + 1, to: before.nextSeq - 1, node: before.ownerUrl ?? `node ${before.owner}` }
+        ? {
+            stopped: `The node that ran this machine (${before.ownerUrl ?? `node ${before.owner}`}) stopped unexpectedly.`,
+            given: { from: (before.commit?.seq ?? -1) + 1, to: before.nextSeq - 1 },
+          }
         : undefined;
-    await manager.attach(name, lost);
+    await manager.attach(name, unclean);
     return { local: true };
   }
 

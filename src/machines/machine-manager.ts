@@ -441,25 +441,32 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   }
 
   /**
-   * Takes on the machine the data dir's folder `name` holds, which the home has just put there.
-   * `lost`, when the node that ran it before stopped unexpectedly: the first instruction
-   * number it may have given out after its last commit, the number it gave last, and its
-   * address. Those instructions' effects are gone; the next result says so, and each one's
-   * history says so too.
+   * Takes on the machine the data dir's folder `name` holds, which the home has just put there
+   * (or found there, made before the data dir joined it). `unclean`, when whoever ran it last
+   * stopped unexpectedly: what to say (`stopped`), and in a cluster the instruction numbers the
+   * node that ran it gave out after its last commit (`given`), whose effects are gone. The next
+   * result says so, and each lost instruction's history says so too.
    */
-  async attach(name: string, lost?: { from: number; to: number; node: string }): Promise<MachineInfo> {
+  async attach(name: string, unclean?: { stopped?: string; given?: { from: number; to: number } }): Promise<MachineInfo> {
     this.#assertOpen();
     const entry = this.#store.read(name);
     if (!('manifest' in entry))
       throw new Error(
-        `machine ${name} came from the cluster unreadable: ${'damaged' in entry ? entry.damaged.reason : 'newer' in entry ? entry.newer : 'its folder is missing'}`,
+        `machine ${name} cannot be read: ${'damaged' in entry ? entry.damaged.reason : 'newer' in entry ? entry.newer : 'its folder is missing'}`,
       );
     const { manifest } = entry;
-    manifest.nextSeq = Math.max(manifest.nextSeq, lost ? lost.to + 1 : 0);
+    if (unclean?.given) manifest.nextSeq = Math.max(manifest.nextSeq, unclean.given.to + 1);
+    await this.#recordRuntime(manifest);
     const machine = this.#adopt(manifest);
-    if (lost && lost.to >= lost.from) await machine.noteUncleanStop(`The node that ran this machine (${lost.node}) stopped unexpectedly.`, lost);
+    if (unclean) await machine.noteUncleanStop(unclean.stopped, unclean.given);
     this.#emit({ type: 'state', name, state: machine.state });
     return this.#info(machine);
+  }
+
+  /** The machines of the data dir (for a cluster's node, which brings the ones the cluster never had into it). */
+  folders(): string[] {
+    const { manifests } = this.#store.list();
+    return manifests.map((manifest) => manifest.name);
   }
 
   /**

@@ -33,8 +33,8 @@ export class AccessPolicy {
   #hosts = new Set<string>();
 
   /**
-   * `anyHost`: a cluster's node, reached by other nodes and through load balancers by names of
-   * their own; the token guards it, as it guards every request.
+   * `anyHost`: a cluster's node listening beyond loopback, reached by other nodes and through load
+   * balancers by names of their own; the token guards it, as it guards every request.
    */
   constructor(
     token: string,
@@ -43,10 +43,14 @@ export class AccessPolicy {
     this.#token = Buffer.from(token);
   }
 
-  /** Called once the port is known; `host` is the interface listened on, when not loopback. */
-  listeningOn(port: number, host: string): void {
+  /**
+   * Called once the port is known; `host` is the interface listened on, when not loopback, and
+   * `advertised` the address other nodes reach this one at (a cluster's node).
+   */
+  listeningOn(port: number, host: string, advertised?: string): void {
     const named = host.includes(':') ? `[${host}]` : host;
     this.#hosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${named.toLowerCase()}:${port}`]);
+    if (advertised) this.#hosts.add(new URL(advertised).host.toLowerCase());
   }
 
   /** Throws the ForeverVMError that answers a request that may not pass. */

@@ -113,21 +113,22 @@ export class LocalServer {
     }
     try {
       const token = await loadOrCreateToken(options.dataDir, cluster && ((proposed) => cluster.token(proposed)));
-      const access = new AccessPolicy(token, cluster !== undefined);
+      const host = options.host ?? DEFAULT_HOST;
+      const access = new AccessPolicy(token, cluster !== undefined && !isLoopback(host));
       const http = createServer();
       // Long polls for results may wait as long as instructions run.
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
       http.keepAliveTimeout = KEEP_ALIVE_HELD_MS;
       const server = new LocalServer(manager, token, http, access, options.heartbeatMs, options.taskAfterMs, cluster);
-      const host = options.host ?? DEFAULT_HOST;
       await new Promise<void>((resolve, reject) => {
         http.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, options.port ?? 0)));
         http.listen(options.port ?? 0, host, () => resolve());
       });
       const port = (http.address() as { port: number }).port;
-      access.listeningOn(port, host);
-      await cluster?.join(options.cluster!.advertiseUrl ?? advertisedUrl(server.url), manager);
+      const advertised = cluster && (options.cluster!.advertiseUrl ?? advertisedUrl(server.url));
+      access.listeningOn(port, host, advertised);
+      if (advertised) await cluster.join(advertised, manager);
       // The sandbox pool fills once sandbox machines are being made: an editor that never runs code pays for the server alone.
       await writeServerInfo(options.dataDir, {
         pid: process.pid,
@@ -316,4 +317,8 @@ function advertisedUrl(url: string): string {
   const parsed = new URL(url);
   if (parsed.hostname === '0.0.0.0' || parsed.hostname === '[::]') parsed.hostname = hostname();
   return parsed.toString().replace(/\/$/, '');
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

@@ -8,6 +8,7 @@ import { MachineManager, type ExecOptions, type MachineManagerOptions } from '..
 import type { ExecResult, OutputChunk } from '../../src/shared/types.ts';
 import type { EngineName, NewMachineOptions } from '../../src/shared/requests.ts';
 import { seedSandboxBase } from './sandbox-base.ts';
+import { joinTestCluster } from './test-cluster.ts';
 
 /**
  * The interpreter python-engine tests use: Debian's, which has numpy, matplotlib and dill
@@ -34,6 +35,7 @@ def make_png(width, height):
 export async function tempDataDir({ empty = false } = {}): Promise<{ dir: string; cleanup(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'perennial-test-'));
   if (!empty && ENGINES_UNDER_TEST.includes('sandbox')) await seedSandboxBase(dir);
+  if (!empty) await joinTestCluster(dir);
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 

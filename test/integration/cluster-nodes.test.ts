@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { startNode, type ClusterEngines } from '../helpers/cluster-nodes.ts';
 import { finished } from '../helpers/processes.ts';
 import { startBucket, startPostgres } from '../helpers/cluster-services.ts';
-import { eventually, valueOf } from '../helpers/machines.ts';
+import { eventually, tempDataDir, valueOf } from '../helpers/machines.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
+import { HttpClient } from '../../src/client/http-client.ts';
 
 type Node = Awaited<ReturnType<typeof startNode>>;
 
@@ -144,6 +146,22 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
       Array(40).fill('10'),
       'every agent’s machine counted each of its calls once',
     );
+  });
+
+  it('brings a computer’s own machines into the cluster when its data dir becomes a node’s', async () => {
+    const data = await tempDataDir();
+    const alone = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+    const client = new HttpClient({ baseUrl: alone.url, token: alone.token });
+    const { name } = await client.create({ tags: { from: 'laptop' } });
+    await client.run(name, 'mine = "made before the cluster"');
+    await client.close();
+    await alone.close();
+    const a = await node({ dataDir: data.dir });
+    const b = await node();
+    assert.equal(valueOf((await b.client().run(name, 'mine')).result), "'made before the cluster'");
+    assert.deepEqual((await b.client().get(name)).tags, { from: 'laptop' });
+    await a.stop();
+    await data.cleanup();
   });
 
   it('hands a stopped node’s machines to whichever node is asked, with all they hold', async () => {

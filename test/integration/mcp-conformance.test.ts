@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, tempDataDir } from '../helpers/machines.ts';
+import { testClusterOf } from '../helpers/test-cluster.ts';
 import { node22Tool } from '../helpers/node22-tools.ts';
 
 const SUITE_VERSION = '0.2.0-alpha.12';
@@ -82,7 +83,7 @@ describe('MCP conformance suite (@modelcontextprotocol/conformance) against /mcp
     const data = await tempDataDir();
     cleanup = data.cleanup;
     process.env.PERENNIAL_PYTHON = TEST_PYTHON;
-    server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
+    server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python', ...(await testClusterOf(data.dir)) });
     proxy = await tokenProxy(new URL(server.url), server.token);
   });
   after(async () => {

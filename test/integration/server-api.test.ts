@@ -11,6 +11,7 @@ import { LocalServer } from '../../src/server/local-server.ts';
 import { KEEPALIVE_HEADER, type ReplServerMessage } from '../../src/shared/types.ts';
 import type { ServerInfo } from '../../src/platform/server-info.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { testClusterOf } from '../helpers/test-cluster.ts';
 
 /** Raw HTTP, so that any header (Host, Origin) can be sent as it is. */
 function raw(
@@ -71,7 +72,7 @@ describe('local server: ForeverVM API over HTTP and WebSocket', { timeout: 180_0
   before(async () => {
     ({ dir: dataDir, cleanup } = await tempDataDir());
     process.env.PERENNIAL_PYTHON = TEST_PYTHON;
-    server = await LocalServer.start({ dataDir, defaultEngine: 'python', saveDelayMs: 200, heartbeatMs: 1000 });
+    server = await LocalServer.start({ dataDir, defaultEngine: 'python', saveDelayMs: 200, heartbeatMs: 1000, ...(await testClusterOf(dataDir)) });
     auth = { authorization: `Bearer ${server.token}` };
   });
   after(async () => {
