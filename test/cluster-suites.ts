@@ -14,7 +14,7 @@ const SUITES = ['test/integration/server-api.test.ts', 'test/integration/mcp-con
 
 const postgres = await startPostgres();
 const bucket = await startBucket();
-let code: number | null = 1;
+let code: number | null;
 try {
   const env = {
     ...process.env,
