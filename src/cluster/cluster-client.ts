@@ -15,10 +15,15 @@ import type { Placement } from './cluster-node.ts';
 export class ClusterClient implements PerennialClient {
   readonly #remotes = new Map<string, HttpClient>();
 
+  /**
+   * `patienceMs`: how long a machine whose node does not answer is placed again (its lease and a
+   * margin: then another node takes it).
+   */
   constructor(
     private readonly local: PerennialClient,
     private readonly place: (name: string) => Promise<Placement>,
     private readonly token: string,
+    private readonly patienceMs: number,
   ) {
     for (const op of OPERATION_NAMES) {
       const request = OPERATIONS[op].args as (...args: unknown[]) => { name?: string };
@@ -53,12 +58,24 @@ export class ClusterClient implements PerennialClient {
     this.#remotes.clear();
   }
 
+  /**
+   * `call` on the client of the machine's node. A machine that moved meanwhile is placed again,
+   * once; one whose node does not answer (it died, and its lease runs on) is placed again until
+   * another node takes it. A call that reached a node that then died is not sent again: what it
+   * did is lost with that node, which the machine's next result says.
+   */
   async #on<T>(name: string, call: (client: PerennialClient) => Promise<T>): Promise<T> {
-    try {
-      return await call(await this.#client(name));
-    } catch (error) {
-      if (!(error instanceof Error) || !isMoved(error)) throw error;
-      return call(await this.#client(name));
+    const deadline = Date.now() + this.patienceMs;
+    let moved = false;
+    for (;;) {
+      try {
+        return await call(await this.#client(name));
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (isMoved(error as Error) && !moved) moved = true;
+        else if (code !== 'Unreachable' || Date.now() > deadline) throw error;
+        else await new Promise((resolve) => setTimeout(resolve, 500));
+      }
     }
   }
 

@@ -214,7 +214,7 @@ export class ClusterNode implements MachineHome {
 
   /** The node's machines as its own MCP endpoints reach them: `local`'s here, the others through their nodes. */
   client(local: PerennialClient, token: string): PerennialClient {
-    return new ClusterClient(local, (name) => this.place(name), token);
+    return new ClusterClient(local, (name) => this.place(name), token, (this.settings.leaseSeconds + 5) * 1000);
   }
 
   /** Machines not on this node, as the directory has them, for listings. */

@@ -206,6 +206,25 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     assert.match(JSON.stringify((await b.client().run(name, 'unsaved')).result), /NameError/);
   });
 
+  it('over MCP on another node, waits out a dead node’s lease, then runs the machine there', async () => {
+    const a = await node();
+    const b = await node();
+    const { name } = await a.client().create();
+    await a.client().run(name, 'kept = "yes"');
+    await committed(name, 0);
+    const mcp = new Client({ name: 'cluster-test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${b.token}` } } }));
+    try {
+      await a.kill();
+      const ran = (await mcp.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: 'kept' } })) as CallToolResult;
+      assert.ok(!ran.isError, JSON.stringify(ran.content));
+      assert.equal((ran.structuredContent as { value: string }).value, "'yes'");
+      assert.equal((await directory.locate(name))?.ownerUrl, b.url);
+    } finally {
+      await mcp.close();
+    }
+  });
+
   it('moves a sandbox machine, its exact memory, to a node that had no base image: the base is the bucket’s, made once', async () => {
     const a = await node({ engine: 'sandbox' });
     const b = await node({ engine: 'sandbox', empty: true });
