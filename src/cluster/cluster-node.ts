@@ -41,8 +41,10 @@ export class ClusterNode implements MachineHome {
   readonly #machines: MachineStore;
   /** The machines this node owns: the generation it took each in. */
   readonly #owned = new Map<string, number>();
-  /** Each machine's last committed folder, as this node committed or read it. */
-  readonly #trees = new Map<string, string>();
+  /** Each machine's last commit, as this node made or read it: its home in the bucket, its tree, the objects the tree needs. */
+  readonly #commits = new Map<string, { home: string; tree: string; objects: Set<string> }>();
+  /** Machines taken over, whose older generations' objects go once this node has committed it. */
+  readonly #sweeps = new Set<string>();
   /** The machines whose last commit holds every instruction given out: let go when the node leaves. */
   readonly #whole = new Set<string>();
   /** Per machine, the reservations in the order asked, so instructions keep the order they were sent in. */
@@ -139,7 +141,7 @@ export class ClusterNode implements MachineHome {
       const row = await this.directory.locate(name);
       if (row && !row.deleted && row.owner === this.id && row.generation === generation) continue;
       this.#owned.delete(name);
-      this.#trees.delete(name);
+      this.#commits.delete(name);
       const now = row?.ownerUrl ? `node ${row.ownerUrl} took it over` : 'another node took it over';
       await this.#manager?.detach(
         name,
@@ -185,6 +187,7 @@ export class ClusterNode implements MachineHome {
     await manager.detach(name);
     await this.#bringHere(taken.before);
     this.#owned.set(name, taken.generation);
+    this.#sweeps.add(name);
     const { before } = taken;
     // Its node stopped without letting it go: what it gave out after its last commit is lost.
     const unclean =
@@ -201,15 +204,16 @@ export class ClusterNode implements MachineHome {
   /** Makes the data dir's folder of the machine its last commit (or, never committed, a new machine's). */
   async #bringHere(row: MachineRow): Promise<void> {
     const folder = this.#machines.dir(row.name);
-    if (row.commit) {
-      if (this.#trees.get(row.name) !== row.commit.tree) await this.#folders.materialize(row.commit.tree, folder);
-      this.#trees.set(row.name, row.commit.tree);
+    const { commit } = row;
+    if (commit) {
+      const { objects } = await this.#folders.materialize(commit.tree, commit.home, folder);
+      this.#commits.set(row.name, { home: commit.home, tree: commit.tree, objects });
       return;
     }
     // Made on a node that stopped before its first commit: what the cache holds of it is older.
     await rm(folder, { recursive: true, force: true });
     await this.#machines.create({ ...ManifestSchema.parse(row.manifest), nextSeq: row.nextSeq });
-    this.#trees.delete(row.name);
+    this.#commits.delete(row.name);
   }
 
   /** The node's machines as its own MCP endpoints reach them: `local`'s here, the others through their nodes. */
@@ -247,23 +251,52 @@ export class ClusterNode implements MachineHome {
     return reserved;
   }
 
+  /**
+   * Sends the machine's folder to its home for this generation (`machines/<name>/g<generation>`,
+   * where no other node writes), records it in the directory as this generation's owner, then
+   * removes what the commit before it needed and this one does not: only this node reads or
+   * writes that home, and the directory names this commit now. After a takeover, the older
+   * generations' homes go once this node's first commit is recorded.
+   */
   async commit(manifest: MachineManifest, folder: string): Promise<void> {
     const { name } = manifest;
     const generation = this.#generation(name);
+    const home = homeOf(name, generation);
     this.#whole.delete(name);
-    const { tree, bytes } = await this.#folders.commit(folder, isTransientPath);
+    const committed = await this.#folders.commit(folder, home, isTransientPath);
     const seq = manifest.snapshot ? manifest.snapshot.seq - 1 : -1;
-    if (this.#trees.get(name) !== tree) {
-      await this.directory.commit(name, this.id, generation, { tree, seq, at: new Date().toISOString(), bytes, node: this.#url }, manifest);
-      this.#trees.set(name, tree);
+    const previous = this.#commits.get(name);
+    if (previous?.home !== home || previous.tree !== committed.tree) {
+      const at = new Date().toISOString();
+      await this.directory.commit(name, this.id, generation, { tree: committed.tree, home, seq, at, bytes: committed.bytes, node: this.#url }, manifest);
+      this.#commits.set(name, { home, tree: committed.tree, objects: committed.objects });
+      await this.#collect(name, home, committed.objects, previous);
     }
     if (seq >= manifest.nextSeq - 1) this.#whole.add(name);
+  }
+
+  /** Removes the objects of the machine's home no commit names any more; a failure leaves them for a later sweep. */
+  async #collect(name: string, home: string, kept: Set<string>, previous?: { home: string; objects: Set<string> }): Promise<void> {
+    try {
+      if (this.#sweeps.has(name) || !previous || previous.home !== home) {
+        await this.#folders.sweep(machinePrefix(name), home, kept);
+        this.#sweeps.delete(name);
+      } else
+        await this.#folders.remove(
+          home,
+          [...previous.objects].filter((hash) => !kept.has(hash)),
+        );
+    } catch {
+      this.#sweeps.add(name);
+    }
   }
 
   async retire(name: string): Promise<void> {
     await this.directory.retire(name, this.id, this.#generation(name));
     this.#owned.delete(name);
-    this.#trees.delete(name);
+    this.#commits.delete(name);
+    // Its name stays taken, and nothing names its objects any more.
+    await this.#folders.sweep(machinePrefix(name)).catch(() => {});
   }
 
   #generation(name: string): number {
@@ -288,4 +321,14 @@ export class ClusterNode implements MachineHome {
     await this.directory.close();
     this.store.close();
   }
+}
+
+/** Where a machine's objects are kept in the bucket. */
+function machinePrefix(name: string): string {
+  return `machines/${encodeURIComponent(name)}/`;
+}
+
+/** Where one generation of a machine's owners keeps its objects: written by its owner alone. */
+function homeOf(name: string, generation: number): string {
+  return `${machinePrefix(name)}g${generation}`;
 }

@@ -16,8 +16,9 @@ const SCHEMA_VERSION = 1;
 
 /** What the bucket holds for a machine, as its last commit recorded it. */
 export const Commit = z.looseObject({
-  /** The machine's folder (StoredFolders). */
+  /** The machine's folder (StoredFolders), and where its objects are in the bucket. */
   tree: z.string(),
+  home: z.string(),
   /** The instruction the committed state holds the effects of, and every one before it. */
   seq: z.number().int(),
   at: z.string(),

@@ -2,7 +2,16 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { tempPathFor } from '../platform/atomic-file.ts';
 import { CodedError } from '../platform/coded-error.ts';
 
@@ -121,6 +130,33 @@ export class ObjectStore {
     } catch (error) {
       if (isMissing(error)) throw new StoreUnavailableError(`The bucket ${this.description} has lost ${key}, which a commit names`);
       throw this.#unavailable('read', key, error);
+    }
+  }
+
+  /** Every key under `prefix` (a page at a time). */
+  async *list(prefix: string): AsyncGenerator<string> {
+    let token: string | undefined;
+    do {
+      const page = await this.#send(`list ${prefix}`, () =>
+        this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#prefix + prefix, ContinuationToken: token })),
+      );
+      for (const object of page.Contents ?? []) if (object.Key) yield object.Key.slice(this.#prefix.length);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** Removes the objects `keys` (a thousand to a request, as S3 takes them). */
+  async delete(keys: string[]): Promise<void> {
+    for (let at = 0; at < keys.length; at += 1000) {
+      const batch = keys.slice(at, at + 1000);
+      const answer = await this.#send(`remove ${batch.length} objects`, () =>
+        this.#client.send(
+          new DeleteObjectsCommand({ Bucket: this.#bucket, Delete: { Objects: batch.map((key) => ({ Key: this.#prefix + key })), Quiet: true } }),
+        ),
+      );
+      const failed = answer.Errors ?? [];
+      if (failed.length)
+        throw new StoreUnavailableError(`The bucket ${this.description} kept ${failed.length} objects it was asked to remove: ${failed[0]!.Message}`);
     }
   }
 

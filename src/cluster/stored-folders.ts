@@ -42,14 +42,17 @@ export interface CommittedFolder {
   bytes: number;
   /** What this commit sent to the bucket. */
   uploadedBytes: number;
+  /** Every object the tree needs, itself included. */
+  objects: Set<string>;
 }
 
 /**
- * Folders kept in a bucket as objects named by the SHA-256 of their content: each file in chunks
- * (`objects/<2 hex>/<sha256>`), and a tree object that lists the folder's files, folders and
- * links with their chunks. An object is written once and never changes, so two nodes that write
- * the same one write the same bytes, and a tree, once in the bucket, stays whole. What the bucket
- * already holds is not sent again (a node remembers what it sent or read).
+ * Folders kept in a bucket as objects named by the SHA-256 of their content, under a key prefix
+ * of the caller's (a folder's home): each file in chunks (`<home>/objects/<2 hex>/<sha256>`),
+ * and a tree object that lists the folder's files, folders and links with their chunks. An object
+ * is written once and never changes, so a tree, once in the bucket, stays whole for as long as
+ * its home keeps its objects. What the bucket already holds is not sent again (a node remembers
+ * what it sent or read).
  */
 export class StoredFolders {
   readonly #hashes = new ContentHashes(CHUNK_BYTES);
@@ -63,7 +66,7 @@ export class StoredFolders {
    * what is sent is what was read: a file appended to meanwhile is kept as it was when read.
    * `skip` leaves out an entry (by its path from `root`) and all it holds.
    */
-  async commit(root: string, skip?: (path: string) => boolean): Promise<CommittedFolder> {
+  async commit(root: string, home: string, skip?: (path: string) => boolean): Promise<CommittedFolder> {
     const listed = await listFolder(root, skip);
     const entries: TreeEntry[] = listed.map((entry) => {
       const path = entry.path.split(sep).join('/');
@@ -79,11 +82,11 @@ export class StoredFolders {
         const entry = listed[i]!;
         const full = join(root, entry.path);
         const known = this.#hashes.known(full, entry);
-        if (known && known.every((chunk) => this.#present.has(chunk))) {
+        if (known && known.every((chunk) => this.#present.has(objectKey(home, chunk)))) {
           entries[i]!.chunks = known;
           return;
         }
-        const sent = await this.#send(full);
+        const sent = await this.#send(full, home);
         this.#hashes.remember(full, entry, sent.chunks);
         Object.assign(entries[i]!, { chunks: sent.chunks, size: sent.size });
         uploadedBytes += sent.uploadedBytes;
@@ -92,8 +95,8 @@ export class StoredFolders {
     const bytes = entries.reduce((sum, entry) => sum + (entry.size ?? 0), 0);
     const body = Buffer.from(JSON.stringify({ format: 'perennial-folder', version: TREE_VERSION, entries }));
     const tree = sha256(body);
-    await this.#put(tree, body);
-    return { tree, bytes, uploadedBytes };
+    await this.#put(home, tree, body);
+    return { tree, bytes, uploadedBytes, objects: objectsOf(tree, entries) };
   }
 
   /**
@@ -101,8 +104,8 @@ export class StoredFolders {
    * unchanged is copied, the rest read from the bucket), then swapped in whole. Answers what could
    * not be made again here, in words (a link, where the system makes none).
    */
-  async materialize(tree: string, root: string): Promise<string[]> {
-    const entries = await this.#readTree(tree);
+  async materialize(tree: string, home: string, root: string): Promise<{ lost: string[]; objects: Set<string> }> {
+    const entries = await this.#readTree(tree, home);
     const incoming = join(dirname(root), `.incoming-${basename(root)}-${randomBytes(6).toString('hex')}`);
     const lost: string[] = [];
     const old = new Map<string, FolderEntry>();
@@ -115,7 +118,7 @@ export class StoredFolders {
         else if (entry.kind === 'link') {
           const refused = await symlinkIfAllowed(entry.target ?? '', target);
           if (refused) lost.push(`The link ${entry.path} -> ${entry.target} could not be made again: ${refused}.`);
-        } else await this.#writeFile(entry, target, old.get(entry.path), root);
+        } else await this.#writeFile(entry, target, old.get(entry.path), root, home);
       }
       // Folders' own modes last, deepest first: a read-only folder is filled before it is closed.
       for (const entry of entries.filter((e) => e.kind === 'dir').reverse()) await chmod(join(incoming, ...entry.path.split('/')), entry.mode);
@@ -130,7 +133,7 @@ export class StoredFolders {
       await rename(incoming, root);
       if (hadRoot) await rm(aside, { recursive: true, force: true });
       this.#hashes.clear();
-      return lost;
+      return { lost, objects: objectsOf(tree, entries) };
     } catch (error) {
       await rm(incoming, { recursive: true, force: true });
       throw error;
@@ -138,7 +141,7 @@ export class StoredFolders {
   }
 
   /** A file of the tree at `target`: copied from the folder's copy when that is the same, else read chunk by chunk. */
-  async #writeFile(entry: TreeEntry, target: string, local: FolderEntry | undefined, root: string): Promise<void> {
+  async #writeFile(entry: TreeEntry, target: string, local: FolderEntry | undefined, root: string, home: string): Promise<void> {
     const chunks = entry.chunks ?? [];
     if (local?.kind === 'file' && local.size === entry.size) {
       const path = join(root, local.path);
@@ -152,12 +155,13 @@ export class StoredFolders {
     const file = await open(target, 'w', 0o600);
     try {
       for (const chunk of chunks) {
-        const bytes = await this.store.get(objectKey(chunk));
-        if (!bytes) throw new StoreUnavailableError(`The bucket ${this.store.description} has lost ${objectKey(chunk)}, part of ${entry.path}`);
+        const key = objectKey(home, chunk);
+        const bytes = await this.store.get(key);
+        if (!bytes) throw new StoreUnavailableError(`The bucket ${this.store.description} has lost ${key}, part of ${entry.path}`);
         if (sha256(bytes) !== chunk)
-          throw new StoreUnavailableError(`The bucket ${this.store.description} holds damaged data at ${objectKey(chunk)}, part of ${entry.path}`);
+          throw new StoreUnavailableError(`The bucket ${this.store.description} holds damaged data at ${key}, part of ${entry.path}`);
         await file.write(bytes);
-        this.#present.add(chunk);
+        this.#present.add(key);
       }
       await file.sync();
     } finally {
@@ -166,26 +170,27 @@ export class StoredFolders {
     await chmod(target, entry.mode);
   }
 
-  async #readTree(tree: string): Promise<TreeEntry[]> {
-    const bytes = await this.store.get(objectKey(tree));
-    if (!bytes) throw new StoreUnavailableError(`The bucket ${this.store.description} has lost the folder ${objectKey(tree)} that a commit names`);
+  async #readTree(tree: string, home: string): Promise<TreeEntry[]> {
+    const key = objectKey(home, tree);
+    const bytes = await this.store.get(key);
+    if (!bytes) throw new StoreUnavailableError(`The bucket ${this.store.description} has lost the folder ${key} that a commit names`);
     const parsed = Tree.safeParse(JSON.parse(Buffer.from(bytes).toString('utf8')));
-    if (!parsed.success) throw new StoreUnavailableError(`The folder ${objectKey(tree)} in ${this.store.description} is not a folder this Perennial reads`);
+    if (!parsed.success) throw new StoreUnavailableError(`The folder ${key} in ${this.store.description} is not a folder this Perennial reads`);
     if (parsed.data.version > TREE_VERSION)
       throw new StoreUnavailableError(
-        `The folder ${objectKey(tree)} was written by a newer Perennial (format ${parsed.data.version}; this one reads ${TREE_VERSION}): update Perennial on this node`,
+        `The folder ${key} was written by a newer Perennial (format ${parsed.data.version}; this one reads ${TREE_VERSION}): update Perennial on this node`,
       );
     for (const entry of parsed.data.entries) {
       const parts = entry.path.split('/');
       if (!entry.path || parts.some((part) => part === '' || part === '.' || part === '..' || part.includes('\\')))
-        throw new StoreUnavailableError(`The folder ${objectKey(tree)} names a path outside itself: ${entry.path}`);
+        throw new StoreUnavailableError(`The folder ${key} names a path outside itself: ${entry.path}`);
     }
-    this.#present.add(tree);
+    this.#present.add(key);
     return parsed.data.entries;
   }
 
   /** Reads the file at `path` chunk by chunk, sending each chunk the bucket lacks. */
-  async #send(path: string): Promise<{ chunks: string[]; size: number; uploadedBytes: number }> {
+  async #send(path: string, home: string): Promise<{ chunks: string[]; size: number; uploadedBytes: number }> {
     const file = await open(path, 'r');
     const chunks: string[] = [];
     let size = 0;
@@ -203,7 +208,7 @@ export class StoredFolders {
         if (filled === 0 && chunks.length > 0) break;
         const bytes = buffer.subarray(0, filled);
         const chunk = sha256(bytes);
-        if (await this.#put(chunk, bytes)) uploadedBytes += filled;
+        if (await this.#put(home, chunk, bytes)) uploadedBytes += filled;
         chunks.push(chunk);
         size += filled;
         if (filled < CHUNK_BYTES) break;
@@ -218,18 +223,39 @@ export class StoredFolders {
    * Writes an object unless the bucket has it; answers whether it was sent. A small one is sent
    * without asking first: writing the same bytes again costs less than the question.
    */
-  async #put(hash: string, bytes: Uint8Array): Promise<boolean> {
-    if (this.#present.has(hash)) return false;
-    const key = objectKey(hash);
+  async #put(home: string, hash: string, bytes: Uint8Array): Promise<boolean> {
+    const key = objectKey(home, hash);
+    if (this.#present.has(key)) return false;
     const sent = bytes.length < ASK_FIRST_BYTES || !(await this.store.has(key));
     if (sent) await this.store.put(key, bytes);
-    this.#present.add(hash);
+    this.#present.add(key);
     return sent;
+  }
+
+  /** Removes the objects `hashes` of `home`. */
+  async remove(home: string, hashes: Iterable<string>): Promise<void> {
+    const keys = [...hashes].map((hash) => objectKey(home, hash));
+    await this.store.delete(keys);
+    for (const key of keys) this.#present.delete(key);
+  }
+
+  /** Removes every object under `prefix` but the objects `keep` of `home` (none: every one). */
+  async sweep(prefix: string, home?: string, keep: Set<string> = new Set()): Promise<void> {
+    const kept = new Set([...keep].map((hash) => objectKey(home ?? '', hash)));
+    const doomed: string[] = [];
+    for await (const key of this.store.list(prefix)) if (!kept.has(key)) doomed.push(key);
+    await this.store.delete(doomed);
+    for (const key of doomed) this.#present.delete(key);
   }
 }
 
-export function objectKey(hash: string): string {
-  return `objects/${hash.slice(0, 2)}/${hash}`;
+export function objectKey(home: string, hash: string): string {
+  return `${home}/objects/${hash.slice(0, 2)}/${hash}`;
+}
+
+/** The objects a tree needs: its own and its files' chunks. */
+function objectsOf(tree: string, entries: TreeEntry[]): Set<string> {
+  return new Set([tree, ...entries.flatMap((entry) => entry.chunks ?? [])]);
 }
 
 function sha256(bytes: Uint8Array): string {

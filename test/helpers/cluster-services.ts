@@ -150,8 +150,16 @@ export async function startBucket(name = 'perennial-test'): Promise<Bucket> {
   };
   await start();
   const endpoint = `http://127.0.0.1:${port}`;
+  // A folder s3rver removes while it is read is no object's any more.
+  const entries = (path: string) => {
+    try {
+      return readdirSync(path, { withFileTypes: true });
+    } catch {
+      return [];
+    }
+  };
   const keys = (dir: string, prefix = ''): string[] =>
-    readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((entry) => {
+    entries(join(dir, prefix)).flatMap((entry) => {
       const path = prefix ? `${prefix}/${entry.name}` : entry.name;
       // s3rver keeps an object as a folder of its content and metadata files, named `<key>._S3rver_object`.
       if (entry.name.endsWith('._S3rver_object')) return [path.slice(0, -'._S3rver_object'.length)];

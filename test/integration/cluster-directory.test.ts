@@ -41,7 +41,7 @@ describe('the cluster directory', { timeout: 120_000 }, () => {
     assert.equal(await b.claim('m', 'node-b', { name: 'm' }), false, 'a name is claimed once');
     await a.reserve('m', 'node-a', 1);
     await a.reserve('m', 'node-a', 1);
-    await a.commit('m', 'node-a', 1, { tree: 't1', seq: 0, at: 'now', bytes: 1, node: 'http://a' }, { name: 'm' });
+    await a.commit('m', 'node-a', 1, { tree: 't1', home: 'machines/m/g1', seq: 0, at: 'now', bytes: 1, node: 'http://a' }, { name: 'm' });
     assert.equal(await b.take('m', 'node-b'), undefined, "a live owner's machine is not taken");
     // Node a stops renewing (it is paused): once its lease runs out, b takes the machine.
     await lapsed('node-a');
@@ -56,7 +56,10 @@ describe('the cluster directory', { timeout: 120_000 }, () => {
       a.reserve('m', 'node-a', 1),
       (e: Error) => e instanceof MachineMovedError && /node http:\/\/b owns it now \(generation 2\)/.test(e.message),
     );
-    await assert.rejects(a.commit('m', 'node-a', 1, { tree: 'stale', seq: 5, at: 'now', bytes: 1, node: 'http://a' }, { name: 'm' }), MachineMovedError);
+    await assert.rejects(
+      a.commit('m', 'node-a', 1, { tree: 'stale', home: 'machines/m/g1', seq: 5, at: 'now', bytes: 1, node: 'http://a' }, { name: 'm' }),
+      MachineMovedError,
+    );
     await b.reserve('m', 'node-b', 2);
     const row = await b.locate('m');
     assert.equal(row?.commit?.tree, 't1', "the stale commit left the machine's state alone");

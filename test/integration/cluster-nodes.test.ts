@@ -204,6 +204,13 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     assert.match(JSON.stringify(lost?.result), /The server stopped while this instruction ran/);
     assert.match(lost?.code ?? '', /lost with the node that ran it/);
     assert.match(JSON.stringify((await b.client().run(name, 'unsaved')).result), /NameError/);
+    // The bucket keeps what the machine's last commit needs, in the home of its new owner's generation, and no more.
+    await committed(name, 3);
+    const row = await directory.locate(name);
+    const keys = () => engines.bucket.keys().filter((key) => key.startsWith(`cluster/machines/${name}/`));
+    await eventually(() => keys().every((key) => key.startsWith(`cluster/${row!.commit!.home}/`)), 30_000, "the older generation's objects to go");
+    await b.client().delete(name);
+    assert.deepEqual(keys(), [], "a deleted machine's objects go with it");
   });
 
   it('over MCP on another node, waits out a dead node’s lease, then runs the machine there', async () => {
