@@ -1,2 +1,2 @@
 /** Perennial's version, reported by the CLI, the server's status and server.json. */
-export const VERSION = '0.2.2';
+export const VERSION = '0.3.0';
