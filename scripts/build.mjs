@@ -6,6 +6,8 @@ import { copyFile, mkdir, chmod, readdir, rm, writeFile } from 'node:fs/promises
 
 const outdir = new URL('../dist/', import.meta.url);
 await mkdir(outdir, { recursive: true });
+// The CLI's chunks are named by their content: an earlier build's would stay beside today's.
+for (const name of await readdir(outdir)) if (/^cli-.*\.js(\.map)?$/.test(name)) await rm(new URL(name, outdir));
 
 // Names kept: an error's name is its class's (CodedError), which the bundle must not rename.
 // Whitespace and comments go: V8 keeps a module's source in memory for as long as the process

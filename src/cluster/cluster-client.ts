@@ -4,7 +4,7 @@ import { OPERATION_NAMES, OPERATIONS, type OperationCalls } from '../shared/oper
 import type { PerennialClient, RunOptions } from '../shared/perennial-client.ts';
 import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineEvent, OutputChunk } from '../shared/types.ts';
-import type { Placement } from './cluster-node.ts';
+import { untilLeaseEnds, type Placement } from './placement.ts';
 
 /* eslint-disable @typescript-eslint/no-unsafe-declaration-merging -- the operations' methods are made in the constructor, from the table */
 /**
@@ -68,19 +68,19 @@ export class ClusterClient implements PerennialClient {
     const deadline = Date.now() + this.patienceMs;
     let moved = false;
     for (;;) {
+      const placement = await this.place(name);
       try {
-        return await call(await this.#client(name));
+        return await call(this.#client(placement));
       } catch (error) {
         const code = (error as { code?: unknown }).code;
         if (isMoved(error as Error) && !moved) moved = true;
-        else if (code !== 'Unreachable' || Date.now() > deadline) throw error;
-        else await new Promise((resolve) => setTimeout(resolve, 500));
+        else if (code !== 'Unreachable' || placement.local || Date.now() > deadline) throw error;
+        else await untilLeaseEnds(placement);
       }
     }
   }
 
-  async #client(name: string): Promise<PerennialClient> {
-    const placement = await this.place(name);
+  #client(placement: Placement): PerennialClient {
     if (placement.local) return this.local;
     let remote = this.#remotes.get(placement.url);
     if (!remote) {

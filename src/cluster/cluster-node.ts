@@ -11,10 +11,8 @@ import type { ClusterSettings } from './cluster-settings.ts';
 import { StoredFolders } from './stored-folders.ts';
 import { SharedBaseImages } from './shared-base-images.ts';
 import { ClusterClient } from './cluster-client.ts';
+import type { Placement } from './placement.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
-
-/** Where a request for a machine goes: this node, or the node that owns it. */
-export type Placement = { local: true } | { local: false; url: string };
 
 /** A machine another node owns, or none does now, as the directory last had it. */
 export interface RemoteMachine {
@@ -179,7 +177,8 @@ export class ClusterNode implements MachineHome {
         `Another node took machine ${name} over while this node's lease had run out: what this node did since its last commit is not kept.`,
       );
     }
-    if (row.owner !== null && row.owner !== this.id && row.ownerLive && row.ownerUrl) return { local: false, url: row.ownerUrl };
+    if (row.owner !== null && row.owner !== this.id && row.ownerLive && row.ownerUrl)
+      return { local: false, url: row.ownerUrl, leaseLeftMs: row.ownerLeaseLeftMs };
     const taken = await this.directory.take(name, this.id);
     // Another node took it first: it is that node's now.
     if (!taken && attempts > 1) return this.#locate(name, attempts - 1);

@@ -36,6 +36,8 @@ export interface MachineRow {
   /** That node's URL, and whether its lease runs. */
   ownerUrl: string | null;
   ownerLive: boolean;
+  /** How long its owner's lease runs on unrenewed, in milliseconds. */
+  ownerLeaseLeftMs: number;
   /** Goes up at each takeover: a save is committed only under the generation it was made in. */
   generation: number;
   /** Every instruction number below it was given out. */
@@ -54,6 +56,7 @@ export interface NodeRecord {
 }
 
 const MACHINE_COLUMNS = `m.name, m.owner, n.url AS owner_url, COALESCE(n.expires_at > clock_timestamp(), false) AS owner_live,
+  GREATEST(0, EXTRACT(EPOCH FROM (n.expires_at - clock_timestamp())) * 1000) AS owner_lease_left_ms,
   m.generation, m.next_seq, m.commit, m.manifest, m.deleted_at IS NOT NULL AS deleted`;
 
 /**
@@ -337,6 +340,7 @@ function machineRow(row: Record<string, unknown>): MachineRow {
     owner: row.owner as string | null,
     ownerUrl: row.owner_url as string | null,
     ownerLive: row.owner_live as boolean,
+    ownerLeaseLeftMs: Number(row.owner_lease_left_ms ?? 0),
     generation: Number(row.generation),
     nextSeq: Number(row.next_seq),
     commit: commit?.success ? commit.data : null,

@@ -13,6 +13,7 @@ import { CodedError } from '../platform/coded-error.ts';
 import { readBody, readJson, requestUrl, sendError, sendJson } from './http-io.ts';
 import { forwardedTooOften, forwardRequest, forwardUpgrade, NodeUnreachableError } from './forwarding.ts';
 import type { ClusterNode } from '../cluster/cluster-node.ts';
+import { untilLeaseEnds } from '../cluster/placement.ts';
 import type { ClusterSettings } from '../cluster/cluster-settings.ts';
 import { MAX_BODY_BYTES, parseRequest, StopRequest } from '../shared/requests.ts';
 import type { LockRecord } from '../platform/data-dir-lock.ts';
@@ -257,7 +258,7 @@ export class LocalServer {
         return true;
       } catch (error) {
         if (!(error instanceof NodeUnreachableError) || Date.now() > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        await untilLeaseEnds(placement);
       }
     }
   }
