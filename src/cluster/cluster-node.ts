@@ -101,11 +101,16 @@ export class ClusterNode implements MachineHome {
   }
 
   async #bringIn(manager: MachineManager): Promise<void> {
-    for (const name of manager.folders()) {
-      // A folder of a machine the cluster has or had is this node's cache of it.
-      if (await this.directory.isUsed(name)) continue;
-      const entry = this.#machines.read(name);
-      if (!('manifest' in entry) || !(await this.claim(entry.manifest))) continue;
+    const folders = manager.folders();
+    const known = await this.directory.madeAt(folders.map((manifest) => manifest.name));
+    for (const manifest of folders) {
+      const { name } = manifest;
+      if (known.has(name)) {
+        // This node's cache of the cluster's machine; or another machine of that name, kept aside.
+        if (known.get(name) !== manifest.createdAt) await manager.setAside(name, 'the cluster has another machine by that name');
+        continue;
+      }
+      if (!(await this.claim(manifest))) continue;
       await manager.attach(name, {});
       await manager.save(name);
     }

@@ -39,6 +39,16 @@ const SettingsSource = z.object({
 });
 export type SettingsSource = z.input<typeof SettingsSource>;
 
+/** `perennial serve`'s flags for each setting. */
+const FLAGS: Record<keyof SettingsSource, string> = {
+  database: '--cluster',
+  store: '--store',
+  storeEndpoint: '--store-endpoint',
+  storeRegion: '--store-region',
+  leaseSeconds: '--lease',
+  advertiseUrl: '--advertise',
+};
+
 /** The environment's names for each setting. */
 const ENVIRONMENT: Record<keyof SettingsSource, string> = {
   database: 'PERENNIAL_CLUSTER',
@@ -79,7 +89,12 @@ export async function readSettingsFile(path: string): Promise<SettingsSource> {
 /** The settings the environment gives. */
 export function environmentSettings(env: NodeJS.ProcessEnv): SettingsSource {
   const given = Object.fromEntries(Object.entries(ENVIRONMENT).flatMap(([key, name]) => (env[name] ? [[key, env[name]]] : [])));
-  return check(given, 'the environment');
+  return check(given, 'the environment', ENVIRONMENT);
+}
+
+/** The settings `perennial serve`'s flags give. */
+export function flagSettings(flags: SettingsSource): SettingsSource {
+  return check(flags, 'the command line', FLAGS);
 }
 
 /**
@@ -104,9 +119,10 @@ export function clusterSettings(...sources: SettingsSource[]): ClusterSettings |
   };
 }
 
-function check(source: unknown, where: string): z.output<typeof SettingsSource> {
+/** `source` checked, or why not, each setting named as `where` names it. */
+function check(source: unknown, where: string, names: Partial<Record<string, string>> = {}): z.output<typeof SettingsSource> {
   const parsed = SettingsSource.safeParse(source);
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+  const problems = parsed.error.issues.map((issue) => `${names[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`).join('; ');
   throw new ClusterSettingsError(`The cluster settings in ${where} are not valid: ${problems}`);
 }

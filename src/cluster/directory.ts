@@ -190,6 +190,15 @@ export class ClusterDirectory {
     return rows.map(machineRow);
   }
 
+  /** Of `names`, those any machine has or had, with when that machine was made. */
+  async madeAt(names: string[]): Promise<Map<string, string | null>> {
+    const { rows } = await this.#query<{ name: string; made: string | null }>(
+      `SELECT name, manifest->>'createdAt' AS made FROM perennial_machines WHERE name = ANY($1)`,
+      [names],
+    );
+    return new Map(rows.map((row) => [row.name, row.made]));
+  }
+
   /** Whether any machine has or had `name` (a deleted machine's name is never given again). */
   async isUsed(name: string): Promise<boolean> {
     return ((await this.#query('SELECT 1 FROM perennial_machines WHERE name = $1', [name])).rowCount ?? 0) > 0;

@@ -463,10 +463,25 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#info(machine);
   }
 
-  /** The machines of the data dir (for a cluster's node, which brings the ones the cluster never had into it). */
-  folders(): string[] {
-    const { manifests } = this.#store.list();
-    return manifests.map((manifest) => manifest.name);
+  /** The machines of the data dir, as their manifests say (for a cluster's node, which brings the ones the cluster never had into it). */
+  folders(): MachineManifest[] {
+    return this.#store.list().manifests;
+  }
+
+  /**
+   * Moves the data dir's folder of machine `name`, which is not this manager's, out of the way
+   * (`machines/.set-aside-<name>-<time>`), whole, and says so in an event: a cluster has another
+   * machine by its name.
+   */
+  async setAside(name: string, why: string): Promise<void> {
+    const kept = await this.#store.setAsideMachine(name);
+    this.#emit({
+      type: 'error',
+      name,
+      message: kept
+        ? `Machine ${name} of this data dir is not served: ${why}. Its folder is kept, whole, at ${kept}.`
+        : `Machine ${name} of this data dir is not served: ${why}; its folder could not be moved aside.`,
+    });
   }
 
   /**

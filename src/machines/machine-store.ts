@@ -198,6 +198,15 @@ export class MachineStore {
     );
   }
 
+  /** Moves a machine's folder out of the way, whole, under a name no machine has (a dot name); answers where, or null. */
+  async setAsideMachine(name: string): Promise<string | null> {
+    const kept = join(this.root, `.set-aside-${name}-${Date.now()}`);
+    return rename(this.dir(name), kept).then(
+      () => kept,
+      () => null,
+    );
+  }
+
   /**
    * Removes a machine's folder, and keeps its name from new machines: an agent or a script may
    * still hold it, and must be told the machine is gone rather than reach another.

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ClusterDirectory } from '../../src/cluster/directory.ts';
 import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
@@ -148,18 +150,27 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     );
   });
 
-  it('brings a computer’s own machines into the cluster when its data dir becomes a node’s', async () => {
+  it('brings a computer’s own machines into the cluster when its data dir becomes a node’s, and keeps aside one whose name is taken', async () => {
+    const b = await node();
+    await b.client().create({ name: 'taken-name' });
+    await b.client().run('taken-name', 'whose = "the cluster\'s"');
     const data = await tempDataDir();
     const alone = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'python' });
     const client = new HttpClient({ baseUrl: alone.url, token: alone.token });
     const { name } = await client.create({ tags: { from: 'laptop' } });
     await client.run(name, 'mine = "made before the cluster"');
+    await client.create({ name: 'taken-name' });
+    await client.run('taken-name', 'whose = "the laptop\'s"');
     await client.close();
     await alone.close();
     const a = await node({ dataDir: data.dir });
-    const b = await node();
     assert.equal(valueOf((await b.client().run(name, 'mine')).result), "'made before the cluster'");
     assert.deepEqual((await b.client().get(name)).tags, { from: 'laptop' });
+    // The cluster's machine of that name is untouched, and the laptop's is kept whole, aside.
+    assert.equal(valueOf((await a.client().run('taken-name', 'whose')).result), '"the cluster\'s"');
+    const aside = readdirSync(join(data.dir, 'machines')).filter((entry) => entry.startsWith('.set-aside-taken-name-'));
+    assert.equal(aside.length, 1);
+    assert.match(readFileSync(join(data.dir, 'machines', aside[0]!, 'history.jsonl'), 'utf8'), /the laptop/);
     await a.stop();
     await data.cleanup();
   });

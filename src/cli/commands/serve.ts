@@ -9,7 +9,7 @@ import { LocalServer } from '../../server/local-server.ts';
 import type { EngineName, StopRequest } from '../../shared/requests.ts';
 import { DataDirLock } from '../../platform/data-dir-lock.ts';
 import type { CliContext } from '../context.ts';
-import { clusterSettings, environmentSettings, readSettingsFile, SETTINGS_FILE } from '../../cluster/cluster-settings.ts';
+import { clusterSettings, environmentSettings, flagSettings, readSettingsFile, SETTINGS_FILE } from '../../cluster/cluster-settings.ts';
 
 export interface ServeCommandOptions {
   host?: string;
@@ -64,14 +64,14 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     );
   }
   const cluster = clusterSettings(
-    {
+    flagSettings({
       database: options.cluster,
       store: options.store,
       storeEndpoint: options.storeEndpoint,
       storeRegion: options.storeRegion,
       leaseSeconds: options.lease,
       advertiseUrl: options.advertise,
-    },
+    }),
     environmentSettings(process.env),
     await readSettingsFile(options.settings ?? join(ctx.dataDir, SETTINGS_FILE)),
   );
