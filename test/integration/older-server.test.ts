@@ -84,7 +84,7 @@ describe(`today's client and a server of Perennial 0.1.0 (${OLD_COMMIT})`, { tim
       assert.match(
         refused.stderr,
         new RegExp(
-          `The Perennial server of .* \\(pid ${server.pid}, http://127\\.0\\.0\\.1:\\d+\\) is version 0\\.1\\.0, and this perennial \\(${VERSION.replace(/\./g, '\\.')}\\) needs 0\\.2 or newer\\. ` +
+          `The Perennial server of .* \\(pid ${server.pid}, http://127\\.0\\.0\\.1:\\d+\\) is version 0\\.1\\.0, and this perennial \\(${VERSION.replace(/\./g, '\\.')}\\) needs ${VERSION.split('.').slice(0, 2).join('\\.')} or newer\\. ` +
             `It was started by hand, so it is left running: stop it \\(Ctrl-C where it runs, or kill ${server.pid}; it saves every machine\\) and start it again with this version: perennial serve --data-dir `,
         ),
       );
