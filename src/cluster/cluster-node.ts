@@ -101,13 +101,17 @@ export class ClusterNode implements MachineHome {
   }
 
   async #bringIn(manager: MachineManager): Promise<void> {
-    const folders = manager.folders();
-    const known = await this.directory.madeAt(folders.map((manifest) => manifest.name));
-    for (const manifest of folders) {
+    const { manifests } = this.#machines.list();
+    const known = await this.directory.madeAt(manifests.map((manifest) => manifest.name));
+    for (const manifest of manifests) {
       const { name } = manifest;
       if (known.has(name)) {
-        // This node's cache of the cluster's machine; or another machine of that name, kept aside.
-        if (known.get(name) !== manifest.createdAt) await manager.setAside(name, 'the cluster has another machine by that name');
+        // This node's cache of the cluster's machine; or another machine of that name, kept aside, whole.
+        if (known.get(name) !== manifest.createdAt) {
+          const kept = await this.#machines.setAsideMachine(name);
+          const where = kept ? `its folder is kept, whole, at ${kept}` : 'its folder could not be moved aside';
+          manager.tell(name, `Machine ${name} of this data dir is not served: the cluster has another machine by that name; ${where}.`);
+        }
         continue;
       }
       if (!(await this.claim(manifest))) continue;

@@ -1,11 +1,10 @@
 import { existsSync } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
-import { isAbsolute } from 'node:path';
 import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
-import type { BaseImageShelf } from '../engines/base-image-shelf.ts';
-import { newMachineName, nearestName } from './machine-names.ts';
+import { NameClaims, nearestName } from './machine-names.ts';
+import { forkManifest, newManifest, realWorkspace } from './new-manifests.ts';
+import { MachineDetails } from './machine-details.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
   CheckpointInfo,
@@ -14,9 +13,7 @@ import type {
   ExecResult,
   HistoryEntry,
   InterruptResult,
-  MachineEvent,
   MachineInfo,
-  SenderListeners,
   OutputChunk,
   RollbackResult,
   UpgradeResult,
@@ -37,60 +34,25 @@ import {
 import { DataDirLock, type LockRecord } from '../platform/data-dir-lock.ts';
 import { checkDataDirFormat, markDataDir } from '../platform/data-dir-format.ts';
 import { VERSION } from '../shared/version.ts';
-import { CheckpointNotFoundError, Machine, MachineGoneError, manifestInfo, type QueuedInstruction, type MachineChange } from './machine.ts';
+import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
-import { defaultReserveBytes, systemFreeBytes, WarmPolicy, type WarmLimits } from './warm-policy.ts';
+import { defaultReserveBytes, systemFreeBytes, WarmPolicy } from './warm-policy.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
 import { InstructionNotFoundError, MachineMovedError, MachineNameTakenError } from './machine-errors.ts';
 import { DATA_DIR_HOME, type MachineHome } from './machine-home.ts';
+import {
+  DEFAULT_AUTO_CHECKPOINTS,
+  DEFAULT_IDLE_SECONDS,
+  DEFAULT_OUTPUT_LIMIT,
+  DEFAULT_TIMEOUT_SECONDS,
+  type ExecOptions,
+  type MachineManagerOptions,
+  type ManagerEvent,
+} from './manager-options.ts';
 
-export const DEFAULT_TIMEOUT_SECONDS = 15;
-export const DEFAULT_IDLE_SECONDS = 300;
-export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
-export const DEFAULT_AUTO_CHECKPOINTS = 10;
-
-export interface MachineManagerOptions {
-  dataDir: string;
-  /** Seconds without an instruction before a machine is swapped out. Default 300. */
-  idleSeconds?: number;
-  /** Most machines kept warm at once; beyond it the least recently used is swapped out. Default: as many as memory allows (see `WarmPolicy`). */
-  maxWarm?: number;
-  /** How the machines' warmth is measured against memory; default the system's (tests give their own). */
-  memory?: Pick<WarmLimits, 'reserveBytes' | 'freeBytes'>;
-  /** Default 'sandbox' when it is available, else 'python'. */
-  defaultEngine?: EngineName;
-  /** Default per-instruction timeout. Default 15 s. */
-  defaultTimeoutSeconds?: number;
-  /** Output bytes kept per instruction. Default 1 MiB. */
-  outputLimit?: number;
-  /** Time between an interrupt and a hard stop. Default 2000 ms. */
-  interruptGraceMs?: number;
-  /** Quiet time before a changed machine is saved (and the save kept as an automatic checkpoint). Default 1000 ms. */
-  saveDelayMs?: number;
-  /** Automatic checkpoints kept per machine (one per save of a changed state). Default 10. */
-  autoCheckpoints?: number;
-  /** Sandbox processes are kept ready for this long after a sandbox machine was last made or swapped in. Default 300 s. */
-  poolIdleSeconds?: number;
-  /** The engines; default the built-in ones for this data dir. */
-  engines?: EngineSet;
-  /** The lock a stopping owner handed to this process (`DataDirLock.handOver`); taken as usual when it did not. */
-  handedLock?: LockRecord;
-  /** Where the machines are kept beyond the data dir (a cluster's); default the data dir alone. */
-  home?: MachineHome;
-  /** Where sandbox base images are shared with other nodes (a cluster's). */
-  baseImages?: BaseImageShelf;
-}
-
-export interface ExecOptions extends SenderListeners {
-  timeoutSeconds?: number;
-  /** Stop whatever is pending or running on the machine first. */
-  interrupt?: boolean;
-}
-
-/** The events of `/v1/events`, with a finished instruction's whole result. */
-export type ManagerEvent = Exclude<MachineEvent, { type: 'instruction' }> | { type: 'instruction'; name: string; seq: number; result: ExecResult };
-
+export { DEFAULT_AUTO_CHECKPOINTS, DEFAULT_IDLE_SECONDS, DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT_SECONDS } from './manager-options.ts';
+export type { ExecOptions, MachineManagerOptions, ManagerEvent } from './manager-options.ts';
 export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError, MachineGoneError, MachineMovedError, MachineNameTakenError };
 
 /**
@@ -106,8 +68,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
   readonly #machines = new Map<string, Machine>();
-  /** Names chosen for machines being made. */
-  readonly #naming = new Set<string>();
+  readonly #names: NameClaims;
+  readonly #details: MachineDetails;
   readonly #warm: WarmPolicy;
   #closed = false;
 
@@ -128,6 +90,12 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     this.#store = store;
     this.#lock = lock;
     this.#home = options.home ?? DATA_DIR_HOME;
+    this.#details = new MachineDetails(this.#engines);
+    this.#names = new NameClaims(
+      (name) => this.#machines.has(name) || existsSync(store.dir(name)),
+      (name) => store.isUsed(name),
+      (name) => this.#home.isUsed(name),
+    );
     this.#warm = new WarmPolicy(
       {
         idleSeconds: this.#options.idleSeconds,
@@ -204,30 +172,15 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       options.workspace && engine === 'sandbox'
         ? { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false }
         : undefined;
-    return this.#named(options.name, async (name) => {
-      const now = new Date().toISOString();
-      const manifest: MachineManifest = {
-        version: 1,
-        name,
-        createdAt: now,
-        tags: options.tags ?? {},
-        engine,
-        memoryMb,
-        // Each engine takes its own options: a client may send both sets for whichever engine runs.
-        ...(options.python && engine === 'python' ? { python: options.python } : {}),
-        ...(workspace ? { workspace } : {}),
-        ...(options.network && engine === 'sandbox' ? { network: true } : {}),
-        nextSeq: 0,
-        lastUsedAt: now,
-        snapshot: null,
-      };
+    return this.#names.named(options.name, async (name) => {
+      const manifest = newManifest(name, engine, memoryMb, options, workspace);
       await this.#store.create(manifest);
       if (!(await this.#home.claim(manifest))) {
         await this.#store.remove(name);
         throw new MachineNameTakenError(name);
       }
       const machine = this.#adopt(manifest);
-      const info = this.#info(machine);
+      const info = this.#details.of(machine);
       this.#emit({ type: 'created', machine: info });
       return info;
     });
@@ -235,28 +188,19 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
 
   /** Machines carrying every given tag, newest first. */
   list(tags: Record<string, string> = {}): MachineInfo[] {
-    const wanted = Object.entries(tags);
-    const warnings = this.#engineWarnings();
-    return [...this.#machines.values()]
-      .filter((m) => wanted.every(([k, v]) => m.manifest.tags[k] === v))
-      .sort((a, b) => descending(a.manifest.createdAt, b.manifest.createdAt) || descending(a.name, b.name))
-      .map((m) => this.#info(m, warnings));
+    return this.#details.list(this.#machines.values(), tags);
   }
 
   /**
    * Machines carrying every given tag, newest first, wherever they run: this manager's, and (in a
    * cluster) those its home knows elsewhere, each with the node that runs it.
    */
-  async listEverywhere(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
-    const wanted = Object.entries(tags);
-    const remote = (await this.#home.elsewhere())
-      .filter(({ manifest }) => !this.#machines.has(manifest.name) && wanted.every(([k, v]) => manifest.tags[k] === v))
-      .map(({ manifest, node }) => ({ ...manifestInfo(manifest, node ? 'warm' : 'swapped'), node }));
-    return [...this.list(tags), ...remote].sort((a, b) => descending(a.createdAt, b.createdAt) || descending(a.name, b.name));
+  listEverywhere(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
+    return this.#details.everywhere(this.#machines, this.#home, tags);
   }
 
   get(name: string): MachineInfo {
-    return this.#info(this.#machine(name));
+    return this.#details.of(this.#machine(name));
   }
 
   /** Queues an instruction; resolves as soon as it has a seq. */
@@ -327,18 +271,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const origin = this.#machine(name);
     const { tags } = parseRequest(ForkBody, request);
     const merged = parseRequest(Tags, { ...origin.manifest.tags, forked_from: name, ...tags });
-    return this.#named(undefined, async (forkName) => {
-      const now = new Date().toISOString();
-      const manifest: MachineManifest = {
-        ...structuredClone(origin.manifest),
-        name: forkName,
-        createdAt: now,
-        lastUsedAt: now,
-        tags: merged,
-        nextSeq: 0,
-        snapshot: null,
-      };
-      delete manifest.rebuilt;
+    return this.#names.named(undefined, async (forkName) => {
+      const manifest = forkManifest(origin.manifest, forkName, merged);
       await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, name, source));
       if (!(await this.#home.claim(manifest))) {
         await this.#store.remove(forkName);
@@ -346,7 +280,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       }
       const fork = this.#adopt(manifest);
       await fork.save();
-      const info = this.#info(fork);
+      const info = this.#details.of(fork);
       this.#emit({ type: 'created', machine: info });
       return info;
     });
@@ -460,28 +394,12 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     const machine = this.#adopt(manifest);
     if (unclean) await machine.noteUncleanStop(unclean.stopped, unclean.given);
     this.#emit({ type: 'state', name, state: machine.state });
-    return this.#info(machine);
+    return this.#details.of(machine);
   }
 
-  /** The machines of the data dir, as their manifests say (for a cluster's node, which brings the ones the cluster never had into it). */
-  folders(): MachineManifest[] {
-    return this.#store.list().manifests;
-  }
-
-  /**
-   * Moves the data dir's folder of machine `name`, which is not this manager's, out of the way
-   * (`machines/.set-aside-<name>-<time>`), whole, and says so in an event: a cluster has another
-   * machine by its name.
-   */
-  async setAside(name: string, why: string): Promise<void> {
-    const kept = await this.#store.setAsideMachine(name);
-    this.#emit({
-      type: 'error',
-      name,
-      message: kept
-        ? `Machine ${name} of this data dir is not served: ${why}. Its folder is kept, whole, at ${kept}.`
-        : `Machine ${name} of this data dir is not served: ${why}; its folder could not be moved aside.`,
-    });
+  /** Tells whoever follows the events what happened to machine `name`, which is not this manager's (a node kept its folder aside). */
+  tell(name: string, message: string): void {
+    this.#emit({ type: 'error', name, message });
   }
 
   /**
@@ -492,7 +410,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   async detach(name: string, reason?: string): Promise<void> {
     const machine = this.#machines.get(name);
     if (!machine) return;
-    if (reason) this.#emit({ type: 'error', name, message: reason });
+    if (reason) this.tell(name, reason);
     this.#machines.delete(name);
     this.#warm.forget(name);
     machine.interrupt();
@@ -537,21 +455,6 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     if (!runtime) return;
     manifest.runtime = runtime;
     await this.#store.save(manifest).catch(() => {});
-  }
-
-  /** A machine's info, with the warnings of its engine and the runtime an upgrade would move it to. */
-  #info(machine: Machine, engineWarnings = this.#engineWarnings()): MachineInfo {
-    const info = machine.info();
-    const warning = engineWarnings.get(info.engine);
-    if (warning) info.warnings = [warning, ...info.warnings];
-    const newest = info.engine === 'forevervm' ? undefined : this.#engines.newestRuntime(info.engine);
-    if (newest && info.runtime && info.runtime.pyodide !== newest.pyodide) info.upgradeTo = newest;
-    return info;
-  }
-
-  /** What every machine of an engine should know, by engine. */
-  #engineWarnings(): Map<string, string> {
-    return new Map(this.#engines.status().flatMap((e) => (e.warning ? [[e.name, e.warning] as const] : [])));
   }
 
   #adopt(manifest: MachineManifest): Machine {
@@ -610,31 +513,6 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return machine;
   }
 
-  /**
-   * Makes a machine under a new name: the one asked for, unless a machine has it; else a readable
-   * one no machine here has had. The name is held from the moment it is chosen until the machine
-   * is made (or not), so that machines made at once never share one.
-   */
-  async #named<T>(wanted: string | undefined, make: (name: string) => Promise<T>): Promise<T> {
-    const taken = (name: string) => this.#machines.has(name) || this.#naming.has(name);
-    const choose = () => newMachineName((candidate) => taken(candidate) || this.#store.isUsed(candidate));
-    if (wanted !== undefined && (taken(wanted) || existsSync(this.#store.dir(wanted)))) throw new MachineNameTakenError(wanted);
-    let name = wanted ?? choose();
-    this.#naming.add(name);
-    try {
-      // Nor one any other node has or had (in a cluster): a chosen name is chosen again, a few times, as taken ones are few.
-      for (let attempt = 1; await this.#home.isUsed(name); attempt++) {
-        if (wanted !== undefined || attempt === 8) throw new MachineNameTakenError(name);
-        this.#naming.delete(name);
-        name = choose();
-        this.#naming.add(name);
-      }
-      return await make(name);
-    } finally {
-      this.#naming.delete(name);
-    }
-  }
-
   #emit(event: ManagerEvent): void {
     this.emit('event', event);
   }
@@ -642,21 +520,6 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   #assertOpen(): void {
     if (this.#closed) throw new Error('The machine manager is closed');
   }
-}
-
-/** For sorting newest first: ISO times and names compare by their characters. */
-function descending(a: string, b: string): number {
-  return a < b ? 1 : a > b ? -1 : 0;
-}
-
-async function realWorkspace(path: string): Promise<string> {
-  // The server's working folder means nothing to the client that sent the path.
-  if (!isAbsolute(path)) throw new InvalidRequestError(`The workspace folder must be an absolute path, not ${path}`);
-  const resolved = await realpath(path).catch(() => {
-    throw new InvalidRequestError(`The workspace folder ${path} does not exist`);
-  });
-  if (!(await stat(resolved)).isDirectory()) throw new InvalidRequestError(`The workspace ${path} is not a folder`);
-  return resolved;
 }
 
 function unavailableEngine(name: EngineName): Engine {

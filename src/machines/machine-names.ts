@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { MachineNameTakenError } from './machine-errors.ts';
 
 /* Short, plain words that read well in either order of a sentence, none of them unkind. */
 const ADJECTIVES = `
@@ -44,6 +45,43 @@ export function newMachineName(taken: (name: string) => boolean): string {
   }
   const base = draw();
   for (let n = 2; ; n++) if (!taken(`${base}-${n}`)) return `${base}-${n}`;
+}
+
+/**
+ * The names of machines being made: each held from the moment it is chosen until its machine is
+ * made (or not), so that machines made at once never share one. A name asked for is given unless
+ * a machine has it (`exists`); a chosen one is also none a deleted machine had (`used`), and in a
+ * cluster none any other node's machine has or had (`usedElsewhere`).
+ */
+export class NameClaims {
+  readonly #held = new Set<string>();
+
+  constructor(
+    private readonly exists: (name: string) => boolean,
+    private readonly used: (name: string) => boolean,
+    private readonly usedElsewhere: (name: string) => Promise<boolean>,
+  ) {}
+
+  /** Runs `make` with the name asked for, or a readable one chosen, held meanwhile; a name taken is a MachineNameTakenError. */
+  async named<T>(wanted: string | undefined, make: (name: string) => Promise<T>): Promise<T> {
+    const held = (name: string) => this.#held.has(name) || this.exists(name);
+    const choose = () => newMachineName((candidate) => held(candidate) || this.used(candidate));
+    if (wanted !== undefined && held(wanted)) throw new MachineNameTakenError(wanted);
+    let name = wanted ?? choose();
+    this.#held.add(name);
+    try {
+      // Chosen again, a few times, while the name is another node's: taken ones are few.
+      for (let attempt = 1; await this.usedElsewhere(name); attempt++) {
+        if (wanted !== undefined || attempt === 8) throw new MachineNameTakenError(name);
+        this.#held.delete(name);
+        name = choose();
+        this.#held.add(name);
+      }
+      return await make(name);
+    } finally {
+      this.#held.delete(name);
+    }
+  }
 }
 
 /**

@@ -1,0 +1,55 @@
+import type { BaseImageShelf } from '../engines/base-image-shelf.ts';
+import type { EngineSet } from '../engines/index.ts';
+import type { LockRecord } from '../platform/data-dir-lock.ts';
+import type { EngineName } from '../shared/requests.ts';
+import type { ExecResult, MachineEvent, SenderListeners } from '../shared/types.ts';
+import type { MachineHome } from './machine-home.ts';
+import type { WarmLimits } from './warm-policy.ts';
+
+/* What a MachineManager is opened with, and what it takes and gives besides machines. */
+
+export const DEFAULT_TIMEOUT_SECONDS = 15;
+export const DEFAULT_IDLE_SECONDS = 300;
+export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
+export const DEFAULT_AUTO_CHECKPOINTS = 10;
+
+export interface MachineManagerOptions {
+  dataDir: string;
+  /** Seconds without an instruction before a machine is swapped out. Default 300. */
+  idleSeconds?: number;
+  /** Most machines kept warm at once; beyond it the least recently used is swapped out. Default: as many as memory allows (see `WarmPolicy`). */
+  maxWarm?: number;
+  /** How the machines' warmth is measured against memory; default the system's (tests give their own). */
+  memory?: Pick<WarmLimits, 'reserveBytes' | 'freeBytes'>;
+  /** Default 'sandbox' when it is available, else 'python'. */
+  defaultEngine?: EngineName;
+  /** Default per-instruction timeout. Default 15 s. */
+  defaultTimeoutSeconds?: number;
+  /** Output bytes kept per instruction. Default 1 MiB. */
+  outputLimit?: number;
+  /** Time between an interrupt and a hard stop. Default 2000 ms. */
+  interruptGraceMs?: number;
+  /** Quiet time before a changed machine is saved (and the save kept as an automatic checkpoint). Default 1000 ms. */
+  saveDelayMs?: number;
+  /** Automatic checkpoints kept per machine (one per save of a changed state). Default 10. */
+  autoCheckpoints?: number;
+  /** Sandbox processes are kept ready for this long after a sandbox machine was last made or swapped in. Default 300 s. */
+  poolIdleSeconds?: number;
+  /** The engines; default the built-in ones for this data dir. */
+  engines?: EngineSet;
+  /** The lock a stopping owner handed to this process (`DataDirLock.handOver`); taken as usual when it did not. */
+  handedLock?: LockRecord;
+  /** Where the machines are kept beyond the data dir (a cluster's); default the data dir alone. */
+  home?: MachineHome;
+  /** Where sandbox base images are shared with other nodes (a cluster's). */
+  baseImages?: BaseImageShelf;
+}
+
+export interface ExecOptions extends SenderListeners {
+  timeoutSeconds?: number;
+  /** Stop whatever is pending or running on the machine first. */
+  interrupt?: boolean;
+}
+
+/** The events of `/v1/events`, with a finished instruction's whole result. */
+export type ManagerEvent = Exclude<MachineEvent, { type: 'instruction' }> | { type: 'instruction'; name: string; seq: number; result: ExecResult };

@@ -1,0 +1,48 @@
+import { realpath, stat } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import { InvalidRequestError, type EngineName, type NewMachineOptions } from '../shared/requests.ts';
+import type { MachineManifest } from './machine-store.ts';
+
+/** The manifest of a new machine `name`, as `options` ask for it on `engine`. */
+export function newManifest(
+  name: string,
+  engine: EngineName,
+  memoryMb: number,
+  options: NewMachineOptions,
+  workspace?: MachineManifest['workspace'],
+): MachineManifest {
+  const now = new Date().toISOString();
+  return {
+    version: 1,
+    name,
+    createdAt: now,
+    tags: options.tags ?? {},
+    engine,
+    memoryMb,
+    // Each engine takes its own options: a client may send both sets for whichever engine runs.
+    ...(options.python && engine === 'python' ? { python: options.python } : {}),
+    ...(workspace ? { workspace } : {}),
+    ...(options.network && engine === 'sandbox' ? { network: true } : {}),
+    nextSeq: 0,
+    lastUsedAt: now,
+    snapshot: null,
+  };
+}
+
+/** The manifest of `name`, a fork of the machine `origin` describes, with `tags`: its own from here on. */
+export function forkManifest(origin: MachineManifest, name: string, tags: Record<string, string>): MachineManifest {
+  const now = new Date().toISOString();
+  const manifest: MachineManifest = { ...structuredClone(origin), name, createdAt: now, lastUsedAt: now, tags, nextSeq: 0, snapshot: null };
+  delete manifest.rebuilt;
+  return manifest;
+}
+
+/** A sandbox machine's workspace folder, resolved on the server (a client's relative path means nothing here). */
+export async function realWorkspace(path: string): Promise<string> {
+  if (!isAbsolute(path)) throw new InvalidRequestError(`The workspace folder must be an absolute path, not ${path}`);
+  const resolved = await realpath(path).catch(() => {
+    throw new InvalidRequestError(`The workspace folder ${path} does not exist`);
+  });
+  if (!(await stat(resolved)).isDirectory()) throw new InvalidRequestError(`The workspace ${path} is not a folder`);
+  return resolved;
+}
