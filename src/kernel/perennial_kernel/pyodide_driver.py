@@ -161,6 +161,15 @@ def _ask(prompt, password):
     return reply["value"]
 
 
+def _started():
+    """Tells the sandbox process the cell began: an interrupt that came before is held for it."""
+    try:
+        with _HostDevice() as device:
+            device.send({"type": "started"})
+    except (EOFError, OSError):
+        pass  # without its device, the process drops such an interrupt when the command ends
+
+
 def _show(entry):
     """Sends what the cell displayed to the host as it is displayed; the result carries it anyway."""
     try:
@@ -288,7 +297,11 @@ def start_emscripten(output_limit=DEFAULT_OUTPUT_LIMIT):
     # Emscripten names the program Node ran in ``_``: a path of the host, not the machine's.
     os.environ.pop("_", None)
     os.system = _no_processes
-    driver = _publish(EmscriptenDriver(Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask, show=_show)))
+    driver = _publish(
+        EmscriptenDriver(
+            Kernel(EmscriptenDriver._send, output_limit, fds=(1, 2), ask=_ask, show=_show, on_start=_started)
+        )
+    )
     # What a fresh machine holds is never garbage: frozen out of the collector's reach, so that
     # the collection before every snapshot neither walks it nor rewrites its objects' headers
     # (Python 3.14's collector flips a bit in each at every full pass), which every snapshot
@@ -306,7 +319,13 @@ def adopt_emscripten(earlier):
     same interpreter, so the machine answers today's commands with everything it held."""
     driver = earlier._DRIVER
     kernel = Kernel(
-        EmscriptenDriver._send, driver.kernel.sink.limit, fds=(1, 2), adopt=driver.kernel, ask=_ask, show=_show
+        EmscriptenDriver._send,
+        driver.kernel.sink.limit,
+        fds=(1, 2),
+        adopt=driver.kernel,
+        ask=_ask,
+        show=_show,
+        on_start=_started,
     )
     # Builds before 0.2.0 bound the kernel module in the user's namespace.
     if kernel.ns.get("perennial_kernel") is earlier:

@@ -36,6 +36,11 @@ export class HostChannel {
   readonly #interrupts: number;
   /** Interrupts seen so far: the interrupt file's length when last looked at. */
   #interruptsSeen = 0;
+  /**
+   * A cell sent and not yet begun: the host interrupts a run once it has sent it, and Python
+   * drops an interrupt while no cell runs, so one that comes now waits for the cell to begin.
+   */
+  #cellComing = false;
   readonly #answerFile: number;
   #answersRead = 0;
   readonly #decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
@@ -105,8 +110,19 @@ export class HostChannel {
     return read;
   }
 
+  /** Before a run command: an interrupt from now on is the cell's, held until it begins. */
+  cellComing(): void {
+    this.#cellComing = true;
+  }
+
+  /** The cell began (the kernel says so on its device): an interrupt reaches it from now on. */
+  cellStarted(): void {
+    this.#cellComing = false;
+  }
+
   /** After a command: an interrupt that arrived as it ended must not hit the next one. */
   clearInterrupt(): void {
+    this.#cellComing = false;
     this.#readInterrupts();
     this.#signal = 0;
   }
@@ -122,6 +138,7 @@ export class HostChannel {
   }
 
   #readInterrupts(): void {
+    if (this.#cellComing) return;
     const written = fstatSync(this.#interrupts).size;
     if (written > this.#interruptsSeen) {
       this.#interruptsSeen = written;

@@ -4,7 +4,7 @@
  * (`input()`) crosses to the host over IPC, and the kernel reads its answer back from the same
  * descriptor: the read waits for it (`HostChannel.awaitAnswer`), and an interrupt ends the wait with
  * EINTR, which Python turns into the KeyboardInterrupt it has pending. What a cell displays crosses
- * as it is displayed. The device lives in Emscripten's file system, not in the machine's memory, so
+ * as it is displayed. That a cell began stays in this process: interrupts reach it from then on. The device lives in Emscripten's file system, not in the machine's memory, so
  * every boot makes it.
  */
 import type { KernelDisplay } from '../../engine.ts';
@@ -39,7 +39,8 @@ interface Exchange {
   answerRead: number;
 }
 
-type Message = Extract<ChildMessage, { type: 'input' }> | Extract<ChildMessage, { type: 'display' }>;
+/** A question and a display go to the host; `started` (the cell began) stays here. */
+type Message = Extract<ChildMessage, { type: 'input' }> | Extract<ChildMessage, { type: 'display' }> | { type: 'started' };
 
 export function installKernelDevice(FS: DeviceFS, host: HostChannel): void {
   const exchanges = new WeakMap<object, Exchange>();
@@ -61,6 +62,10 @@ export function installKernelDevice(FS: DeviceFS, host: HostChannel): void {
       const message = parseMessage(exchange.written, asked + 1);
       exchange.written = '';
       if (!message) throw new FS.ErrnoError(EINVAL);
+      if (message.type === 'started') {
+        host.cellStarted();
+        return length;
+      }
       if (message.type === 'input') exchange.question = ++asked;
       host.send(message);
       return length;
@@ -92,5 +97,6 @@ function parseMessage(text: string, n: number): Message | undefined {
   }
   if (parsed.type === 'input' && typeof parsed.prompt === 'string') return { type: 'input', n, prompt: parsed.prompt, password: parsed.password === true };
   if (parsed.type === 'display' && parsed.entry && typeof parsed.entry === 'object') return { type: 'display', entry: parsed.entry as KernelDisplay };
+  if (parsed.type === 'started') return { type: 'started' };
   return undefined;
 }

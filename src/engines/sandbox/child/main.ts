@@ -101,6 +101,7 @@ async function runCommand(id: number, op: string, args: Record<string, unknown>)
 /** A kernel command's reply. */
 async function command(op: string, args: Record<string, unknown>): Promise<Reply> {
   try {
+    if (op === 'run') host.cellComing();
     const answer = machine!.call(op, JSON.stringify(args));
     let text: string;
     if (typeof answer === 'string') text = answer;
