@@ -175,10 +175,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#names.named(options.name, async (name) => {
       const manifest = newManifest(name, engine, memoryMb, options, workspace);
       await this.#store.create(manifest);
-      if (!(await this.#home.claim(manifest))) {
-        await this.#store.remove(name);
-        throw new MachineNameTakenError(name);
-      }
+      await this.#claim(manifest);
       const machine = this.#adopt(manifest);
       const info = this.#details.of(machine);
       this.#emit({ type: 'created', machine: info });
@@ -274,10 +271,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     return this.#names.named(undefined, async (forkName) => {
       const manifest = forkManifest(origin.manifest, forkName, merged);
       await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, name, source));
-      if (!(await this.#home.claim(manifest))) {
-        await this.#store.remove(forkName);
-        throw new MachineNameTakenError(forkName);
-      }
+      await this.#claim(manifest);
       const fork = this.#adopt(manifest);
       await fork.save();
       const info = this.#details.of(fork);
@@ -314,10 +308,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
 
   async delete(name: string): Promise<void> {
     const machine = this.#machine(name);
-    await this.#home.retire(name).catch((error: Error) => {
-      if (error instanceof MachineMovedError) this.detach(name);
-      throw error;
-    });
+    await this.#fenced(name, () => this.#home.retire(name));
     this.#machines.delete(name);
     this.#warm.forget(name);
     await machine.delete();
@@ -422,13 +413,25 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   /** The machine, once its home has given out its next instruction number here. */
   async #reserved(name: string): Promise<Machine> {
     const machine = this.#machine(name);
+    await this.#fenced(name, () => this.#home.reserve(name));
+    return machine;
+  }
+
+  /** Runs `write` on the machine's home; when the home says another node owns the machine now, lets it go. */
+  async #fenced(name: string, write: () => Promise<void>): Promise<void> {
     try {
-      await this.#home.reserve(name);
+      await write();
     } catch (error) {
       if (error instanceof MachineMovedError) await this.detach(name, error.message);
       throw error;
     }
-    return machine;
+  }
+
+  /** Records a machine made here (its folder just written) with its home, or removes it: another took the name first. */
+  async #claim(manifest: MachineManifest): Promise<void> {
+    if (await this.#home.claim(manifest)) return;
+    await this.#store.remove(manifest.name);
+    throw new MachineNameTakenError(manifest.name);
   }
 
   async #load(): Promise<void> {
