@@ -276,7 +276,12 @@ export class ClusterNode implements MachineHome {
     const previous = this.#commits.get(name);
     if (previous?.home !== home || previous.tree !== committed.tree) {
       const at = new Date().toISOString();
-      await this.directory.commit(name, this.id, generation, { tree: committed.tree, home, seq, at, bytes: committed.bytes, node: this.#url }, manifest);
+      const commit = { tree: committed.tree, home, seq, at, bytes: committed.bytes, node: this.#url };
+      // Refused or not recorded: what this commit sent is no commit's, and goes at the next sweep.
+      await this.directory.commit(name, this.id, generation, commit, manifest).catch((error: unknown) => {
+        this.#sweeps.add(name);
+        throw error;
+      });
       this.#commits.set(name, { home, tree: committed.tree, objects: committed.objects });
       await this.#collect(name, home, committed.objects, previous);
     }
@@ -286,10 +291,10 @@ export class ClusterNode implements MachineHome {
   /** Removes the objects of the machine's home no commit names any more; a failure leaves them for a later sweep. */
   async #collect(name: string, home: string, kept: Set<string>, previous?: { home: string; objects: Set<string> }): Promise<void> {
     try {
-      if (this.#sweeps.has(name) || !previous || previous.home !== home) {
+      if (this.#sweeps.has(name) || (previous && previous.home !== home)) {
         await this.#folders.sweep(machinePrefix(name), home, kept);
         this.#sweeps.delete(name);
-      } else
+      } else if (previous)
         await this.#folders.remove(
           home,
           [...previous.objects].filter((hash) => !kept.has(hash)),

@@ -197,7 +197,7 @@ export class LocalServer {
       }
       this.access.check(req);
       const path = requestUrl(req).pathname;
-      if (await this.#forwarded(path, (base, body) => forwardRequest(req, res, base, body), req)) return;
+      if (await this.#forwarded(req, path, (base, body) => forwardRequest(req, res, base, body))) return;
       let pathMatched = false;
       for (const [method, pattern, handler] of this.#routes) {
         const match = pattern.exec(path);
@@ -222,7 +222,7 @@ export class LocalServer {
       const path = requestUrl(req).pathname;
       const match = REPL_PATH.exec(path);
       if (!match) throw new ForeverVMError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
-      if (await this.#forwarded(path, (base) => forwardUpgrade(req, socket, head, base))) return;
+      if (await this.#forwarded(req, path, (base) => forwardUpgrade(req, socket, head, base))) return;
       const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
       this.#sockets.handleUpgrade(req, socket, head, (ws) => {
         this.#track(ws);
@@ -240,9 +240,9 @@ export class LocalServer {
   /**
    * In a cluster, sends a request about a machine another node runs to that node, and answers
    * whether it did. A node that does not answer has stopped: its machines are taken over once its
-   * lease runs out, so the request is placed again until then.
+   * lease runs out, so the request is placed again until then. An upgrade has no body to read.
    */
-  async #forwarded(path: string, forward: (base: string, body: Buffer) => Promise<void>, req?: IncomingMessage): Promise<boolean> {
+  async #forwarded(req: IncomingMessage, path: string, forward: (base: string, body: Buffer) => Promise<void>): Promise<boolean> {
     const raw = this.cluster && MACHINE_PATH.exec(path)?.[1];
     if (!raw || NOT_MACHINES.has(raw)) return false;
     const name = machineName(raw);
@@ -251,8 +251,8 @@ export class LocalServer {
     for (;;) {
       const placement = await this.cluster!.place(name);
       if (placement.local) return false;
-      if (req && forwardedTooOften(req)) throw new ForeverVMError(503, 'MachineMoving', `Machine ${name} is moving between nodes; send the request again`);
-      body ??= req ? await readBody(req) : Buffer.alloc(0);
+      if (forwardedTooOften(req)) throw new ForeverVMError(503, 'MachineMoving', `Machine ${name} is moving between nodes; send the request again`);
+      body ??= req.headers.upgrade ? Buffer.alloc(0) : await readBody(req);
       try {
         await forward(placement.url, body);
         return true;
