@@ -147,14 +147,19 @@ export class ClusterNode implements MachineHome {
     for (const [name, generation] of [...this.#owned]) {
       const row = await this.directory.locate(name);
       if (row && !row.deleted && row.owner === this.id && row.generation === generation) continue;
-      this.#owned.delete(name);
-      this.#commits.delete(name);
-      const now = row?.ownerUrl ? `node ${row.ownerUrl} took it over` : 'another node took it over';
-      await this.#manager?.detach(
-        name,
-        `This node's lease ran out while it was unreachable, and ${now}: what it did on the machine since its last commit is not kept.`,
-      );
+      await this.#taken(name, row);
     }
+  }
+
+  /** Lets go of a machine another node took over while this node's lease had run out: what this node holds of it is stale. */
+  async #taken(name: string, row: MachineRow | undefined): Promise<void> {
+    this.#owned.delete(name);
+    this.#commits.delete(name);
+    const now = row?.ownerUrl ? `node ${row.ownerUrl} took it over` : 'another node took it over';
+    await this.#manager?.detach(
+      name,
+      `This node's lease ran out while it was unreachable, and ${now}: what it did on machine ${name} since its last commit is not kept.`,
+    );
   }
 
   /**
@@ -178,14 +183,7 @@ export class ClusterNode implements MachineHome {
     const row = await this.directory.locate(name);
     if (!row || row.deleted) return { local: true };
     if (row.owner === this.id && manager.has(name)) return { local: true };
-    // Taken over while this node's lease had run out: what it holds of the machine is stale.
-    if (row.owner !== this.id && manager.has(name)) {
-      this.#owned.delete(name);
-      await manager.detach(
-        name,
-        `Another node took machine ${name} over while this node's lease had run out: what this node did since its last commit is not kept.`,
-      );
-    }
+    if (row.owner !== this.id && manager.has(name)) await this.#taken(name, row);
     if (row.owner !== null && row.owner !== this.id && row.ownerLive && row.ownerUrl)
       return { local: false, url: row.ownerUrl, leaseLeftMs: row.ownerLeaseLeftMs };
     const taken = await this.directory.take(name, this.id);

@@ -122,17 +122,6 @@ export class ObjectStore {
     }
   }
 
-  /** Appends the object's bytes to the open stream `into`; throws when there is none. */
-  async appendTo(key: string, into: NodeJS.WritableStream): Promise<void> {
-    try {
-      const answer = await this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#prefix + key }));
-      await pipeline(answer.Body as Readable, into, { end: false });
-    } catch (error) {
-      if (isMissing(error)) throw new StoreUnavailableError(`The bucket ${this.description} has lost ${key}, which a commit names`);
-      throw this.#unavailable('read', key, error);
-    }
-  }
-
   /** Every key under `prefix` (a page at a time). */
   async *list(prefix: string): AsyncGenerator<string> {
     let token: string | undefined;

@@ -37,6 +37,22 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
   /** Waits until the machine's last commit holds instruction `seq`, as the directory has it. */
   const committed = (name: string, seq: number) =>
     eventually(async () => ((await directory.locate(name))?.commit?.seq ?? -1) >= seq, 30_000, `a commit of ${name} holding instruction ${seq}`);
+  /** Two nodes, and a machine on the first that has run `code` as its instruction 0, committed. */
+  const machineOnA = async (code: string) => {
+    const a = await node();
+    const b = await node();
+    const onA = a.client();
+    const { name } = await onA.create();
+    await onA.run(name, code);
+    await committed(name, 0);
+    return { a, b, onA, name };
+  };
+  /** An MCP client of `n`'s /mcp, as an agent's. */
+  const mcpOn = async (n: Node) => {
+    const client = new Client({ name: 'cluster-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${n.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${n.token}` } } }));
+    return client;
+  };
 
   before(async () => {
     const postgres = await startPostgres();
@@ -77,8 +93,7 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     const [a, b] = await Promise.all([node(), node()]);
     const { name } = await a.client().create();
     await a.client().run(name, 'import math\nradius = 2');
-    const mcp = new Client({ name: 'cluster-test', version: '1.0.0' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${b.token}` } } }));
+    const mcp = await mcpOn(b);
     try {
       const text = (result: unknown) => ((result as CallToolResult).content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('\n');
       const ran = await mcp.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: 'round(math.pi * radius ** 2, 2)' } });
@@ -114,13 +129,8 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
 
   it('serves 40 agents over two nodes, each agent’s calls going through both, with nothing lost', async () => {
     const nodesOf = await Promise.all([node(), node()]);
-    const connect = async (n: Node) => {
-      const client = new Client({ name: 'cluster-agent', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${n.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${n.token}` } } }));
-      return client;
-    };
     const agent = async (i: number) => {
-      const [home, other] = [await connect(nodesOf[i % 2]!), await connect(nodesOf[(i + 1) % 2]!)];
+      const [home, other] = [await mcpOn(nodesOf[i % 2]!), await mcpOn(nodesOf[(i + 1) % 2]!)];
       try {
         const made = await home.callTool({ name: 'create-python-repl', arguments: {} });
         const replId = (made.structuredContent as { replId: string }).replId;
@@ -193,12 +203,7 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
   });
 
   it('after kill -9 of its node, resumes a machine from its last commit, and says what was lost', async () => {
-    const a = await node();
-    const b = await node();
-    const onA = a.client();
-    const { name } = await onA.create();
-    await onA.run(name, 'saved = 1');
-    await committed(name, 0);
+    const { a, b, onA, name } = await machineOnA('saved = 1');
     // Killed while it runs: instruction 1's effects, and its record, die with the node.
     const running = await onA.start(name, 'unsaved = 2\nprint("running", flush=True)\nimport time\ntime.sleep(120)', { timeoutSeconds: 0 });
     await new Promise<void>((resolve) => void onA.follow(name, running, (chunk) => chunk.data.includes('running') && resolve()).catch(() => {}));
@@ -225,13 +230,8 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
   });
 
   it('over MCP on another node, waits out a dead node’s lease, then runs the machine there', async () => {
-    const a = await node();
-    const b = await node();
-    const { name } = await a.client().create();
-    await a.client().run(name, 'kept = "yes"');
-    await committed(name, 0);
-    const mcp = new Client({ name: 'cluster-test', version: '1.0.0' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${b.token}` } } }));
+    const { a, b, name } = await machineOnA('kept = "yes"');
+    const mcp = await mcpOn(b);
     try {
       await a.kill();
       const ran = (await mcp.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: 'kept' } })) as CallToolResult;
@@ -257,12 +257,7 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
   });
 
   it('rides out the bucket and PostgreSQL being down: clear errors, and nothing lost', async () => {
-    const a = await node();
-    const b = await node();
-    const onA = a.client();
-    const { name } = await onA.create();
-    await onA.run(name, 'x = 1');
-    await committed(name, 0);
+    const { a, b, onA, name } = await machineOnA('x = 1');
     await engines.bucket.pause();
     try {
       // The bucket down: the machine runs on, its state saved on its node, and says so.
@@ -293,12 +288,7 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
   });
 
   it('fences a node paused past its lease: another takes its machine over, and nothing the first does after it wakes is kept', async () => {
-    const a = await node();
-    const b = await node();
-    const onA = a.client();
-    const { name } = await onA.create();
-    await onA.run(name, 'v = "a0"');
-    await committed(name, 0);
+    const { a, b, onA, name } = await machineOnA('v = "a0"');
     const eventsOfA = a.events();
     const running = await onA.start(name, 'print("running", flush=True)\nimport time\ntime.sleep(3)\nv = "a1"', { timeoutSeconds: 0 });
     await new Promise<void>((resolve) => void onA.follow(name, running, (chunk) => chunk.data.includes('running') && resolve()).catch(() => {}));

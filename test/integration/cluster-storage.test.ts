@@ -3,7 +3,7 @@ import { appendFile, chmod, mkdir, readFile, readlink, stat, symlink, writeFile 
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ObjectStore, StoreUnavailableError } from '../../src/cluster/object-store.ts';
-import { CHUNK_BYTES, StoredFolders } from '../../src/cluster/stored-folders.ts';
+import { CHUNK_BYTES, objectKey, StoredFolders } from '../../src/cluster/stored-folders.ts';
 import { startBucket, type Bucket } from '../helpers/cluster-services.ts';
 import { tempDataDir } from '../helpers/machines.ts';
 
@@ -89,7 +89,7 @@ describe('folders in a bucket', { timeout: 120_000 }, () => {
     const put = async (tree: object) => {
       const body = Buffer.from(JSON.stringify(tree));
       const hash = (await import('node:crypto')).createHash('sha256').update(body).digest('hex');
-      await store.put(`${HOME}/objects/${hash.slice(0, 2)}/${hash}`, body);
+      await store.put(objectKey(HOME, hash), body);
       return hash;
     };
     const escaping = await put({ format: 'perennial-folder', version: 1, entries: [{ path: '../outside', kind: 'dir', mode: 0o700 }] });
