@@ -23,7 +23,7 @@ import { hostedClient } from '../client/forevervm-config.ts';
 import { serverClient, type CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
 import { connectToLocalServer } from '../client/local-server-connection.ts';
-import { collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber, taskAfterSeconds, timeoutSeconds } from './options.ts';
+import { answerWithinSeconds, collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber, taskAfterSeconds, timeoutSeconds } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 import { errorCodeOf } from '../platform/coded-error.ts';
@@ -117,6 +117,11 @@ function buildProgram(): Command {
       taskAfterSeconds,
     )
     .option(
+      '--answer-within <seconds>',
+      'an MCP call that runs code, for a client that takes no task, answers by then with the output so far while the code runs on (default 40, under the 60 s MCP clients wait; 0: at its end)',
+      answerWithinSeconds,
+    )
+    .option(
       '--cluster <postgres-url>',
       `serve as a node of a cluster whose machines' owners are in this PostgreSQL database (or ${'$'}PERENNIAL_CLUSTER); needs --store`,
     )
@@ -161,6 +166,11 @@ function buildProgram(): Command {
       '--task-after <seconds>',
       'an MCP call of 2026-07-28 that can be a task becomes one once it has run this long; quicker work is answered at once (default 1; 0: at once)',
       taskAfterSeconds,
+    )
+    .option(
+      '--answer-within <seconds>',
+      'an MCP call that runs code, for a client that takes no task, answers by then with the output so far while the code runs on (default 40, under the 60 s MCP clients wait; 0: at its end)',
+      answerWithinSeconds,
     )
     .action((options) => mcpCommand(context(), options));
 

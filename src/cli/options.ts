@@ -34,6 +34,13 @@ export function taskAfterSeconds(value: string): number {
   return n;
 }
 
+/** `--answer-within`: seconds, 0 for a call that waits for the end. */
+export function answerWithinSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number of seconds, or 0 for an answer at the end, got "${value}"`);
+  return n;
+}
+
 /** A TCP port; 0 means any free one. */
 export function portNumber(value: string): number {
   const n = Number(value);

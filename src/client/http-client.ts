@@ -11,7 +11,8 @@ const REPL_IDLE_MS = 60_000;
 
 interface OpenRepl {
   connection: Promise<ReplConnection>;
-  running: number;
+  /** An instruction of this client is on it: a REPL takes one at a time. */
+  busy: boolean;
   idle?: NodeJS.Timeout;
 }
 
@@ -24,7 +25,7 @@ interface OpenRepl {
 export class HttpClient extends OperationClient implements PerennialClient {
   readonly #wire: ForeverVMClient;
   readonly #emulation: ForeverVMEmulation;
-  readonly #repls = new Map<string, OpenRepl>();
+  readonly #repls = new Map<string, OpenRepl[]>();
   /** Whether an extension has answered: the backend keeps a history of its own, and none is recorded here. */
   #extended = false;
 
@@ -68,6 +69,7 @@ export class HttpClient extends OperationClient implements PerennialClient {
     const startedAt = new Date().toISOString();
     if (options.interrupt) {
       const seq = await this.#exec(name, code, options.timeoutSeconds, true);
+      options.onQueued?.(seq);
       return this.#recorded(name, code, startedAt, { seq, result: await this.#wire.streamResult(name, seq, options.onOutput ?? (() => {})) });
     }
     const timeoutSeconds = await this.#timeout(options.timeoutSeconds);
@@ -118,7 +120,7 @@ export class HttpClient extends OperationClient implements PerennialClient {
         : undefined;
     const extension = () => this.#wire.operation(op, request);
     const answer = hosted ? await this.#or(extension, () => hosted(request)) : await this.#native(extension);
-    if (op === 'delete') this.#closeRepl((request as OperationInput<'delete'>).name);
+    if (op === 'delete') this.#closeRepls((request as OperationInput<'delete'>).name);
     return answer;
   }
 
@@ -127,7 +129,7 @@ export class HttpClient extends OperationClient implements PerennialClient {
   }
 
   async close(): Promise<void> {
-    for (const name of [...this.#repls.keys()]) this.#closeRepl(name);
+    for (const name of [...this.#repls.keys()]) this.#closeRepls(name);
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -155,36 +157,48 @@ export class HttpClient extends OperationClient implements PerennialClient {
     }
   }
 
-  /** Uses the machine's REPL, opening it if needed; it closes after a while unused. */
+  /**
+   * Uses an idle REPL of the machine, opening one if none is: an instruction is sent at once, so
+   * that the machine numbers it while an earlier one of this client still runs. A REPL closes
+   * after a while unused.
+   */
   async #onRepl<T>(name: string, task: (repl: ReplConnection) => Promise<T>): Promise<T> {
-    let repl = this.#repls.get(name);
-    if (!repl) {
-      const opened: OpenRepl = { connection: ReplConnection.open(this.#wire, name), running: 0 };
-      opened.connection.catch(() => this.#repls.get(name) === opened && this.#repls.delete(name));
-      this.#repls.set(name, opened);
-      repl = opened;
+    const repls = this.#repls.get(name) ?? [];
+    this.#repls.set(name, repls);
+    let entry = repls.find((repl) => !repl.busy);
+    if (!entry) {
+      const opened: OpenRepl = { connection: ReplConnection.open(this.#wire, name), busy: false };
+      opened.connection.catch(() => this.#dropRepl(name, opened));
+      repls.push(opened);
+      entry = opened;
     }
-    const entry = repl;
-    clearTimeout(entry.idle);
-    entry.running++;
+    const used = entry;
+    clearTimeout(used.idle);
+    used.busy = true;
     try {
-      return await task(await entry.connection);
+      return await task(await used.connection);
     } finally {
-      if (--entry.running === 0 && this.#repls.get(name) === entry) {
-        entry.idle = setTimeout(() => this.#closeRepl(name), REPL_IDLE_MS);
-        entry.idle.unref();
+      used.busy = false;
+      if (repls.includes(used)) {
+        used.idle = setTimeout(() => this.#dropRepl(name, used), REPL_IDLE_MS);
+        used.idle.unref();
       }
     }
   }
 
-  #closeRepl(name: string): void {
-    const repl = this.#repls.get(name);
-    if (!repl) return;
-    this.#repls.delete(name);
+  #dropRepl(name: string, repl: OpenRepl): void {
+    const repls = this.#repls.get(name);
+    if (!repls?.includes(repl)) return;
+    repls.splice(repls.indexOf(repl), 1);
+    if (!repls.length) this.#repls.delete(name);
     clearTimeout(repl.idle);
     void repl.connection.then(
       (connection) => connection.close(),
       () => {},
     );
+  }
+
+  #closeRepls(name: string): void {
+    for (const repl of [...(this.#repls.get(name) ?? [])]) this.#dropRepl(name, repl);
   }
 }

@@ -1,7 +1,11 @@
 import { WebSocket } from 'ws';
-import type { ExecResult, OutputChunk, ReplServerMessage, SenderListeners } from '../shared/types.ts';
+import type { RunOptions } from '../shared/perennial-client.ts';
+import type { ExecResult, OutputChunk, ReplServerMessage } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { ForeverVMClient } from './forevervm-client.ts';
+
+/** What an instruction's sender hears besides its output. */
+type ReplSender = Pick<RunOptions, 'onInput' | 'onDisplay' | 'onQueued'>;
 
 /** Reconnection backoff: from the first delay, doubling up to the longest, for this many tries. */
 const BACKOFF = { firstMs: 100, longestMs: 5000, tries: 12 };
@@ -10,8 +14,8 @@ interface Pending {
   code: string;
   timeoutSeconds?: number;
   onOutput(chunk: OutputChunk): void;
-  /** Answers the instruction's `input()` (the server asks only when it is there), and sees its displays as they come. */
-  sender: SenderListeners;
+  /** Answers the instruction's `input()` (the server asks only when it is there), sees its displays as they come, and learns its number. */
+  sender: ReplSender;
   /** Its open questions, to give up when the server says the instruction ended. */
   questions: Map<number, AbortController>;
   resolve(value: { seq: number; result: ExecResult }): void;
@@ -52,7 +56,7 @@ export class ReplConnection {
     code: string,
     onOutput: (chunk: OutputChunk) => void = () => {},
     timeoutSeconds?: number,
-    sender: SenderListeners = {},
+    sender: ReplSender = {},
   ): Promise<{ seq: number; result: ExecResult }> {
     if (this.#closed) return Promise.reject(new ForeverVMError(0, 'Closed', 'The REPL connection is closed'));
     return new Promise((resolve, reject) => {
@@ -173,7 +177,10 @@ export class ReplConnection {
   #onMessage(message: ReplServerMessage): void {
     const pending = this.#pending;
     if (!pending) return;
-    if (message.type === 'exec_received') pending.seq = message.seq;
+    if (message.type === 'exec_received') {
+      pending.seq = message.seq;
+      pending.sender.onQueued?.(message.seq);
+    }
     else if (message.type === 'output') pending.onOutput(message.chunk);
     else if (message.type === 'input_request') void this.#answer(pending, message);
     else if (message.type === 'input_cancel') pending.questions.get(message.n)?.abort();

@@ -216,8 +216,13 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   }
 
   /** Runs code and waits for its result, streaming output chunks as they come. */
-  async run(name: string, code: string, options: ExecOptions & { onOutput?: (chunk: OutputChunk) => void } = {}): Promise<{ seq: number; result: ExecResult }> {
+  async run(
+    name: string,
+    code: string,
+    options: ExecOptions & { onOutput?: (chunk: OutputChunk) => void; onQueued?: (seq: number) => void } = {},
+  ): Promise<{ seq: number; result: ExecResult }> {
     const { seq } = await this.exec(name, code, options);
+    options.onQueued?.(seq);
     const result = await this.follow(name, seq, options.onOutput ?? (() => {}));
     return { seq, result };
   }

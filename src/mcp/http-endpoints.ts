@@ -21,8 +21,12 @@ export function rpcError(res: ServerResponse, status: number, message: string, c
 function connectionOptions(url = '/'): McpOptions {
   const parsed = McpConnectionQuery.safeParse(Object.fromEntries(new URL(url, 'http://x').searchParams));
   if (!parsed.success) throw new Error(problemsOf(parsed.error));
-  const { inlineImages, machineDefaults } = parsed.data;
-  return { ...(inlineImages === undefined ? {} : { inlineImages }), machineDefaults };
+  const { inlineImages, answerWithin, machineDefaults } = parsed.data;
+  return {
+    ...(inlineImages === undefined ? {} : { inlineImages }),
+    ...(answerWithin === undefined ? {} : { answerWithinMs: answerWithin * 1000 }),
+    machineDefaults,
+  };
 }
 
 /** The options of the connection `req` opens, or undefined when it was answered with what is wrong. */

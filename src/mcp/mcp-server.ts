@@ -15,7 +15,7 @@ export const INSTRUCTIONS = [
   'Perennial gives you persistent Python REPLs: create one with create-python-repl and keep its replId.',
   'run-python-in-repl runs code there; variables, imports, functions and files stay for later calls, even after hours.',
   'The last expression is returned as its repr; print for more output. Figures come back as images (a few per result) and as perennial:// resources to read.',
-  'Long work: pass timeoutSeconds (default 15 s, 0 for no limit); interrupt-python-repl stops runaway code without losing state.',
+  'Long work needs nothing special: code that has not finished when a call must answer runs on, and wait-for-repl-instruction gives its result later; interrupt-python-repl stops runaway code without losing state.',
 ].join('\n');
 
 /** What a client can choose for its connection (`perennial mcp` flags, the HTTP endpoint's query). */
@@ -27,6 +27,12 @@ export interface McpOptions {
   /** How long a 2026-07-28 call that can be a task runs before it becomes one; quicker work is answered at once. Default 1 s. */
   taskAfterMs?: number;
   /**
+   * How long a call that runs code, and is not a task, may take before it answers that the code
+   * still runs (which goes on): under the time MCP clients give a call (60 s for most). Default 40 s;
+   * 0: a call waits for the end.
+   */
+  answerWithinMs?: number;
+  /**
    * What create-python-repl makes unless the call says otherwise: the engine, the python engine's
    * interpreter, the sandbox's workspace and network. Sent with each create, so that it holds on a
    * server started earlier by someone else.
@@ -36,6 +42,7 @@ export interface McpOptions {
 
 const DEFAULT_PROGRESS_HEARTBEAT_MS = 10_000;
 const DEFAULT_TASK_AFTER_MS = 1000;
+const DEFAULT_ANSWER_WITHIN_MS = 40_000;
 
 /**
  * An MCP server whose tools work on the machines `client` reaches. The SDK asks for one per
@@ -50,6 +57,7 @@ export function createMcpServer(
     inlineImages = DEFAULT_INLINE_IMAGES,
     progressHeartbeatMs = DEFAULT_PROGRESS_HEARTBEAT_MS,
     taskAfterMs = DEFAULT_TASK_AFTER_MS,
+    answerWithinMs = DEFAULT_ANSWER_WITHIN_MS,
     machineDefaults = {},
   }: McpOptions = {},
 ): McpServer {
@@ -58,7 +66,7 @@ export function createMcpServer(
     { instructions: INSTRUCTIONS, capabilities: { logging: {} } },
   );
   const taskSession = registerTaskMethods(server, tasks, inlineImages);
-  registerTools(server, client, { inlineImages, progressHeartbeatMs, taskAfterMs, machineDefaults, tasks, taskSession });
+  registerTools(server, client, { inlineImages, progressHeartbeatMs, taskAfterMs, answerWithinMs, machineDefaults, tasks, taskSession });
   registerResources(server, client);
   registerPrompts(server, client);
   registerMachineView(server);

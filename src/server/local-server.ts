@@ -38,6 +38,8 @@ export interface LocalServerOptions extends MachineManagerOptions {
   heartbeatMs?: number;
   /** How long a 2026-07-28 MCP call that can be a task runs before it becomes one. Default 1 s. */
   taskAfterMs?: number;
+  /** How long an MCP call that runs code, and is not a task, takes at most before it answers. Default 40 s; 0: no bound. */
+  answerWithinMs?: number;
   /** Serve as a node of a cluster: its machines' home is its database and bucket, and any node answers for any machine. */
   cluster?: ClusterSettings;
 }
@@ -80,13 +82,12 @@ export class LocalServer {
     readonly token: string,
     private readonly http: Server,
     private readonly access: AccessPolicy,
-    heartbeatMs: number | undefined,
-    taskAfterMs: number | undefined,
+    { heartbeatMs, taskAfterMs, answerWithinMs }: Pick<LocalServerOptions, 'heartbeatMs' | 'taskAfterMs' | 'answerWithinMs'>,
     readonly cluster: ClusterNode | undefined,
   ) {
     const local = new InProcessClient(manager);
     const client = cluster ? cluster.client(local, token) : local;
-    this.#mcp = new McpHttpEndpoints(client, token, { progressHeartbeatMs: heartbeatMs, taskAfterMs });
+    this.#mcp = new McpHttpEndpoints(client, token, { progressHeartbeatMs: heartbeatMs, taskAfterMs, answerWithinMs });
     this.stopRequested = new Promise((resolve) => (this.#requestStop = resolve));
     const stop: [string, RegExp, Handler] = [
       'POST',
@@ -121,7 +122,7 @@ export class LocalServer {
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
       http.keepAliveTimeout = KEEP_ALIVE_HELD_MS;
-      const server = new LocalServer(manager, token, http, access, options.heartbeatMs, options.taskAfterMs, cluster);
+      const server = new LocalServer(manager, token, http, access, options, cluster);
       await new Promise<void>((resolve, reject) => {
         http.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, options.port ?? 0)));
         http.listen(options.port ?? 0, host, () => resolve());

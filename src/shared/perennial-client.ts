@@ -10,6 +10,8 @@ export interface RunOptions extends SenderListeners {
   interrupt?: boolean;
   /** Called for each output line while the instruction runs. */
   onOutput?: (chunk: OutputChunk) => void;
+  /** Called once the machine holds the instruction, with its number (before anything queued ahead of it ends). */
+  onQueued?: (seq: number) => void;
 }
 
 /** The backend has no way to do this (a Perennial extension that hosted ForeverVM lacks). */

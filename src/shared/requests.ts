@@ -123,23 +123,31 @@ export function parseInlineImages(value: string): number {
 }
 
 /** A yes or no in a URL's query. */
+/** Seconds, as a query gives them: a call's time to answer (`answerWithin`), 0 for none. */
+const QuerySeconds = z
+  .string()
+  .regex(/^\d{1,5}(\.\d+)?$/, { error: (issue) => `expected a number of seconds, got ${JSON.stringify(issue.input)}` })
+  .transform(Number);
+
 const QueryFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
 /**
  * What an MCP connection over HTTP chooses in its URL's query, as `perennial mcp` does with its
- * flags: how results show figures (`inlineImages`), and the machines create-python-repl makes
- * unless the call says otherwise (`/mcp?engine=python&python=C%3A%5CPython312%5Cpython.exe`).
+ * flags: how results show figures (`inlineImages`), how soon a call that runs code answers
+ * (`answerWithin`, seconds), and the machines create-python-repl makes unless the call says
+ * otherwise (`/mcp?engine=python&python=C%3A%5CPython312%5Cpython.exe`).
  */
 export const McpConnectionQuery = z
   .object({
     inlineImages: InlineImageCount.optional(),
+    answerWithin: QuerySeconds.optional(),
     engine: EngineName.optional(),
     python: NewMachineOptions.shape.python,
     workspace: NewMachineOptions.shape.workspace,
     workspaceWritable: QueryFlag.optional(),
     network: QueryFlag.optional(),
   })
-  .transform(({ inlineImages, ...machineDefaults }) => ({ inlineImages, machineDefaults }));
+  .transform(({ inlineImages, answerWithin, ...machineDefaults }) => ({ inlineImages, answerWithin, machineDefaults }));
 
 // ---- ForeverVM HTTP and WebSocket requests -------------------------------------------------------
 

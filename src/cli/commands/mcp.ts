@@ -8,6 +8,7 @@ export interface McpCommandOptions extends MachineFlags {
   inlineImages?: number;
   heartbeat?: number;
   taskAfter?: number;
+  answerWithin?: number;
 }
 
 /**
@@ -17,11 +18,12 @@ export interface McpCommandOptions extends MachineFlags {
  * and environment say, whoever started the server. Nothing else may be written to
  * stdout: it is the protocol.
  */
-export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat, taskAfter, ...flags }: McpCommandOptions): Promise<void> {
+export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat, taskAfter, answerWithin, ...flags }: McpCommandOptions): Promise<void> {
   const options = {
     inlineImages,
     progressHeartbeatMs: heartbeat === undefined ? undefined : heartbeat * 1000,
     taskAfterMs: taskAfter === undefined ? undefined : taskAfter * 1000,
+    answerWithinMs: answerWithin === undefined ? undefined : answerWithin * 1000,
     machineDefaults: newMachineOptions(flags),
   };
   const client = await ctx.openClient();

@@ -30,6 +30,8 @@ export interface ServeCommandOptions {
   heartbeat?: number;
   /** How long a 2026-07-28 MCP call that can be a task runs before it becomes one, in seconds. */
   taskAfter?: number;
+  /** How long an MCP call that runs code, and is not a task, takes at most before it answers, in seconds. */
+  answerWithin?: number;
   /** A cluster's PostgreSQL database, its bucket, and this node's part: see `cluster-settings.ts`. */
   cluster?: string;
   store?: string;
@@ -93,6 +95,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     defaultTimeoutSeconds: options.timeout,
     heartbeatMs: options.heartbeat === undefined ? undefined : options.heartbeat * 1000,
     taskAfterMs: options.taskAfter === undefined ? undefined : options.taskAfter * 1000,
+    answerWithinMs: options.answerWithin === undefined ? undefined : options.answerWithin * 1000,
     background,
     cluster,
   });

@@ -21,6 +21,16 @@ export interface TaskView {
   error?: { code: number; message: string };
 }
 
+/** An instruction as `McpTasks.instruction` answers it. */
+export interface InstructionView {
+  seq: number;
+  /** Its output so far, a line a chunk. */
+  chunks: OutputChunk[];
+  startedAt: Date;
+  /** Once it has ended: its result as a run tool gives it. */
+  result?: CallToolResult;
+}
+
 /** How a task ended: a tool result (built for the asking connection's figure cap), or a JSON-RPC failure. */
 type Ending = { result: (inlineImages: number) => CallToolResult; interrupted?: string } | { error: { code: number; message: string } };
 
@@ -29,13 +39,14 @@ const SETTLED_KEPT = 200;
 /** Status notifications while a task's output changes: at most one per this long. */
 const OUTPUT_NOTICE_MS = 1000;
 
-/** One task: its work's progress and ending, and who listens. */
+/** One task: its work's output and ending, and who listens. */
 class Task {
   status: TaskStatus = 'working';
   lastUpdatedAt: Date;
   ending?: Ending;
   readonly settled: Promise<void>;
-  #line = '';
+  /** What the work has written so far, a line a chunk. */
+  readonly chunks: OutputChunk[] = [];
   #cancelAsked = false;
   #noticeTimer?: NodeJS.Timeout;
 
@@ -43,18 +54,18 @@ class Task {
   constructor(
     readonly id: string,
     readonly createdAt: Date,
-    work: (output: (line: string) => void) => Promise<Ending>,
+    work: (output: (chunk: OutputChunk) => void) => Promise<Ending>,
     private readonly changed: (task: Task) => void,
   ) {
     this.lastUpdatedAt = createdAt;
-    this.settled = work((line) => this.#output(line)).then((ending) => this.#end(ending));
+    this.settled = work((chunk) => this.#output(chunk)).then((ending) => this.#end(ending));
     // Whoever waits for it sees a failure to follow the work; nobody waiting is no fault.
     this.settled.catch(() => {});
   }
 
   /** A line of output: the status says it, and listeners hear of it (not more than once a second). */
-  #output(line: string): void {
-    this.#line = line;
+  #output(chunk: OutputChunk): void {
+    this.chunks.push(chunk);
     this.lastUpdatedAt = new Date();
     this.#noticeTimer ??= setTimeout(() => {
       this.#noticeTimer = undefined;
@@ -73,7 +84,8 @@ class Task {
     const took = seconds(this.lastUpdatedAt.getTime() - this.createdAt.getTime());
     if (!ending) {
       const running = `Working for ${seconds(Date.now() - this.createdAt.getTime())}`;
-      return { ...base, statusMessage: this.#line ? `${running}; last output: ${this.#line}` : running };
+      const line = this.chunks.at(-1)?.data;
+      return { ...base, statusMessage: line ? `${running}; last output: ${line}` : running };
     }
     if ('error' in ending) return { ...base, statusMessage: ending.error.message, error: ending.error };
     if (this.status === 'cancelled') return { ...base, statusMessage: `Cancelled after ${took}: ${ending.interrupted}` };
@@ -122,8 +134,8 @@ export class McpTasks {
   /** Runs `work` (not an instruction: an install) as a task of this process's memory. */
   runWork(work: (onLine: (line: string) => void) => Promise<CallToolResult>): string {
     const id = this.#ids.fresh();
-    const ending = (output: (line: string) => void) =>
-      work(output).then(
+    const ending = (output: (chunk: OutputChunk) => void) =>
+      work((line) => output({ stream: 'stdout', data: line, seq: 0 })).then(
         (result): Ending => ({ result: () => result }),
         (error: Error): Ending => ({ error: { code: ProtocolErrorCode.InternalError, message: error.message } }),
       );
@@ -141,6 +153,23 @@ export class McpTasks {
     const task = await this.#task(taskId);
     await abortable(task.settled, signal);
     return task.view(inlineImages);
+  }
+
+  /**
+   * Instruction `seq` of machine `name` (the newest when undefined) as a run tool sees it: its
+   * output so far and, once it has ended, the result a direct call gives. Waits for its end until
+   * `signal` aborts; held here, or read from its machine (its history, or followed while it runs).
+   */
+  async instruction(name: string, seq: number | undefined, inlineImages: number, signal: AbortSignal): Promise<InstructionView> {
+    const target = seq ?? (await this.client.get(name)).nextSeq - 1;
+    if (target < 0) throw new Error(`REPL ${name} has run nothing yet`);
+    const task = await this.#task(this.#ids.forInstruction(name, target));
+    await abortable(task.settled, signal).catch((error: unknown) => {
+      if (!signal.aborted) throw error;
+    });
+    const ending = task.ending;
+    if (ending && 'error' in ending) throw new Error(ending.error.message);
+    return { seq: target, chunks: task.chunks, startedAt: task.createdAt, result: ending?.result(inlineImages) };
   }
 
   /** Interrupts a task's code (the REPL's state is kept); it then ends cancelled. */
@@ -194,28 +223,25 @@ export class McpTasks {
     if (!entry?.result) return this.#follow(taskId, name, seq, createdAt);
     const chunks = [...lines(entry.stdout, 'stdout', seq), ...lines(entry.stderr, 'stderr', seq)];
     const ending = this.#ending(name, seq, chunks, entry.result);
-    const task = this.#add(
-      new Task(
-        taskId,
-        createdAt,
-        async () => ending,
-        () => {},
-      ),
-    );
+    const replay = async (output: (chunk: OutputChunk) => void) => {
+      for (const chunk of chunks) output(chunk);
+      return ending;
+    };
+    const task = this.#add(new Task(taskId, createdAt, replay, () => {}));
     await task.settled;
     return task;
   }
 
   #follow(id: string, name: string, seq: number, createdAt: Date): Task {
     const chunks: OutputChunk[] = [];
-    const follow = (output: (line: string) => void) =>
+    const follow = (output: (chunk: OutputChunk) => void) =>
       this.client
         .follow(
           name,
           seq,
           (chunk) => {
             chunks.push(chunk);
-            output(chunk.data);
+            output(chunk);
           },
           this.#stop.signal,
         )

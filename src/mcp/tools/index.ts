@@ -13,6 +13,7 @@ export const TOOLS = [
   machines.create,
   running.runPython,
   running.runFile,
+  running.waitForInstruction,
   machines.list,
   machines.remove,
   running.interrupt,

@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { FilePath, TimeoutSeconds } from '../../shared/requests.ts';
 import { resultText, viewResult } from '../../shared/result-format.ts';
-import { streamText, type ExecResult, type OutputChunk } from '../../shared/types.ts';
+import { streamText, type ExecResult, type InputAnswerer, type OutputChunk } from '../../shared/types.ts';
 import { figureContent } from '../figures.ts';
 import { MACHINE_VIEW_META } from '../machine-view.ts';
 import { json, replId, tool, type Instruction, type ToolContext, type ToolDefinition } from './tool.ts';
@@ -11,28 +11,44 @@ import { json, replId, tool, type Instruction, type ToolContext, type ToolDefini
  * The result of an instruction as an MCP tool result: output, value or traceback, Perennial's
  * notices and losses, figures. The structured content carries all of it, figures by their
  * resource URIs, since some clients (VS Code) give the model that instead of the text. A run
- * tool's task ends with the same (`mcp/tasks/`).
+ * tool's task ends with the same (`mcp/tasks/`), and so does wait-for-repl-instruction.
  */
-export function execResult(name: string, seq: number, chunks: OutputChunk[], result: ExecResult, inlineImages: number): CallToolResult {
+export function execResult(name: string, seq: number, chunks: OutputChunk[], result: ExecResult, inlineImages: number, more: string[] = []): CallToolResult {
   const view = viewResult(result);
   const figures = figureContent(name, seq, view.images, inlineImages);
-  const more = [...(figures.note ? [figures.note] : []), ...(view.timedOut ? ['Give it longer with the timeoutSeconds argument (0: no limit).'] : [])];
+  const notes = [...(figures.note ? [figures.note] : []), ...(view.timedOut ? ['Give it longer with the timeoutSeconds argument (0: no limit).'] : []), ...more];
   return {
-    content: [{ type: 'text', text: resultText(chunks, result, more) }, ...figures.blocks],
+    content: [{ type: 'text', text: resultText(chunks, result, notes) }, ...figures.blocks],
     structuredContent: {
       stdout: streamText(chunks, 'stdout'),
       stderr: streamText(chunks, 'stderr'),
       value: view.value,
       error: view.error,
       displayed: view.displayed.map((d) => d.text),
-      notes: [...view.notes.map((note) => note.text), ...more],
+      notes: [...view.notes.map((note) => note.text), ...notes],
       lost: result.data?.lost ?? [],
       figures: figures.refs,
       runtimeMs: result.runtime_ms,
       seq,
+      running: false,
     },
     ...(view.error !== null ? { isError: true } : {}),
   };
+}
+
+/**
+ * What a call says of an instruction that has not ended when it answers: its output after the
+ * first `from` lines, and how to come back for the rest. A run tool answers this once its time
+ * to answer has passed, and wait-for-repl-instruction while the instruction runs on.
+ */
+export function stillRunning(name: string, seq: number, chunks: OutputChunk[], from: number, ranMs: number): CallToolResult {
+  const again = { replId: name, seq, from: chunks.length };
+  const note =
+    `Instruction ${seq} of REPL ${name} has not finished after ${Math.round(ranMs / 1000)} s. It goes on without this call, and nothing is lost: ` +
+    `call wait-for-repl-instruction ${JSON.stringify(again)} for what it prints next and, once it ends, its result (do not run the code again); ` +
+    'interrupt-python-repl stops it.';
+  const answer = execResult(name, seq, chunks.slice(from), { value: null, data: null, runtime_ms: ranMs }, 0, [note]);
+  return { ...answer, structuredContent: { ...(answer.structuredContent as RunOutput), running: true, next: chunks.length } };
 }
 
 /** What an instruction gives back, in a run tool's structured content (see `execResult`). */
@@ -49,30 +65,75 @@ const RunOutput = z.object({
     .describe('Every figure the code drew, as a resource to read; inline ones are also in the result as images'),
   runtimeMs: z.number(),
   seq: z.number().int(),
+  running: z.boolean().describe('The code has not finished: the output is what it printed so far, and wait-for-repl-instruction gives the rest and the result'),
+  next: z.number().int().optional().describe('While it runs: how many lines of output there are, the `from` of the next wait-for-repl-instruction'),
 });
 
 /** What a run tool's structured content holds (the MCP App view reads it too). */
 export type RunOutput = z.infer<typeof RunOutput>;
 
-/** Runs an instruction: output lines as progress, interrupted when the call is cancelled. */
+/** A cancel that only says the client stopped waiting (its request limit): the code runs on, and its result stays to be read. */
+function clientGaveUp(reason: unknown): boolean {
+  return /timed? ?out/i.test(String(reason));
+}
+
+/**
+ * Runs an instruction: its output lines as progress; its result, or, once `answerWithinMs` has
+ * passed (not counting the time a person takes to answer its `input()`), the output so far and
+ * how to come back (`stillRunning`), while the code runs on. A cancel before the answer
+ * interrupts the code, unless it says the client timed out.
+ */
 async function runInstruction(
   { machine: name, code, timeoutSeconds }: Instruction,
-  { client, signal, progress, inlineImages, ask }: ToolContext,
+  { client, signal, progress, inlineImages, ask, answerWithinMs }: ToolContext,
 ): Promise<CallToolResult> {
-  const stop = () => void client.interrupt(name).catch(() => {});
+  const started = Date.now();
+  const chunks: OutputChunk[] = [];
+  let answered = false;
+  const stop = () => {
+    if (!answered && !clientGaveUp(signal.reason)) void client.interrupt(name).catch(() => {});
+  };
   signal.addEventListener('abort', stop, { once: true });
-  try {
-    const chunks: OutputChunk[] = [];
-    const { seq, result } = await client.run(name, code, {
+  let onQueued!: (seq: number) => void;
+  const queued = new Promise<number>((resolve) => (onQueued = resolve));
+  let due!: () => void;
+  const overdue = new Promise<undefined>((resolve) => (due = () => resolve(undefined)));
+  let asking = 0;
+  let late = false;
+  const deadline = answerWithinMs > 0 ? setTimeout(() => (asking ? (late = true) : due()), answerWithinMs) : undefined;
+  const onInput: InputAnswerer = async (request, questionSignal) => {
+    if (answered) throw new Error('the tool call that ran this cell has answered while it ran on, and nobody is left to ask; put the value in the code instead');
+    asking += 1;
+    try {
+      return await ask(request, questionSignal);
+    } finally {
+      asking -= 1;
+      if (!asking && late) due();
+    }
+  };
+  let ran: { seq: number; result: ExecResult } | undefined;
+  const run = client
+    .run(name, code, {
       timeoutSeconds,
-      onInput: ask,
+      onInput,
+      onQueued,
       onOutput: (chunk) => {
         chunks.push(chunk);
-        void progress(chunk.data);
+        if (!answered) void progress(chunk.data);
       },
-    });
-    return execResult(name, seq, chunks, result, inlineImages);
+    })
+    .then((done) => (ran = done));
+  try {
+    await Promise.race([run, overdue]);
+    // The machine numbers an instruction as it takes it, before anything ahead of it ends.
+    const seq = ran?.seq ?? (await Promise.race([queued, run.then((done) => done.seq)]));
+    if (ran) return execResult(name, ran.seq, chunks, ran.result, inlineImages);
+    answered = true;
+    run.catch(() => {});
+    return stillRunning(name, seq, chunks, 0, Date.now() - started);
   } finally {
+    answered = true;
+    clearTimeout(deadline);
     signal.removeEventListener('abort', stop);
   }
 }
@@ -98,24 +159,31 @@ function runTool<In extends z.ZodObject>(
   });
 }
 
-const timeoutSeconds = TimeoutSeconds.optional().describe('Interrupt the code after this many seconds (default 15; 0: no limit)');
+const timeoutSeconds = TimeoutSeconds.optional().describe(
+  'Interrupt the code after this many seconds (default and 0: no limit, as in Python: a call answers in time whatever the code takes, and the code runs on)',
+);
+
+/** What a run tool's code may take unless the call says: no limit, since a call no longer waits for its end (`runInstruction`). */
+const NO_LIMIT = 0;
+
+/** How a call that runs code ends, for a tool's description. */
+const LONG_RUNS =
+  'Code that has not finished when the call must answer (within a minute, before MCP clients give up) runs on, and the call returns its output so far with its instruction number: wait-for-repl-instruction gives the rest and the result. Cancelling the call before it answers interrupts the code.';
 
 export const runPython = runTool({
   name: 'run-python-in-repl',
   title: 'Run Python in a REPL',
-  description:
-    'Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images and as perennial:// resources.',
+  description: `Runs Python code in a REPL and returns its output and the repr of the last expression, or the traceback. State persists between calls. Matplotlib figures come back as images and as perennial:// resources. ${LONG_RUNS}`,
   inputSchema: z.object({ pythonCode: z.string().describe('The code; the value of its last expression is returned'), replId, timeoutSeconds }),
-  instruction: ({ pythonCode, replId, timeoutSeconds }) => ({ machine: replId, code: pythonCode, timeoutSeconds }),
+  instruction: ({ pythonCode, replId, timeoutSeconds = NO_LIMIT }) => ({ machine: replId, code: pythonCode, timeoutSeconds }),
 });
 
 export const runFile = runTool({
   name: 'run-file-in-repl',
   title: 'Run a Python file in a REPL',
-  description:
-    "Runs a .py file in a REPL's namespace, as IPython's %run -i does: what it defines stays for later calls, __name__ is '__main__' and __file__ is set. The path is inside the REPL: relative to its working directory (for a sandbox REPL with the workspace mounted, the workspace) or absolute.",
+  description: `Runs a .py file in a REPL's namespace, as IPython's %run -i does: what it defines stays for later calls, __name__ is '__main__' and __file__ is set. The path is inside the REPL: relative to its working directory (for a sandbox REPL with the workspace mounted, the workspace) or absolute. ${LONG_RUNS}`,
   inputSchema: z.object({ path: FilePath.describe('The file, inside the REPL'), replId, timeoutSeconds }),
-  instruction: ({ path, replId, timeoutSeconds }) => ({ machine: replId, code: runFileCode(path), timeoutSeconds }),
+  instruction: ({ path, replId, timeoutSeconds = NO_LIMIT }) => ({ machine: replId, code: runFileCode(path), timeoutSeconds }),
 });
 
 export const interrupt = tool({
@@ -126,5 +194,29 @@ export const interrupt = tool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   async handler({ replId: name }, { client }) {
     return json(await client.interrupt(name));
+  },
+});
+
+/** The longest a wait-for-repl-instruction call may ask to wait; the connection's time to answer bounds it too. */
+const LONGEST_WAIT_SECONDS = 600;
+
+export const waitForInstruction = tool({
+  name: 'wait-for-repl-instruction',
+  title: 'Wait for a REPL instruction',
+  description:
+    "Comes back to code that run-python-in-repl or run-file-in-repl answered as still running: waits for instruction seq of a REPL (its newest by default) to end, up to waitSeconds or as long as a call may, and returns its output after the first `from` lines; once it has ended, its result exactly as the run tool gives it (value or traceback, figures, notes, losses), with all its output. Call it again to wait longer. Works from any connection, after a restart, for as long as the REPL's history keeps the instruction.",
+  inputSchema: z.object({
+    replId,
+    seq: z.number().int().min(0).optional().describe("The instruction's number, as the run tool gave it (default: the REPL's newest)"),
+    from: z.number().int().min(0).optional().describe('How many lines of its output you have: only later ones come while it runs (default 0)'),
+    waitSeconds: z.number().min(0).max(LONGEST_WAIT_SECONDS).optional().describe('How long to wait for its end (default: as long as a call may, under a minute)'),
+  }),
+  outputSchema: RunOutput,
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  async handler({ replId: name, seq, from = 0, waitSeconds }, { tasks, inlineImages, signal, answerWithinMs }) {
+    const longest = answerWithinMs > 0 ? answerWithinMs : LONGEST_WAIT_SECONDS * 1000;
+    const waitMs = Math.min(waitSeconds === undefined ? longest : waitSeconds * 1000, longest);
+    const instruction = await tasks.instruction(name, seq, inlineImages, AbortSignal.any([signal, AbortSignal.timeout(waitMs)]));
+    return instruction.result ?? stillRunning(name, instruction.seq, instruction.chunks, from, Date.now() - instruction.startedAt.getTime());
   },
 });

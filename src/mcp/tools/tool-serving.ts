@@ -28,6 +28,8 @@ export interface ToolOptions {
   progressHeartbeatMs: number;
   /** How long a 2026-07-28 call that can be a task runs before it becomes one; quicker work is answered at once. */
   taskAfterMs: number;
+  /** How long a call that runs code, and is not a task, takes at most before it answers; 0: no bound. */
+  answerWithinMs: number;
   machineDefaults: NewMachineOptions;
   /** Where the calls a client takes as tasks run (`mcp/tasks/`), and this session's part in them. */
   tasks: McpTasks;
@@ -132,7 +134,7 @@ async function callTool(
 async function callDirectly(
   server: McpServer,
   client: PerennialClient,
-  { inlineImages, machineDefaults, progressHeartbeatMs }: ToolOptions,
+  { inlineImages, machineDefaults, progressHeartbeatMs, answerWithinMs, tasks }: ToolOptions,
   definition: AnyTool,
   args: Record<string, unknown>,
   ctx: ServerContext,
@@ -153,7 +155,8 @@ async function callDirectly(
   };
   if (token !== undefined) beat();
   try {
-    return await invoke(definition, args, { client, signal: ctx.mcpReq.signal, progress, inlineImages, machineDefaults, ask: cellQuestions(server, ctx) });
+    const ask = cellQuestions(server, ctx);
+    return await invoke(definition, args, { client, signal: ctx.mcpReq.signal, progress, inlineImages, machineDefaults, ask, answerWithinMs, tasks });
   } finally {
     clearTimeout(heartbeat);
   }
@@ -163,7 +166,7 @@ async function callDirectly(
  * Starts a call's work as a task: its instruction, or (an install) its handler in this process,
  * whose progress goes to the task's status; a task cannot ask the person anything.
  */
-function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaults }: ToolOptions, definition: AnyTool, args: Record<string, unknown>) {
+function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaults, answerWithinMs }: ToolOptions, definition: AnyTool, args: Record<string, unknown>) {
   if (definition.instruction) {
     const { machine, code, timeoutSeconds } = definition.instruction(args);
     return tasks.runCode(machine, code, timeoutSeconds);
@@ -176,6 +179,8 @@ function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaul
         progress: async (message) => onLine(message),
         inlineImages,
         machineDefaults,
+        answerWithinMs,
+        tasks,
         ask: async () => {
           throw new Error('a tool call run as an MCP task cannot ask; put the value in the code instead');
         },

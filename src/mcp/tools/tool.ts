@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { PerennialClient } from '../../shared/perennial-client.ts';
 import { MachineName, type NewMachineOptions } from '../../shared/requests.ts';
 import type { InputAnswerer } from '../../shared/types.ts';
+import type { McpTasks } from '../tasks/mcp-tasks.ts';
 
 /** What a tool's handler gets besides its arguments. */
 export interface ToolContext {
@@ -18,6 +19,10 @@ export interface ToolContext {
   machineDefaults: NewMachineOptions;
   /** Puts a running cell's `input()` to the person (see `cellQuestions`). */
   ask: InputAnswerer;
+  /** How long a call that runs code may take before it answers that the code still runs (`McpOptions.answerWithinMs`). */
+  answerWithinMs: number;
+  /** The instructions and other work this process follows (`mcp/tasks/`), where a call comes back to a run. */
+  tasks: McpTasks;
 }
 
 export interface ToolDefinition<In extends z.ZodObject> {
