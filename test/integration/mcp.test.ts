@@ -59,6 +59,7 @@ const TOOL_NAMES = [
   'rollback-python-repl',
   'run-file-in-repl',
   'run-python-in-repl',
+  'wait-for-repl-instruction',
   'write-repl-file',
 ];
 

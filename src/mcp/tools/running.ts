@@ -72,28 +72,21 @@ const RunOutput = z.object({
 /** What a run tool's structured content holds (the MCP App view reads it too). */
 export type RunOutput = z.infer<typeof RunOutput>;
 
-/** A cancel that only says the client stopped waiting (its request limit): the code runs on, and its result stays to be read. */
-function clientGaveUp(reason: unknown): boolean {
-  return /timed? ?out/i.test(String(reason));
-}
-
 /**
  * Runs an instruction: its output lines as progress; its result, or, once `answerWithinMs` has
  * passed (not counting the time a person takes to answer its `input()`), the output so far and
- * how to come back (`stillRunning`), while the code runs on. A cancel before the answer
- * interrupts the code, unless it says the client timed out.
+ * how to come back (`stillRunning`), while the code runs on. A client that asks to stop the work
+ * before the answer interrupts the code.
  */
 async function runInstruction(
   { machine: name, code, timeoutSeconds }: Instruction,
-  { client, signal, progress, inlineImages, ask, answerWithinMs }: ToolContext,
+  { client, stop, progress, inlineImages, ask, answerWithinMs }: ToolContext,
 ): Promise<CallToolResult> {
   const started = Date.now();
   const chunks: OutputChunk[] = [];
   let answered = false;
-  const stop = () => {
-    if (!answered && !clientGaveUp(signal.reason)) void client.interrupt(name).catch(() => {});
-  };
-  signal.addEventListener('abort', stop, { once: true });
+  const interrupt = () => void (answered || client.interrupt(name).catch(() => {}));
+  stop.addEventListener('abort', interrupt, { once: true });
   let onQueued!: (seq: number) => void;
   const queued = new Promise<number>((resolve) => (onQueued = resolve));
   let due!: () => void;
@@ -134,7 +127,7 @@ async function runInstruction(
   } finally {
     answered = true;
     clearTimeout(deadline);
-    signal.removeEventListener('abort', stop);
+    stop.removeEventListener('abort', interrupt);
   }
 }
 

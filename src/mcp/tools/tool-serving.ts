@@ -1,6 +1,8 @@
 import {
   ProtocolError,
   ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
   type CallToolResult,
   type ListToolsResult,
   type McpServer,
@@ -121,7 +123,7 @@ async function callTool(
     // The SDK's check of a tools/call answer wants `content` beside a task too; task clients read `task`.
     return { content: [], task: legacyTask(await options.tasks.view(taskId, options.inlineImages)) };
   }
-  const view = await settledSoon(options, taskId, ctx.mcpReq.signal);
+  const view = await settledSoon(options, taskId, stopsWork(ctx));
   if (view.status === 'working') return { resultType: 'task', ...detailedTask(view) };
   if (view.error) throw new ProtocolError(view.error.code, view.error.message);
   return projected(server, definition, view.result!);
@@ -156,7 +158,17 @@ async function callDirectly(
   if (token !== undefined) beat();
   try {
     const ask = cellQuestions(server, ctx);
-    return await invoke(definition, args, { client, signal: ctx.mcpReq.signal, progress, inlineImages, machineDefaults, ask, answerWithinMs, tasks });
+    return await invoke(definition, args, {
+      client,
+      signal: ctx.mcpReq.signal,
+      stop: stopsWork(ctx),
+      progress,
+      inlineImages,
+      machineDefaults,
+      ask,
+      answerWithinMs,
+      tasks,
+    });
   } finally {
     clearTimeout(heartbeat);
   }
@@ -176,6 +188,7 @@ function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaul
       invoke(definition, args, {
         client,
         signal: new AbortController().signal,
+        stop: new AbortController().signal,
         progress: async (message) => onLine(message),
         inlineImages,
         machineDefaults,
@@ -189,7 +202,7 @@ function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaul
   );
 }
 
-/** The task once it ends, or as it is once it has run for `taskAfterMs`; an aborted call interrupts its code. */
+/** The task once it ends, or as it is once it has run for `taskAfterMs`; `stop` cancels it (interrupts its code). */
 async function settledSoon({ tasks, inlineImages, taskAfterMs }: ToolOptions, taskId: string, signal: AbortSignal): Promise<TaskView> {
   const stop = () => void tasks.cancel(taskId).catch(() => {});
   signal.addEventListener('abort', stop, { once: true });
@@ -202,6 +215,23 @@ async function settledSoon({ tasks, inlineImages, taskAfterMs }: ToolOptions, ta
   } finally {
     signal.removeEventListener('abort', stop);
   }
+}
+
+/**
+ * Aborted when the call ends unanswered because the client asks for its work to stop: a cancel,
+ * unless it says the client only stopped waiting (its own time limit), and a 2026-07-28 request
+ * over HTTP that the client closed (the only cancel that protocol has there). A client gone (its
+ * connection closed) stops nothing: the work runs on, and its result stays to be read.
+ */
+function stopsWork(ctx: ServerContext): AbortSignal {
+  const stop = new AbortController();
+  const { signal } = ctx.mcpReq;
+  const closed = () => signal.reason instanceof SdkError && signal.reason.code === SdkErrorCode.ConnectionClosed;
+  const asked = () => (closed() ? isModernCall(ctx) && ctx.http !== undefined : !/timed? ?out/i.test(String(signal.reason)));
+  const ended = () => asked() && stop.abort(signal.reason);
+  if (signal.aborted) ended();
+  else signal.addEventListener('abort', ended, { once: true });
+  return stop.signal;
 }
 
 /** Runs a tool's handler; what it throws is its result's error, as MCP has tools fail. */

@@ -9,8 +9,10 @@ import type { McpTasks } from '../tasks/mcp-tasks.ts';
 export interface ToolContext {
   /** Where the machines are: the local server's own (in process), or behind a server. */
   client: PerennialClient;
-  /** Aborted when the MCP client cancels the call. */
+  /** Aborted when the call ends unanswered: the client cancelled it, stopped waiting or went away. */
   signal: AbortSignal;
+  /** Aborted when the client asks for the call's work to stop (`stopsWork`): a run's code is then interrupted. */
+  stop: AbortSignal;
   /** Sends a progress notification when the caller asked for progress; a no-op otherwise. */
   progress(message: string): Promise<void>;
   /** How many figures a result shows as images; the rest only as links. */
