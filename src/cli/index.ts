@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
 import { execCommand } from './commands/exec.ts';
-import { installCommand } from './commands/install.ts';
+import { installCommand, type InstallOptions } from './commands/install.ts';
 import { checkpointCommand, checkpointsCommand, rollbackCommand } from './commands/checkpoint.ts';
 import {
   machineForkCommand,
@@ -248,8 +248,13 @@ function buildProgram(): Command {
       "install packages into a machine, and into nothing else: Pyodide packages into a sandbox machine, pip packages into a python machine's own environment",
     )
     .argument('<name>', 'the machine')
-    .argument('<packages...>', 'package names, with versions as pip takes them (pandas==2.2)')
-    .action((name: string, packages: string[]) => installCommand(context(), name, packages));
+    .argument(
+      '[packages...]',
+      'package names, with versions as pip takes them (pandas==2.2); for a python machine, also wheels and project folders (./dist/pkg.whl)',
+    )
+    .option('-r, --requirement <file>', 'python machine: install what this requirements file lists')
+    .option('-f, --find-links <dir>', 'python machine: look for the packages in this folder of wheels too (a computer without a package index)')
+    .action((name: string, packages: string[], options: InstallOptions) => installCommand(context(), name, packages, options));
 
   program
     .command('rollback')

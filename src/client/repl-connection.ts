@@ -180,8 +180,7 @@ export class ReplConnection {
     if (message.type === 'exec_received') {
       pending.seq = message.seq;
       pending.sender.onQueued?.(message.seq);
-    }
-    else if (message.type === 'output') pending.onOutput(message.chunk);
+    } else if (message.type === 'output') pending.onOutput(message.chunk);
     else if (message.type === 'input_request') void this.#answer(pending, message);
     else if (message.type === 'input_cancel') pending.questions.get(message.n)?.abort();
     else if (message.type === 'display') pending.sender.onDisplay?.(message.entry);

@@ -72,9 +72,32 @@ export const VariableName = z.string().min(1).max(256);
 export const DottedName = z.string().min(1).max(1000);
 export const HistoryLast = z.number().int().positive().max(1000);
 /** A package name with optional extras and version specifier: nothing pip could take for an option. */
-export const PackageSpec = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\-[\],<>=!~ ]{0,199}$/, {
-  error: (issue) => `not a package name: ${JSON.stringify(issue.input)} (a name, with optional extras and version specifier)`,
+const REQUIREMENT = /^[A-Za-z0-9][A-Za-z0-9._\-[\],<>=!~ ]{0,199}$/;
+/** A wheel, a source archive or a project folder on the machine's computer: a path with a separator, or a file pip installs. */
+const LOCAL_PACKAGE = /^(?!-)(?=.*(?:[\\/]|\.whl$|\.zip$|\.tar\.gz$))[^\0\r\n]{1,4096}$/;
+/** A requirements file to install (`-r FILE`), or a folder of wheels to find the packages in (`--find-links DIR`). */
+const PIP_SOURCE = /^(-r|--requirement|-f|--find-links) +([^\s-][^\0\r\n]{0,4095})$/;
+
+/**
+ * What to install: a package name (with extras and a version specifier), a local wheel, archive
+ * or project folder (relative to the machine's working directory), `-r requirements.txt` or
+ * `--find-links DIR`; a sandbox machine takes names only.
+ */
+export const PackageSpec = z.string().refine((spec) => [REQUIREMENT, LOCAL_PACKAGE, PIP_SOURCE].some((form) => form.test(spec)), {
+  error: (issue) =>
+    `not a package to install: ${JSON.stringify(issue.input)} (a name with optional extras and version specifier, a wheel or a folder, -r FILE or --find-links DIR)`,
 });
+
+/** Whether a package spec names a package (to find in an index), rather than a file, a folder or an option. */
+export function isPackageName(spec: string): boolean {
+  return REQUIREMENT.test(spec) && !LOCAL_PACKAGE.test(spec);
+}
+
+/** A package spec as pip's command line takes it: `-r FILE` is two arguments. */
+export function pipArguments(spec: string): string[] {
+  const source = PIP_SOURCE.exec(spec);
+  return source ? [source[1]!, source[2]!] : [spec];
+}
 export const Packages = z.array(PackageSpec).min(1).max(64);
 export const FileEncoding = z.enum(['utf8', 'base64']);
 export type FileEncoding = z.infer<typeof FileEncoding>;

@@ -48,12 +48,9 @@ bridge.on('ui/notifications/tool-input', (params) => {
 });
 bridge.on('ui/notifications/tool-result', (result) => {
   call ??= { tool, code: null, caption: null, result: null, cancelled: null, after: null, since: sinceNow(), live: null };
-  call.result = result;
   const created = (result.structuredContent as { replId?: unknown } | undefined)?.replId;
   if (typeof created === 'string') replId = created;
-  renderAll();
-  void refresh();
-  void completeOutput(call);
+  void takeResult(call, result);
 });
 bridge.on('ui/notifications/tool-cancelled', ({ reason }) => {
   if (call && !call.result) call.cancelled = reason ?? 'by the host';
@@ -179,6 +176,27 @@ async function followLive(target: Call): Promise<void> {
     // Done: the machine is no longer busy, whatever the host does with the result.
     if (followed.done) return refresh();
     if (followed.chunks.length) renderCall();
+  }
+}
+
+/**
+ * Takes a call's result. One that says its code still runs (the call had to answer first) is
+ * followed on to the end, when wait-for-repl-instruction gives the whole result.
+ */
+async function takeResult(target: Call, result: CallToolResult): Promise<void> {
+  const output = runOutput(result);
+  if (!output?.running) {
+    target.result = result;
+    renderAll();
+    void refresh();
+    return completeOutput(target);
+  }
+  if (target.live?.seq !== output.seq) target.live = { seq: output.seq, chunks: [], complete: false };
+  renderAll();
+  for (;;) {
+    const ended = await bridge.callTool('wait-for-repl-instruction', { replId, seq: output.seq, waitSeconds: 20 }).catch(() => null);
+    if (!ended || call !== target) return;
+    if (!runOutput(ended)?.running) return takeResult(target, ended);
   }
 }
 
@@ -314,9 +332,8 @@ function askRerun(): void {
       void followLive(rerun);
       const result: CallToolResult = await running;
       const seq = runOutput(result)?.seq;
-      rerun.result = result;
       if (before !== undefined && seq !== undefined) rerun.caption = `Re-run of In [${before}] as In [${seq}]`;
-      void completeOutput(rerun);
+      void takeResult(rerun, result);
       await tellModel(`ran the code of instruction ${before ?? '?'} again in ${replId}${seq !== undefined ? ` as instruction ${seq}` : ''}`);
     },
   };

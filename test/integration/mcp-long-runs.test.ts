@@ -26,7 +26,11 @@ const ENDLESS = 'print("looping", flush=True)\nwhile True:\n    pass';
 
 /** An agent's MCP connection, whichever SDK line it is built on: a tool call with the client's limit, and an optional cancel. */
 interface Agent {
-  call(name: string, args: Record<string, unknown>, options?: { signal?: AbortSignal; timeoutMs?: number; onProgress?: (message: string) => void }): Promise<CallToolResult>;
+  call(
+    name: string,
+    args: Record<string, unknown>,
+    options?: { signal?: AbortSignal; timeoutMs?: number; onProgress?: (message: string) => void },
+  ): Promise<CallToolResult>;
   close(): Promise<void>;
 }
 
@@ -59,7 +63,11 @@ async function agentV2(transport: StdioClientTransport | StreamableHTTPClientTra
   };
 }
 
-const stdioArgs = (dataDir: string) => ({ command: process.execPath, args: [CLI, '--data-dir', dataDir, 'mcp'], env: { ...process.env } as Record<string, string> });
+const stdioArgs = (dataDir: string) => ({
+  command: process.execPath,
+  args: [CLI, '--data-dir', dataDir, 'mcp'],
+  env: { ...process.env } as Record<string, string>,
+});
 const bearer = (token: string) => ({ requestInit: { headers: { Authorization: `Bearer ${token}` } } });
 
 /** Where an agent connects, and the REPL it works in (made on the machine's own server, or node). */
@@ -169,7 +177,11 @@ describe('long runs for MCP clients without tasks', { timeout: 400_000 }, () => 
           await agent.call('run-python-in-repl', { replId, pythonCode: 'kept = 1' });
           const cancel = new AbortController();
           await assert.rejects(
-            agent.call('run-python-in-repl', { replId, pythonCode: ENDLESS }, { signal: cancel.signal, onProgress: (line) => line === 'looping' && cancel.abort('stop') }),
+            agent.call(
+              'run-python-in-repl',
+              { replId, pythonCode: ENDLESS },
+              { signal: cancel.signal, onProgress: (line) => line === 'looping' && cancel.abort('stop') },
+            ),
           );
           const interrupted = structured(await agent.call('wait-for-repl-instruction', { replId }));
           assert.match(interrupted.error ?? '', /KeyboardInterrupt/, `${label}: the cancel interrupted the code`);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -209,7 +209,7 @@ describe('MCP server', { timeout: 480_000 }, () => {
         assert.doesNotMatch(JSON.stringify(protocolMeta ?? {}), /ui/);
         assert.deepEqual(
           { ...(first.structuredContent as object), runtimeMs: 0 },
-          { stdout: 'set', stderr: '', value: '21', error: null, displayed: [], notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0 },
+          { stdout: 'set', stderr: '', value: '21', error: null, displayed: [], notes: [], lost: [], figures: [], runtimeMs: 0, seq: 0, running: false },
         );
         const second = await call(client, 'run-python-in-repl', { replId, pythonCode: 'x * 2' });
         assert.equal((second.structuredContent as { value: string }).value, '40');
@@ -983,11 +983,11 @@ describe('MCP server', { timeout: 480_000 }, () => {
       });
     });
 
-    it('`perennial install NAME PKG...` installs there too, and says what is wrong with a bad request', async () => {
+    it('`perennial install NAME PKG...` installs there too, also wheels, -r FILE and -f DIR from the current folder; it says what is wrong, and when there is no network', async () => {
       // Not spawnSync: the server answers from this process.
       const perennial = (...args: string[]) =>
         new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-          const child = spawn(process.execPath, [CLI, '--data-dir', server.manager.dataDir, ...args]);
+          const child = spawn(process.execPath, [CLI, '--data-dir', server.manager.dataDir, ...args], { cwd: dir });
           let stdout = '';
           let stderr = '';
           child.stdout.on('data', (d: Buffer) => (stdout += d));
@@ -1005,6 +1005,34 @@ describe('MCP server', { timeout: 480_000 }, () => {
       const missing = await perennial('install', replId, 'nosuchpkg');
       assert.equal(missing.status, 1);
       assert.match(missing.stderr, /^perennial: pip install failed \(exit 1\): .*No matching distribution found for nosuchpkg/s);
+
+      // Files and folders from where the command runs (not the machine's folder, nor pip's find-links).
+      for (const folder of ['local', 'wheels']) await mkdir(join(dir, folder));
+      execFileSync('python3', [MAKE_WHEEL, join(dir, 'local'), 'wheelpkg', '1.0', JSON.stringify({ 'wheelpkg/__init__.py': 'VALUE = 21\n' })]);
+      execFileSync('python3', [MAKE_WHEEL, join(dir, 'wheels'), 'linkedpkg', '1.0', JSON.stringify({ 'linkedpkg/__init__.py': 'VALUE = 22\n' })]);
+      writeFileSync(join(dir, 'requirements.txt'), 'tinypkg2\n');
+      const wheel = await perennial('install', replId, './local/wheelpkg-1.0-py3-none-any.whl');
+      assert.equal(wheel.stdout, 'Successfully installed wheelpkg-1.0\n', wheel.stderr);
+      const listed = await perennial('install', replId, 'linkedpkg', '-r', 'requirements.txt', '--find-links', 'wheels');
+      assert.equal(listed.stdout, 'Successfully installed linkedpkg-1.0 tinypkg2-1.0\n', listed.stderr);
+      assert.equal(
+        (await perennial('exec', '-m', replId, 'import wheelpkg, linkedpkg, tinypkg2\n(wheelpkg.VALUE, linkedpkg.VALUE, tinypkg2.VALUE)')).stdout,
+        '(21, 22, 2)\n',
+      );
+      assert.equal((await perennial('install', replId)).stderr, 'perennial install: name the packages to install, or a requirements file (-r FILE)\n');
+
+      // An index that cannot be reached: one line, not pip's retries.
+      delete process.env.PIP_NO_INDEX;
+      Object.assign(process.env, { PIP_INDEX_URL: 'http://127.0.0.1:9/simple', PIP_RETRIES: '0' });
+      try {
+        const offline = await perennial('install', replId, 'unreachablepkg');
+        assert.equal(offline.status, 1);
+        assert.equal(offline.stderr, 'perennial: no network to the package index: install from a wheel file or a folder of wheels (--find-links)\n');
+      } finally {
+        delete process.env.PIP_INDEX_URL;
+        delete process.env.PIP_RETRIES;
+        process.env.PIP_NO_INDEX = '1';
+      }
     });
   });
 

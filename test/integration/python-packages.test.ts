@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { listenToPhases } from '../../src/platform/phase-timings.ts';
@@ -19,9 +19,13 @@ describe("%pip install goes into the machine's own environment (python engine)",
   const PIP_ENV = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: '', PIP_DISABLE_PIP_VERSION_CHECK: '1' };
   const venvPython = () => join(dir, 'venv', 'bin', 'python');
 
+  const path = process.env.PATH;
+
   before(async () => {
-    // The person's own environment: a venv of the test interpreter (which has IPython), with a package of its own.
+    // The person's own environment: a venv of the test interpreter (which has IPython), with a
+    // package of its own, whose pip is the first on PATH (as a pyenv interpreter's is).
     dir = await mkdtemp(join(tmpdir(), 'perennial-pip-'));
+    process.env.PATH = `${join(dir, 'venv', 'bin')}${delimiter}${path}`;
     execFileSync(TEST_PYTHON, ['-m', 'venv', '--system-site-packages', join(dir, 'venv')]);
     for (const [pkg, value] of [
       ['tinypip', 7],
@@ -33,6 +37,7 @@ describe("%pip install goes into the machine's own environment (python engine)",
     name = (await fixture.manager.create({ engine: 'python', python: venvPython() })).name;
   });
   after(async () => {
+    process.env.PATH = path;
     for (const variable of Object.keys(PIP_ENV)) delete process.env[variable];
     await rm(dir, { recursive: true, force: true });
   });
@@ -56,6 +61,27 @@ describe("%pip install goes into the machine's own environment (python engine)",
       valueOf((await run(fixture.manager, fork, 'import sys, tinypip\n(sys.prefix, tinypip.VALUE)')).result),
       `('${fixture.manager.dataDir}/machines/${fork}/environment', 7)`,
     );
+  });
+
+  it("`!pip install` of a wheel lands there and nowhere else: a cell's shell commands and subprocesses find the environment's pip and python first", async () => {
+    const wheels = await mkdtemp(join(dir, 'bang-'));
+    const wheel = execFileSync(TEST_PYTHON, [MAKE_WHEEL, wheels, 'bangpkg', '1.0', JSON.stringify({ 'bangpkg/__init__.py': 'VALUE = 11\n' })], {
+      encoding: 'utf8',
+    }).trim();
+    const personSite = execFileSync(venvPython(), ['-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'], { encoding: 'utf8' }).trim();
+    const interpreterSite = execFileSync(TEST_PYTHON, ['-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'], { encoding: 'utf8' }).trim();
+    const listing = async () => [await readdir(personSite), await readdir(interpreterSite).catch(() => [])];
+    const before = await listing();
+    const installed = await run(fixture.manager, name, `!pip install ${wheel}`);
+    assert.match(installed.stdout, /Successfully installed bangpkg-1\.0/);
+    assert.equal(valueOf((await run(fixture.manager, name, 'import bangpkg\nbangpkg.VALUE')).result), '11');
+    const environment = join(fixture.manager.dataDir, 'machines', name, 'environment');
+    const found =
+      'import shutil, subprocess\n(shutil.which("pip"), subprocess.run(["python", "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True).stdout.strip())';
+    assert.equal(valueOf((await run(fixture.manager, name, found)).result), `('${join(environment, 'bin', 'pip')}', '${environment}')`);
+    assert.equal((await run(fixture.manager, name, '!python -c "import sys; print(sys.prefix)"')).stdout.trim(), environment);
+    assert.deepEqual(await listing(), before, "neither the person's venv nor the interpreter's site-packages changed");
+    assert.throws(() => execFileSync(venvPython(), ['-c', 'import bangpkg'], { stdio: 'pipe' }), /No module named 'bangpkg'/);
   });
 
   it('install-python-packages installs there too', async () => {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { PhaseClock } from '../../platform/phase-timings.ts';
+import { pipArguments } from '../../shared/requests.ts';
 import type { ExecResult, InputRequest, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
@@ -24,6 +25,8 @@ import { findPython, type FoundPython } from './find-python.ts';
 import type { KernelProcesses, StartedKernel } from './kernel-processes.ts';
 import { machineEnvironment, type MachineEnvironment } from './machine-environment.ts';
 
+/** What pip says when it cannot reach its package index (after its retries). */
+const OFFLINE = /NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|ConnectTimeoutError/;
 const START_TIMEOUT_MS = 30_000;
 const STDERR_TAIL_CHARS = 2000;
 
@@ -260,7 +263,7 @@ export class PythonEngine implements Engine {
       throw new KernelCommandError(
         `This machine has no environment of its own for packages${environment ? ` (${environment.error})` : ''}, and Perennial installs into no other: install into ${base.executable} yourself (${base.executable} -m pip install ${packages.join(' ')})`,
       );
-    const pip = spawn(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages], {
+    const pip = spawn(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages.flatMap(pipArguments)], {
       cwd: this.#options.workdir,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -273,6 +276,8 @@ export class PythonEngine implements Engine {
     });
     if (/No module named pip\b/.test(output))
       throw new KernelCommandError(`pip is not available to ${base.executable}: install it (on Debian and Ubuntu: apt install python3-pip), then try again`);
+    if (code !== 0 && OFFLINE.test(output))
+      throw new KernelCommandError('no network to the package index: install from a wheel file or a folder of wheels (--find-links)');
     if (code !== 0) throw new KernelCommandError(`pip install failed (exit ${code}): ${output.trim().split('\n').slice(-5).join('\n')}`);
     await this.#call('refresh_imports', {});
     return (

@@ -1,5 +1,6 @@
 import { open, readFile } from 'node:fs/promises';
 import { PhaseClock } from '../../platform/phase-timings.ts';
+import { isPackageName } from '../../shared/requests.ts';
 import type { ExecResult, LostItem, MachineRuntime } from '../../shared/types.ts';
 import {
   AlreadyCurrentError,
@@ -8,6 +9,7 @@ import {
   type Engine,
   type EngineExit,
   type EngineOptions,
+  KernelCommandError,
   type RestoreReport,
   type SnapshotReport,
   type UpgradeReport,
@@ -114,6 +116,9 @@ export class SandboxEngine implements Engine {
 
   /** Installs from the sandbox's package index (Pyodide's), nowhere else: each sandbox machine has its own. */
   async installPackages(packages: string[]): Promise<string> {
+    const other = packages.find((spec) => !isPackageName(spec));
+    if (other !== undefined)
+      throw new KernelCommandError(`a sandbox machine installs packages by name from its package index, not ${JSON.stringify(other)}: name the package`);
     const process = await this.#loaded();
     const { packages: cache } = this.#runtime!;
     const wanted = await cache.resolve(packages);

@@ -192,10 +192,11 @@ def main():
         workdir = message["workdir"]
         kernel.sink.limit = int(message["output_limit"])
         _set_memory_limit(message["memory_mb"])
-        if message.get("environment"):
-            from .environment import enter
+        from .environment import enter, scripts_first
 
+        if message.get("environment"):
             enter(**message["environment"])
+        scripts_first()
         return None
 
     handlers = {**handlers, "assign": assign}

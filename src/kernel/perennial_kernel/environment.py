@@ -81,6 +81,43 @@ def enter(prefix, executable, site_packages):
             sysconfig._CONFIG_VARS_INITIALIZED = False
 
 
+# pip's launchers in an environment's scripts folder: it is made without pip, which it takes from
+# the interpreter's packages, and a shell's ``pip`` would otherwise be the first one on PATH.
+_LAUNCHER = (
+    ("pip.cmd", '@"%~dp0python.exe" -m pip %*\r\n')
+    if os.name == "nt"
+    else ("pip", '#!/bin/sh\nexec "$(dirname "$0")/python" -m pip "$@"\n')
+)
+
+
+def scripts_first():
+    """Where this interpreter runs in an environment this module made (a machine's own), puts the
+    environment's scripts folder first on PATH, as activating it would, with pip's launchers there:
+    a cell's shell commands and subprocesses (``!pip``, ``!python``, console scripts) are then the
+    machine's, and install into it. Anything else is left as it is: it may be the person's."""
+    own = site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    made_here = any(os.path.isfile(os.path.join(d, _PTH)) for d in own if d.startswith(sys.prefix))
+    scripts = os.path.join(sys.prefix, "Scripts" if os.name == "nt" else "bin")
+    if not made_here or not os.path.isdir(scripts):
+        return
+    name, text = _LAUNCHER
+    stem, suffix = os.path.splitext(name)
+    major, minor = sys.version_info[:2]
+    for launcher in {stem, f"{stem}{major}", f"{stem}{major}.{minor}"}:
+        path = os.path.join(scripts, launcher + suffix)
+        if not os.path.exists(path):
+            with open(path, "w", encoding="utf-8", newline="") as file:
+                file.write(text)
+            os.chmod(path, 0o755)
+    rest = [
+        p
+        for p in os.environ.get("PATH", "").split(os.pathsep)
+        if p and os.path.normcase(p) != os.path.normcase(scripts)
+    ]
+    os.environ["PATH"] = os.pathsep.join([scripts, *rest])
+    os.environ["VIRTUAL_ENV"] = sys.prefix
+
+
 def _system_site_packages(prefix):
     """Whether the environment at ``prefix`` sees its installation's packages (its pyvenv.cfg)."""
     try:

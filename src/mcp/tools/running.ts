@@ -16,7 +16,11 @@ import { json, replId, tool, type Instruction, type ToolContext, type ToolDefini
 export function execResult(name: string, seq: number, chunks: OutputChunk[], result: ExecResult, inlineImages: number, more: string[] = []): CallToolResult {
   const view = viewResult(result);
   const figures = figureContent(name, seq, view.images, inlineImages);
-  const notes = [...(figures.note ? [figures.note] : []), ...(view.timedOut ? ['Give it longer with the timeoutSeconds argument (0: no limit).'] : []), ...more];
+  const notes = [
+    ...(figures.note ? [figures.note] : []),
+    ...(view.timedOut ? ['Give it longer with the timeoutSeconds argument (0: no limit).'] : []),
+    ...more,
+  ];
   return {
     content: [{ type: 'text', text: resultText(chunks, result, notes) }, ...figures.blocks],
     structuredContent: {
@@ -95,7 +99,8 @@ async function runInstruction(
   let late = false;
   const deadline = answerWithinMs > 0 ? setTimeout(() => (asking ? (late = true) : due()), answerWithinMs) : undefined;
   const onInput: InputAnswerer = async (request, questionSignal) => {
-    if (answered) throw new Error('the tool call that ran this cell has answered while it ran on, and nobody is left to ask; put the value in the code instead');
+    if (answered)
+      throw new Error('the tool call that ran this cell has answered while it ran on, and nobody is left to ask; put the value in the code instead');
     asking += 1;
     try {
       return await ask(request, questionSignal);
@@ -202,7 +207,12 @@ export const waitForInstruction = tool({
     replId,
     seq: z.number().int().min(0).optional().describe("The instruction's number, as the run tool gave it (default: the REPL's newest)"),
     from: z.number().int().min(0).optional().describe('How many lines of its output you have: only later ones come while it runs (default 0)'),
-    waitSeconds: z.number().min(0).max(LONGEST_WAIT_SECONDS).optional().describe('How long to wait for its end (default: as long as a call may, under a minute)'),
+    waitSeconds: z
+      .number()
+      .min(0)
+      .max(LONGEST_WAIT_SECONDS)
+      .optional()
+      .describe('How long to wait for its end (default: as long as a call may, under a minute)'),
   }),
   outputSchema: RunOutput,
   annotations: { readOnlyHint: true, openWorldHint: false },
