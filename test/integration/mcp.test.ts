@@ -1023,7 +1023,7 @@ describe('MCP server', { timeout: 480_000 }, () => {
 
       // An index that cannot be reached: one line, not pip's retries.
       delete process.env.PIP_NO_INDEX;
-      Object.assign(process.env, { PIP_INDEX_URL: 'http://127.0.0.1:9/simple', PIP_RETRIES: '0' });
+      Object.assign(process.env, { PIP_INDEX_URL: 'http://127.0.0.1:9/simple', PIP_RETRIES: '1' });
       try {
         const offline = await perennial('install', replId, 'unreachablepkg');
         assert.equal(offline.status, 1);

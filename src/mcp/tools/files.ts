@@ -47,7 +47,7 @@ export const installPackages = tool({
   name: 'install-python-packages',
   title: 'Install Python packages',
   description:
-    "Installs packages into a REPL, and into nothing else: Pyodide packages for sandbox REPLs; pip packages for python REPLs, into the REPL's own environment (which sees the user's interpreter's packages, and changes none of them). A fork takes them along; a rollback leaves them.",
+    "Installs packages into a REPL, and into nothing else: Pyodide packages for sandbox REPLs, by name; pip packages for python REPLs, into the REPL's own environment (which sees the user's interpreter's packages, and changes none of them): names, wheels, archives or project folders (paths from the REPL's working directory), '-r requirements.txt' and '--find-links DIR' as entries. A fork takes them along; a rollback leaves them.",
   inputSchema: z.object({ replId, packages: OPERATIONS.installPackages.request.shape.packages }),
   // Open-world: pip fetches from the package index; it changes only the REPL.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
