@@ -64,6 +64,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
   readonly dataDir: string;
   readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory' | 'home' | 'baseImages'>>;
   readonly #home: MachineHome;
+  /** Installs under way, by machine and packages. */
+  readonly #installs = new Map<string, Promise<string>>();
   readonly #engines: EngineSet;
   readonly #store: MachineStore;
   readonly #lock: DataDirLock;
@@ -320,10 +322,18 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     this.#emit({ type: 'deleted', name });
   }
 
-  /** Installs packages into a machine (Pyodide wheels for sandbox, pip for python). */
+  /**
+   * Installs packages into a machine (Pyodide wheels for sandbox, pip for python). The same install
+   * asked again while it is under way joins it: a client that stopped waiting asks again to wait.
+   */
   async installPackages(name: string, packages: string[]): Promise<string> {
     const valid = parseRequest(Packages, packages);
-    return this.#introspect(name, (e) => e.installPackages(valid), true);
+    const key = JSON.stringify([name, valid]);
+    const joined = this.#installs.get(key);
+    if (joined) return joined;
+    const installing = this.#introspect(name, (e) => e.installPackages(valid), true).finally(() => this.#installs.delete(key));
+    this.#installs.set(key, installing);
+    return installing;
   }
 
   history(name: string, last?: number): Promise<HistoryEntry[]> {

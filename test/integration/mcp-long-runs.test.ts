@@ -1,4 +1,9 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { basename } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,6 +18,7 @@ import { startBucket, startPostgres } from '../helpers/cluster-services.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
 
 /** What MCP clients built on the SDKs give a call before they give up and cancel it. */
 const CLIENT_LIMIT_MS = 60_000;
@@ -205,5 +211,38 @@ describe('long runs for MCP clients without tasks', { timeout: 400_000 }, () => 
         }
       }),
     );
+  });
+
+  it('an install that outlasts the answer time answers that it goes on; the same call again waits for it', async () => {
+    // A folder of wheels that takes 4 s to list, as a slow package index does.
+    const wheel = execFileSync(TEST_PYTHON, [MAKE_WHEEL, data.dir, 'slowpkg', '1.0', JSON.stringify({ 'slowpkg/__init__.py': 'VALUE = 8\n' })], {
+      encoding: 'utf8',
+    }).trim();
+    const index = createServer((req, res) => {
+      if (req.url === '/') {
+        setTimeout(() => res.writeHead(200, { 'content-type': 'text/html' }).end(`<a href="${basename(wheel)}">${basename(wheel)}</a>`), 4000);
+        return;
+      }
+      void readFile(wheel).then((bytes) => res.end(bytes));
+    }).listen(0, '127.0.0.1');
+    await once(index, 'listening');
+    process.env.PIP_NO_INDEX = '1';
+    const agent = await agentV1(new HttpV1(new URL(`${server.url}/mcp?answerWithin=1`), bearer(server.token)));
+    try {
+      const replId = (await server.manager.create({ engine: 'python', python: TEST_PYTHON })).name;
+      const packages = ['slowpkg', `--find-links http://127.0.0.1:${(index.address() as { port: number }).port}/`];
+      const text = async () => ((await agent.call('install-python-packages', { replId, packages })).content[0] as { text: string }).text;
+      const first = await text();
+      assert.match(first, new RegExp(`^Still installing into ${replId} after 1 s; it goes on.*Call install-python-packages again with the same packages`));
+      let last = first;
+      while (last.startsWith('Still installing')) last = await text();
+      assert.equal(last, 'Installed: Successfully installed slowpkg-1.0', 'the calls after the first joined it');
+      const imported = structured(await agent.call('run-python-in-repl', { replId, pythonCode: 'import slowpkg\nslowpkg.VALUE' }));
+      assert.equal(imported.value, '8');
+    } finally {
+      delete process.env.PIP_NO_INDEX;
+      await agent.close();
+      index.close();
+    }
   });
 });

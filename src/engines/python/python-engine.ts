@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { PhaseClock } from '../../platform/phase-timings.ts';
-import { pipArguments } from '../../shared/requests.ts';
+import { isPackageName, pipArguments } from '../../shared/requests.ts';
 import type { ExecResult, InputRequest, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
@@ -280,13 +280,12 @@ export class PythonEngine implements Engine {
       throw new KernelCommandError('no network to the package index: install from a wheel file or a folder of wheels (--find-links)');
     if (code !== 0) throw new KernelCommandError(`pip install failed (exit ${code}): ${output.trim().split('\n').slice(-5).join('\n')}`);
     await this.#call('refresh_imports', {});
-    return (
-      output
-        .trim()
-        .split('\n')
-        .filter((l) => l.startsWith('Successfully installed'))
-        .join('\n') || packages.join(', ')
-    );
+    const installed = output
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('Successfully installed'))
+      .join('\n');
+    return installed || `already installed: ${packages.filter(isPackageName).join(', ') || 'everything asked for'}`;
   }
 
   async snapshot(path: string): Promise<SnapshotReport> {

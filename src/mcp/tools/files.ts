@@ -52,7 +52,21 @@ export const installPackages = tool({
   // Open-world: pip fetches from the package index; it changes only the REPL.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   longRunning: true,
-  async handler({ replId: name, packages }, { client }) {
-    return text(`Installed: ${await client.installPackages(name, packages)}`);
+  async handler({ replId: name, packages }, { client, answerWithinMs }) {
+    const installing = client.installPackages(name, packages);
+    let due: NodeJS.Timeout | undefined;
+    const overdue = new Promise<undefined>((resolve) => (due = answerWithinMs > 0 ? setTimeout(() => resolve(undefined), answerWithinMs) : undefined));
+    try {
+      const installed = await Promise.race([installing, overdue]);
+      if (installed !== undefined) return text(`Installed: ${installed}`);
+    } finally {
+      clearTimeout(due);
+    }
+    installing.catch(() => {});
+    // A REPL's installs and code take turns: a second call waits for this one, then finds the packages there.
+    return text(
+      `Still installing into ${name} after ${Math.round(answerWithinMs / 1000)} s; it goes on, and the REPL's code waits for it. ` +
+        'Call install-python-packages again with the same packages to wait for its end: what is installed by then is not installed again.',
+    );
   },
 });

@@ -180,7 +180,7 @@ async function callDirectly(
  */
 function startTask(
   client: PerennialClient,
-  { tasks, inlineImages, machineDefaults, answerWithinMs }: ToolOptions,
+  { tasks, inlineImages, machineDefaults }: ToolOptions,
   definition: AnyTool,
   args: Record<string, unknown>,
 ) {
@@ -197,7 +197,8 @@ function startTask(
         progress: async (message) => onLine(message),
         inlineImages,
         machineDefaults,
-        answerWithinMs,
+        // A task answers when its work ends.
+        answerWithinMs: 0,
         tasks,
         ask: async () => {
           throw new Error('a tool call run as an MCP task cannot ask; put the value in the code instead');
