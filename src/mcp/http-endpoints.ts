@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
-import { createMcpHandler, isInitializeRequest, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler, isInitializeRequest, isLegacyRequest, type JSONRPCMessage, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { PerennialClient } from '../shared/perennial-client.ts';
-import { McpConnectionQuery, problemsOf } from '../shared/requests.ts';
+import { DEFAULT_INLINE_IMAGES, McpConnectionQuery, problemsOf } from '../shared/requests.ts';
 import { createMcpServer, type McpOptions } from './mcp-server.ts';
 import { McpTasks } from './tasks/mcp-tasks.ts';
+import { ending, refusal, subscribe, taskListen, type TaskListen } from './tasks/task-subscriptions.ts';
 import { ResourceListChanges } from './resource-list-changes.ts';
 import { LegacySseTransport } from './sse-transport.ts';
+
+/** How often a subscription's quiet stream says it is alive, so that proxies keep it open. */
+const SSE_KEEP_ALIVE_MS = 15_000;
 
 /** JSON-RPC's code for a message that is not JSON (or not JSON the server will read). */
 export const JSON_RPC_PARSE_ERROR = -32700;
@@ -53,6 +57,8 @@ export class McpHttpEndpoints {
   readonly #serveModern: NodeMcpRequestHandler;
   readonly #changes: ResourceListChanges;
   readonly #tasks: McpTasks;
+  /** The open subscriptions to tasks, each ended as the server ends it. */
+  readonly #listens = new Set<() => void>();
 
   /** `taskSecret`: what task ids are sealed with; `defaults`: what a connection gets unless it chooses otherwise. */
   constructor(
@@ -65,7 +71,8 @@ export class McpHttpEndpoints {
       legacy: 'reject',
     });
     this.#serveModern = toNodeHandler(this.#modern);
-    this.#changes = new ResourceListChanges(client, () => this.#modern.notify.resourcesChanged());
+    this.#changes = new ResourceListChanges(client);
+    this.#changes.listen(() => this.#modern.notify.resourcesChanged());
   }
 
   /** `/mcp`: POST, GET (a 2025 session's stream) and DELETE (end that session). */
@@ -75,6 +82,8 @@ export class McpHttpEndpoints {
     if (session) return session.handleRequest(req, res, body);
     const options = checkedOptions(req, res);
     if (!options) return;
+    const listen = taskListen(body);
+    if (listen) return this.#serveTaskListen(res, listen, options);
     if (!(await isLegacyRequest(await toWebRequest(req, body), body))) return this.#serveModern(req, res, body);
     if (sessionId) return rpcError(res, 404, 'Session not found: initialize again');
     if (req.method !== 'POST' || !isInitializeRequest(body)) return rpcError(res, 400, 'Bad request: no session; start with an initialize request');
@@ -87,6 +96,29 @@ export class McpHttpEndpoints {
     };
     await this.#changes.track(createMcpServer(this.client, this.#tasks, { ...this.defaults, ...options })).connect(transport);
     await transport.handleRequest(req, res, body);
+  }
+
+  /** A 2026-07-28 subscription to tasks (`task-subscriptions.ts`): its notifications as an SSE stream, until the client closes it or the server stops. */
+  async #serveTaskListen(res: ServerResponse, listen: TaskListen, options: McpOptions): Promise<void> {
+    const refused = refusal(listen);
+    if (refused) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(refused));
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' });
+    const write = (message: JSONRPCMessage) => res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    const keepAlive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEP_ALIVE_MS);
+    const inlineImages = options.inlineImages ?? this.defaults.inlineImages ?? DEFAULT_INLINE_IMAGES;
+    const stopping = subscribe(listen, { tasks: this.#tasks, inlineImages, onResourceListChange: (listener) => this.#changes.listen(listener) }, write);
+    const end = () => {
+      clearInterval(keepAlive);
+      this.#listens.delete(graceful);
+      void stopping.then((stop) => stop());
+    };
+    const graceful = () => {
+      write(ending(listen));
+      res.end();
+      end();
+    };
+    this.#listens.add(graceful);
+    res.on('close', end);
   }
 
   /** `GET /sse`: opens a legacy SSE session; its `endpoint` event points at /messages. */
@@ -108,6 +140,7 @@ export class McpHttpEndpoints {
   }
 
   async close(): Promise<void> {
+    for (const graceful of [...this.#listens]) graceful();
     this.#changes.close();
     this.#tasks.close();
     const transports = [...this.#sessions.values(), ...this.#sse.values()];

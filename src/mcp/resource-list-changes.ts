@@ -3,15 +3,16 @@ import type { PerennialClient } from '../shared/perennial-client.ts';
 
 /**
  * Tells MCP clients when machines come and go, which changes the resource list: each tracked
- * connection's server sends `notifications/resources/list_changed`, and `alsoNotify` reaches the
- * rest (2026-07-28 listeners on a per-request endpoint). One event stream per endpoint, not per
- * connection; a backend without one (hosted ForeverVM) sends none.
+ * connection's server sends `notifications/resources/list_changed`, and each listener hears of it
+ * (2026-07-28 subscriptions). One event stream per endpoint, not per connection; a backend without
+ * one (hosted ForeverVM) sends none.
  */
 export class ResourceListChanges {
   readonly #servers = new Set<McpServer>();
+  readonly #listeners = new Set<() => void>();
   readonly #stop = new AbortController();
 
-  constructor(client: PerennialClient, alsoNotify: () => void = () => {}) {
+  constructor(client: PerennialClient) {
     client
       .events((event) => {
         if (event.type !== 'created' && event.type !== 'deleted') return;
@@ -20,7 +21,7 @@ export class ResourceListChanges {
           if (server.isConnected()) server.sendResourceListChanged();
           else this.#servers.delete(server);
         }
-        alsoNotify();
+        for (const listener of this.#listeners) listener();
       }, this.#stop.signal)
       .catch(() => {});
   }
@@ -31,8 +32,15 @@ export class ResourceListChanges {
     return server;
   }
 
+  /** Calls `listener` at each change until the returned function is called. */
+  listen(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
   close(): void {
     this.#stop.abort();
     this.#servers.clear();
+    this.#listeners.clear();
   }
 }

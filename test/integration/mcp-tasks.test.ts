@@ -6,7 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client, StreamableHTTPClientTransport, type CallToolResult, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  SUBSCRIPTION_ID_META_KEY,
+  type CallToolResult,
+  type SubscriptionFilter,
+  type Transport,
+  type VersionNegotiationMode,
+} from '@modelcontextprotocol/client';
+import { TASKS_EXTENSION_ID_V2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { resultFromTaskOutcome, type TaskEnabledSession, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { LocalServer } from '../../src/server/local-server.ts';
@@ -185,6 +194,62 @@ describe('MCP tasks', { timeout: 300_000 }, () => {
       assert.equal((result.structuredContent as { value: string }).value, '42');
     } finally {
       await plain.close();
+    }
+  });
+
+  it('a 2026-07-28 client subscribed to a task hears of its status as it changes, on both transports; one without the Tasks extension is told it needs it', async () => {
+    const loop = 'import time\nfor step in range(4):\n    print(f"step {step}", flush=True)\n    time.sleep(1)\n"looped"';
+    const modern = Object.entries(CONNECTIONS).filter(([, connection]) => connection.modern);
+    await Promise.all(
+      modern.map(async ([label, connection]) => {
+        const client = new Client(
+          { name: 'perennial-tests', version: '1.0.0' },
+          { capabilities: { extensions: { [TASKS_EXTENSION_ID_V2]: {} } }, versionNegotiation: { mode: connection.mode } },
+        );
+        const heard: Array<{ method: string; params?: Record<string, unknown> }> = [];
+        client.fallbackNotificationHandler = async (notification) => void heard.push(notification);
+        const transport = connection.transport(served(server));
+        await client.connect(transport);
+        const session = taskSession(
+          client,
+          transport instanceof StdioClientTransport ? transportDispatch(transport) : httpDispatch(`${server.url}/mcp`, server.token),
+        );
+        try {
+          const execution = await session.callTool(
+            'run-python-in-repl',
+            { replId: await newRepl(client), pythonCode: loop, timeoutSeconds: 60 },
+            { task: { preference: 'prefer' } },
+          );
+          assert.equal(execution.kind, 'task', label);
+          const taskId = execution.handle!.taskId;
+          const subscription = await client.listen({ taskIds: [taskId, 'no-such-task'] } as SubscriptionFilter);
+          const statuses = () =>
+            heard
+              .filter((n) => n.method === 'notifications/tasks')
+              .map((n) => n.params as { taskId: string; status: string; statusMessage: string; result?: CallToolResult; _meta: Record<string, unknown> });
+          await eventually(() => statuses().some((task) => task.status === 'completed'), 30_000, `${label}: the task's end, told`);
+          await subscription.close();
+          const told = statuses();
+          assert.ok(
+            told.every((task) => task.taskId === taskId && task._meta[SUBSCRIPTION_ID_META_KEY] !== undefined),
+            `${label}: only the task asked for, on the subscription`,
+          );
+          assert.ok(
+            told.some((task) => task.status === 'working' && /last output: step \d/.test(task.statusMessage)),
+            `${label}: ${JSON.stringify(told)}`,
+          );
+          assert.equal((told.at(-1)!.result!.structuredContent as { value: string }).value, "'looped'", label);
+        } finally {
+          await session.close();
+          await client.close();
+        }
+      }),
+    );
+    const { client, close } = await connect(served(server), CONNECTIONS['stdio, 2026-07-28 (the Tasks extension)']!);
+    try {
+      await assert.rejects(client.listen({ taskIds: ['any'] } as SubscriptionFilter), (error: { code?: number }) => error.code === -32021);
+    } finally {
+      await close();
     }
   });
 });

@@ -1,4 +1,6 @@
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import { DEFAULT_INLINE_IMAGES } from '../../shared/requests.ts';
+import { TaskListenStdioTransport } from '../../mcp/tasks/task-listen-stdio.ts';
 import { createMcpServer } from '../../mcp/mcp-server.ts';
 import { ResourceListChanges } from '../../mcp/resource-list-changes.ts';
 import { McpTasks } from '../../mcp/tasks/mcp-tasks.ts';
@@ -35,7 +37,13 @@ export async function mcpCommand(ctx: CliContext, { inlineImages, heartbeat, tas
   // Task ids are sealed with the backend's token: for the local server, its data dir's, as the
   // server's own /mcp seals them, so that either reads the other's.
   const tasks = new McpTasks(client, client.token);
+  const wire = new TaskListenStdioTransport(new StdioServerTransport(), {
+    tasks,
+    inlineImages: inlineImages ?? DEFAULT_INLINE_IMAGES,
+    onResourceListChange: (listener) => changes.listen(listener),
+  });
   const served = serveStdio(() => changes.track(createMcpServer(client, tasks, options)), {
+    transport: wire,
     onerror: (error) => process.stderr.write(`perennial mcp: ${error.message}\n`),
   });
   await closed;

@@ -178,12 +178,7 @@ async function callDirectly(
  * Starts a call's work as a task: its instruction, or (an install) its handler in this process,
  * whose progress goes to the task's status; a task cannot ask the person anything.
  */
-function startTask(
-  client: PerennialClient,
-  { tasks, inlineImages, machineDefaults }: ToolOptions,
-  definition: AnyTool,
-  args: Record<string, unknown>,
-) {
+function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaults }: ToolOptions, definition: AnyTool, args: Record<string, unknown>) {
   if (definition.instruction) {
     const { machine, code, timeoutSeconds } = definition.instruction(args);
     return tasks.runCode(machine, code, timeoutSeconds);
