@@ -220,6 +220,30 @@ describe('the MCP App view in a host built on the SDK app bridge', { timeout: 30
     await page.close();
   });
 
+  it('follows a run whose call answered while its code still ran (a client without tasks) to its result', async () => {
+    const soon = new Client({ name: 'perennial-app-host-test', version: '1.0.0' });
+    await soon.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp?answerWithin=1`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }),
+    );
+    try {
+      const replId = ((await call('create-python-repl', {})).structuredContent as { replId: string }).replId;
+      const input = { replId, pythonCode: 'import time\nfor i in range(4):\n    print("step", i, flush=True)\n    time.sleep(1)\n"finished"' };
+      const { page, view } = await host('light', 'run-python-in-repl', input);
+      const early = (await soon.callTool({ name: 'run-python-in-repl', arguments: input })) as CallToolResult;
+      assert.equal((early.structuredContent as { running: boolean }).running, true);
+      await sendResult(page, early);
+      assert.equal(await view.getByText('Running…').count(), 1, 'still running, not a result');
+      await view.locator('pre.value').getByText("'finished'").waitFor();
+      await view
+        .locator('pre.stream')
+        .getByText(/step 3/)
+        .waitFor();
+      await page.close();
+    } finally {
+      await soon.close();
+    }
+  });
+
   it('shows output as it comes, interrupts the call, and takes the host theme variables', async () => {
     const replId = ((await call('create-python-repl', {})).structuredContent as { replId: string }).replId;
     const input = { replId, pythonCode: 'import time\nfor i in range(600):\n    print("tick", i, flush=True)\n    time.sleep(0.1)', timeoutSeconds: 0 };
