@@ -105,7 +105,12 @@ describe('sandbox packages from a lock file and a wheel folder', { timeout: 240_
     assert.equal(await manager.installPackages(name, ['tinydep']), 'tinydep 0.2.0');
     assert.equal(valueOf((await run(manager, name, 'import tinydep\ntinydep.greet("you")')).result), "'hello you'");
     await assert.rejects(manager.installPackages(name, ['no-such-package']), /Unknown package "no-such-package": it is not in the package index/);
-    await assert.rejects(manager.installPackages(name, ['--index-url=http://evil']), /not a package name: "--index-url=http:\/\/evil"/);
+    await assert.rejects(manager.installPackages(name, ['--index-url=http://evil']), /not a package to install: "--index-url=http:\/\/evil"/);
+    // Files and pip's sources are a python machine's: a sandbox installs from its index, by name.
+    await assert.rejects(
+      manager.installPackages(name, ['./dist/mine-1.0-py3-none-any.whl']),
+      /a sandbox machine installs packages by name from its package index, not "\.\/dist\/mine-1\.0-py3-none-any\.whl"/,
+    );
   });
 
   it('%pip install (and %micropip install) in any cell installs from the index before it runs, and says what it could not', async () => {

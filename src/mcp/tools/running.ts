@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { FilePath, TimeoutSeconds } from '../../shared/requests.ts';
 import { resultText, viewResult } from '../../shared/result-format.ts';
-import { streamText, type ExecResult, type InputAnswerer, type OutputChunk } from '../../shared/types.ts';
+import { streamText, type ExecResult, type OutputChunk } from '../../shared/types.ts';
 import { figureContent } from '../figures.ts';
 import { MACHINE_VIEW_META } from '../machine-view.ts';
 import { json, replId, tool, type Instruction, type ToolContext, type ToolDefinition } from './tool.ts';
@@ -77,10 +77,34 @@ const RunOutput = z.object({
 export type RunOutput = z.infer<typeof RunOutput>;
 
 /**
- * Runs an instruction: its output lines as progress; its result, or, once `answerWithinMs` has
- * passed (not counting the time a person takes to answer its `input()`), the output so far and
- * how to come back (`stillRunning`), while the code runs on. A client that asks to stop the work
- * before the answer interrupts the code.
+ * When a call must answer: `ms` from now (never, for 0), not counting the time a person takes to
+ * answer the code's questions (`asking`): a deadline that passes meanwhile is kept until they end.
+ */
+function answerDeadline(ms: number) {
+  let reached!: () => void;
+  const passed = new Promise<undefined>((resolve) => (reached = () => resolve(undefined)));
+  let asking = 0;
+  let late = false;
+  const timer = ms > 0 ? setTimeout(() => (asking ? (late = true) : reached()), ms) : undefined;
+  return {
+    passed,
+    async asking<T>(question: () => Promise<T>): Promise<T> {
+      asking += 1;
+      try {
+        return await question();
+      } finally {
+        asking -= 1;
+        if (!asking && late) reached();
+      }
+    },
+    clear: () => clearTimeout(timer),
+  };
+}
+
+/**
+ * Runs an instruction: its output lines as progress; its result, or, once the call's time to
+ * answer has passed (`answerDeadline`), the output so far and how to come back (`stillRunning`),
+ * while the code runs on. A client that asks to stop the work before the answer interrupts the code.
  */
 async function runInstruction(
   { machine: name, code, timeoutSeconds }: Instruction,
@@ -91,30 +115,19 @@ async function runInstruction(
   let answered = false;
   const interrupt = () => void (answered || client.interrupt(name).catch(() => {}));
   stop.addEventListener('abort', interrupt, { once: true });
+  const deadline = answerDeadline(answerWithinMs);
   let onQueued!: (seq: number) => void;
   const queued = new Promise<number>((resolve) => (onQueued = resolve));
-  let due!: () => void;
-  const overdue = new Promise<undefined>((resolve) => (due = () => resolve(undefined)));
-  let asking = 0;
-  let late = false;
-  const deadline = answerWithinMs > 0 ? setTimeout(() => (asking ? (late = true) : due()), answerWithinMs) : undefined;
-  const onInput: InputAnswerer = async (request, questionSignal) => {
-    if (answered)
-      throw new Error('the tool call that ran this cell has answered while it ran on, and nobody is left to ask; put the value in the code instead');
-    asking += 1;
-    try {
-      return await ask(request, questionSignal);
-    } finally {
-      asking -= 1;
-      if (!asking && late) due();
-    }
-  };
   let ran: { seq: number; result: ExecResult } | undefined;
   const run = client
     .run(name, code, {
       timeoutSeconds,
-      onInput,
       onQueued,
+      onInput: async (request, questionSignal) => {
+        if (answered)
+          throw new Error('the tool call that ran this cell has answered while it ran on, and nobody is left to ask; put the value in the code instead');
+        return deadline.asking(() => ask(request, questionSignal));
+      },
       onOutput: (chunk) => {
         chunks.push(chunk);
         if (!answered) void progress(chunk.data);
@@ -122,16 +135,15 @@ async function runInstruction(
     })
     .then((done) => (ran = done));
   try {
-    await Promise.race([run, overdue]);
-    // The machine numbers an instruction as it takes it, before anything ahead of it ends.
-    const seq = ran?.seq ?? (await Promise.race([queued, run.then((done) => done.seq)]));
+    await Promise.race([run, deadline.passed]);
     if (ran) return execResult(name, ran.seq, chunks, ran.result, inlineImages);
-    answered = true;
+    // The machine numbers an instruction as it takes it, before anything ahead of it ends.
+    const seq = await Promise.race([queued, run.then((done) => done.seq)]);
     run.catch(() => {});
     return stillRunning(name, seq, chunks, 0, Date.now() - started);
   } finally {
     answered = true;
-    clearTimeout(deadline);
+    deadline.clear();
     stop.removeEventListener('abort', interrupt);
   }
 }
@@ -166,7 +178,7 @@ const NO_LIMIT = 0;
 
 /** How a call that runs code ends, for a tool's description. */
 const LONG_RUNS =
-  'Code that has not finished when the call must answer (within a minute, before MCP clients give up) runs on, and the call returns its output so far with its instruction number: wait-for-repl-instruction gives the rest and the result. Cancelling the call before it answers interrupts the code.';
+  'A client that takes MCP tasks gets a task for long work. For any other, code that has not finished when the call must answer (within a minute, before MCP clients give up) runs on, and the call returns its output so far with its instruction number: wait-for-repl-instruction gives the rest and the result. Cancelling the call before it answers interrupts the code.';
 
 export const runPython = runTool({
   name: 'run-python-in-repl',
