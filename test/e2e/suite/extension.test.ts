@@ -218,6 +218,7 @@ suite('Perennial in VS Code', () => {
       ],
       runtimeMs: structured.runtimeMs,
       seq: 0,
+      running: false,
     });
     // The inline figure, and the linked one, which VS Code reads for the model; the inline one's link is for the user only.
     assert.deepEqual(
