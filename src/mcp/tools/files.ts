@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { OPERATIONS } from '../../shared/operations.ts';
 import { FileEncoding, FilePath } from '../../shared/requests.ts';
 import { utf8Text } from '../file-text.ts';
-import { json, replId, text, tool } from './tool.ts';
+import { answerDeadline, json, replId, text, tool } from './tool.ts';
 
 export const listFiles = tool({
   name: 'list-repl-files',
@@ -54,13 +54,12 @@ export const installPackages = tool({
   longRunning: true,
   async handler({ replId: name, packages }, { client, answerWithinMs }) {
     const installing = client.installPackages(name, packages);
-    let due: NodeJS.Timeout | undefined;
-    const overdue = new Promise<undefined>((resolve) => (due = answerWithinMs > 0 ? setTimeout(() => resolve(undefined), answerWithinMs) : undefined));
+    const deadline = answerDeadline(answerWithinMs);
     try {
-      const installed = await Promise.race([installing, overdue]);
+      const installed = await Promise.race([installing, deadline.passed]);
       if (installed !== undefined) return text(`Installed: ${installed}`);
     } finally {
-      clearTimeout(due);
+      deadline.clear();
     }
     installing.catch(() => {});
     // A REPL's installs and code take turns: a second call waits for this one, then finds the packages there.

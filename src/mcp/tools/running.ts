@@ -5,7 +5,7 @@ import { resultText, viewResult } from '../../shared/result-format.ts';
 import { streamText, type ExecResult, type OutputChunk } from '../../shared/types.ts';
 import { figureContent } from '../figures.ts';
 import { MACHINE_VIEW_META } from '../machine-view.ts';
-import { json, replId, tool, type Instruction, type ToolContext, type ToolDefinition } from './tool.ts';
+import { answerDeadline, json, replId, tool, type Instruction, type ToolContext, type ToolDefinition } from './tool.ts';
 
 /**
  * The result of an instruction as an MCP tool result: output, value or traceback, Perennial's
@@ -75,31 +75,6 @@ const RunOutput = z.object({
 
 /** What a run tool's structured content holds (the MCP App view reads it too). */
 export type RunOutput = z.infer<typeof RunOutput>;
-
-/**
- * When a call must answer: `ms` from now (never, for 0), not counting the time a person takes to
- * answer the code's questions (`asking`): a deadline that passes meanwhile is kept until they end.
- */
-function answerDeadline(ms: number) {
-  let reached!: () => void;
-  const passed = new Promise<undefined>((resolve) => (reached = () => resolve(undefined)));
-  let asking = 0;
-  let late = false;
-  const timer = ms > 0 ? setTimeout(() => (asking ? (late = true) : reached()), ms) : undefined;
-  return {
-    passed,
-    async asking<T>(question: () => Promise<T>): Promise<T> {
-      asking += 1;
-      try {
-        return await question();
-      } finally {
-        asking -= 1;
-        if (!asking && late) reached();
-      }
-    },
-    clear: () => clearTimeout(timer),
-  };
-}
 
 /**
  * Runs an instruction: its output lines as progress; its result, or, once the call's time to

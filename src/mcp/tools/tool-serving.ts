@@ -157,7 +157,6 @@ async function callDirectly(
   };
   if (token !== undefined) beat();
   try {
-    const ask = cellQuestions(server, ctx);
     return await invoke(definition, args, {
       client,
       signal: ctx.mcpReq.signal,
@@ -165,7 +164,7 @@ async function callDirectly(
       progress,
       inlineImages,
       machineDefaults,
-      ask,
+      ask: cellQuestions(server, ctx),
       answerWithinMs,
       tasks,
     });
@@ -204,9 +203,9 @@ function startTask(client: PerennialClient, { tasks, inlineImages, machineDefaul
 }
 
 /** The task once it ends, or as it is once it has run for `taskAfterMs`; `stop` cancels it (interrupts its code). */
-async function settledSoon({ tasks, inlineImages, taskAfterMs }: ToolOptions, taskId: string, signal: AbortSignal): Promise<TaskView> {
-  const stop = () => void tasks.cancel(taskId).catch(() => {});
-  signal.addEventListener('abort', stop, { once: true });
+async function settledSoon({ tasks, inlineImages, taskAfterMs }: ToolOptions, taskId: string, stop: AbortSignal): Promise<TaskView> {
+  const cancel = () => void tasks.cancel(taskId).catch(() => {});
+  stop.addEventListener('abort', cancel, { once: true });
   const waited = AbortSignal.timeout(taskAfterMs);
   try {
     return await tasks.settled(taskId, inlineImages, waited);
@@ -214,7 +213,7 @@ async function settledSoon({ tasks, inlineImages, taskAfterMs }: ToolOptions, ta
     if (!waited.aborted) throw error;
     return tasks.view(taskId, inlineImages);
   } finally {
-    signal.removeEventListener('abort', stop);
+    stop.removeEventListener('abort', cancel);
   }
 }
 

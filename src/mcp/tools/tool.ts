@@ -65,3 +65,28 @@ export const json = (value: unknown): CallToolResult => ({
   content: [{ type: 'text', text: JSON.stringify(value, null, 2) }],
   structuredContent: value as Record<string, unknown>,
 });
+
+/**
+ * When a call must answer: `ms` from now (never, for 0), not counting the time a person takes to
+ * answer the code's questions (`asking`): a deadline that passes meanwhile is kept until they end.
+ */
+export function answerDeadline(ms: number) {
+  let reached!: () => void;
+  const passed = new Promise<undefined>((resolve) => (reached = () => resolve(undefined)));
+  let open = 0;
+  let late = false;
+  const timer = ms > 0 ? setTimeout(() => (open ? (late = true) : reached()), ms) : undefined;
+  return {
+    passed,
+    async asking<T>(question: () => Promise<T>): Promise<T> {
+      open += 1;
+      try {
+        return await question();
+      } finally {
+        open -= 1;
+        if (!open && late) reached();
+      }
+    },
+    clear: () => clearTimeout(timer),
+  };
+}
