@@ -13,6 +13,7 @@ import {
   type StreamResultLine,
 } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { neverConnected } from '../platform/connection-errors.ts';
 import { UnsupportedByBackendError } from '../shared/perennial-client.ts';
 
 /** Result streams that break before the result are opened again this many times in a row. */
@@ -263,7 +264,10 @@ export class ForeverVMClient extends OperationClient {
       if (!retried && name !== 'TimeoutError' && name !== 'AbortError' && (await this.refresh().catch(() => false))) {
         return this.#request(method, path, options, true);
       }
-      throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.#baseUrl}: ${(error as Error).message}`);
+      // Unreachable: nothing was sent; a connection that broke may have carried the request.
+      const why = fetchFailure(error as Error);
+      if (neverConnected(error)) throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.#baseUrl}: ${why}`);
+      throw new ForeverVMError(0, 'ConnectionLost', `The connection to ${this.#baseUrl} broke before it answered: ${why}`);
     }
     if (response.ok) return response;
     const text = await response.text().catch(() => 'Unknown error');
@@ -280,6 +284,12 @@ export class ForeverVMClient extends OperationClient {
       parsed.id ?? null,
     );
   }
+}
+
+/** What failed in a fetch: its own message says only "fetch failed", its cause the rest. */
+function fetchFailure(error: Error): string {
+  const cause = (error.cause as Error | undefined)?.message;
+  return cause ? `${error.message} (${cause})` : error.message;
 }
 
 /** A streamed response body as text, split at `separator`, each piece as soon as it is whole. */

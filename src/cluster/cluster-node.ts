@@ -5,13 +5,14 @@ import type { MachineHome } from '../machines/machine-home.ts';
 import type { MachineManager } from '../machines/machine-manager.ts';
 import { isTransientPath, MachineStore, ManifestSchema, type MachineManifest } from '../machines/machine-store.ts';
 import { VERSION } from '../shared/version.ts';
+import { markNodeCache } from '../platform/node-cache.ts';
 import { ClusterDirectory, ClusterUnavailableError, type MachineRow } from './directory.ts';
 import { ObjectStore } from './object-store.ts';
 import type { ClusterSettings } from './cluster-settings.ts';
 import { StoredFolders } from './stored-folders.ts';
 import { SharedBaseImages } from './shared-base-images.ts';
 import { ClusterClient } from './cluster-client.ts';
-import type { Placement } from './placement.ts';
+import { MachineRouter, type Placement } from './machine-router.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 
 /** A machine another node owns, or none does now, as the directory last had it. */
@@ -53,16 +54,19 @@ export class ClusterNode implements MachineHome {
   #renewedAt = Number.NEGATIVE_INFINITY;
   #renewal?: NodeJS.Timeout;
   #manager?: MachineManager;
+  /** Where each request for a machine goes: a node that cannot be reached is waited out for its lease and a margin. */
+  readonly router: MachineRouter;
 
   private constructor(
     readonly settings: ClusterSettings,
     readonly directory: ClusterDirectory,
     readonly store: ObjectStore,
-    dataDir: string,
+    private readonly dataDir: string,
   ) {
     this.#folders = new StoredFolders(store);
     this.baseImages = new SharedBaseImages(directory, store);
     this.#machines = new MachineStore(dataDir);
+    this.router = new MachineRouter((name) => this.place(name), (settings.leaseSeconds + 5) * 1000);
   }
 
   /** Reaches the directory and the bucket (a clear error when either cannot be), before anything is served. */
@@ -85,13 +89,20 @@ export class ClusterNode implements MachineHome {
   }
 
   /**
-   * Enters the cluster at `url` (where other nodes reach this one), serving `manager`'s machines,
-   * and brings in the machines its data dir holds that the cluster never had (a computer's own,
-   * from before it was a node).
+   * Enters the cluster at `url` (where other nodes reach this one; the node listens on `host`
+   * and `port`), serving `manager`'s machines, and brings in the machines its data dir holds that
+   * the cluster never had (a computer's own, from before it was a node). From then on the data
+   * dir is this cluster's cache, and says so to every command that would serve it.
    */
-  async join(url: string, manager: MachineManager): Promise<void> {
+  async join(url: string, manager: MachineManager, listening: { host: string; port: number }): Promise<void> {
     this.#url = url;
     this.#manager = manager;
+    const { database, store, leaseSeconds, advertiseUrl } = this.settings;
+    await markNodeCache(this.dataDir, {
+      cluster: { database, store: store.url, storeEndpoint: store.endpoint, storeRegion: store.region, leaseSeconds, advertiseUrl },
+      ...listening,
+      url,
+    });
     const sent = performance.now();
     await this.directory.join({ id: this.id, url, version: VERSION });
     this.#renewedAt = sent;
@@ -224,7 +235,7 @@ export class ClusterNode implements MachineHome {
 
   /** The node's machines as its own MCP endpoints reach them: `local`'s here, the others through their nodes. */
   client(local: PerennialClient, token: string): PerennialClient {
-    return new ClusterClient(local, (name) => this.place(name), token, (this.settings.leaseSeconds + 5) * 1000);
+    return new ClusterClient(local, this.router, token);
   }
 
   /** Machines not on this node, as the directory has them, for listings. */

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { z } from 'zod';
 import { CodedError } from '../platform/coded-error.ts';
+import { withoutPassword } from '../platform/node-cache.ts';
 import { MachineMovedError } from '../machines/machine-errors.ts';
 
 /** PostgreSQL could not be reached or refused a request: nothing was changed by it. */
@@ -76,7 +77,7 @@ export class ClusterDirectory {
     url: string,
     private readonly leaseSeconds: number,
   ) {
-    this.description = describeDatabase(url);
+    this.description = withoutPassword(url);
     this.#pool = new pg.Pool({ connectionString: url, max: 6, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
     // An idle connection the server closed (a restart) must not take the node down with it.
     this.#pool.on('error', () => {});
@@ -221,8 +222,12 @@ export class ClusterDirectory {
    */
   async take(name: string, node: string): Promise<{ before: MachineRow; generation: number } | undefined> {
     return this.#transaction(async (client) => {
+      // The row locked first, then read with its owner's lease in a statement of its own: a
+      // locking read that waited for another node's take would join the owner it had before the
+      // wait to the row as it is after, see no live owner, and take a machine a live node just took.
+      await client.query('SELECT 1 FROM perennial_machines WHERE name = $1 FOR UPDATE', [name]);
       const { rows } = await client.query(
-        `SELECT ${MACHINE_COLUMNS} FROM perennial_machines m LEFT JOIN perennial_nodes n ON n.id = m.owner WHERE m.name = $1 FOR UPDATE OF m`,
+        `SELECT ${MACHINE_COLUMNS} FROM perennial_machines m LEFT JOIN perennial_nodes n ON n.id = m.owner WHERE m.name = $1`,
         [name],
       );
       const before = rows[0] && machineRow(rows[0]);
@@ -356,15 +361,4 @@ function machineRow(row: Record<string, unknown>): MachineRow {
     manifest: row.manifest,
     deleted: row.deleted as boolean,
   };
-}
-
-/** A database URL without its password. */
-export function describeDatabase(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return 'the cluster database (its URL does not parse)';
-  }
 }

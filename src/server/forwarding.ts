@@ -1,15 +1,11 @@
 import { request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { CodedError } from '../platform/coded-error.ts';
+import { NodeUnreachableError } from '../cluster/machine-router.ts';
+import { neverConnected } from '../platform/connection-errors.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 
-/** The node a request was to go to did not answer (it stopped; its lease has not run out yet). Nothing reached it. */
-export class NodeUnreachableError extends CodedError {
-  static override readonly errorCode = 'NodeUnreachable';
-}
-
-/** How many nodes a request has passed through: one forwards it once, a second time only while the machine moves. */
-export const HOPS_HEADER = 'x-perennial-hops';
-const MOST_HOPS = 2;
+/** How many nodes a request has passed through (the router bounds it). */
+const HOPS_HEADER = 'x-perennial-hops';
 
 /** Headers that belong to one connection, not to the request (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host', 'content-length']);
@@ -23,21 +19,40 @@ function forwardedHeaders(headers: IncomingHttpHeaders, target: URL, keep: strin
   return out;
 }
 
-/** Whether the request has already been forwarded as often as it may be. */
-export function forwardedTooOften(req: IncomingMessage): boolean {
-  return Number(req.headers[HOPS_HEADER] ?? 0) >= MOST_HOPS;
+/** How many nodes the request has passed through. */
+export function hopsOf(req: IncomingMessage): number {
+  return Number(req.headers[HOPS_HEADER] ?? 0) || 0;
+}
+
+/** Why a forwarded request failed before any answer: nothing reached the node (the router may send it elsewhere), or it may have. */
+function notAnswered(error: Error, base: string): Error {
+  if (neverConnected(error)) return new NodeUnreachableError(`The node at ${base} could not be reached: ${error.message}`, { cause: error });
+  return new ForeverVMError(
+    502,
+    'NodeLost',
+    `The node at ${base} stopped before it answered (${error.message}): what the request did there is lost with it, and the machine's next result says so`,
+  );
 }
 
 /**
  * Sends `req` (its body already read, `body`) to the node at `base`, and its answer back as it
- * comes (a result stream, an event stream). Rejects with a NodeUnreachableError, having sent
- * nothing to the caller, when the node does not answer at all.
+ * comes (a result stream, an event stream). Rejects, having sent nothing to the caller, when the
+ * node does not answer: with a NodeUnreachableError when nothing reached it. A kept-alive
+ * connection that the node closed as the request went out is tried again once, on a new one.
  */
-export function forwardRequest(req: IncomingMessage, res: ServerResponse, base: string, body: Buffer): Promise<void> {
+export function forwardRequest(req: IncomingMessage, res: ServerResponse, base: string, body: Buffer, fresh = false): Promise<void> {
   const target = new URL(req.url ?? '/', base);
   return new Promise((resolve, reject) => {
-    const outgoing = request(target, { method: req.method, headers: { ...forwardedHeaders(req.headers, target), 'content-length': String(body.length) } });
-    outgoing.once('error', (error) => reject(new NodeUnreachableError(`The node at ${base} did not answer: ${error.message}`, { cause: error })));
+    const outgoing = request(target, {
+      method: req.method,
+      headers: { ...forwardedHeaders(req.headers, target), 'content-length': String(body.length) },
+      ...(fresh ? { agent: false } : {}),
+    });
+    outgoing.once('error', (error: NodeJS.ErrnoException) => {
+      const stale = outgoing.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+      if (stale && !fresh) forwardRequest(req, res, base, body, true).then(resolve, reject);
+      else reject(notAnswered(error, base));
+    });
     outgoing.once('response', (answer) => {
       outgoing.removeAllListeners('error');
       outgoing.on('error', () => res.destroy());
@@ -57,13 +72,14 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, base: 
 /**
  * Carries a WebSocket upgrade over to the node at `base`: once that node switches protocols, the
  * two connections are joined. Rejects with a NodeUnreachableError, having written nothing to the
- * caller's socket, when the node does not answer at all.
+ * caller's socket, when the node does not answer.
  */
 export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, base: string): Promise<void> {
   const target = new URL(req.url ?? '/', base);
   return new Promise((resolve, reject) => {
     const outgoing = request(target, { method: req.method, headers: forwardedHeaders(req.headers, target, ['connection', 'upgrade']) });
-    outgoing.once('error', (error) => reject(new NodeUnreachableError(`The node at ${base} did not answer: ${error.message}`, { cause: error })));
+    // Before the node switches protocols nothing has run there: whatever failed, the upgrade may go elsewhere.
+    outgoing.once('error', (error) => reject(new NodeUnreachableError(`The node at ${base} did not take the connection: ${error.message}`, { cause: error })));
     outgoing.once('upgrade', (answer, upstream, upstreamHead) => {
       const lines = [`HTTP/1.1 101 ${answer.statusMessage ?? 'Switching Protocols'}`];
       for (let i = 0; i < answer.rawHeaders.length; i += 2) lines.push(`${answer.rawHeaders[i]}: ${answer.rawHeaders[i + 1]}`);

@@ -38,8 +38,20 @@ function nestsDeeperThan(text: string, limit: number): boolean {
   return false;
 }
 
-/** The request body, or 413 past `limit` bytes. */
-export async function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
+/** Each request's body as first read: a request may be read again (routed, then served here after all). */
+const bodies = new WeakMap<IncomingMessage, Promise<Buffer>>();
+
+/** The request body, or 413 past `limit` bytes; the same bytes however often it is asked for. */
+export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
+  let body = bodies.get(req);
+  if (!body) {
+    body = receive(req, limit);
+    bodies.set(req, body);
+  }
+  return body;
+}
+
+async function receive(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) throw new ForeverVMError(413, 'PayloadTooLarge', `The body is larger than ${limit} bytes`);
   const chunks: Buffer[] = [];

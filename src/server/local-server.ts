@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { removeServerInfo, writeServerInfo } from '../platform/server-info.ts';
+import { NodeCacheError, readNodeCache } from '../platform/node-cache.ts';
 import { MachineManager, type MachineManagerOptions } from '../machines/machine-manager.ts';
 import { VERSION } from '../shared/version.ts';
 import { AccessPolicy, loadOrCreateToken } from './access.ts';
@@ -11,9 +12,9 @@ import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { CodedError } from '../platform/coded-error.ts';
 import { readBody, readJson, requestUrl, sendError, sendJson } from './http-io.ts';
-import { forwardedTooOften, forwardRequest, forwardUpgrade, NodeUnreachableError } from './forwarding.ts';
+import { forwardRequest, forwardUpgrade, hopsOf } from './forwarding.ts';
 import type { ClusterNode } from '../cluster/cluster-node.ts';
-import { untilLeaseEnds } from '../cluster/placement.ts';
+import type { Route } from '../cluster/machine-router.ts';
 import type { ClusterSettings } from '../cluster/cluster-settings.ts';
 import { MAX_BODY_BYTES, parseRequest, StopRequest } from '../shared/requests.ts';
 import type { LockRecord } from '../platform/data-dir-lock.ts';
@@ -104,6 +105,8 @@ export class LocalServer {
   }
 
   static async start(options: LocalServerOptions): Promise<LocalServer> {
+    const node = options.cluster ? null : await readNodeCache(options.dataDir);
+    if (node) throw new NodeCacheError(options.dataDir, node);
     // Loaded only for a cluster: one computer's server never reads its code (PostgreSQL's and S3's clients among it).
     const cluster = options.cluster && (await (await import('../cluster/cluster-node.ts')).ClusterNode.open(options.cluster, options.dataDir));
     let manager: MachineManager;
@@ -130,7 +133,7 @@ export class LocalServer {
       const port = (http.address() as { port: number }).port;
       const advertised = cluster && (options.cluster!.advertiseUrl ?? advertisedUrl(server.url));
       access.listeningOn(port, host, advertised);
-      if (advertised) await cluster.join(advertised, manager);
+      if (advertised) await cluster.join(advertised, manager, { host, port });
       // The sandbox pool fills once sandbox machines are being made: an editor that never runs code pays for the server alone.
       await writeServerInfo(options.dataDir, {
         pid: process.pid,
@@ -198,22 +201,29 @@ export class LocalServer {
       }
       this.access.check(req);
       const path = requestUrl(req).pathname;
-      if (await this.#forwarded(req, path, (base, body) => forwardRequest(req, res, base, body))) return;
-      let pathMatched = false;
-      for (const [method, pattern, handler] of this.#routes) {
-        const match = pattern.exec(path);
-        if (!match) continue;
-        pathMatched = true;
-        if (method !== req.method) continue;
-        await handler(req, res, match.slice(1));
-        return;
-      }
-      throw pathMatched
-        ? new ForeverVMError(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`)
-        : new ForeverVMError(404, 'NotFound', `No such endpoint: ${path}`);
+      await this.#route(req, path, {
+        here: () => this.#serve(req, res, path),
+        there: async (url) => forwardRequest(req, res, url, await readBody(req)),
+      });
     } catch (error) {
       sendError(res, toForeverVMError(error));
     }
+  }
+
+  /** Answers the request with this server's route for it. */
+  async #serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    let pathMatched = false;
+    for (const [method, pattern, handler] of this.#routes) {
+      const match = pattern.exec(path);
+      if (!match) continue;
+      pathMatched = true;
+      if (method !== req.method) continue;
+      await handler(req, res, match.slice(1));
+      return;
+    }
+    throw pathMatched
+      ? new ForeverVMError(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`)
+      : new ForeverVMError(404, 'NotFound', `No such endpoint: ${path}`);
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -223,11 +233,14 @@ export class LocalServer {
       const path = requestUrl(req).pathname;
       const match = REPL_PATH.exec(path);
       if (!match) throw new ForeverVMError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
-      if (await this.#forwarded(req, path, (base) => forwardUpgrade(req, socket, head, base))) return;
       const name = match[1] === 'new' ? 'new' : machineName(match[1]!);
-      this.#sockets.handleUpgrade(req, socket, head, (ws) => {
-        this.#track(ws);
-        serveRepl(ws, this.manager, name);
+      await this.#route(req, path, {
+        here: async () =>
+          this.#sockets.handleUpgrade(req, socket, head, (ws) => {
+            this.#track(ws);
+            serveRepl(ws, this.manager, name);
+          }),
+        there: (url) => forwardUpgrade(req, socket, head, url),
       });
     } catch (error) {
       const failure = toForeverVMError(error);
@@ -238,30 +251,11 @@ export class LocalServer {
     }
   }
 
-  /**
-   * In a cluster, sends a request about a machine another node runs to that node, and answers
-   * whether it did. A node that does not answer has stopped: its machines are taken over once its
-   * lease runs out, so the request is placed again until then. An upgrade has no body to read.
-   */
-  async #forwarded(req: IncomingMessage, path: string, forward: (base: string, body: Buffer) => Promise<void>): Promise<boolean> {
-    const raw = this.cluster && MACHINE_PATH.exec(path)?.[1];
-    if (!raw || NOT_MACHINES.has(raw)) return false;
-    const name = machineName(raw);
-    const deadline = Date.now() + (this.cluster!.settings.leaseSeconds + 5) * 1000;
-    let body: Buffer | undefined;
-    for (;;) {
-      const placement = await this.cluster!.place(name);
-      if (placement.local) return false;
-      if (forwardedTooOften(req)) throw new ForeverVMError(503, 'MachineMoving', `Machine ${name} is moving between nodes; send the request again`);
-      body ??= req.headers.upgrade ? Buffer.alloc(0) : await readBody(req);
-      try {
-        await forward(placement.url, body);
-        return true;
-      } catch (error) {
-        if (!(error instanceof NodeUnreachableError) || Date.now() > deadline) throw error;
-        await untilLeaseEnds(placement);
-      }
-    }
+  /** Serves a request where its machine runs: in a cluster, where the router places it; else here. */
+  #route(req: IncomingMessage, path: string, route: Route<void>): Promise<void> {
+    const raw = MACHINE_PATH.exec(path)?.[1];
+    if (!this.cluster || !raw || NOT_MACHINES.has(raw)) return route.here();
+    return this.cluster.router.route(machineName(raw), route, hopsOf(req));
   }
 
   /** MCP over Streamable HTTP (`/mcp`) and legacy SSE (`/sse`, `/messages`); same access checks. */

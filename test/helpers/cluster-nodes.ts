@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HttpClient } from '../../src/client/http-client.ts';
 import type { MachineEvent } from '../../src/shared/types.ts';
-import type { Bucket, Postgres } from './cluster-services.ts';
-import { TEST_PYTHON, tempDataDir } from './machines.ts';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { ClusterDirectory } from '../../src/cluster/directory.ts';
+import { startBucket, startPostgres, type Bucket, type Postgres } from './cluster-services.ts';
+import { eventually, TEST_PYTHON, tempDataDir } from './machines.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -43,28 +45,29 @@ export async function startNode(
     dataDir,
     port = 0,
     empty = false,
-  }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number; empty?: boolean } = {},
+    again = false,
+  }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number; empty?: boolean; again?: boolean } = {},
 ): Promise<ClusterNodeProcess & { cleanup(): Promise<void> }> {
   // `empty`: without the sandbox base image the tests seed data dirs with, as a new node has none.
   const data = dataDir ? { dir: dataDir, cleanup: async () => {} } : await tempDataDir({ empty });
-  const args = [
-    CLI,
-    'serve',
-    '--data-dir',
-    data.dir,
-    '--port',
-    String(port),
-    '--engine',
-    engine,
-    '--cluster',
-    engines.database,
-    '--store',
-    engines.bucket.url,
-    '--store-endpoint',
-    engines.bucket.endpoint,
-    '--lease',
-    String(leaseSeconds),
-  ];
+  // `again`: a node's data dir served again with no settings given, as an operator may restart it.
+  const settings = again
+    ? []
+    : [
+        '--port',
+        String(port),
+        '--engine',
+        engine,
+        '--cluster',
+        engines.database,
+        '--store',
+        engines.bucket.url,
+        '--store-endpoint',
+        engines.bucket.endpoint,
+        '--lease',
+        String(leaseSeconds),
+      ];
+  const args = [CLI, 'serve', '--data-dir', data.dir, ...settings];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...engines.bucket.env, PERENNIAL_PYTHON: TEST_PYTHON },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -117,6 +120,53 @@ export async function startNode(
       await Promise.all(clients.map((c) => c.close().catch(() => {})));
       await kill();
       await data.cleanup();
+    },
+  };
+}
+
+/** A cluster for one test file: PostgreSQL, a bucket, the nodes the tests start, all stopped at the end. */
+export interface TestClusterNodes {
+  engines: ClusterEngines;
+  /** The cluster's directory, read as the nodes write it. */
+  directory: ClusterDirectory;
+  /** Starts a node (a process of its own), stopped with the others at the end. */
+  node(options?: Parameters<typeof startNode>[1]): Promise<TestNode>;
+  /** Waits until the machine's last commit holds instruction `seq`, as the directory has it. */
+  committed(name: string, seq: number): Promise<void>;
+  /** An MCP client of the node's /mcp, as an agent's. */
+  mcpOn(node: TestNode): Promise<Client>;
+  close(): Promise<void>;
+}
+
+export type TestNode = Awaited<ReturnType<typeof startNode>>;
+
+/** Starts PostgreSQL and a bucket for a test file's cluster (its database `cluster`). */
+export async function startTestCluster(): Promise<TestClusterNodes> {
+  const postgres = await startPostgres();
+  const bucket = await startBucket();
+  const engines = { postgres, bucket, database: await postgres.database('cluster') };
+  const directory = await ClusterDirectory.open(engines.database, 3);
+  const nodes: TestNode[] = [];
+  return {
+    engines,
+    directory,
+    async node(options) {
+      const started = await startNode(engines, options);
+      nodes.push(started);
+      return started;
+    },
+    committed: (name, seq) =>
+      eventually(async () => ((await directory.locate(name))?.commit?.seq ?? -1) >= seq, 30_000, `a commit of ${name} holding instruction ${seq}`),
+    async mcpOn(n) {
+      const client = new Client({ name: 'cluster-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${n.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${n.token}` } } }));
+      return client;
+    },
+    async close() {
+      await Promise.all(nodes.map((n) => n.cleanup()));
+      await directory.close();
+      await bucket.stop();
+      await postgres.stop();
     },
   };
 }

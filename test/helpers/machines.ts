@@ -36,7 +36,7 @@ export async function tempDataDir({ empty = false } = {}): Promise<{ dir: string
   const dir = await mkdtemp(join(tmpdir(), 'perennial-test-'));
   if (!empty && ENGINES_UNDER_TEST.includes('sandbox')) await seedSandboxBase(dir);
   if (!empty) await joinTestCluster(dir);
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true, maxRetries: 5 }) };
 }
 
 /** A manager on a fresh data dir, with quick checkpoints so tests need not wait long. */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { ClusterDirectory, ClusterUnavailableError } from '../../src/cluster/directory.ts';
 import { MachineMovedError } from '../../src/machines/machine-errors.ts';
 import { startPostgres, type Postgres } from '../helpers/cluster-services.ts';
@@ -65,6 +66,33 @@ describe('the cluster directory', { timeout: 120_000 }, () => {
     assert.equal(row?.commit?.tree, 't1', "the stale commit left the machine's state alone");
     assert.equal(row?.nextSeq, 3, 'numbers go on from where a left them: none is given twice');
     assert.equal(row?.owner, 'node-b');
+  });
+
+  it('gives an orphaned machine to one of two nodes that race for it, and the other sees it live', async () => {
+    const c = await ClusterDirectory.open(url, LEASE_SECONDS);
+    const holder = new pg.Client(url);
+    await holder.connect();
+    try {
+      await c.join({ id: 'node-c', url: 'http://c', version: 'test' });
+      assert.equal(await a.claim('orphan', 'node-a', { name: 'orphan' }), true);
+      await lapsed('node-a');
+      await Promise.all([b.renew('node-b'), c.renew('node-c')]);
+      // Both takes wait on the row's lock, as two nodes asked for the machine at once do.
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM perennial_machines WHERE name = 'orphan' FOR UPDATE");
+      const takes = Promise.all([b.take('orphan', 'node-b'), c.take('orphan', 'node-c')]);
+      const waiting = async () =>
+        Number((await holder.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).rows[0]!.n);
+      while ((await waiting()) < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+      await holder.query('COMMIT');
+      const taken = (await takes).filter((t) => t !== undefined);
+      assert.equal(taken.length, 1, 'one node takes it; the other finds its new owner live');
+      assert.equal(taken[0]!.before.owner, 'node-a');
+      assert.equal((await a.locate('orphan'))?.generation, 2);
+    } finally {
+      await holder.end();
+      await c.close();
+    }
   });
 
   it('hands machines over at once when their node leaves, and keeps a deleted name', async () => {

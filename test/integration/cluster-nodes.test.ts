@@ -3,19 +3,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ClusterDirectory } from '../../src/cluster/directory.ts';
+import type { ClusterDirectory } from '../../src/cluster/directory.ts';
 import { ForeverVMClient } from '../../src/client/forevervm-client.ts';
-import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startNode, type ClusterEngines } from '../helpers/cluster-nodes.ts';
+import { startTestCluster, type ClusterEngines, type TestClusterNodes, type TestNode } from '../helpers/cluster-nodes.ts';
 import { finished } from '../helpers/processes.ts';
-import { startBucket, startPostgres } from '../helpers/cluster-services.ts';
 import { eventually, tempDataDir, valueOf } from '../helpers/machines.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { HttpClient } from '../../src/client/http-client.ts';
-
-type Node = Awaited<ReturnType<typeof startNode>>;
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -25,18 +22,12 @@ const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
  * answers for any machine; a machine goes where it is asked for when its node is gone.
  */
 describe('a cluster of nodes', { timeout: 300_000 }, () => {
+  let cluster: TestClusterNodes;
   let engines: ClusterEngines;
   let directory: ClusterDirectory;
-  const nodes: Node[] = [];
-
-  const node = async (options?: Parameters<typeof startNode>[1]) => {
-    const started = await startNode(engines, options);
-    nodes.push(started);
-    return started;
-  };
-  /** Waits until the machine's last commit holds instruction `seq`, as the directory has it. */
-  const committed = (name: string, seq: number) =>
-    eventually(async () => ((await directory.locate(name))?.commit?.seq ?? -1) >= seq, 30_000, `a commit of ${name} holding instruction ${seq}`);
+  const node = (options?: Parameters<TestClusterNodes['node']>[0]) => cluster.node(options);
+  const committed = (name: string, seq: number) => cluster.committed(name, seq);
+  const mcpOn = (n: TestNode) => cluster.mcpOn(n);
   /** Two nodes, and a machine on the first that has run `code` as its instruction 0, committed. */
   const machineOnA = async (code: string) => {
     const a = await node();
@@ -47,25 +38,14 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     await committed(name, 0);
     return { a, b, onA, name };
   };
-  /** An MCP client of `n`'s /mcp, as an agent's. */
-  const mcpOn = async (n: Node) => {
-    const client = new Client({ name: 'cluster-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${n.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${n.token}` } } }));
-    return client;
-  };
 
   before(async () => {
-    const postgres = await startPostgres();
-    const bucket = await startBucket();
-    engines = { postgres, bucket, database: await postgres.database('cluster') };
-    directory = await ClusterDirectory.open(engines.database, 3);
+    cluster = await startTestCluster();
+    ({ engines, directory } = cluster);
   });
 
   after(async () => {
-    await Promise.all(nodes.map((n) => n.cleanup()));
-    await directory?.close();
-    await engines?.bucket.stop();
-    await engines?.postgres.stop();
+    await cluster?.close();
   });
 
   it('answers for any machine on any node: the ForeverVM API, the WebSocket REPL and the listing', async () => {
@@ -227,20 +207,6 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     await eventually(() => keys().every((key) => key.startsWith(`cluster/${row!.commit!.home}/`)), 30_000, "the older generation's objects to go");
     await b.client().delete(name);
     assert.deepEqual(keys(), [], "a deleted machine's objects go with it");
-  });
-
-  it('over MCP on another node, waits out a dead node’s lease, then runs the machine there', async () => {
-    const { a, b, name } = await machineOnA('kept = "yes"');
-    const mcp = await mcpOn(b);
-    try {
-      await a.kill();
-      const ran = (await mcp.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: 'kept' } })) as CallToolResult;
-      assert.ok(!ran.isError, JSON.stringify(ran.content));
-      assert.equal((ran.structuredContent as { value: string }).value, "'yes'");
-      assert.equal((await directory.locate(name))?.ownerUrl, b.url);
-    } finally {
-      await mcp.close();
-    }
   });
 
   it('moves a sandbox machine, its exact memory, to a node that had no base image: the base is the bucket’s, made once', async () => {

@@ -9,7 +9,16 @@ import { LocalServer } from '../../server/local-server.ts';
 import type { EngineName, StopRequest } from '../../shared/requests.ts';
 import { DataDirLock } from '../../platform/data-dir-lock.ts';
 import type { CliContext } from '../context.ts';
-import { clusterSettings, environmentSettings, flagSettings, readSettingsFile, SETTINGS_FILE } from '../../cluster/cluster-settings.ts';
+import {
+  clusterSettings,
+  ClusterSettingsError,
+  environmentSettings,
+  flagSettings,
+  readSettingsFile,
+  SETTINGS_FILE,
+  type ClusterSettings,
+} from '../../cluster/cluster-settings.ts';
+import { NodeCacheError, readNodeCache, withoutPassword, type NodeCache } from '../../platform/node-cache.ts';
 
 export interface ServeCommandOptions {
   host?: string;
@@ -65,7 +74,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
         `Use it, stop it with: perennial stop --data-dir ${ctx.dataDir} (it saves every machine), or serve another data dir with --data-dir`,
     );
   }
-  const cluster = clusterSettings(
+  const given = clusterSettings(
     flagSettings({
       database: options.cluster,
       store: options.store,
@@ -77,6 +86,11 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     environmentSettings(process.env),
     await readSettingsFile(options.settings ?? join(ctx.dataDir, SETTINGS_FILE)),
   );
+  // A node's data dir serves its cluster again, as it did: a server of its own would fork its machines.
+  // A client's background server becomes a node only where settings say so (the data dir's file).
+  const node = await readNodeCache(ctx.dataDir);
+  if (node && background && !given) throw new NodeCacheError(ctx.dataDir, node);
+  const cluster = node ? nodeSettings(ctx.dataDir, node, given) : given;
   // The data dir is handed straight to this process: a client starting its own server meanwhile finds it taken.
   const handedLock = running ? DataDirLock.ownRecord() : undefined;
   if (running) {
@@ -86,8 +100,8 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
   const server = await LocalServer.start({
     dataDir: ctx.dataDir,
     handedLock,
-    host: options.host,
-    port: options.port,
+    host: options.host ?? node?.host,
+    port: options.port ?? node?.port,
     idleSeconds: options.idleSeconds,
     maxWarm: options.maxWarm,
     poolIdleSeconds: options.poolIdleSeconds,
@@ -116,6 +130,20 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
   });
   ctx.term.err.write('Stopping: saving machines...\n');
   await server.close(stop.handOverTo);
+}
+
+/**
+ * The settings a node's data dir is served with: those given, for the cluster it is the cache of
+ * (another cluster would take this one's machines for its own); none given, the ones it recorded.
+ */
+function nodeSettings(dataDir: string, node: NodeCache, given: ClusterSettings | undefined): ClusterSettings | undefined {
+  if (!given) return clusterSettings(node.cluster);
+  if (withoutPassword(given.database) !== node.cluster.database || given.store.url !== node.cluster.store)
+    throw new ClusterSettingsError(
+      `The data dir ${dataDir} is the cache of the cluster ${node.cluster.database} with ${node.cluster.store}, and cannot serve another (${withoutPassword(given.database)} with ${given.store.url}): ` +
+        'give this node a data dir of its own',
+    );
+  return given;
 }
 
 /** What a person needs to connect: the URLs, where the token is, and a client line to copy. */
