@@ -1,4 +1,3 @@
-import { HttpClient } from '../client/http-client.ts';
 import { OPERATION_NAMES, OPERATIONS, type OperationCalls } from '../shared/operations.ts';
 import type { PerennialClient, RunOptions } from '../shared/perennial-client.ts';
 import type { NewMachineOptions } from '../shared/requests.ts';
@@ -9,15 +8,14 @@ import type { MachineRouter } from './machine-router.ts';
 /**
  * A node's machines for its own MCP endpoints, wherever each runs, as the router places each
  * call: a machine this node runs is reached in this process (`local`), one another node runs
- * through that node's HTTP API, with the cluster's token.
+ * through that node's HTTP API.
  */
 export class ClusterClient implements PerennialClient {
-  readonly #remotes = new Map<string, HttpClient>();
-
+  /** `remote`: the client of the node at a URL. */
   constructor(
     private readonly local: PerennialClient,
     private readonly router: MachineRouter,
-    private readonly token: string,
+    private readonly remote: (url: string) => PerennialClient,
   ) {
     for (const op of OPERATION_NAMES) {
       const request = OPERATIONS[op].args as (...args: unknown[]) => { name?: string };
@@ -47,23 +45,13 @@ export class ClusterClient implements PerennialClient {
     return this.local.events(onEvent, signal);
   }
 
-  async close(): Promise<void> {
-    await Promise.all([...this.#remotes.values()].map((client) => client.close()));
-    this.#remotes.clear();
+  close(): Promise<void> {
+    return this.local.close();
   }
 
   /** `call` on the client of the node that runs the machine. */
   #on<T>(name: string, call: (client: PerennialClient) => Promise<T>): Promise<T> {
-    return this.router.route(name, { here: () => call(this.local), there: (url) => call(this.#remote(url)) });
-  }
-
-  #remote(url: string): PerennialClient {
-    let remote = this.#remotes.get(url);
-    if (!remote) {
-      remote = new HttpClient({ baseUrl: url, token: this.token });
-      this.#remotes.set(url, remote);
-    }
-    return remote;
+    return this.router.route(name, { here: () => call(this.local), there: (url) => call(this.remote(url)) });
   }
 }
 

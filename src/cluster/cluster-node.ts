@@ -14,13 +14,12 @@ import { SharedBaseImages } from './shared-base-images.ts';
 import { ClusterClient } from './cluster-client.ts';
 import { MachineRouter, type Placement } from './machine-router.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
+import type { ClusterStatus, MachineInfo } from '../shared/types.ts';
+import { manifestInfo } from '../machines/machine.ts';
+import { HttpClient } from '../client/http-client.ts';
 
-/** A machine another node owns, or none does now, as the directory last had it. */
-export interface RemoteMachine {
-  manifest: MachineManifest;
-  /** The URL of the node that owns it while that node's lease runs. */
-  node: string | null;
-}
+/** How long a listing waits for another node's own listing before it gives that node's machines as their last commit has them. */
+const PEER_LISTING_MS = 3000;
 
 /**
  * This process as a node of a cluster: its lease in the directory (PostgreSQL), renewed a few
@@ -54,6 +53,9 @@ export class ClusterNode implements MachineHome {
   #renewedAt = Number.NEGATIVE_INFINITY;
   #renewal?: NodeJS.Timeout;
   #manager?: MachineManager;
+  /** Clients of the other nodes' HTTP APIs, with the cluster's token, by URL. */
+  readonly #peers = new Map<string, HttpClient>();
+  #token = '';
   /** Where each request for a machine goes: a node that cannot be reached is waited out for its lease and a margin. */
   readonly router: MachineRouter;
 
@@ -84,8 +86,19 @@ export class ClusterNode implements MachineHome {
   }
 
   /** The token every node accepts: the first node's `proposed` one. */
-  token(proposed: string): Promise<string> {
-    return this.directory.setting('token', proposed);
+  async token(proposed: string): Promise<string> {
+    this.#token = await this.directory.setting('token', proposed);
+    return this.#token;
+  }
+
+  /** A client of the node at `url`. */
+  #peer(url: string): HttpClient {
+    let peer = this.#peers.get(url);
+    if (!peer) {
+      peer = new HttpClient({ baseUrl: url, token: this.#token });
+      this.#peers.set(url, peer);
+    }
+    return peer;
   }
 
   /**
@@ -234,21 +247,45 @@ export class ClusterNode implements MachineHome {
   }
 
   /** The node's machines as its own MCP endpoints reach them: `local`'s here, the others through their nodes. */
-  client(local: PerennialClient, token: string): PerennialClient {
-    return new ClusterClient(local, this.router, token);
+  client(local: PerennialClient): PerennialClient {
+    return new ClusterClient(local, this.router, (url) => this.#peer(url));
   }
 
-  /** Machines not on this node, as the directory has them, for listings. */
-  async elsewhere(): Promise<RemoteMachine[]> {
-    const rows = await this.directory.machines();
+  /**
+   * The machines this node does not run, for listings: each live node's as it lists its own (their
+   * state, runtime, instructions as they are now), the others' as the directory has them (a node
+   * that does not answer soon: as it last committed them).
+   */
+  async elsewhere(): Promise<MachineInfo[]> {
+    const rows = (await this.directory.machines()).filter((row) => !(row.owner === this.id && this.#manager?.has(row.name)));
+    const runner = new Map(rows.flatMap((row) => (row.ownerLive && row.ownerUrl && row.owner !== this.id ? [[row.name, row.ownerUrl]] : [])));
+    const listed = new Map<string, MachineInfo>();
+    await Promise.all(
+      [...new Set(runner.values())].map(async (url) => {
+        const own = await Promise.race([
+          this.#peer(url)
+            .list({}, { here: true })
+            .catch(() => []),
+          settle(PEER_LISTING_MS, [] as MachineInfo[]),
+        ]);
+        for (const info of own) if (runner.get(info.name) === url) listed.set(info.name, { ...info, node: url });
+      }),
+    );
     return rows.flatMap((row) => {
-      if (row.owner === this.id && this.#manager?.has(row.name)) return [];
+      const answered = listed.get(row.name);
+      if (answered) return [answered];
       const manifest = ManifestSchema.safeParse(row.manifest);
-      return manifest.success ? [{ manifest: manifest.data, node: row.ownerLive ? row.ownerUrl : null }] : [];
+      if (!manifest.success) return [];
+      const node = row.ownerLive ? row.ownerUrl : null;
+      return [{ ...manifestInfo(manifest.data, node ? 'warm' : 'swapped'), nextSeq: Math.max(manifest.data.nextSeq, row.nextSeq), node }];
     });
   }
 
   // ---- MachineHome ----------------------------------------------------------------------------
+
+  async cluster(): Promise<ClusterStatus> {
+    return { database: this.directory.description, store: this.store.description, node: this.#url, ...(await this.directory.census()) };
+  }
 
   isUsed(name: string): Promise<boolean> {
     return this.directory.isUsed(name);
@@ -342,7 +379,13 @@ export class ClusterNode implements MachineHome {
       .catch(() => {});
     await this.directory.close();
     this.store.close();
+    await Promise.all([...this.#peers.values()].map((peer) => peer.close()));
   }
+}
+
+/** Resolves to `value` after `ms`. */
+function settle<T>(ms: number, value: T): Promise<T> {
+  return new Promise((resolve) => setTimeout(() => resolve(value), ms).unref());
 }
 
 /** Where a machine's objects are kept in the bucket. */

@@ -169,6 +169,17 @@ export class ClusterDirectory {
     });
   }
 
+  /** Every node entered, the earliest first, with how many machines each owns; and how many machines the cluster has. */
+  async census(): Promise<{ nodes: Array<{ url: string; version: string; live: boolean; machines: number }>; machines: number }> {
+    const { rows } = await this.#query<{ url: string; version: string; live: boolean; machines: string }>(
+      `SELECT n.url, n.version, n.expires_at > clock_timestamp() AS live, count(m.name) AS machines
+       FROM perennial_nodes n LEFT JOIN perennial_machines m ON m.owner = n.id AND m.deleted_at IS NULL
+       GROUP BY n.id ORDER BY n.started_at`,
+    );
+    const { rows: total } = await this.#query<{ machines: string }>('SELECT count(*) AS machines FROM perennial_machines WHERE deleted_at IS NULL');
+    return { nodes: rows.map((row) => ({ ...row, machines: Number(row.machines) })), machines: Number(total[0]!.machines) };
+  }
+
   async nodes(): Promise<Array<NodeRecord & { live: boolean }>> {
     const { rows } = await this.#query<{ id: string; url: string; version: string; live: boolean }>(
       'SELECT id, url, version, expires_at > clock_timestamp() AS live FROM perennial_nodes ORDER BY started_at',

@@ -1,6 +1,6 @@
 import type { EngineSet } from '../engines/index.ts';
 import type { MachineInfo } from '../shared/types.ts';
-import { manifestInfo, type Machine } from './machine.ts';
+import type { Machine } from './machine.ts';
 import type { MachineHome } from './machine-home.ts';
 
 /**
@@ -26,12 +26,11 @@ export class MachineDetails {
     return newestFirst([...machines].filter((m) => carries(m.manifest.tags, tags)).map((m) => this.of(m, warnings)));
   }
 
-  /** `here`'s listing with the machines `home` knows elsewhere, each with the node that runs it. */
+  /** `here`'s listing with the machines `home` knows elsewhere, each (in a cluster) with the node that runs it. */
   async everywhere(here: Map<string, Machine>, home: MachineHome, tags: Record<string, string>): Promise<MachineInfo[]> {
-    const remote = (await home.elsewhere())
-      .filter(({ manifest }) => !here.has(manifest.name) && carries(manifest.tags, tags))
-      .map(({ manifest, node }) => ({ ...manifestInfo(manifest, node ? 'warm' : 'swapped'), node }));
-    return newestFirst([...this.list(here.values(), tags), ...remote]);
+    const remote = (await home.elsewhere()).filter((info) => !here.has(info.name) && carries(info.tags, tags));
+    const own = this.list(here.values(), tags).map((info) => (home.url ? { ...info, node: home.url } : info));
+    return newestFirst([...own, ...remote]);
   }
 
   /** What every machine of an engine should know, by engine. */

@@ -1,3 +1,4 @@
+import type { ClusterStatus, MachineInfo } from '../shared/types.ts';
 import type { MachineManifest } from './machine-store.ts';
 
 /**
@@ -27,8 +28,12 @@ export interface MachineHome {
   commit(manifest: MachineManifest, folder: string): Promise<void>;
   /** Records that the machine was deleted. */
   retire(name: string): Promise<void>;
-  /** The machines beyond this manager (on other nodes, or none now), for listings: each with the node that runs it. */
-  elsewhere(): Promise<Array<{ manifest: MachineManifest; node: string | null }>>;
+  /** In a cluster: where the manager's node is reached, which listings give as its machines' `node`. */
+  readonly url?: string;
+  /** The machines beyond this manager (on other nodes, or none now), for listings: each with `node`, the node that runs it. */
+  elsewhere(): Promise<MachineInfo[]>;
+  /** The cluster the manager serves, for its status; none on one computer. */
+  cluster(): Promise<ClusterStatus | undefined>;
 }
 
 /** One computer: the data dir is the machines' home, and nothing is kept elsewhere. */
@@ -40,4 +45,5 @@ export const DATA_DIR_HOME: MachineHome = {
   commit: async () => {},
   retire: async () => {},
   elsewhere: async () => [],
+  cluster: async () => undefined,
 };

@@ -8,6 +8,7 @@ import { MachineDetails } from './machine-details.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
   CheckpointInfo,
+  ClusterStatus,
   Completions,
   EngineStatus,
   ExecResult,
@@ -196,6 +197,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
    */
   listEverywhere(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
     return this.#details.everywhere(this.#machines, this.#home, tags);
+  }
+
+  /** The cluster this manager serves as a node's, for its status; none on one computer. */
+  cluster(): Promise<ClusterStatus | undefined> {
+    return this.#home.cluster();
   }
 
   get(name: string): MachineInfo {

@@ -8,7 +8,7 @@ export type OperationWork = {
 };
 
 export const MACHINE_OPERATIONS: OperationWork = {
-  list: (manager, { tag }) => manager.listEverywhere(tagsOf(tag)),
+  list: (manager, { tag, here }) => (here ? manager.list(tagsOf(tag)) : manager.listEverywhere(tagsOf(tag))),
   get: (manager, { name }) => manager.get(name),
   delete: async (manager, { name }) => {
     await manager.delete(name);

@@ -87,7 +87,7 @@ export class LocalServer {
     readonly cluster: ClusterNode | undefined,
   ) {
     const local = new InProcessClient(manager);
-    const client = cluster ? cluster.client(local, token) : local;
+    const client = cluster ? cluster.client(local) : local;
     this.#mcp = new McpHttpEndpoints(client, token, { progressHeartbeatMs: heartbeatMs, taskAfterMs, answerWithinMs });
     this.stopRequested = new Promise((resolve) => (this.#requestStop = resolve));
     const stop: [string, RegExp, Handler] = [

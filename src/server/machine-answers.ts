@@ -47,8 +47,9 @@ export function localAccount(): { account: string } {
 }
 
 /** What `GET /v1/status` reports. */
-export function statusReport(manager: MachineManager): StatusReport {
+export async function statusReport(manager: MachineManager): Promise<StatusReport> {
   const machines = manager.list();
+  const cluster = await manager.cluster();
   const swapped = machines.filter((m) => m.state === 'swapped').length;
   return {
     version: VERSION,
@@ -62,6 +63,7 @@ export function statusReport(manager: MachineManager): StatusReport {
       .flatMap((m) => (m.swappedOut ? [{ name: m.name, ...m.swappedOut }] : []))
       .sort((a, b) => b.at.localeCompare(a.at))
       .slice(0, 10),
+    ...(cluster ? { cluster } : {}),
   };
 }
 

@@ -15,7 +15,7 @@ const EVENT_HEARTBEAT_MS = 15_000;
 export function perennialRoutes(manager: MachineManager): Array<[string, RegExp, Handler]> {
   return [
     ...OPERATION_NAMES.map((op) => operationRoute(manager, op)),
-    ['GET', /^\/v1\/status$/, async (_req, res) => sendJson(res, 200, statusReport(manager))],
+    ['GET', /^\/v1\/status$/, async (_req, res) => sendJson(res, 200, await statusReport(manager))],
     ['GET', /^\/v1\/events$/, async (_req, res) => streamEvents(manager, res)],
   ];
 }

@@ -83,12 +83,15 @@ export function tagsOf(pairs: string[]): Record<string, string> {
 }
 
 export const OPERATIONS = {
-  /** Machines carrying every given tag, newest first, with their details. */
+  /** Machines carrying every given tag, newest first, with their details; `here`: only those this server runs (in a cluster, this node). */
   list: operation<MachineInfo[]>()({
     method: 'GET',
     path: '/v1/machines',
-    request: z.object({ tag: z.array(TagPair).default([]) }),
-    args: (tags: Record<string, string> = {}) => ({ tag: Object.entries(tags).map(([key, value]) => `${key}=${value}`) }),
+    request: z.object({ tag: z.array(TagPair).default([]), here: z.stringbool().optional() }),
+    args: (tags: Record<string, string> = {}, options: { here?: boolean } = {}) => ({
+      tag: Object.entries(tags).map(([key, value]) => `${key}=${value}`),
+      ...(options.here ? { here: 'true' } : {}),
+    }),
     field: 'machines',
     what: 'list machines with their details',
     hosted: 'emulated',

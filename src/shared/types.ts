@@ -130,8 +130,9 @@ export interface MachineInfo {
   /** While swapped out by this server: when, and why (idle, memory, the warm cap, asked). */
   swappedOut?: { at: string; reason: string };
   /**
-   * In a cluster, listed by a node that does not run it: the URL of the node that does (its
-   * state as that node last committed it), or null when none does now (the next use takes it).
+   * In a cluster's listings: the URL of the node that runs it (its details as that node gives
+   * them, or as it last committed them when it does not answer), or null when none does now (the
+   * next use takes it).
    */
   node?: string | null;
 }
@@ -265,6 +266,21 @@ export interface StatusReport {
   warmRule?: string;
   /** The machines this server swapped out that are still out, the latest first (at most 10), with why. */
   swappedOut?: Array<{ name: string; at: string; reason: string }>;
+  /** A cluster's node: the cluster it is a node of (`machines` above are this node's). */
+  cluster?: ClusterStatus;
+}
+
+/** The cluster a node serves, as its directory has it now. */
+export interface ClusterStatus {
+  /** The PostgreSQL database (without its password) and the bucket. */
+  database: string;
+  store: string;
+  /** This node's URL. */
+  node: string;
+  /** Every node entered, the earliest first: live while its lease runs; `machines`, how many it runs. */
+  nodes: Array<{ url: string; version: string; live: boolean; machines: number }>;
+  /** The cluster's machines (deleted ones left out), whichever node runs them or none. */
+  machines: number;
 }
 
 /** `POST /v1/machine/{name}/interrupt`: instructions cancelled before they ran, and whether one was stopped. */

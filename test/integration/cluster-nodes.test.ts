@@ -15,6 +15,7 @@ import { LocalServer } from '../../src/server/local-server.ts';
 import { HttpClient } from '../../src/client/http-client.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * Perennial nodes as an operator runs them: `perennial serve --cluster --store`, each a process
@@ -98,8 +99,19 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     assert.equal(ran.stdout.trim(), "'hello from a'");
     const listed = await cli('machine', 'list', '--json');
     assert.equal((JSON.parse(listed.stdout) as Array<{ name: string; node?: string }>).find((m) => m.name === name)?.node, a.url);
-    const status = await cli('status');
-    assert.match(status.stdout, new RegExp(`at ${b.url.replace(/\./g, '\\.')}`));
+    // The table as b lists it: the machine as a runs it now (its runtime, its two instructions, warm), and where.
+    const table = (await cli('machine', 'list')).stdout.split('\n');
+    assert.match(table[0]!, /NAME +ENGINE +RUNTIME +STATE +INSTRUCTIONS +NODE +CREATED/);
+    assert.match(table.find((line) => line.startsWith(name)) ?? '', new RegExp(`python +Python 3\\.\\d+\\.\\d+ +warm +2 +${escaped(a.url)} `));
+    const status = (await cli('status')).stdout;
+    assert.match(status, new RegExp(`at ${escaped(b.url)}`));
+    assert.match(status, /machines: 0 \(0 warm, 0 swapped\) on this node/);
+    assert.match(
+      status,
+      /cluster: postgres:\/\/perennial@127\.0\.0\.1:\d+\/cluster with s3:\/\/perennial-test\/cluster at http:\/\/127\.0\.0\.1:\d+: \d+ machines?, \d+ of \d+ nodes live/,
+    );
+    assert.match(status, new RegExp(`  ${escaped(a.url)}: 1 machine, Perennial`));
+    assert.match(status, new RegExp(`  ${escaped(b.url)} \\(this node\\): 0 machines`));
     const noToken = await finished(
       spawn(process.execPath, [CLI, '--server', b.url, 'machine', 'list'], { env: { ...process.env, PERENNIAL_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] }),
     );

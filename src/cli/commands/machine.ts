@@ -87,15 +87,18 @@ function runtimeCell(machine: MachineInfo): string {
   return `${describeRuntime(machine.runtime)}${machine.upgradeTo ? '*' : ''}`;
 }
 
+/** The machines, one a line; in a cluster, with the node that runs each ("-": none now, the next use takes it). */
 function formatTable(machines: MachineInfo[]): string {
+  const cluster = machines.some((m) => m.node !== undefined);
   return table([
-    ['NAME', 'ENGINE', 'RUNTIME', 'STATE', 'INSTRUCTIONS', 'CREATED', 'TAGS'],
+    ['NAME', 'ENGINE', 'RUNTIME', 'STATE', 'INSTRUCTIONS', ...(cluster ? ['NODE'] : []), 'CREATED', 'TAGS'],
     ...machines.map((m) => [
       m.name,
       m.engine,
       runtimeCell(m),
       m.state,
       String(m.nextSeq),
+      ...(cluster ? [m.node ?? '-'] : []),
       m.createdAt.replace('T', ' ').slice(0, 19),
       Object.entries(m.tags)
         .map(([k, v]) => `${k}=${v}`)

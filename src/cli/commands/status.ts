@@ -1,5 +1,6 @@
 import { hostedClient } from '../../client/forevervm-config.ts';
 import { connectToLocalServer, runningServer } from '../../client/local-server-connection.ts';
+import type { ClusterStatus } from '../../shared/types.ts';
 import type { CliContext } from '../context.ts';
 
 /** `perennial status`: the server (or the hosted account) and its machines; never starts a server. */
@@ -28,7 +29,8 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
   const lines = [
     `Perennial ${status.version} server, pid ${status.pid}, at ${info.url}`,
     `data dir: ${status.dataDir}`,
-    `machines: ${status.machines.total} (${status.machines.warm} warm, ${status.machines.swapped} swapped)`,
+    `machines: ${status.machines.total} (${status.machines.warm} warm, ${status.machines.swapped} swapped)${status.cluster ? ' on this node' : ''}`,
+    ...(status.cluster ? clusterLines(status.cluster) : []),
     // Absent from the report of a server of a build before 0.2.0.
     ...(status.machines.upgradable
       ? [`  ${status.machines.upgradable} on an older runtime: see perennial machine list, and perennial machine upgrade NAME`]
@@ -42,4 +44,20 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     ),
   ];
   ctx.term.out.write(lines.join('\n') + '\n');
+}
+
+/** A node's cluster: its engines, its machines, and each node with how many it runs. */
+function clusterLines(cluster: ClusterStatus): string[] {
+  const live = cluster.nodes.filter((n) => n.live).length;
+  return [
+    `cluster: ${cluster.database} with ${cluster.store}: ${plural(cluster.machines, 'machine')}, ${live} of ${plural(cluster.nodes.length, 'node')} live`,
+    ...cluster.nodes.map(
+      (n) =>
+        `  ${n.url}${n.url === cluster.node ? ' (this node)' : ''}: ${n.live ? plural(n.machines, 'machine') : 'gone (its lease ran out; its machines go to the next node asked)'}, Perennial ${n.version}`,
+    ),
+  ];
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
