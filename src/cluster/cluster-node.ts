@@ -14,8 +14,10 @@ import { SharedBaseImages } from './shared-base-images.ts';
 import { ClusterClient } from './cluster-client.ts';
 import { MachineRouter, type Placement } from './machine-router.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
-import type { ClusterStatus, MachineInfo } from '../shared/types.ts';
+import type { ClusterStatus, MachineEvent, MachineInfo } from '../shared/types.ts';
 import { manifestInfo } from '../machines/machine.ts';
+import { toMachineEvent } from '../machines/manager-options.ts';
+import { NodeEvents } from './node-events.ts';
 import { HttpClient } from '../client/http-client.ts';
 
 /** How long a listing waits for another node's own listing before it gives that node's machines as their last commit has them. */
@@ -56,6 +58,8 @@ export class ClusterNode implements MachineHome {
   /** Clients of the other nodes' HTTP APIs, with the cluster's token, by URL. */
   readonly #peers = new Map<string, HttpClient>();
   #token = '';
+  /** The changes to the other nodes' machines, heard once the node has joined. */
+  readonly #events: NodeEvents;
   /** Where each request for a machine goes: a node that cannot be reached is waited out for its lease and a margin. */
   readonly router: MachineRouter;
 
@@ -69,6 +73,7 @@ export class ClusterNode implements MachineHome {
     this.baseImages = new SharedBaseImages(directory, store);
     this.#machines = new MachineStore(dataDir);
     this.router = new MachineRouter((name) => this.place(name), (settings.leaseSeconds + 5) * 1000);
+    this.#events = new NodeEvents(directory, this.id, (url) => this.#peer(url));
   }
 
   /** Reaches the directory and the bucket (a clear error when either cannot be), before anything is served. */
@@ -110,6 +115,8 @@ export class ClusterNode implements MachineHome {
   async join(url: string, manager: MachineManager, listening: { host: string; port: number }): Promise<void> {
     this.#url = url;
     this.#manager = manager;
+    this.#events.start(url);
+    manager.on('event', (event) => this.#events.announce(toMachineEvent(event)));
     const { database, store, leaseSeconds, advertiseUrl } = this.settings;
     await markNodeCache(this.dataDir, {
       cluster: { database, store: store.url, storeEndpoint: store.endpoint, storeRegion: store.region, leaseSeconds, advertiseUrl },
@@ -283,6 +290,10 @@ export class ClusterNode implements MachineHome {
 
   // ---- MachineHome ----------------------------------------------------------------------------
 
+  watch(listener: (event: MachineEvent) => void): () => void {
+    return this.#events.watch(listener);
+  }
+
   async cluster(): Promise<ClusterStatus> {
     return { database: this.directory.description, store: this.store.description, node: this.#url, ...(await this.directory.census()) };
   }
@@ -371,6 +382,7 @@ export class ClusterNode implements MachineHome {
    */
   async leave(): Promise<void> {
     clearInterval(this.#renewal);
+    await this.#events.stop();
     await this.directory
       .leave(
         this.id,

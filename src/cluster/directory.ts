@@ -56,6 +56,9 @@ export interface NodeRecord {
   version: string;
 }
 
+/** The channel nodes announce their machines' changes on. */
+const ANNOUNCEMENTS = 'perennial_events';
+
 const MACHINE_COLUMNS = `m.name, m.owner, n.url AS owner_url, COALESCE(n.expires_at > clock_timestamp(), false) AS owner_live,
   GREATEST(0, EXTRACT(EPOCH FROM (n.expires_at - clock_timestamp())) * 1000) AS owner_lease_left_ms,
   m.generation, m.next_seq, m.commit, m.manifest, m.deleted_at IS NOT NULL AS deleted`;
@@ -74,7 +77,7 @@ export class ClusterDirectory {
   readonly description: string;
 
   private constructor(
-    url: string,
+    private readonly url: string,
     private readonly leaseSeconds: number,
   ) {
     this.description = withoutPassword(url);
@@ -302,6 +305,51 @@ export class ClusterDirectory {
 
   async close(): Promise<void> {
     await this.#pool.end().catch(() => {});
+  }
+
+  /** Tells every node that hears (`hear`) of `payload`: PostgreSQL's NOTIFY, at most 8000 bytes, delivered once sent. */
+  async announce(payload: string): Promise<void> {
+    await this.#query('SELECT pg_notify($1, $2)', [ANNOUNCEMENTS, payload]);
+  }
+
+  /**
+   * Hears what nodes announce, this one's included, on a connection of its own, made again a
+   * second after it drops (what is announced meanwhile is not heard). Answers how to stop.
+   */
+  hear(onPayload: (payload: string) => void): () => Promise<void> {
+    let listening: pg.Client | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const again = () => {
+      listening = undefined;
+      if (stopped || retry) return;
+      retry = setTimeout(() => {
+        retry = undefined;
+        void connect();
+      }, 1000);
+      retry.unref();
+    };
+    const connect = async () => {
+      const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5000 });
+      client.on('notification', (message) => message.channel === ANNOUNCEMENTS && message.payload && onPayload(message.payload));
+      client.on('error', again);
+      client.on('end', again);
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${ANNOUNCEMENTS}`);
+        listening = client;
+        if (stopped) await client.end();
+      } catch {
+        await client.end().catch(() => {});
+        again();
+      }
+    };
+    void connect();
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      await listening?.end().catch(() => {});
+    };
   }
 
   /** Why `node` may no longer write for the machine, as an error. */

@@ -1,4 +1,4 @@
-import type { ClusterStatus, MachineInfo } from '../shared/types.ts';
+import type { ClusterStatus, MachineEvent, MachineInfo } from '../shared/types.ts';
 import type { MachineManifest } from './machine-store.ts';
 
 /**
@@ -34,6 +34,8 @@ export interface MachineHome {
   elsewhere(): Promise<MachineInfo[]>;
   /** The cluster the manager serves, for its status; none on one computer. */
   cluster(): Promise<ClusterStatus | undefined>;
+  /** Calls `listener` with each change to the machines beyond this manager (other nodes'), until the answer is called. */
+  watch(listener: (event: MachineEvent) => void): () => void;
 }
 
 /** One computer: the data dir is the machines' home, and nothing is kept elsewhere. */
@@ -46,4 +48,5 @@ export const DATA_DIR_HOME: MachineHome = {
   retire: async () => {},
   elsewhere: async () => [],
   cluster: async () => undefined,
+  watch: () => () => {},
 };

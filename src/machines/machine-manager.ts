@@ -14,6 +14,7 @@ import type {
   ExecResult,
   HistoryEntry,
   InterruptResult,
+  MachineEvent,
   MachineInfo,
   OutputChunk,
   RollbackResult,
@@ -50,6 +51,7 @@ import {
   type ExecOptions,
   type MachineManagerOptions,
   type ManagerEvent,
+  toMachineEvent,
 } from './manager-options.ts';
 
 export { DEFAULT_AUTO_CHECKPOINTS, DEFAULT_IDLE_SECONDS, DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT_SECONDS } from './manager-options.ts';
@@ -197,6 +199,20 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
    */
   listEverywhere(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
     return this.#details.everywhere(this.#machines, this.#home, tags);
+  }
+
+  /**
+   * Calls `listener` with every change to the machines, as clients get it: this manager's, and (in
+   * a cluster) the other nodes', until the answer is called.
+   */
+  watch(listener: (event: MachineEvent) => void): () => void {
+    const own = (event: ManagerEvent) => listener(toMachineEvent(event));
+    this.on('event', own);
+    const beyond = this.#home.watch(listener);
+    return () => {
+      this.off('event', own);
+      beyond();
+    };
   }
 
   /** The cluster this manager serves as a node's, for its status; none on one computer. */

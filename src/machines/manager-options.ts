@@ -53,3 +53,8 @@ export interface ExecOptions extends SenderListeners {
 
 /** The events of `/v1/events`, with a finished instruction's whole result. */
 export type ManagerEvent = Exclude<MachineEvent, { type: 'instruction' }> | { type: 'instruction'; name: string; seq: number; result: ExecResult };
+
+/** A manager event as clients get it: a finished instruction without its result. */
+export function toMachineEvent(event: ManagerEvent): MachineEvent {
+  return event.type === 'instruction' ? { type: event.type, name: event.name, seq: event.seq, error: 'error' in event.result } : event;
+}

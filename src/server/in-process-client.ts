@@ -1,10 +1,10 @@
 import type { PerennialClient, RunOptions } from '../shared/perennial-client.ts';
-import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
+import type { MachineManager } from '../machines/machine-manager.ts';
 import { performOperation } from '../machines/machine-operations.ts';
 import { OperationClient, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
 import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineEvent, OutputChunk } from '../shared/types.ts';
-import { localAccount, statusReport, toForeverVMError, toMachineEvent } from './machine-answers.ts';
+import { localAccount, statusReport, toForeverVMError } from './machine-answers.ts';
 
 /**
  * The machines of this process's MachineManager behind the client interface, for the local
@@ -32,11 +32,10 @@ export class InProcessClient extends OperationClient implements PerennialClient 
   }
 
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {
-    const listener = (event: ManagerEvent) => onEvent(toMachineEvent(event));
-    this.manager.on('event', listener);
+    const unwatch = this.manager.watch(onEvent);
     return new Promise((resolve) => {
       const stop = () => {
-        this.manager.off('event', listener);
+        unwatch();
         resolve();
       };
       if (signal.aborted) stop();

@@ -66,8 +66,3 @@ export async function statusReport(manager: MachineManager): Promise<StatusRepor
     ...(cluster ? { cluster } : {}),
   };
 }
-
-/** A manager event as clients get it: a finished instruction without its result. */
-export function toMachineEvent(event: ManagerEvent): MachineEvent {
-  return event.type === 'instruction' ? { type: event.type, name: event.name, seq: event.seq, error: 'error' in event.result } : event;
-}

@@ -1,12 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
-import type { ManagerEvent, MachineManager } from '../machines/machine-manager.ts';
+import type { MachineManager } from '../machines/machine-manager.ts';
 import { performOperation } from '../machines/machine-operations.ts';
 import { fieldsInQuery, OPERATION_NAMES, OPERATIONS, type Operation, type OperationName } from '../shared/operations.ts';
 import { InvalidRequestError } from '../shared/requests.ts';
 import { machineName, type Handler } from './forevervm-api.ts';
 import { pathSegment, readJson, requestUrl, sendJson } from './http-io.ts';
-import { statusReport, toMachineEvent } from './machine-answers.ts';
+import { statusReport } from './machine-answers.ts';
 
 /** How often an idle event stream gets a comment, so that proxies and clients keep it open. */
 const EVENT_HEARTBEAT_MS = 15_000;
@@ -63,13 +63,12 @@ function isArray(type: z.ZodType): boolean {
 function streamEvents(manager: MachineManager, res: ServerResponse): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
   res.write(': perennial events\n\n');
-  const listener = (event: ManagerEvent) => res.write(`event: ${event.type}\ndata: ${JSON.stringify(toMachineEvent(event))}\n\n`);
-  manager.on('event', listener);
+  const stop = manager.watch((event) => res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), EVENT_HEARTBEAT_MS);
   return new Promise((resolve) => {
     res.on('close', () => {
       clearInterval(heartbeat);
-      manager.off('event', listener);
+      stop();
       resolve();
     });
   });

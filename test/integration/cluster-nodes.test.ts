@@ -119,6 +119,33 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
     assert.match(noToken.stderr, /needs the server's token in PERENNIAL_TOKEN/);
   });
 
+  it('tells the clients of every node of every machine’s changes: /v1/events and MCP list-changed', async () => {
+    const [a, b] = await Promise.all([node(), node()]);
+    const seenOnB = b.events();
+    const mcp = await mcpOn(b);
+    try {
+      // Once b's stream tells of a first machine, it is open.
+      const { name: first } = await a.client().create();
+      await eventually(() => seenOnB.seen.some((e) => e.type === 'created' && e.machine.name === first), 30_000, "b's stream to open");
+      const listChanged = () => new Promise<void>((resolve) => mcp.setNotificationHandler('notifications/resources/list_changed', () => resolve()));
+      const made = listChanged();
+      const { name } = await a.client().create({ tags: { made: 'on a' } });
+      await made;
+      await a.client().run(name, '1 / 0');
+      const deleted = listChanged();
+      await a.client().delete(name);
+      await deleted;
+      await eventually(() => seenOnB.seen.some((e) => e.type === 'deleted' && e.name === name), 30_000, "b's stream to tell of the deletion");
+      const created = seenOnB.seen.find((e) => e.type === 'created' && e.machine.name === name);
+      assert.ok(created?.type === 'created');
+      assert.deepEqual([created.machine.node, created.machine.tags], [a.url, { made: 'on a' }], 'the machine as its node gives it');
+      assert.ok(seenOnB.seen.some((e) => e.type === 'instruction' && e.name === name && e.seq === 0 && e.error));
+    } finally {
+      seenOnB.stop();
+      await mcp.close();
+    }
+  });
+
   it('serves 40 agents over two nodes, each agent’s calls going through both, with nothing lost', async () => {
     const nodesOf = await Promise.all([node(), node()]);
     const agent = async (i: number) => {
