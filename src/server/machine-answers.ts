@@ -1,9 +1,9 @@
 import { userInfo } from 'node:os';
-import { InstructionNotFoundError, MachineGoneError, type MachineManager, type ManagerEvent } from '../machines/machine-manager.ts';
+import { InstructionNotFoundError, MachineGoneError, type MachineManager } from '../machines/machine-manager.ts';
 import { errorCodeOf } from '../platform/coded-error.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { InvalidRequestError } from '../shared/requests.ts';
-import type { MachineEvent, StatusReport } from '../shared/types.ts';
+import type { StatusReport } from '../shared/types.ts';
 import { VERSION } from '../shared/version.ts';
 
 /*
