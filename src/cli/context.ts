@@ -67,9 +67,14 @@ class NoTokenError extends CodedError {
  * in PERENNIAL_TOKEN.
  */
 export function serverClient(url: string, env: NodeJS.ProcessEnv = process.env): HttpClient {
+  return new HttpClient({ baseUrl: url.replace(/\/+$/, ''), token: serverToken(url, env) });
+}
+
+/** The token of the server at `url` (`--server`), from PERENNIAL_TOKEN. */
+export function serverToken(url: string, env: NodeJS.ProcessEnv = process.env): string {
   const token = env.PERENNIAL_TOKEN?.trim();
   if (!token) throw new NoTokenError(`--server ${url} needs the server's token in PERENNIAL_TOKEN (on the server: the server-token file in its data dir)`);
-  return new HttpClient({ baseUrl: url.replace(/\/+$/, ''), token });
+  return token;
 }
 
 /** The flags that reach the machines this command reached, for a message that says how to come back. */

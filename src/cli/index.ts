@@ -137,6 +137,12 @@ function buildProgram(): Command {
     )
     .option('--advertise <url>', `where other nodes reach this one (or ${'$'}PERENNIAL_ADVERTISE_URL; default the address it listens on)`)
     .option('--settings <file>', "settings for the cluster, read after the flags and the environment (default: the data dir's settings.json)")
+    .option(
+      '--memory-reserve <MiB>',
+      'memory kept free for the rest of the system: machines stay warm, and a node of a cluster takes new machines, while more is available (default: a tenth of it, at least 1 GiB)',
+      positiveInteger,
+    )
+    .option('--drain', "instead of serving: hand every machine of the cluster's node serving the data dir (or --server) to the other nodes, then stop it")
     .action((options) => serveCommand(context(), options));
 
   program

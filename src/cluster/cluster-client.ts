@@ -33,7 +33,8 @@ export class ClusterClient implements PerennialClient {
 
   whoami = () => this.local.whoami();
   status = () => this.local.status();
-  create = (options?: NewMachineOptions) => this.local.create(options);
+  create = (options?: NewMachineOptions) =>
+    this.router.route(null, { here: () => this.local.create(options), there: (url) => this.remote(url).create(options) });
   run = (name: string, code: string, options?: RunOptions) => this.#on(name, (client) => client.run(name, code, options));
   start = (name: string, code: string, options?: { timeoutSeconds?: number }) => this.#on(name, (client) => client.start(name, code, options));
   result = (name: string, seq: number) => this.#on(name, (client) => client.result(name, seq));

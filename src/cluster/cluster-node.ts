@@ -13,12 +13,17 @@ import { StoredFolders } from './stored-folders.ts';
 import { SharedBaseImages } from './shared-base-images.ts';
 import { ClusterClient } from './cluster-client.ts';
 import { MachineRouter, type Placement } from './machine-router.ts';
+import { hasRoom, placeOn } from './placement.ts';
+import { MachineMovedError } from '../machines/machine-errors.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { ClusterStatus, MachineEvent, MachineInfo } from '../shared/types.ts';
 import { manifestInfo } from '../machines/machine.ts';
 import { toMachineEvent } from '../machines/manager-options.ts';
 import { NodeEvents } from './node-events.ts';
 import { HttpClient } from '../client/http-client.ts';
+
+/** How many idle machines a node short of room hands over at each renewal: a few at a time, so that the load it sends is measured before more follows. */
+const HANDED_OVER_PER_RENEWAL = 2;
 
 /** How long a listing waits for another node's own listing before it gives that node's machines as their last commit has them. */
 const PEER_LISTING_MS = 3000;
@@ -51,6 +56,11 @@ export class ClusterNode implements MachineHome {
   readonly #admissions = new Map<string, Promise<unknown>>();
   /** Placements under way, one per machine, so that two requests do not both take it. */
   readonly #placing = new Map<string, Promise<Placement>>();
+  /** Machines being handed to other nodes: requests for them wait, then go where they went. */
+  readonly #leaving = new Map<string, Promise<void>>();
+  /** Set once the node drains: it hands every machine over, and none is placed on it. */
+  #draining = false;
+  #rebalancing = false;
   /** When the last renewal that succeeded was sent (a monotonic clock, which runs on while the process is paused). */
   #renewedAt = Number.NEGATIVE_INFINITY;
   #renewal?: NodeJS.Timeout;
@@ -72,7 +82,10 @@ export class ClusterNode implements MachineHome {
     this.#folders = new StoredFolders(store);
     this.baseImages = new SharedBaseImages(directory, store);
     this.#machines = new MachineStore(dataDir);
-    this.router = new MachineRouter((name) => this.place(name), (settings.leaseSeconds + 5) * 1000);
+    this.router = new MachineRouter(
+      (name, forwarded) => (name === null ? this.#placeNew(forwarded) : this.place(name, forwarded)),
+      (settings.leaseSeconds + 5) * 1000,
+    );
     this.#events = new NodeEvents(directory, this.id, (url) => this.#peer(url));
   }
 
@@ -124,7 +137,7 @@ export class ClusterNode implements MachineHome {
       url,
     });
     const sent = performance.now();
-    await this.directory.join({ id: this.id, url, version: VERSION });
+    await this.directory.join({ id: this.id, url, version: VERSION }, manager.room());
     this.#renewedAt = sent;
     this.#renewal = setInterval(() => void this.#renew(), (this.settings.leaseSeconds * 1000) / 4);
     this.#renewal.unref();
@@ -163,11 +176,18 @@ export class ClusterNode implements MachineHome {
   async #renew(): Promise<void> {
     const sent = performance.now();
     try {
-      if (!(await this.directory.renew(this.id))) return;
+      if (!(await this.directory.renew(this.id, this.#manager?.room()))) return;
       // Paused or cut off past the lease: other nodes may have taken machines meanwhile, which
       // this node lets go before it trusts its lease again.
       if (!this.leaseHeld) await this.#letGoOfTaken();
       this.#renewedAt = sent;
+      if (!this.#rebalancing) {
+        this.#rebalancing = true;
+        // The directory down: the next renewal tries again.
+        void this.#rebalance()
+          .catch(() => {})
+          .finally(() => (this.#rebalancing = false));
+      }
     } catch {
       // The directory is down: the lease runs out unless it comes back. Every write for a machine
       // checks its generation, so nothing is lost; requests meanwhile get the directory's error.
@@ -199,17 +219,25 @@ export class ClusterNode implements MachineHome {
    * taken over, its folder read from the bucket. A machine the directory does not know is left
    * to this node, which answers that it does not exist.
    */
-  place(name: string): Promise<Placement> {
-    if (this.#manager?.has(name) && this.leaseHeld) return Promise.resolve({ local: true });
+  async place(name: string, forwarded = false): Promise<Placement> {
+    await this.#leaving.get(name);
+    if (this.#manager?.has(name) && this.leaseHeld) return { local: true };
+    // One placement at a time per machine: a second would take it again from this node itself.
     let placing = this.#placing.get(name);
     if (!placing) {
-      placing = this.#locate(name).finally(() => this.#placing.delete(name));
+      placing = this.#locate(name, forwarded).finally(() => this.#placing.delete(name));
       this.#placing.set(name, placing);
     }
     return placing;
   }
 
-  async #locate(name: string, attempts = 3): Promise<Placement> {
+  /** Where a new machine is made: the node with the most room (`placeOn`); here for a request another node sent, unless this one drains. */
+  async #placeNew(forwarded: boolean): Promise<Placement> {
+    const target = forwarded && !this.#draining ? undefined : placeOn(await this.directory.live(), this.id);
+    return target ? { local: false, url: target.url, leaseLeftMs: 0 } : { local: true };
+  }
+
+  async #locate(name: string, forwarded: boolean, attempts = 3): Promise<Placement> {
     const manager = this.#manager!;
     const row = await this.directory.locate(name);
     if (!row || row.deleted) return { local: true };
@@ -217,9 +245,12 @@ export class ClusterNode implements MachineHome {
     if (row.owner !== this.id && manager.has(name)) await this.#taken(name, row);
     if (row.owner !== null && row.owner !== this.id && row.ownerLive && row.ownerUrl)
       return { local: false, url: row.ownerUrl, leaseLeftMs: row.ownerLeaseLeftMs };
+    // No node runs it: the node with the most room takes it (one another node sent here, this one, unless it drains).
+    const target = forwarded && !this.#draining ? undefined : placeOn(await this.directory.live(), this.id);
+    if (target) return { local: false, url: target.url, leaseLeftMs: 0 };
     const taken = await this.directory.take(name, this.id);
     // Another node took it first: it is that node's now.
-    if (!taken && attempts > 1) return this.#locate(name, attempts - 1);
+    if (!taken && attempts > 1) return this.#locate(name, forwarded, attempts - 1);
     if (!taken) throw new ClusterUnavailableError(`Machine ${name} changes hands too often to be placed; try again`);
     await manager.detach(name);
     await this.#bringHere(taken.before);
@@ -288,6 +319,65 @@ export class ClusterNode implements MachineHome {
     });
   }
 
+  /**
+   * Hands machine `name` to whichever node is asked for it next (placement sends it to the node
+   * with the most room), as a stop does: no new instruction is taken here; those given out run;
+   * its state is saved and committed whole; then it is let go. Requests meanwhile wait, then go
+   * where it went. Answers false, keeping it, when it could not be committed whole.
+   */
+  async handOver(name: string): Promise<boolean> {
+    const manager = this.#manager;
+    if (!manager?.has(name) || this.#leaving.has(name)) return false;
+    let done!: () => void;
+    this.#leaving.set(name, new Promise<void>((resolve) => (done = resolve)));
+    try {
+      // Numbers given out before it began may be queued after a save: a save after them holds them.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        await manager.save(name);
+        if (!this.#whole.has(name)) continue;
+        const generation = this.#generation(name);
+        await manager.detach(name);
+        this.#owned.delete(name);
+        this.#commits.delete(name);
+        this.#whole.delete(name);
+        // Not released (the directory down): it stays this node's until its lease runs out, then the next node takes it, whole.
+        await this.directory.release(name, this.id, generation).catch(() => {});
+        return true;
+      }
+      return false;
+    } catch {
+      return false;
+    } finally {
+      this.#leaving.delete(name);
+      done();
+    }
+  }
+
+  /**
+   * Empties the node for maintenance: no machine is placed on it any more, and each of its
+   * machines is handed over once the instructions it was given have run. Answers the machines
+   * that could not be (their state not committed): they stay until the node stops.
+   */
+  async drain(): Promise<string[]> {
+    this.#draining = true;
+    await this.directory.drain(this.id);
+    const kept: string[] = [];
+    for (const { name } of this.#manager?.list() ?? []) if (!(await this.handOver(name))) kept.push(name);
+    return kept;
+  }
+
+  /** A node short of room hands its idle machines, the least recently used first, to a node with room: their next use warms them there. */
+  async #rebalance(): Promise<void> {
+    const manager = this.#manager;
+    if (!manager || this.#draining || hasRoom(manager.room())) return;
+    if (!placeOn(await this.directory.live(), this.id)) return;
+    const idle = manager
+      .list()
+      .filter((m) => m.state !== 'busy' && m.pendingInstructions === 0)
+      .sort((a, b) => a.lastUsedAt.localeCompare(b.lastUsedAt));
+    for (const { name } of idle.slice(0, HANDED_OVER_PER_RENEWAL)) await this.handOver(name);
+  }
+
   // ---- MachineHome ----------------------------------------------------------------------------
 
   watch(listener: (event: MachineEvent) => void): () => void {
@@ -309,6 +399,8 @@ export class ClusterNode implements MachineHome {
   }
 
   reserve(name: string): Promise<void> {
+    // Going to another node: the request is placed again once it has gone, and runs there.
+    if (this.#leaving.has(name)) return Promise.reject(new MachineMovedError(`Machine ${name} is moving to another node`));
     const previous = this.#admissions.get(name) ?? Promise.resolve();
     const reserved = previous.catch(() => {}).then(() => this.directory.reserve(name, this.id, this.#generation(name)));
     this.#admissions.set(name, reserved);

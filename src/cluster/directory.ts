@@ -56,6 +56,18 @@ export interface NodeRecord {
   version: string;
 }
 
+/** How much more a node can keep warm, as it says at each renewal (`MachineManager.room`). */
+const NodeRoom = z.object({ bytes: z.number(), warm: z.number(), maxWarm: z.number().optional(), computer: z.string().optional() });
+export type NodeRoom = z.infer<typeof NodeRoom>;
+
+/** A node whose lease runs, as placement weighs it. */
+export interface LiveNode {
+  id: string;
+  url: string;
+  draining: boolean;
+  room: NodeRoom | null;
+}
+
 /** The channel nodes announce their machines' changes on. */
 const ANNOUNCEMENTS = 'perennial_events';
 
@@ -107,8 +119,15 @@ export class ClusterDirectory {
         throw new ClusterUnavailableError(
           `The cluster's tables in ${this.description} were made by a newer Perennial (format ${found}; this one reads ${SCHEMA_VERSION}): update Perennial on this node`,
         );
-      if (found === SCHEMA_VERSION) return;
-      await client.query(`
+      if (found === undefined) await this.#create(client);
+      // Added within format 1: the builds before it name the columns they write, and read none of these.
+      const { rowCount } = await client.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'perennial_nodes' AND column_name = 'room'`);
+      if (!rowCount) await client.query('ALTER TABLE perennial_nodes ADD COLUMN room jsonb, ADD COLUMN draining boolean NOT NULL DEFAULT false');
+    });
+  }
+
+  async #create(client: pg.PoolClient): Promise<void> {
+    await client.query(`
         CREATE TABLE perennial_nodes (
           id text PRIMARY KEY,
           url text NOT NULL,
@@ -130,7 +149,6 @@ export class ClusterDirectory {
         CREATE TABLE perennial_settings (key text PRIMARY KEY, value text NOT NULL);
         INSERT INTO perennial_schema (version) VALUES (${SCHEMA_VERSION});
       `);
-    });
   }
 
   /** The cluster's shared value `key`: `proposed` if none was set yet. */
@@ -142,26 +160,50 @@ export class ClusterDirectory {
     return rows[0]!.value;
   }
 
-  /** Enters `node` with a lease; a node that had its URL before is gone (one process serves a URL). */
-  async join(node: NodeRecord): Promise<void> {
+  /** Enters `node` with a lease (and its room); a node that had its URL before is gone (one process serves a URL). */
+  async join(node: NodeRecord, room?: NodeRoom): Promise<void> {
     await this.#transaction(async (client) => {
       await client.query('DELETE FROM perennial_nodes WHERE url = $1 AND id <> $2', [node.url, node.id]);
-      await client.query(`INSERT INTO perennial_nodes (id, url, version, expires_at) VALUES ($1, $2, $3, clock_timestamp() + make_interval(secs => $4))`, [
-        node.id,
-        node.url,
-        node.version,
-        this.leaseSeconds,
-      ]);
+      await client.query(
+        `INSERT INTO perennial_nodes (id, url, version, expires_at, room) VALUES ($1, $2, $3, clock_timestamp() + make_interval(secs => $4), $5)`,
+        [node.id, node.url, node.version, this.leaseSeconds, room ? JSON.stringify(room) : null],
+      );
     });
   }
 
-  /** Renews `id`'s lease; answers false when the node is no longer entered (another took its URL). */
-  async renew(id: string): Promise<boolean> {
-    const { rowCount } = await this.#query(`UPDATE perennial_nodes SET expires_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1`, [
-      id,
-      this.leaseSeconds,
-    ]);
+  /** Renews `id`'s lease, with its room now; answers false when the node is no longer entered (another took its URL). */
+  async renew(id: string, room?: NodeRoom): Promise<boolean> {
+    const { rowCount } = await this.#query(
+      `UPDATE perennial_nodes SET expires_at = clock_timestamp() + make_interval(secs => $2), room = COALESCE($3, room) WHERE id = $1`,
+      [id, this.leaseSeconds, room ? JSON.stringify(room) : null],
+    );
     return rowCount === 1;
+  }
+
+  /** Marks `id` as draining: no machine is placed on it any more. */
+  async drain(id: string): Promise<void> {
+    await this.#query('UPDATE perennial_nodes SET draining = true WHERE id = $1', [id]);
+  }
+
+  /** The live nodes with their room, as each last renewed it (none: a node of a build that does not say). */
+  async live(): Promise<LiveNode[]> {
+    const { rows } = await this.#query<{ id: string; url: string; room: unknown; draining: boolean }>(
+      'SELECT id, url, room, draining FROM perennial_nodes WHERE expires_at > clock_timestamp() ORDER BY started_at',
+    );
+    return rows.map((row) => {
+      const room = NodeRoom.safeParse(row.room);
+      return { id: row.id, url: row.url, draining: row.draining, room: room.success ? room.data : null };
+    });
+  }
+
+  /** Lets go of the machine, its state committed whole, as its owner in `generation`: the next node asked takes it at once. */
+  async release(name: string, node: string, generation: number): Promise<void> {
+    const { rowCount } = await this.#query('UPDATE perennial_machines SET owner = NULL WHERE name = $1 AND owner = $2 AND generation = $3', [
+      name,
+      node,
+      generation,
+    ]);
+    if (rowCount !== 1) throw await this.#moved(name);
   }
 
   /** Lets go of `id`'s machines (their state committed) and leaves: other nodes take them at once. */

@@ -36,22 +36,30 @@ const MOST_HOPS = 2;
  * that node, and the machine's next result says so.
  */
 export class MachineRouter {
+  /**
+   * `place`: where a request for machine `name` goes (null: a machine to be made); `forwarded`:
+   * another node sent it here, and it is not sent on for load alone.
+   */
   constructor(
-    private readonly place: (name: string) => Promise<Placement>,
+    private readonly place: (name: string | null, forwarded: boolean) => Promise<Placement>,
     private readonly patienceMs: number,
   ) {}
 
-  /** Carries out `route` where machine `name` runs. `hops`: how many nodes the request has already passed through. */
-  async route<T>(name: string, route: Route<T>, hops = 0): Promise<T> {
+  /**
+   * Carries out `route` where machine `name` runs (null: where a new machine is made; made here
+   * when the node chosen cannot be reached). `hops`: how many nodes the request has passed through.
+   */
+  async route<T>(name: string | null, route: Route<T>, hops = 0): Promise<T> {
     const deadline = Date.now() + this.patienceMs;
     let moved = false;
     for (;;) {
-      const placement = await this.place(name);
+      const placement = await this.place(name, hops > 0);
       try {
         if (placement.local) return await route.here();
         if (hops >= MOST_HOPS) throw new ForeverVMError(503, 'MachineMoving', `Machine ${name} is moving between nodes; send the request again`);
         return await route.there(placement.url);
       } catch (error) {
+        if (name === null && !placement.local && unreachable(error)) return route.here();
         if (isMoved(error) && !moved) moved = true;
         else if (placement.local || !unreachable(error) || Date.now() > deadline) throw error;
         else await untilLeaseEnds(placement);

@@ -39,7 +39,7 @@ import { VERSION } from '../shared/version.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
-import { defaultReserveBytes, systemFreeBytes, WarmPolicy } from './warm-policy.ts';
+import { defaultReserveBytes, systemFreeBytes, WarmPolicy, type MachineRoom } from './warm-policy.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
 import { InstructionNotFoundError, MachineMovedError, MachineNameTakenError } from './machine-errors.ts';
 import { DATA_DIR_HOME, type MachineHome } from './machine-home.ts';
@@ -61,9 +61,10 @@ export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError,
 /**
  * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them
  * durable so that they come back after a restart or a crash. Emits `event` with a ManagerEvent for
- * everything that changes.
+ * everything that changes, and `left` with the name of a machine let go (detached: another node
+ * runs it now), whose open connections should find it again where it went.
  */
-export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
+export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: [string] }> {
   readonly dataDir: string;
   readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory' | 'home' | 'baseImages'>>;
   readonly #home: MachineHome;
@@ -213,6 +214,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
       this.off('event', own);
       beyond();
     };
+  }
+
+  /** How much more this manager can keep warm, for placing machines among nodes. */
+  room(): MachineRoom {
+    return this.#warm.room();
   }
 
   /** The cluster this manager serves as a node's, for its status; none on one computer. */
@@ -443,6 +449,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent] }> {
     this.#warm.forget(name);
     machine.interrupt();
     await machine.close();
+    this.emit('left', name);
   }
 
   // ---- internals ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ export interface MachineManagerOptions {
   /** Most machines kept warm at once; beyond it the least recently used is swapped out. Default: as many as memory allows (see `WarmPolicy`). */
   maxWarm?: number;
   /** How the machines' warmth is measured against memory; default the system's (tests give their own). */
-  memory?: Pick<WarmLimits, 'reserveBytes' | 'freeBytes'>;
+  memory?: Partial<Pick<WarmLimits, 'reserveBytes' | 'freeBytes'>>;
   /** Default 'sandbox' when it is available, else 'python'. */
   defaultEngine?: EngineName;
   /** Default per-instruction timeout. Default 15 s. */

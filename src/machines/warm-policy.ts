@@ -1,4 +1,4 @@
-import { freemem, totalmem } from 'node:os';
+import { freemem, hostname, totalmem } from 'node:os';
 import type { Machine } from './machine.ts';
 
 /** What decides how many machines stay warm. */
@@ -19,6 +19,15 @@ export function defaultReserveBytes(total = totalmem()): number {
 }
 
 export const systemFreeBytes = (): number => freemem();
+
+/** How much more a manager can keep warm (`WarmPolicy.room`). */
+export interface MachineRoom {
+  bytes: number;
+  warm: number;
+  maxWarm?: number;
+  /** The computer whose memory `bytes` is (its host name): servers that share one share it. */
+  computer: string;
+}
 
 const mib = (bytes: number) => `${Math.round(bytes / (1 << 20))} MiB`;
 
@@ -42,6 +51,17 @@ export class WarmPolicy {
   describe(): string {
     const memory = `while more than ${mib(this.limits.reserveBytes)} of memory stays available (now ${mib(this.limits.freeBytes())})`;
     return `idle machines are swapped out after ${this.limits.idleSeconds} s; machines stay warm ${memory}${this.limits.maxWarm === undefined ? '' : `, at most ${this.limits.maxWarm} at once`}`;
+  }
+
+  /** How much more this manager can keep warm: the memory available beyond the reserve (negative: short of it), and the warm machines against `maxWarm`. */
+  room(): MachineRoom {
+    const warm = [...this.machines()].filter((m) => m.isWarm).length;
+    return {
+      bytes: this.limits.freeBytes() - this.limits.reserveBytes,
+      warm,
+      ...(this.limits.maxWarm === undefined ? {} : { maxWarm: this.limits.maxWarm }),
+      computer: hostname(),
+    };
   }
 
   /** Restarts the machine's idle countdown. */

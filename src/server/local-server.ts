@@ -46,9 +46,8 @@ export interface LocalServerOptions extends MachineManagerOptions {
 }
 
 const REPL_PATH = /^\/v1\/machine\/([^/]+)\/repl$/;
-/** Paths about one machine (and the two that name none). */
+/** Paths about one machine (and `new` and `list`, which name none). */
 const MACHINE_PATH = /^\/v1\/machine\/([^/]+)(?:\/|$)/;
-const NOT_MACHINES = new Set(['new', 'list']);
 
 /**
  * HTTP keep-alive: the idle time the server announces, and the longer time it really keeps an
@@ -67,6 +66,8 @@ const KEEP_ALIVE_HELD_MS = 65_000;
 export class LocalServer {
   readonly #routes: Array<[string, RegExp, Handler]>;
   readonly #sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
+  /** WebSocket connections carried over to another node: the server is not closed while one stays open. */
+  readonly #tunnels = new Set<Duplex>();
   readonly #mcp: McpHttpEndpoints;
   /**
    * Resolves when a client asks the server to stop (`POST /v1/server/stop`): whoever runs it
@@ -95,7 +96,9 @@ export class LocalServer {
       /^\/v1\/server\/stop$/,
       async (req, res) => {
         const request = parseRequest(StopRequest, await readJson(req));
+        if (request.drain && !cluster) throw new ForeverVMError(400, 'BadRequest', 'Only a node of a cluster drains: this server runs its machines alone');
         sendJson(res, 202, { stopping: true });
+        if (request.drain) await cluster?.drain();
         this.#requestStop(request);
       },
     ];
@@ -161,6 +164,7 @@ export class LocalServer {
   async close(successor?: LockRecord): Promise<void> {
     await this.#mcp.close();
     for (const client of this.#sockets.clients) client.terminate();
+    for (const tunnel of this.#tunnels) tunnel.destroy();
     this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
     await this.manager.close(successor);
@@ -240,7 +244,11 @@ export class LocalServer {
             this.#track(ws);
             serveRepl(ws, this.manager, name);
           }),
-        there: (url) => forwardUpgrade(req, socket, head, url),
+        there: (url) => {
+          this.#tunnels.add(socket);
+          socket.once('close', () => this.#tunnels.delete(socket));
+          return forwardUpgrade(req, socket, head, url);
+        },
       });
     } catch (error) {
       const failure = toForeverVMError(error);
@@ -251,11 +259,11 @@ export class LocalServer {
     }
   }
 
-  /** Serves a request where its machine runs: in a cluster, where the router places it; else here. */
+  /** Serves a request where its machine runs, or a new machine is made: in a cluster, where the router places it; else here. */
   #route(req: IncomingMessage, path: string, route: Route<void>): Promise<void> {
     const raw = MACHINE_PATH.exec(path)?.[1];
-    if (!this.cluster || !raw || NOT_MACHINES.has(raw)) return route.here();
-    return this.cluster.router.route(machineName(raw), route, hopsOf(req));
+    if (!this.cluster || !raw || raw === 'list') return route.here();
+    return this.cluster.router.route(raw === 'new' ? null : machineName(raw), route, hopsOf(req));
   }
 
   /** MCP over Streamable HTTP (`/mcp`) and legacy SSE (`/sse`, `/messages`); same access checks. */

@@ -48,6 +48,7 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
   async function open(): Promise<string | undefined> {
     try {
       const name = requested === 'new' ? (await manager.create()).name : manager.get(requested).name;
+      leaves(name);
       send({ type: 'connected', machine_name: name });
       return name;
     } catch (error) {
@@ -56,6 +57,13 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
       socket.close(1008, failure.message.slice(0, 120));
       return undefined;
     }
+  }
+
+  /** When the machine moves to another node, the socket closes: the client connects again, and is sent where it went. */
+  function leaves(name: string): void {
+    const left = (gone: string) => gone === name && socket.close(1012, `machine ${name} moved to another node: connect again`);
+    manager.on('left', left);
+    socket.once('close', () => manager.off('left', left));
   }
 
   function accept(name: string, data: RawData, isBinary: boolean): void {

@@ -195,8 +195,8 @@ export function newMachineBody({ memoryMb, workspaceWritable, ...rest }: NewMach
 
 export const ListBody = z.object({ tags: TagFilter.optional() });
 
-/** `POST /v1/server/stop`: optionally, the process the data dir goes to (`perennial serve` taking over). */
-export const StopRequest = z.object({ handOverTo: LockRecord.optional() });
+/** `POST /v1/server/stop`: optionally, the process the data dir goes to (`perennial serve` taking over), or (a cluster's node) to hand every machine to the other nodes first. */
+export const StopRequest = z.object({ handOverTo: LockRecord.optional(), drain: z.boolean().optional() });
 export type StopRequest = z.infer<typeof StopRequest>;
 
 /** `{"code": str, "timeout_seconds": int}`; a missing `timeout_seconds` means the server's default, 0 (Perennial's) no limit. */

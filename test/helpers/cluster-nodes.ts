@@ -46,7 +46,8 @@ export async function startNode(
     port = 0,
     empty = false,
     again = false,
-  }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number; empty?: boolean; again?: boolean } = {},
+    flags = [],
+  }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number; empty?: boolean; again?: boolean; flags?: string[] } = {},
 ): Promise<ClusterNodeProcess & { cleanup(): Promise<void> }> {
   // `empty`: without the sandbox base image the tests seed data dirs with, as a new node has none.
   const data = dataDir ? { dir: dataDir, cleanup: async () => {} } : await tempDataDir({ empty });
@@ -67,7 +68,7 @@ export async function startNode(
         '--lease',
         String(leaseSeconds),
       ];
-  const args = [CLI, 'serve', '--data-dir', data.dir, ...settings];
+  const args = [CLI, 'serve', '--data-dir', data.dir, ...settings, ...flags];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...engines.bucket.env, PERENNIAL_PYTHON: TEST_PYTHON },
     stdio: ['ignore', 'pipe', 'pipe'],

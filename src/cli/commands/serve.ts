@@ -9,6 +9,7 @@ import { LocalServer } from '../../server/local-server.ts';
 import type { EngineName, StopRequest } from '../../shared/requests.ts';
 import { DataDirLock } from '../../platform/data-dir-lock.ts';
 import type { CliContext } from '../context.ts';
+import { drainCommand } from './drain.ts';
 import {
   clusterSettings,
   ClusterSettingsError,
@@ -50,6 +51,10 @@ export interface ServeCommandOptions {
   advertise?: string;
   /** The settings file; default the data dir's `settings.json`. */
   settings?: string;
+  /** Memory kept free for the rest of the system, in MiB: machines stay warm, and a node takes machines, while more is available. */
+  memoryReserve?: number;
+  /** Instead of serving: empty the running node for maintenance, then stop it. */
+  drain?: boolean;
 }
 
 /** Another server a person started serves the data dir. */
@@ -63,6 +68,7 @@ class ServerRunningError extends CodedError {
  * one a person started is left alone, and named.
  */
 export async function serveCommand(ctx: CliContext, options: ServeCommandOptions): Promise<void> {
+  if (options.drain) return drainCommand(ctx);
   restartWithMallocEnv();
   // Clients start their background server with an idle limit; a person's `serve` has none.
   const background = options.exitWhenIdle !== undefined;
@@ -104,6 +110,7 @@ export async function serveCommand(ctx: CliContext, options: ServeCommandOptions
     port: options.port ?? node?.port,
     idleSeconds: options.idleSeconds,
     maxWarm: options.maxWarm,
+    ...(options.memoryReserve === undefined ? {} : { memory: { reserveBytes: options.memoryReserve * 2 ** 20 } }),
     poolIdleSeconds: options.poolIdleSeconds,
     defaultEngine: options.engine,
     defaultTimeoutSeconds: options.timeout,
