@@ -30,12 +30,14 @@ if [ "$kind" = data-dir ]; then
   exit
 fi
 pinned=$(node -p 'require(process.argv[1]).dependencies.pyodide' "$work/build/package.json")
-alias="pyodide-${pinned%.*}"
+# The Pyodide this build ships itself, or the npm alias of an earlier one.
+if [ "$pinned" = "$(node -p 'require("./package.json").dependencies.pyodide')" ]; then alias=pyodide; else alias="pyodide-${pinned%.*}"; fi
 [ -d "node_modules/$alias" ] || { echo "package.json has no npm alias $alias for Pyodide $pinned" >&2; exit 1; }
 out="test/fixtures/builds/$name"
 rm -rf "$out"
 mkdir -p "$out/dist/sandbox" "$out/node_modules"
-cp "$work/build/dist/cli.js" "$out/dist/"
+# The CLI and the chunks it loads when it needs them (a cluster node's among them).
+cp "$work/build/dist/"*.js "$out/dist/"
 # The kernel: one module in builds before it became a package.
 if [ -d "$work/build/dist/perennial_kernel" ]; then
   mkdir "$out/dist/perennial_kernel" && cp "$work/build/dist/perennial_kernel/"*.py "$out/dist/perennial_kernel/"

@@ -47,7 +47,18 @@ export async function startNode(
     empty = false,
     again = false,
     flags = [],
-  }: { leaseSeconds?: number; engine?: string; dataDir?: string; port?: number; empty?: boolean; again?: boolean; flags?: string[] } = {},
+    cli = CLI,
+  }: {
+    leaseSeconds?: number;
+    engine?: string;
+    dataDir?: string;
+    port?: number;
+    empty?: boolean;
+    again?: boolean;
+    flags?: string[];
+    /** The build it runs: today's, or an earlier one's (test/fixtures/builds). */
+    cli?: string;
+  } = {},
 ): Promise<ClusterNodeProcess & { cleanup(): Promise<void> }> {
   // `empty`: without the sandbox base image the tests seed data dirs with, as a new node has none.
   const data = dataDir ? { dir: dataDir, cleanup: async () => {} } : await tempDataDir({ empty });
@@ -68,7 +79,7 @@ export async function startNode(
         '--lease',
         String(leaseSeconds),
       ];
-  const args = [CLI, 'serve', '--data-dir', data.dir, ...settings, ...flags];
+  const args = [cli, 'serve', '--data-dir', data.dir, ...settings, ...flags];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...engines.bucket.env, PERENNIAL_PYTHON: TEST_PYTHON },
     stdio: ['ignore', 'pipe', 'pipe'],
