@@ -1,8 +1,9 @@
 /**
- * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|notebooks|load|cluster]`: prints every benchmark's figures (or the named ones).
+ * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|notebooks|load|cluster|cluster-faults]`: prints every benchmark's figures (or the named ones).
  * `notebooks` runs only when named: it needs a corpus fetched first and takes about an hour; `load`
- * (agents at once) too: it takes several minutes and much of the machine; and `cluster`, which
- * starts PostgreSQL and an S3-compatible bucket (s3rver) beside its nodes.
+ * (agents at once) too: it takes several minutes and much of the machine; and `cluster` and
+ * `cluster-faults` (nodes killed, paused and stopped at random), which start PostgreSQL and an
+ * S3-compatible bucket (s3rver) beside their nodes.
  * `--node VERSION` runs them on that Node build (from the npm registry, cached in .cache/node), as
  * the servers they start: VS Code's extension host runs Node 22 or 24, not this one.
  * Figures go in bench/RESULTS.md.
@@ -11,6 +12,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { benchCheckpoints } from './checkpoints.ts';
 import { benchCluster } from './cluster.ts';
+import { benchClusterFaults } from './cluster-faults.ts';
 import { benchFootprint } from './footprint.ts';
 import { benchInterrupts } from './interrupts.ts';
 import { benchLoad } from './load.ts';
@@ -29,7 +31,12 @@ const suites: Record<string, () => Promise<void>> = {
   checkpoints: benchCheckpoints,
   'mcp-app': benchMcpApp,
 };
-const namedOnly: Record<string, () => Promise<void>> = { notebooks: benchNotebooks, load: benchLoad, cluster: benchCluster };
+const namedOnly: Record<string, () => Promise<void>> = {
+  notebooks: benchNotebooks,
+  load: benchLoad,
+  cluster: benchCluster,
+  'cluster-faults': benchClusterFaults,
+};
 
 const nodeAt = process.argv.indexOf('--node');
 if (nodeAt > 0) {

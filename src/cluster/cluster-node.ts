@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { performance } from 'node:perf_hooks';
 import type { MachineHome } from '../machines/machine-home.ts';
 import type { MachineManager } from '../machines/machine-manager.ts';
-import { isTransientPath, MachineStore, ManifestSchema, type MachineManifest } from '../machines/machine-store.ts';
+import { ManifestSchema, type MachineManifest } from '../machines/machine-store.ts';
 import { VERSION } from '../shared/version.ts';
 import { markNodeCache } from '../platform/node-cache.ts';
 import { ClusterDirectory, ClusterUnavailableError, type MachineRow } from './directory.ts';
@@ -14,7 +13,8 @@ import { SharedBaseImages } from './shared-base-images.ts';
 import { ClusterClient } from './cluster-client.ts';
 import { MachineRouter, type Placement } from './machine-router.ts';
 import { hasRoom, placeOn } from './placement.ts';
-import { MachineMovedError } from '../machines/machine-errors.ts';
+import { NodeLease } from './node-lease.ts';
+import { MachineOwnership, type CommitHeld } from './machine-ownership.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { ClusterStatus, MachineEvent, MachineInfo } from '../shared/types.ts';
 import { manifestInfo } from '../machines/machine.ts';
@@ -29,12 +29,12 @@ const HANDED_OVER_PER_RENEWAL = 2;
 const PEER_LISTING_MS = 3000;
 
 /**
- * This process as a node of a cluster: its lease in the directory (PostgreSQL), renewed a few
- * times per lease; the machines it owns, each with the generation it took it in; and the home
- * of those machines (`MachineHome`), which commits each saved state to the bucket and the
- * directory, and gives out instruction numbers only while the node still owns the machine.
- * `place` decides where a request for a machine goes, taking the machine over when its owner
- * let it go or stopped renewing its lease.
+ * This process as a node of a cluster, and the coordinator of its parts: its lease
+ * (`NodeLease`); the machines it owns, which are its manager's home (`MachineOwnership`, with
+ * the bucket's clean-up); where each request for a machine goes (`place`, through the
+ * `router`), taking a machine over when no live node runs it, or sending it to the node with the
+ * most room; machines handed to other nodes (`handOver`, `drain`); and what its clients hear of
+ * the other nodes (listings, status, events).
  */
 export class ClusterNode implements MachineHome {
   readonly ownsDataDir = false;
@@ -43,17 +43,8 @@ export class ClusterNode implements MachineHome {
   readonly #folders: StoredFolders;
   /** The sandbox's base images, which every node reads from the bucket. */
   readonly baseImages: SharedBaseImages;
-  readonly #machines: MachineStore;
-  /** The machines this node owns: the generation it took each in. */
-  readonly #owned = new Map<string, number>();
-  /** Each machine's last commit, as this node made or read it: its home in the bucket, its tree, the objects the tree needs. */
-  readonly #commits = new Map<string, { home: string; tree: string; objects: Set<string> }>();
-  /** Machines taken over, whose older generations' objects go once this node has committed it. */
-  readonly #sweeps = new Set<string>();
-  /** The machines whose last commit holds every instruction given out: let go when the node leaves. */
-  readonly #whole = new Set<string>();
-  /** Per machine, the reservations in the order asked, so instructions keep the order they were sent in. */
-  readonly #admissions = new Map<string, Promise<unknown>>();
+  readonly #lease: NodeLease;
+  readonly #ownership: MachineOwnership;
   /** Placements under way, one per machine, so that two requests do not both take it. */
   readonly #placing = new Map<string, Promise<Placement>>();
   /** Machines being handed to other nodes: requests for them wait, then go where they went. */
@@ -61,9 +52,6 @@ export class ClusterNode implements MachineHome {
   /** Set once the node drains: it hands every machine over, and none is placed on it. */
   #draining = false;
   #rebalancing = false;
-  /** When the last renewal that succeeded was sent (a monotonic clock, which runs on while the process is paused). */
-  #renewedAt = Number.NEGATIVE_INFINITY;
-  #renewal?: NodeJS.Timeout;
   #manager?: MachineManager;
   /** Clients of the other nodes' HTTP APIs, with the cluster's token, by URL. */
   readonly #peers = new Map<string, HttpClient>();
@@ -77,11 +65,11 @@ export class ClusterNode implements MachineHome {
     readonly settings: ClusterSettings,
     readonly directory: ClusterDirectory,
     readonly store: ObjectStore,
-    private readonly dataDir: string,
   ) {
     this.#folders = new StoredFolders(store);
     this.baseImages = new SharedBaseImages(directory, store);
-    this.#machines = new MachineStore(dataDir);
+    this.#lease = new NodeLease(directory, this.id, settings.leaseSeconds);
+    this.#ownership = new MachineOwnership(directory, this.#folders, { id: this.id, url: () => this.#url }, (name) => this.#leaving.has(name));
     this.router = new MachineRouter(
       (name, forwarded) => (name === null ? this.#placeNew(forwarded) : this.place(name, forwarded)),
       (settings.leaseSeconds + 5) * 1000,
@@ -90,7 +78,7 @@ export class ClusterNode implements MachineHome {
   }
 
   /** Reaches the directory and the bucket (a clear error when either cannot be), before anything is served. */
-  static async open(settings: ClusterSettings, dataDir: string): Promise<ClusterNode> {
+  static async open(settings: ClusterSettings): Promise<ClusterNode> {
     const store = new ObjectStore(settings.store);
     const directory = await ClusterDirectory.open(settings.database, settings.leaseSeconds);
     try {
@@ -100,7 +88,7 @@ export class ClusterNode implements MachineHome {
       store.close();
       throw error;
     }
-    return new ClusterNode(settings, directory, store, dataDir);
+    return new ClusterNode(settings, directory, store);
   }
 
   /** The token every node accepts: the first node's `proposed` one. */
@@ -131,28 +119,28 @@ export class ClusterNode implements MachineHome {
     this.#events.start(url);
     manager.on('event', (event) => this.#events.announce(toMachineEvent(event)));
     const { database, store, leaseSeconds, advertiseUrl } = this.settings;
-    await markNodeCache(this.dataDir, {
+    await markNodeCache(manager.dataDir, {
       cluster: { database, store: store.url, storeEndpoint: store.endpoint, storeRegion: store.region, leaseSeconds, advertiseUrl },
       ...listening,
       url,
     });
-    const sent = performance.now();
-    await this.directory.join({ id: this.id, url, version: VERSION }, manager.room());
-    this.#renewedAt = sent;
-    this.#renewal = setInterval(() => void this.#renew(), (this.settings.leaseSeconds * 1000) / 4);
-    this.#renewal.unref();
+    await this.#lease.enter(url, VERSION, {
+      room: () => manager.room(),
+      lapsed: () => this.#letGoOfTaken(),
+      renewed: () => this.#rebalanceSoon(),
+    });
     await this.#bringIn(manager);
   }
 
   async #bringIn(manager: MachineManager): Promise<void> {
-    const { manifests } = this.#machines.list();
+    const { manifests } = manager.store.list();
     const known = await this.directory.madeAt(manifests.map((manifest) => manifest.name));
     for (const manifest of manifests) {
       const { name } = manifest;
       if (known.has(name)) {
         // This node's cache of the cluster's machine; or another machine of that name, kept aside, whole.
         if (known.get(name) !== manifest.createdAt) {
-          const kept = await this.#machines.setAsideMachine(name);
+          const kept = await manager.store.setAsideMachine(name);
           const where = kept ? `its folder is kept, whole, at ${kept}` : 'its folder could not be moved aside';
           manager.tell(name, `Machine ${name} of this data dir is not served: the cluster has another machine by that name; ${where}.`);
         }
@@ -168,34 +156,24 @@ export class ClusterNode implements MachineHome {
     return this.#url;
   }
 
-  /** Whether this node's lease surely runs: renewed less than a lease ago, with a margin for the round trip. */
+  /** Whether this node's lease surely runs. */
   get leaseHeld(): boolean {
-    return performance.now() - this.#renewedAt < this.settings.leaseSeconds * 1000 * 0.8;
+    return this.#lease.held;
   }
 
-  async #renew(): Promise<void> {
-    const sent = performance.now();
-    try {
-      if (!(await this.directory.renew(this.id, this.#manager?.room()))) return;
-      // Paused or cut off past the lease: other nodes may have taken machines meanwhile, which
-      // this node lets go before it trusts its lease again.
-      if (!this.leaseHeld) await this.#letGoOfTaken();
-      this.#renewedAt = sent;
-      if (!this.#rebalancing) {
-        this.#rebalancing = true;
-        // The directory down: the next renewal tries again.
-        void this.#rebalance()
-          .catch(() => {})
-          .finally(() => (this.#rebalancing = false));
-      }
-    } catch {
-      // The directory is down: the lease runs out unless it comes back. Every write for a machine
-      // checks its generation, so nothing is lost; requests meanwhile get the directory's error.
-    }
+  /** A node short of room hands machines over after a renewal, one round at a time. */
+  #rebalanceSoon(): void {
+    if (this.#rebalancing) return;
+    this.#rebalancing = true;
+    // The directory down: the next renewal tries again.
+    void this.#rebalance()
+      .catch(() => {})
+      .finally(() => (this.#rebalancing = false));
   }
 
+  /** After its lease lapsed: lets go of the machines other nodes took meanwhile. */
   async #letGoOfTaken(): Promise<void> {
-    for (const [name, generation] of [...this.#owned]) {
+    for (const [name, generation] of this.#ownership.owned()) {
       const row = await this.directory.locate(name);
       if (row && !row.deleted && row.owner === this.id && row.generation === generation) continue;
       await this.#taken(name, row);
@@ -204,8 +182,7 @@ export class ClusterNode implements MachineHome {
 
   /** Lets go of a machine another node took over while this node's lease had run out: what this node holds of it is stale. */
   async #taken(name: string, row: MachineRow | undefined): Promise<void> {
-    this.#owned.delete(name);
-    this.#commits.delete(name);
+    this.#ownership.forget(name);
     const now = row?.ownerUrl ? `node ${row.ownerUrl} took it over` : 'another node took it over';
     await this.#manager?.detach(
       name,
@@ -253,9 +230,7 @@ export class ClusterNode implements MachineHome {
     if (!taken && attempts > 1) return this.#locate(name, forwarded, attempts - 1);
     if (!taken) throw new ClusterUnavailableError(`Machine ${name} changes hands too often to be placed; try again`);
     await manager.detach(name);
-    await this.#bringHere(taken.before);
-    this.#owned.set(name, taken.generation);
-    this.#sweeps.add(name);
+    this.#ownership.took(name, taken.generation, await this.#bringHere(manager, taken.before));
     const { before } = taken;
     // Its node stopped without letting it go: what it gave out after its last commit is lost.
     const unclean =
@@ -269,19 +244,18 @@ export class ClusterNode implements MachineHome {
     return { local: true };
   }
 
-  /** Makes the data dir's folder of the machine its last commit (or, never committed, a new machine's). */
-  async #bringHere(row: MachineRow): Promise<void> {
-    const folder = this.#machines.dir(row.name);
+  /** Makes the data dir's folder of the machine its last commit (or, never committed, a new machine's); answers the commit read. */
+  async #bringHere(manager: MachineManager, row: MachineRow): Promise<CommitHeld | undefined> {
+    const folder = manager.store.dir(row.name);
     const { commit } = row;
     if (commit) {
       const { objects } = await this.#folders.materialize(commit.tree, commit.home, folder);
-      this.#commits.set(row.name, { home: commit.home, tree: commit.tree, objects });
-      return;
+      return { home: commit.home, tree: commit.tree, objects };
     }
     // Made on a node that stopped before its first commit: what the cache holds of it is older.
     await rm(folder, { recursive: true, force: true });
-    await this.#machines.create({ ...ManifestSchema.parse(row.manifest), nextSeq: row.nextSeq });
-    this.#commits.delete(row.name);
+    await manager.store.create({ ...ManifestSchema.parse(row.manifest), nextSeq: row.nextSeq });
+    return undefined;
   }
 
   /** The node's machines as its own MCP endpoints reach them: `local`'s here, the others through their nodes. */
@@ -334,14 +308,10 @@ export class ClusterNode implements MachineHome {
       // Numbers given out before it began may be queued after a save: a save after them holds them.
       for (let attempt = 0; attempt < 3; attempt++) {
         await manager.save(name);
-        if (!this.#whole.has(name)) continue;
-        const generation = this.#generation(name);
+        if (!this.#ownership.isWhole(name)) continue;
         await manager.detach(name);
-        this.#owned.delete(name);
-        this.#commits.delete(name);
-        this.#whole.delete(name);
         // Not released (the directory down): it stays this node's until its lease runs out, then the next node takes it, whole.
-        await this.directory.release(name, this.id, generation).catch(() => {});
+        await this.#ownership.release(name).catch(() => {});
         return true;
       }
       return false;
@@ -389,81 +359,23 @@ export class ClusterNode implements MachineHome {
   }
 
   isUsed(name: string): Promise<boolean> {
-    return this.directory.isUsed(name);
+    return this.#ownership.isUsed(name);
   }
 
-  async claim(manifest: MachineManifest): Promise<boolean> {
-    const claimed = await this.directory.claim(manifest.name, this.id, manifest);
-    if (claimed) this.#owned.set(manifest.name, 1);
-    return claimed;
+  claim(manifest: MachineManifest): Promise<boolean> {
+    return this.#ownership.claim(manifest);
   }
 
   reserve(name: string): Promise<void> {
-    // Going to another node: the request is placed again once it has gone, and runs there.
-    if (this.#leaving.has(name)) return Promise.reject(new MachineMovedError(`Machine ${name} is moving to another node`));
-    const previous = this.#admissions.get(name) ?? Promise.resolve();
-    const reserved = previous.catch(() => {}).then(() => this.directory.reserve(name, this.id, this.#generation(name)));
-    this.#admissions.set(name, reserved);
-    void reserved.finally(() => this.#admissions.get(name) === reserved && this.#admissions.delete(name)).catch(() => {});
-    return reserved;
+    return this.#ownership.reserve(name);
   }
 
-  /**
-   * Sends the machine's folder to its home for this generation (`machines/<name>/g<generation>`,
-   * where no other node writes), records it in the directory as this generation's owner, then
-   * removes what the commit before it needed and this one does not: only this node reads or
-   * writes that home, and the directory names this commit now. After a takeover, the older
-   * generations' homes go once this node's first commit is recorded.
-   */
-  async commit(manifest: MachineManifest, folder: string): Promise<void> {
-    const { name } = manifest;
-    const generation = this.#generation(name);
-    const home = homeOf(name, generation);
-    this.#whole.delete(name);
-    const committed = await this.#folders.commit(folder, home, isTransientPath);
-    const seq = manifest.snapshot ? manifest.snapshot.seq - 1 : -1;
-    const previous = this.#commits.get(name);
-    if (previous?.home !== home || previous.tree !== committed.tree) {
-      const at = new Date().toISOString();
-      const commit = { tree: committed.tree, home, seq, at, bytes: committed.bytes, node: this.#url };
-      // Refused or not recorded: what this commit sent is no commit's, and goes at the next sweep.
-      await this.directory.commit(name, this.id, generation, commit, manifest).catch((error: unknown) => {
-        this.#sweeps.add(name);
-        throw error;
-      });
-      this.#commits.set(name, { home, tree: committed.tree, objects: committed.objects });
-      await this.#collect(name, home, committed.objects, previous);
-    }
-    if (seq >= manifest.nextSeq - 1) this.#whole.add(name);
+  commit(manifest: MachineManifest, folder: string): Promise<void> {
+    return this.#ownership.commit(manifest, folder);
   }
 
-  /** Removes the objects of the machine's home no commit names any more; a failure leaves them for a later sweep. */
-  async #collect(name: string, home: string, kept: Set<string>, previous?: { home: string; objects: Set<string> }): Promise<void> {
-    try {
-      if (this.#sweeps.has(name) || (previous && previous.home !== home)) {
-        await this.#folders.sweep(machinePrefix(name), home, kept);
-        this.#sweeps.delete(name);
-      } else if (previous)
-        await this.#folders.remove(
-          home,
-          [...previous.objects].filter((hash) => !kept.has(hash)),
-        );
-    } catch {
-      this.#sweeps.add(name);
-    }
-  }
-
-  async retire(name: string): Promise<void> {
-    await this.directory.retire(name, this.id, this.#generation(name));
-    this.#owned.delete(name);
-    this.#commits.delete(name);
-    // Its name stays taken, and nothing names its objects any more.
-    await this.#folders.sweep(machinePrefix(name)).catch(() => {});
-  }
-
-  #generation(name: string): number {
-    // A machine this node never took has no generation of its own: 0 matches no row, so the write is refused.
-    return this.#owned.get(name) ?? 0;
+  retire(name: string): Promise<void> {
+    return this.#ownership.retire(name);
   }
 
   /**
@@ -473,14 +385,9 @@ export class ClusterNode implements MachineHome {
    * node that takes it then says what was lost.
    */
   async leave(): Promise<void> {
-    clearInterval(this.#renewal);
+    this.#lease.stop();
     await this.#events.stop();
-    await this.directory
-      .leave(
-        this.id,
-        [...this.#owned.keys()].filter((name) => this.#whole.has(name)),
-      )
-      .catch(() => {});
+    await this.directory.leave(this.id, this.#ownership.whole()).catch(() => {});
     await this.directory.close();
     this.store.close();
     await Promise.all([...this.#peers.values()].map((peer) => peer.close()));
@@ -490,14 +397,4 @@ export class ClusterNode implements MachineHome {
 /** Resolves to `value` after `ms`. */
 function settle<T>(ms: number, value: T): Promise<T> {
   return new Promise((resolve) => setTimeout(() => resolve(value), ms).unref());
-}
-
-/** Where a machine's objects are kept in the bucket. */
-function machinePrefix(name: string): string {
-  return `machines/${encodeURIComponent(name)}/`;
-}
-
-/** Where one generation of a machine's owners keeps its objects: written by its owner alone. */
-function homeOf(name: string, generation: number): string {
-  return `${machinePrefix(name)}g${generation}`;
 }

@@ -408,6 +408,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     return this.#machines.has(name);
   }
 
+  /** The machines' folders in the data dir: a home beyond it (a cluster's) brings machines in and out through it. */
+  get store(): MachineStore {
+    return this.#store;
+  }
+
   /**
    * Takes on the machine the data dir's folder `name` holds, which the home has just put there
    * (or found there, made before the data dir joined it). `unclean`, when whoever ran it last

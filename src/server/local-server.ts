@@ -111,7 +111,7 @@ export class LocalServer {
     const node = options.cluster ? null : await readNodeCache(options.dataDir);
     if (node) throw new NodeCacheError(options.dataDir, node);
     // Loaded only for a cluster: one computer's server never reads its code (PostgreSQL's and S3's clients among it).
-    const cluster = options.cluster && (await (await import('../cluster/cluster-node.ts')).ClusterNode.open(options.cluster, options.dataDir));
+    const cluster = options.cluster && (await (await import('../cluster/cluster-node.ts')).ClusterNode.open(options.cluster));
     let manager: MachineManager;
     try {
       manager = await MachineManager.open({ ...options, home: cluster, baseImages: cluster?.baseImages });
