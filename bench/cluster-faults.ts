@@ -105,7 +105,9 @@ export async function benchClusterFaults(): Promise<void> {
       failed ||= problems.length > 0;
     }
     row('calls acknowledged, p50 / p99 (while nodes fail)', ms(median(times)), ms(percentile(times, 99)));
-    console.log(`  calls cut off where they may have run: ${uncertain}; refused before anything ran: ${[...refusals].map(([code, n]) => `${n} ${code}`).join(', ') || 'none'}`);
+    console.log(
+      `  calls cut off where they may have run: ${uncertain}; refused before anything ran: ${[...refusals].map(([code, n]) => `${n} ${code}`).join(', ') || 'none'}`,
+    );
     console.log(failed ? '  ✗ the counters or the instruction numbers do not add up' : '  ✓ every counter adds up, and no instruction number was given twice');
     if (failed) process.exitCode = 1;
   } finally {
@@ -141,7 +143,8 @@ async function agent(name: string, urls: string[], token: string, deadline: numb
       seq = body.instruction_seq!;
     } catch (error) {
       // Refused before it was sent: nothing ran; cut off after: it may have.
-      if ((error as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED') tally.refused.set('ECONNREFUSED', (tally.refused.get('ECONNREFUSED') ?? 0) + 1);
+      if ((error as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED')
+        tally.refused.set('ECONNREFUSED', (tally.refused.get('ECONNREFUSED') ?? 0) + 1);
       else tally.uncertain++;
       await pause();
       continue;
