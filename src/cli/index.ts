@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
@@ -44,7 +44,8 @@ function buildProgram(): Command {
 
   const context = (): CliContext => {
     const global = program.opts<{ dataDir?: string; backend: 'local' | 'forevervm'; server?: string }>();
-    const dataDir = global.dataDir ?? defaultDataDir();
+    // Absolute: the server and the machines' kernels run elsewhere than where the command was typed.
+    const dataDir = resolve(global.dataDir ?? defaultDataDir());
     return {
       dataDir,
       backend: global.backend,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { cpSync, existsSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runningServer } from '../../src/client/local-server-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
@@ -32,8 +32,10 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     await cleanup();
   });
 
+  /** The CLI on the data dir, named as a person in its parent folder names it: a relative path. */
   function start(args: string[]): ChildProcess {
-    return spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], {
+    return spawn(process.execPath, [CLI, '--data-dir', basename(dataDir), ...args], {
+      cwd: dirname(dataDir),
       env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
