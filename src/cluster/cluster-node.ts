@@ -299,7 +299,7 @@ export class ClusterNode implements MachineHome {
    * its state is saved and committed whole; then it is let go. Requests meanwhile wait, then go
    * where it went. Answers false, keeping it, when it could not be committed whole.
    */
-  async handOver(name: string): Promise<boolean> {
+  async #handOver(name: string): Promise<boolean> {
     const manager = this.#manager;
     if (!manager?.has(name) || this.#leaving.has(name)) return false;
     let done!: () => void;
@@ -325,15 +325,14 @@ export class ClusterNode implements MachineHome {
 
   /**
    * Empties the node for maintenance: no machine is placed on it any more, and each of its
-   * machines is handed over once the instructions it was given have run. Answers the machines
-   * that could not be (their state not committed): they stay until the node stops.
+   * machines is handed over once the instructions it was given have run. One that cannot be (its
+   * state not committed) stays until the node stops, which commits it once more or leaves it to
+   * the node that takes it after the lease.
    */
-  async drain(): Promise<string[]> {
+  async drain(): Promise<void> {
     this.#draining = true;
     await this.directory.drain(this.id);
-    const kept: string[] = [];
-    for (const { name } of this.#manager?.list() ?? []) if (!(await this.handOver(name))) kept.push(name);
-    return kept;
+    for (const { name } of this.#manager?.list() ?? []) await this.#handOver(name);
   }
 
   /** A node short of room hands its idle machines, the least recently used first, to a node with room: their next use warms them there. */
@@ -345,7 +344,7 @@ export class ClusterNode implements MachineHome {
       .list()
       .filter((m) => m.state !== 'busy' && m.pendingInstructions === 0)
       .sort((a, b) => a.lastUsedAt.localeCompare(b.lastUsedAt));
-    for (const { name } of idle.slice(0, HANDED_OVER_PER_RENEWAL)) await this.handOver(name);
+    for (const { name } of idle.slice(0, HANDED_OVER_PER_RENEWAL)) await this.#handOver(name);
   }
 
   // ---- MachineHome ----------------------------------------------------------------------------

@@ -56,7 +56,12 @@ export class MachineRouter {
       const placement = await this.place(name, hops > 0);
       try {
         if (placement.local) return await route.here();
-        if (hops >= MOST_HOPS) throw new ForeverVMError(503, 'MachineMoving', `Machine ${name} is moving between nodes; send the request again`);
+        if (hops >= MOST_HOPS)
+          throw new ForeverVMError(
+            503,
+            'MachineMoving',
+            `${name === null ? 'The new machine' : `Machine ${name}`} is moving between nodes; send the request again`,
+          );
         return await route.there(placement.url);
       } catch (error) {
         if (name === null && !placement.local && unreachable(error)) return route.here();

@@ -58,6 +58,9 @@ export { DEFAULT_AUTO_CHECKPOINTS, DEFAULT_IDLE_SECONDS, DEFAULT_OUTPUT_LIMIT, D
 export type { ExecOptions, MachineManagerOptions, ManagerEvent } from './manager-options.ts';
 export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError, MachineGoneError, MachineMovedError, MachineNameTakenError };
 
+/** Longest a busy machine's changed state goes unsaved: a crash costs it at most this much work. */
+const DEFAULT_SAVE_WITHIN_MS = 30_000;
+
 /**
  * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them
  * durable so that they come back after a restart or a crash. Emits `event` with a ManagerEvent for
@@ -91,6 +94,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
       interruptGraceMs: options.interruptGraceMs ?? 2000,
       saveDelayMs: options.saveDelayMs ?? 1000,
+      saveWithinMs: options.saveWithinMs ?? DEFAULT_SAVE_WITHIN_MS,
       autoCheckpoints: options.autoCheckpoints ?? DEFAULT_AUTO_CHECKPOINTS,
     };
     this.#store = store;
@@ -519,6 +523,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
         outputLimit: this.#options.outputLimit,
         interruptGraceMs: this.#options.interruptGraceMs,
         saveDelayMs: this.#options.saveDelayMs,
+        saveWithinMs: this.#options.saveWithinMs,
         autoCheckpoints: this.#options.autoCheckpoints,
       },
       (m, change) => this.#onMachineChange(m, change),

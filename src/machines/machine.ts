@@ -55,6 +55,8 @@ export interface MachineSettings {
   interruptGraceMs: number;
   /** Quiet time after an instruction before the machine's state is saved to disk. */
   saveDelayMs: number;
+  /** Longest a changed state goes unsaved while instructions keep coming. */
+  saveWithinMs: number;
   /** How many automatic checkpoints (one per save of a changed state) a machine keeps. */
   autoCheckpoints: number;
 }
@@ -123,6 +125,7 @@ export class Machine {
       queue: this.#queue,
       checkpoints,
       saveDelayMs: settings.saveDelayMs,
+      saveWithinMs: settings.saveWithinMs,
       autoCheckpoints: settings.autoCheckpoints,
       saveInTurn: () => this.save(),
       onSaved: (bytes) => onChange(this, { type: 'saved', bytes }),
@@ -346,7 +349,7 @@ export class Machine {
   /** Stops everything and removes the machine's files. */
   async delete(): Promise<void> {
     this.#deleted = true;
-    this.#saver.cancel();
+    this.#saver.stop();
     clearTimeout(this.#commitRetry);
     this.#queue.cancelPending('the machine was deleted');
     await this.#engine.release()?.stop();
@@ -357,7 +360,7 @@ export class Machine {
 
   /** Stops the engine without saving, for a server that is going away after `save()`. */
   async close(): Promise<void> {
-    this.#saver.cancel();
+    this.#saver.stop();
     clearTimeout(this.#commitRetry);
     await this.#engine.stop();
     this.#queue.close();

@@ -31,6 +31,8 @@ export interface MachineManagerOptions {
   interruptGraceMs?: number;
   /** Quiet time before a changed machine is saved (and the save kept as an automatic checkpoint). Default 1000 ms. */
   saveDelayMs?: number;
+  /** Longest a changed state goes unsaved while instructions keep coming (default 30 s): what a crash can cost a busy machine. */
+  saveWithinMs?: number;
   /** Automatic checkpoints kept per machine (one per save of a changed state). Default 10. */
   autoCheckpoints?: number;
   /** Sandbox processes are kept ready for this long after a sandbox machine was last made or swapped in. Default 300 s. */

@@ -13,6 +13,8 @@ interface SaverContext {
   checkpoints: CheckpointStore;
   /** Quiet time after an instruction before the state is saved. */
   saveDelayMs: number;
+  /** Longest a changed state goes unsaved while instructions keep coming: then it is saved between two of them. */
+  saveWithinMs: number;
   /** How many automatic checkpoints (one per save of a changed state) to keep. */
   autoCheckpoints: number;
   /** Saves in turn with the machine's instructions: what the timer calls. */
@@ -22,14 +24,17 @@ interface SaverContext {
 }
 
 /**
- * A machine's durability: its state saved to its snapshot file when it changed (a while after an
- * instruction, or when asked), each save kept as an automatic checkpoint, and the manifest that
- * says what the snapshot holds.
+ * A machine's durability: its state saved to its snapshot file when it changed (once the machine
+ * is quiet for a while, within `saveWithinMs` of the change however busy it stays, or when
+ * asked), each save kept as an automatic checkpoint, and the manifest that says what the
+ * snapshot holds. A crash, or a cluster node's death, loses at most what came after the last save.
  */
 export class StateSaver {
   /** Why the last save failed; the machine then stays warm rather than lose its state. */
   error: string | null = null;
   #timer?: NodeJS.Timeout;
+  /** Set from the first unsaved change: the save it forces if the machine is never quiet. */
+  #deadline?: NodeJS.Timeout;
 
   constructor(private readonly context: SaverContext) {}
 
@@ -40,7 +45,7 @@ export class StateSaver {
   async save({ autoCheckpoint = true, spare }: { autoCheckpoint?: boolean; spare?: string } = {}): Promise<void> {
     const { manifest, store, engine: slot } = this.context;
     const engine = slot.current;
-    if (!engine || !slot.dirty) return;
+    if (!engine || !slot.dirty) return this.#clearDeadline();
     const temp = store.tempSnapshotPath(manifest.name);
     let report;
     try {
@@ -59,6 +64,7 @@ export class StateSaver {
     await store.save(manifest);
     clock.lap('save: manifest written');
     slot.dirty = false;
+    this.#clearDeadline();
     this.context.onSaved(report.bytes);
     // Every saved change is also an automatic checkpoint; failing to keep one loses no state.
     if (!autoCheckpoint) return;
@@ -83,19 +89,42 @@ export class StateSaver {
     return manifest.engine === 'python' ? store.filesDir(manifest.name) : null;
   }
 
-  /** Saves a changed state once the machine has been quiet for a while. */
+  /** Saves a changed state once the machine has been quiet for a while, and at the latest `saveWithinMs` after the change. */
   schedule(): void {
     this.cancel();
-    if (!this.context.engine.dirty || !this.context.queue.isIdle) return;
-    this.#timer = setTimeout(() => {
-      this.context.saveInTurn().catch((error: Error) => this.context.onError(`saving the state failed: ${error.message}`));
-    }, this.context.saveDelayMs);
+    if (!this.context.engine.dirty) return;
+    if (!this.#deadline) {
+      // In turn: between two instructions of a machine that is never quiet.
+      this.#deadline = setTimeout(() => {
+        this.#deadline = undefined;
+        this.#saveInTurn();
+      }, this.context.saveWithinMs);
+      this.#deadline.unref();
+    }
+    if (!this.context.queue.isIdle) return;
+    this.#timer = setTimeout(() => this.#saveInTurn(), this.context.saveDelayMs);
     this.#timer.unref();
   }
 
+  /** Drops the quiet-time save (an instruction came, or the state is being saved another way); the deadline holds. */
   cancel(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** No save is due any more: the machine closes or goes away. */
+  stop(): void {
+    this.cancel();
+    this.#clearDeadline();
+  }
+
+  #saveInTurn(): void {
+    this.context.saveInTurn().catch((error: Error) => this.context.onError(`saving the state failed: ${error.message}`));
+  }
+
+  #clearDeadline(): void {
+    clearTimeout(this.#deadline);
+    this.#deadline = undefined;
   }
 
   /** When the server stops and the state could not be saved: the next start says why. */

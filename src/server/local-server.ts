@@ -98,7 +98,8 @@ export class LocalServer {
         const request = parseRequest(StopRequest, await readJson(req));
         if (request.drain && !cluster) throw new ForeverVMError(400, 'BadRequest', 'Only a node of a cluster drains: this server runs its machines alone');
         sendJson(res, 202, { stopping: true });
-        if (request.drain) await cluster?.drain();
+        // A drain cut short (the directory down) still stops the node, as a stop does: it commits and lets go of what it still has.
+        if (request.drain) await cluster?.drain().catch(() => {});
         this.#requestStop(request);
       },
     ];

@@ -254,6 +254,26 @@ describe('the machine layer, over a fake engine', () => {
     assert.equal(auto?.seq, 1);
   });
 
+  it('saves the state of a machine that is never quiet, between two instructions, within the time set', async () => {
+    const name = await open({ saveWithinMs: 2000 });
+    const saved = event((e) => e.type === 'checkpoint' && e.name === name);
+    let seen = false;
+    void saved.then(() => (seen = true));
+    // An instruction every 400 ms: never the 500 ms of quiet the other save waits for.
+    for (let i = 0; i < 4; i++) {
+      await value(name, `x = ${i}`);
+      mock.timers.tick(400);
+    }
+    assert.equal(seen, false, 'not before the time set');
+    for (let i = 4; i < 8 && !seen; i++) {
+      await value(name, `x = ${i}`);
+      mock.timers.tick(400);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await saved;
+    assert.match(await readFile(join(dataDir, 'machines', name, 'snapshot'), 'utf8'), /^\{"x":[4-7]\}$/);
+  });
+
   it('keeps the newest automatic checkpoints, as many as set, and every named one', async () => {
     const name = await open({ autoCheckpoints: 2 });
     await value(name, 'x = 0');
