@@ -266,7 +266,7 @@ export class ForeverVMClient extends OperationClient {
       }
       // Unreachable: nothing was sent; a connection that broke may have carried the request.
       const why = fetchFailure(error as Error);
-      if (neverConnected(error)) throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.#baseUrl}: ${why}`);
+      if (neverSent(error as Error)) throw new ForeverVMError(0, 'Unreachable', `Cannot reach ${this.#baseUrl}: ${why}`);
       throw new ForeverVMError(0, 'ConnectionLost', `The connection to ${this.#baseUrl} broke before it answered: ${why}`);
     }
     if (response.ok) return response;
@@ -284,6 +284,15 @@ export class ForeverVMClient extends OperationClient {
       parsed.id ?? null,
     );
   }
+}
+
+/**
+ * Whether a failed fetch sent nothing: its connection was never made, or fetch refused the request
+ * itself (a bad port, a blocked address), which it says with a cause that has no code.
+ */
+function neverSent(error: Error): boolean {
+  const cause = error.cause as { code?: unknown } | undefined;
+  return neverConnected(error) || (cause !== undefined && cause.code === undefined);
 }
 
 /** What failed in a fetch: its own message says only "fetch failed", its cause the rest. */

@@ -188,7 +188,9 @@ describe('the npm package', { timeout: 600_000 }, () => {
       execFileSync('chmod', ['-R', 'a+rX', installed]);
       execFileSync('chown', ['-R', 'postgres:postgres', folder]);
     }
-    const env = { ...process.env, HOME: join(folder, 'home'), PATH: `${join(installed, 'bin')}:${process.env.PATH}` };
+    // A person's shell: without the npm_config_* that `npm test` gives its scripts (its cache is root's).
+    const shellEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')));
+    const env = { ...shellEnv, HOME: join(folder, 'home'), PATH: `${join(installed, 'bin')}:${process.env.PATH}` };
     // The try-out stops at its first failure; the clean-up goes on past one.
     const shell = (script: string, strict = true) =>
       spawnSync(asRoot ? 'runuser' : 'bash', [...(asRoot ? ['-u', 'postgres', '--', 'bash'] : []), ...(strict ? ['-euo', 'pipefail'] : []), '-c', script], {
