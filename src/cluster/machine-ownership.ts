@@ -1,8 +1,17 @@
-import { MachineMovedError } from '../machines/machine-errors.ts';
+import { CodedError } from '../platform/coded-error.ts';
 import { isTransientPath, type MachineManifest } from '../machines/machine-store.ts';
 import { BucketCleanup, homeOf } from './bucket-cleanup.ts';
 import type { ClusterDirectory } from './directory.ts';
 import type { StoredFolders } from './stored-folders.ts';
+
+/**
+ * A request for a machine this node is handing over: answered as `MachineMoved`, so that it is
+ * placed again and runs where the machine went; not a MachineMovedError, which would make the
+ * manager let the machine go at once, in the middle of the hand-over that is saving it.
+ */
+class MachineLeavingError extends CodedError {
+  static override readonly errorCode = 'MachineMoved';
+}
 
 /** A machine's last commit, as this node made or read it: its home in the bucket, its tree, the objects the tree needs. */
 export interface CommitHeld {
@@ -90,7 +99,7 @@ export class MachineOwnership {
 
   reserve(name: string): Promise<void> {
     // Going to another node: the request is placed again once it has gone, and runs there.
-    if (this.leaving(name)) return Promise.reject(new MachineMovedError(`Machine ${name} is moving to another node`));
+    if (this.leaving(name)) return Promise.reject(new MachineLeavingError(`Machine ${name} is moving to another node`));
     const previous = this.#admissions.get(name) ?? Promise.resolve();
     const reserved = previous.catch(() => {}).then(() => this.directory.reserve(name, this.node.id, this.#generation(name)));
     this.#admissions.set(name, reserved);

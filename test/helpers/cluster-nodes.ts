@@ -97,6 +97,10 @@ export async function startNode(
   });
   const token = (await readFile(join(data.dir, 'server-token'), 'utf8')).trim();
   const exited = once(child, 'exit');
+  // A node that fails on its own (neither stopped nor killed here) says why, in the test's output.
+  child.once('exit', (code, signal) => {
+    if (code !== 0 && signal === null) console.error(`The node at ${url} exited with ${code}:\n${printed}`);
+  });
   const clients: HttpClient[] = [];
   const client = () => {
     const made = new HttpClient({ baseUrl: url, token });
