@@ -81,6 +81,12 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
     // Before the node switches protocols nothing has run there: whatever failed, the upgrade may go elsewhere.
     outgoing.once('error', (error) => reject(new NodeUnreachableError(`The node at ${base} did not take the connection: ${error.message}`, { cause: error })));
     outgoing.once('upgrade', (answer, upstream, upstreamHead) => {
+      // The caller went away meanwhile (or this server is closing): nothing to join.
+      if (socket.destroyed) {
+        upstream.destroy();
+        resolve();
+        return;
+      }
       const lines = [`HTTP/1.1 101 ${answer.statusMessage ?? 'Switching Protocols'}`];
       for (let i = 0; i < answer.rawHeaders.length; i += 2) lines.push(`${answer.rawHeaders[i]}: ${answer.rawHeaders[i + 1]}`);
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);

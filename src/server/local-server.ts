@@ -66,8 +66,12 @@ const KEEP_ALIVE_HELD_MS = 65_000;
 export class LocalServer {
   readonly #routes: Array<[string, RegExp, Handler]>;
   readonly #sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
-  /** WebSocket connections carried over to another node: the server is not closed while one stays open. */
-  readonly #tunnels = new Set<Duplex>();
+  /**
+   * Connections asking for a WebSocket, from the request on (while it is routed, and once it is
+   * carried over to another node): the HTTP server no longer holds them, and would not close
+   * while one stays open.
+   */
+  readonly #upgrading = new Set<Duplex>();
   readonly #mcp: McpHttpEndpoints;
   /**
    * Resolves when a client asks the server to stop (`POST /v1/server/stop`): whoever runs it
@@ -165,7 +169,7 @@ export class LocalServer {
   async close(successor?: LockRecord): Promise<void> {
     await this.#mcp.close();
     for (const client of this.#sockets.clients) client.terminate();
-    for (const tunnel of this.#tunnels) tunnel.destroy();
+    for (const socket of this.#upgrading) socket.destroy();
     this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
     await this.manager.close(successor);
@@ -233,6 +237,8 @@ export class LocalServer {
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    this.#upgrading.add(socket);
+    socket.once('close', () => this.#upgrading.delete(socket));
     try {
       this.access.check(req);
       const path = requestUrl(req).pathname;
@@ -245,11 +251,7 @@ export class LocalServer {
             this.#track(ws);
             serveRepl(ws, this.manager, name);
           }),
-        there: (url) => {
-          this.#tunnels.add(socket);
-          socket.once('close', () => this.#tunnels.delete(socket));
-          return forwardUpgrade(req, socket, head, url);
-        },
+        there: (url) => forwardUpgrade(req, socket, head, url),
       });
     } catch (error) {
       const failure = toForeverVMError(error);
