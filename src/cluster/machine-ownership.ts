@@ -47,10 +47,6 @@ export class MachineOwnership {
     this.#cleanup = new BucketCleanup(folders);
   }
 
-  owns(name: string): boolean {
-    return this.#owned.has(name);
-  }
-
   /** The machines owned, with their generations. */
   owned(): Array<[string, number]> {
     return [...this.#owned];
