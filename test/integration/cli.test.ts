@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { cpSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { TEST_CLUSTER_VARIABLE } from '../helpers/test-cluster.ts';
 import { fileURLToPath } from 'node:url';
 import { runningServer } from '../../src/client/local-server-connection.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
@@ -107,7 +108,9 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       { name, tags: { team: 'cli', env: 'test' }, memoryMb: 512, state: 'swapped', nextSeq: 1 },
     );
     const table = (await cli(['machine', 'list'])).stdout;
-    assert.match(table, /^NAME\s+ENGINE\s+RUNTIME\s+STATE\s+INSTRUCTIONS\s+CREATED\s+TAGS$/m);
+    // A cluster's node (the suite run again by test/cluster-suites.ts) says which node runs each machine.
+    const node = process.env[TEST_CLUSTER_VARIABLE] ? 'NODE\\s+' : '';
+    assert.match(table, new RegExp(`^NAME\\s+ENGINE\\s+RUNTIME\\s+STATE\\s+INSTRUCTIONS\\s+${node}CREATED\\s+TAGS$`, 'm'));
     assert.match(
       table,
       new RegExp(`^${name}\\s+sandbox\\s+Pyodide 314\\.0\\.7 \\(Python 3\\.14\\.2\\)\\s+swapped\\s+1\\s+.*team=cli,env=test$`, 'm'),
