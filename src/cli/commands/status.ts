@@ -30,11 +30,11 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
     `Perennial ${status.version} server, pid ${status.pid}, at ${info.url}`,
     `data dir: ${status.dataDir}`,
     `machines: ${status.machines.total} (${status.machines.warm} warm, ${status.machines.swapped} swapped)${status.cluster ? ' on this node' : ''}`,
-    ...(status.cluster ? clusterLines(status.cluster) : []),
     // Absent from the report of a server of a build before 0.2.0.
     ...(status.machines.upgradable
       ? [`  ${status.machines.upgradable} on an older runtime: see perennial machine list, and perennial machine upgrade NAME`]
       : []),
+    ...(status.cluster ? clusterLines(status.cluster) : []),
     ...(status.warmRule ? [`warm machines: ${status.warmRule}`] : []),
     ...(status.swappedOut ?? []).map((s) => `  ${s.name} swapped out ${s.at.replace('T', ' ').slice(0, 19)}: ${s.reason}`),
     `default engine: ${status.defaultEngine}`,
