@@ -17,5 +17,5 @@ for version in ${PERENNIAL_NODE_LINES:-22.23.3 24.21.0}; do
   node=$(bash scripts/node-line.sh "$version" .cache/node)
   echo "== Node $version: ${#tests[@]} test files"
   # First on PATH: what the tests start by name (`perennial`, npm) runs on this line too.
-  PATH="$(dirname "$node"):$PATH" "$node" --import tsx --test --test-reporter=spec --test-concurrency=3 "${tests[@]}"
+  PATH="$(dirname "$node"):$PATH" PERENNIAL_OTHER_NODE_LINE=1 "$node" --import tsx --test --test-reporter=spec --test-concurrency=4 "${tests[@]}"
 done
