@@ -18,6 +18,7 @@ import { serveCommand } from './commands/serve.ts';
 import { stopCommand } from './commands/stop.ts';
 import { mcpCommand } from './commands/mcp.ts';
 import { statusCommand } from './commands/status.ts';
+import { kernelCommand, kernelInstallCommand, kernelListCommand, kernelRemoveCommand } from './commands/kernel.ts';
 import { loginCommand } from './commands/login.ts';
 import { hostedClient } from '../client/forevervm-config.ts';
 import { serverClient, type CliContext } from './context.ts';
@@ -193,6 +194,38 @@ function buildProgram(): Command {
     .option('--token <token>', 'the token (default: ask, or read stdin)')
     .option('--base-url <url>', 'the ForeverVM API (default https://api.forevervm.com)')
     .action((options) => loginCommand(context(), options));
+
+  const kernel = program
+    .command('kernel')
+    .description('a Jupyter kernel whose notebooks run on Perennial machines that outlive every kernel (install it first: perennial kernel install)')
+    .option('--connection-file <file>', 'the connection file Jupyter starts a kernel with')
+    .option('--machine <name>', "run on this machine, whichever notebook (default: the notebook's own)")
+    .addOption(engineOption())
+    .addOption(pythonOption())
+    .action((options) => kernelCommand(context(), options));
+  kernel
+    .command('install')
+    .description("write a kernelspec where Jupyter finds it (the user's Jupyter folder unless told otherwise); needs neither Python nor Jupyter")
+    .option('--user', "in the user's Jupyter folder (the default)")
+    .option('--sys-prefix', "in the active virtual or conda environment's")
+    .option('--prefix <dir>', 'in DIR/share/jupyter')
+    .option('--name <name>', 'the kernel\'s name (default perennial, or perennial-MACHINE with --machine)')
+    .option('--display-name <text>', 'what Jupyter shows (default: Python (Perennial))')
+    .addOption(engineOption())
+    .addOption(pythonOption())
+    .option('--machine <name>', "every notebook of this kernel runs on this machine (made when missing), rather than on the notebook's own")
+    .action((options) => kernelInstallCommand(context(), program.opts().dataDir !== undefined || !!process.env.PERENNIAL_HOME, options));
+  kernel
+    .command('list')
+    .description('the Perennial kernels Jupyter finds, and where')
+    .option('--json', 'print JSON')
+    .action((options) => kernelListCommand(context(), options));
+  kernel
+    .command('remove')
+    .alias('rm')
+    .description("remove a Perennial kernelspec (the machines of its notebooks stay)")
+    .argument('<name>')
+    .action((name: string) => kernelRemoveCommand(context(), name));
 
   const machine = program.command('machine').description('create, list, fork, swap and remove machines');
   machine

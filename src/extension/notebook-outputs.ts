@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { viewResult } from '../shared/result-format.ts';
+import { tracebackException, viewResult } from '../shared/result-format.ts';
 import { figureImages, type DisplayBundle, type DisplayEntry, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
 
 /** MIME types a bundle is shown as, richest first, as Jupyter picks them; text/plain last. */
@@ -138,7 +138,5 @@ function rank(mime: string): number {
 
 /** A Python traceback as an Error: its last line names the exception and says what happened. */
 function pythonError(traceback: string): Error {
-  const last = traceback.trimEnd().split('\n').at(-1) ?? traceback;
-  const match = /^([\w.]+)(?::\s?(.*))?$/.exec(last);
-  return { name: match?.[1] ?? 'Error', message: match ? (match[2] ?? '') : last, stack: traceback };
+  return { ...tracebackException(traceback), stack: traceback };
 }

@@ -27,6 +27,13 @@ export function stoppedWithServerText(restored?: string): string {
   return restored ? `${STOPPED_WITH_SERVER} ${restored}` : STOPPED_WITH_SERVER;
 }
 
+/** A Python traceback's exception: its last line names it and says what happened. */
+export function tracebackException(traceback: string): { name: string; message: string } {
+  const last = traceback.trimEnd().split('\n').at(-1) ?? traceback;
+  const match = /^([\w.]+)(?::\s?(.*))?$/.exec(last);
+  return { name: match?.[1] ?? 'Error', message: match ? (match[2] ?? '') : last };
+}
+
 /** Whether an instruction never finished because the server stopped while it ran. */
 export function stoppedWithServer(result: ExecResult): boolean {
   return 'error' in result && result.error.startsWith(STOPPED_WITH_SERVER);

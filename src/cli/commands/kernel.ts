@@ -1,0 +1,135 @@
+import { resolve } from 'node:path';
+import { readConnectionFile } from '../../jupyter/connection-file.ts';
+import { JupyterKernel } from '../../jupyter/kernel.ts';
+import { defaultKernelChoice, installKernelSpec, listKernelSpecs, removeKernelSpec } from '../../jupyter/kernelspecs.ts';
+import { findNotebookMachine } from '../../jupyter/notebook-machine.ts';
+import { Restarts } from '../../jupyter/restarts.ts';
+import { jupyterFolders, prefixFolder } from '../../platform/jupyter-paths.ts';
+import { isProcessAlive, jupyterParentPid } from '../../platform/process-liveness.ts';
+import type { EngineName } from '../../shared/requests.ts';
+import { ExitError } from '../errors.ts';
+import { newMachineOptions, type CliContext } from '../context.ts';
+import { table } from '../table.ts';
+
+export interface KernelOptions {
+  connectionFile?: string;
+  machine?: string;
+  engine?: EngineName;
+  python?: string;
+}
+
+/** How often a kernel looks for the Jupyter process that started it, and stops once it has gone. */
+const PARENT_POLL_MS = 3000;
+
+/**
+ * `perennial kernel --connection-file F`: a Jupyter kernel (what a kernelspec's argv starts)
+ * whose cells run on the notebook's Perennial machine through the local server. It stops when
+ * its front end asks, or when the Jupyter process that started it is gone; the machine stays.
+ */
+export async function kernelCommand(ctx: CliContext, options: KernelOptions): Promise<void> {
+  if (!options.connectionFile)
+    throw new ExitError(2, 'perennial kernel: Jupyter starts it with --connection-file FILE; to make it a kernel Jupyter offers: perennial kernel install');
+  const connectionFile = resolve(options.connectionFile);
+  const connection = await readConnectionFile(connectionFile);
+  const client = await ctx.openClient();
+  const restarts = Restarts.beside(connectionFile, client);
+  const machine = findNotebookMachine(client, {
+    pinned: options.machine,
+    sessionName: process.env.JPY_SESSION_NAME || undefined,
+    cwd: process.cwd(),
+    connectionFile,
+    defaults: newMachineOptions(options),
+  }).then(async (found) => ({ ...found, notes: [...found.notes, ...(await restarts.finish(found.info.name))] }));
+  // Its failure is each cell's error; nothing waits for it before then.
+  machine.catch(() => {});
+  const log = (line: string) => ctx.term.err.write(`[perennial kernel] ${line}\n`);
+  const kernel = await JupyterKernel.start({ connection, client, machine, restarts, log });
+  const interrupt = () => void kernel.interrupt().catch((error: Error) => log(`interrupt failed: ${error.message}`));
+  process.on('SIGINT', interrupt);
+  const parent = jupyterParentPid();
+  const orphaned = new Promise<void>((resolve) => {
+    if (parent === null) return;
+    const poll = setInterval(() => {
+      if (isProcessAlive(parent)) return;
+      clearInterval(poll);
+      log(`Jupyter (pid ${parent}) is gone: stopping; the machine keeps its state`);
+      resolve();
+    }, PARENT_POLL_MS);
+    void kernel.stopped.then(() => clearInterval(poll));
+  });
+  await Promise.race([kernel.stopped, orphaned]);
+  process.off('SIGINT', interrupt);
+  await kernel.close();
+  await client.close();
+}
+
+export interface KernelInstallOptions {
+  user?: boolean;
+  sysPrefix?: boolean;
+  prefix?: string;
+  name?: string;
+  displayName?: string;
+  engine?: EngineName;
+  python?: string;
+  machine?: string;
+}
+
+/**
+ * `perennial kernel install`: a kernelspec in Jupyter's folders (the user's unless told
+ * otherwise), written without Python or Jupyter. Its argv is this Node and this CLI, with the
+ * data dir when one was named.
+ */
+export async function kernelInstallCommand(ctx: CliContext, dataDirNamed: boolean, options: KernelInstallOptions): Promise<void> {
+  const places = [options.user, options.sysPrefix, options.prefix !== undefined].filter(Boolean).length;
+  if (places > 1) throw new ExitError(2, 'perennial kernel install: give at most one of --user, --sys-prefix and --prefix');
+  const folders = jupyterFolders();
+  let folder = folders.user;
+  if (options.prefix !== undefined) folder = prefixFolder(resolve(options.prefix));
+  else if (options.sysPrefix) {
+    if (!folders.environment)
+      throw new ExitError(2, 'perennial kernel install --sys-prefix: no virtual or conda environment is active (VIRTUAL_ENV, CONDA_PREFIX); use --prefix DIR');
+    folder = folders.environment;
+  }
+  const choice = defaultKernelChoice({
+    name: options.name,
+    displayName: options.displayName,
+    engine: options.engine,
+    python: options.python ?? (process.env.PERENNIAL_PYTHON || undefined),
+    machine: options.machine,
+  });
+  const launcher = [process.execPath, resolve(process.argv[1]!), ...(dataDirNamed ? ['--data-dir', ctx.dataDir] : [])];
+  const dir = await installKernelSpec(folder, choice, launcher);
+  ctx.term.out.write(`${dir}\n`);
+  ctx.term.err.write(
+    `Installed the kernel "${choice.displayName}" (${choice.name}). Jupyter offers it for new notebooks; each notebook gets a machine of its own, which outlives every kernel.\n`,
+  );
+}
+
+/** `perennial kernel list`: the Perennial kernelspecs Jupyter finds. */
+export async function kernelListCommand(ctx: CliContext, options: { json?: boolean }): Promise<void> {
+  const specs = await listKernelSpecs(jupyterFolders().searched);
+  if (options.json) {
+    ctx.term.out.write(`${JSON.stringify(specs, null, 2)}\n`);
+    return;
+  }
+  if (!specs.length) {
+    ctx.term.err.write('No Perennial kernel is installed where Jupyter looks. Install one: perennial kernel install\n');
+    return;
+  }
+  const shown = new Set<string>();
+  const rows = specs.map((spec) => {
+    const used = !shown.has(spec.name);
+    shown.add(spec.name);
+    const machine = spec.perennial.machine ? `machine ${spec.perennial.machine}` : `${spec.perennial.engine ?? 'default'} engine`;
+    return [spec.name, spec.displayName, machine, used ? spec.folder : `${spec.folder} (hidden by the one above)`];
+  });
+  ctx.term.out.write(`${table([['NAME', 'DISPLAY NAME', 'RUNS ON', 'FOLDER'], ...rows])}\n`);
+}
+
+/** `perennial kernel remove NAME`: the kernelspec goes; the machines its notebooks used stay. */
+export async function kernelRemoveCommand(ctx: CliContext, name: string): Promise<void> {
+  const removed = await removeKernelSpec(jupyterFolders().searched, name);
+  if (!removed.length) throw new ExitError(1, `perennial kernel remove: no Perennial kernel called ${name} where Jupyter looks (perennial kernel list shows them)`);
+  for (const folder of removed) ctx.term.out.write(`${folder}\n`);
+  ctx.term.err.write(`Removed the kernel ${name}; the machines its notebooks ran on stay (perennial machine list --tag jupyter-notebook=PATH).\n`);
+}

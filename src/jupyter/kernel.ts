@@ -1,0 +1,339 @@
+import { tracebackException } from '../shared/result-format.ts';
+import { VERSION } from '../shared/version.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
+import type { InputRequest } from '../shared/types.ts';
+import { CellMessages, type CellError, type Publish } from './cell-messages.ts';
+import type { ConnectionInfo } from './connection-file.ts';
+import { historyReply, type HistoryRequest } from './history.ts';
+import { completeReply, inspectReply, isCompleteIndent } from './introspection.ts';
+import { BadMessageError, MessageCodec, PROTOCOL_VERSION, type Content, type JupyterMessage } from './messages.ts';
+import type { NotebookMachine } from './notebook-machine.ts';
+import type { Restarts } from './restarts.ts';
+import { ZmtpSocket, type ZmtpPeer } from './zmtp.ts';
+
+export interface KernelOptions {
+  connection: ConnectionInfo;
+  client: PerennialClient;
+  /** The notebook's machine, found (or made) once the kernel listens. */
+  machine: Promise<NotebookMachine>;
+  restarts: Restarts;
+  log: (line: string) => void;
+}
+
+interface Channels {
+  shell: ZmtpSocket;
+  control: ZmtpSocket;
+  stdin: ZmtpSocket;
+  iopub: ZmtpSocket;
+  hb: ZmtpSocket;
+}
+
+type Handler = (message: JupyterMessage, channel: ZmtpSocket) => Promise<void> | void;
+
+/**
+ * A Jupyter kernel whose cells run on a Perennial machine: the five channels of the connection
+ * file, bound here, and each request of Jupyter's messaging protocol answered from the machine.
+ * Shell requests are answered one at a time, in order; control requests at once.
+ */
+export class JupyterKernel {
+  readonly #codec: MessageCodec;
+  #channels!: Channels;
+  #shellQueue: Promise<void> = Promise.resolve();
+  /** Shell requests taken so far, and the first of them that an error does not abort. */
+  #arrived = 0;
+  #abortBelow = 0;
+  /** The number of the last stored execution: its instruction's on the machine, plus one. */
+  #count = 0;
+  #noted = false;
+  /** A cell of this kernel runs on the machine. */
+  #running = false;
+  #input: { resolve: (value: string) => void; reject: (error: Error) => void } | null = null;
+  #stopped!: () => void;
+  /** Resolves once a front end asked the kernel to shut down (or restart). */
+  readonly stopped = new Promise<void>((resolve) => (this.#stopped = resolve));
+
+  private constructor(private readonly options: KernelOptions) {
+    this.#codec = new MessageCodec(options.connection.key, options.connection.signature_scheme);
+  }
+
+  /** A kernel listening on the connection file's ports. */
+  static async start(options: KernelOptions): Promise<JupyterKernel> {
+    const kernel = new JupyterKernel(options);
+    const { ip, shell_port, control_port, stdin_port, iopub_port, hb_port } = options.connection;
+    const take = (name: string) => (peer: ZmtpPeer, frames: Buffer[]) => kernel.#take(name, peer, frames);
+    const sockets = await Promise.allSettled([
+      ZmtpSocket.bind('ROUTER', ip, shell_port, take('shell')),
+      ZmtpSocket.bind('ROUTER', ip, control_port, take('control')),
+      ZmtpSocket.bind('ROUTER', ip, stdin_port, take('stdin')),
+      ZmtpSocket.bind('PUB', ip, iopub_port),
+      ZmtpSocket.bind('REP', ip, hb_port, (peer, frames) => peer.send(frames)),
+    ]);
+    const failed = sockets.find((s) => s.status === 'rejected');
+    if (failed) {
+      await Promise.all(sockets.map((s) => (s.status === 'fulfilled' ? s.value.close() : undefined)));
+      throw failed.reason;
+    }
+    const [shell, control, stdin, iopub, hb] = sockets.map((s) => (s as PromiseFulfilledResult<ZmtpSocket>).value) as [ZmtpSocket, ZmtpSocket, ZmtpSocket, ZmtpSocket, ZmtpSocket];
+    kernel.#channels = { shell, control, stdin, iopub, hb };
+    return kernel;
+  }
+
+  /** Stops the running cell; the machine keeps its state (an interrupt by signal comes here). */
+  async interrupt(): Promise<void> {
+    const { info } = await this.options.machine;
+    await this.options.client.interrupt(info.name);
+  }
+
+  async close(): Promise<void> {
+    this.#input?.reject(new Error('the kernel stopped'));
+    await Promise.all(Object.values(this.#channels).map((channel) => channel.close()));
+  }
+
+  #take(name: string, peer: ZmtpPeer, frames: Buffer[]): void {
+    let message: JupyterMessage;
+    try {
+      message = this.#codec.decode([peer.identity, ...frames]);
+    } catch (error) {
+      if (!(error instanceof BadMessageError)) throw error;
+      this.options.log(`Dropped a message on ${name}: ${error.message}`);
+      return;
+    }
+    if (name === 'stdin') return this.#answer(message);
+    const channel = name === 'shell' ? this.#channels.shell : this.#channels.control;
+    if (name === 'control') {
+      void this.#handle(message, channel);
+      return;
+    }
+    const index = this.#arrived++;
+    this.#shellQueue = this.#shellQueue.then(() => {
+      if (index < this.#abortBelow && message.header.msg_type === 'execute_request') return this.#abort(message, channel);
+      return this.#handle(message, channel);
+    });
+  }
+
+  async #handle(message: JupyterMessage, channel: ZmtpSocket): Promise<void> {
+    const handler = this.#handlers[message.header.msg_type];
+    if (!handler) {
+      this.options.log(`No answer to ${message.header.msg_type}: this kernel does not know it`);
+      return;
+    }
+    this.#publish('status', { execution_state: 'busy' }, message);
+    try {
+      await handler(message, channel);
+    } catch (error) {
+      this.options.log(`${message.header.msg_type} failed: ${(error as Error).stack ?? String(error)}`);
+      if (message.header.msg_type.endsWith('_request')) this.#reply(channel, message, errorContent(error as Error));
+    } finally {
+      this.#publish('status', { execution_state: 'idle' }, message);
+    }
+  }
+
+  readonly #handlers: Record<string, Handler> = {
+    kernel_info_request: async (message, channel) => this.#reply(channel, message, await this.#kernelInfo()),
+    execute_request: (message, channel) => this.#execute(message, channel),
+    complete_request: async (message, channel) => {
+      const { code, cursor_pos } = textAndCursor(message.content);
+      const { info } = await this.options.machine;
+      this.#reply(channel, message, await completeReply(this.options.client, info.name, code, cursor_pos));
+    },
+    inspect_request: async (message, channel) => {
+      const { code, cursor_pos } = textAndCursor(message.content);
+      const { info } = await this.options.machine;
+      this.#reply(channel, message, await inspectReply(this.options.client, info.name, code, cursor_pos, Number(message.content.detail_level ?? 0)));
+    },
+    is_complete_request: async (message, channel) => {
+      const code = String(message.content.code ?? '');
+      const { info } = await this.options.machine;
+      const status = await this.options.client.isComplete(info.name, code);
+      this.#reply(channel, message, status === 'incomplete' ? { status, indent: isCompleteIndent(code) } : { status });
+    },
+    history_request: async (message, channel) => {
+      const { info } = await this.options.machine;
+      this.#reply(channel, message, await historyReply(this.options.client, info.name, message.content as HistoryRequest));
+    },
+    comm_info_request: (message, channel) => this.#reply(channel, message, { status: 'ok', comms: {} }),
+    // No comm target lives in this kernel yet: a comm the front end opens is closed at once, as a kernel without its target does.
+    comm_open: (message) => this.#publish('comm_close', { comm_id: message.content.comm_id, data: {} }, message),
+    comm_msg: () => {},
+    comm_close: () => {},
+    connect_request: (message, channel) => {
+      const { shell_port, iopub_port, stdin_port, control_port, hb_port } = this.options.connection;
+      this.#reply(channel, message, { status: 'ok', shell_port, iopub_port, stdin_port, control_port, hb_port });
+    },
+    interrupt_request: async (message, channel) => {
+      this.#input?.reject(new Error('interrupted'));
+      await this.interrupt();
+      this.#reply(channel, message, { status: 'ok' });
+    },
+    shutdown_request: async (message, channel) => {
+      const restart = message.content.restart === true;
+      await this.#shutdown(restart);
+      this.#reply(channel, message, { status: 'ok', restart });
+      this.#publish('shutdown_reply', { status: 'ok', restart }, message);
+      this.#stopped();
+    },
+  };
+
+  async #kernelInfo(): Promise<Content> {
+    const machine = await this.options.machine.catch(() => null);
+    const python = machine?.info.runtime?.python ?? '3';
+    const where = machine ? `machine ${machine.info.name} (${machine.info.engine} engine)` : 'a Perennial machine';
+    return {
+      status: 'ok',
+      protocol_version: PROTOCOL_VERSION,
+      implementation: 'perennial',
+      implementation_version: VERSION,
+      language_info: {
+        name: 'python',
+        version: python,
+        mimetype: 'text/x-python',
+        file_extension: '.py',
+        pygments_lexer: 'ipython3',
+        codemirror_mode: { name: 'ipython', version: 3 },
+        nbconvert_exporter: 'python',
+      },
+      banner: `Perennial ${VERSION}: Python ${python} on ${where}, a REPL that never dies`,
+      help_links: [{ text: 'Perennial in Jupyter', url: 'https://github.com/perennial-dev/perennial/blob/main/docs/jupyter.md' }],
+    };
+  }
+
+  async #execute(message: JupyterMessage, channel: ZmtpSocket): Promise<void> {
+    const content = message.content;
+    const code = String(content.code ?? '');
+    const silent = content.silent === true;
+    const counted = !silent && content.store_history !== false;
+    const publish: Publish = silent ? () => {} : (type, body) => this.#publish(type, body, message);
+    const cell = new CellMessages(publish);
+    let count = this.#count;
+    let inputSent = false;
+    const sendInput = () => {
+      if (!inputSent) publish('execute_input', { code, execution_count: count });
+      inputSent = true;
+    };
+    try {
+      const machine = await this.options.machine;
+      cell.notes(this.#firstNotes(machine));
+      if (!code.trim()) {
+        sendInput();
+        return this.#reply(channel, message, { status: 'ok', execution_count: count, payload: [], user_expressions: {} });
+      }
+      this.#running = true;
+      const { result } = await this.options.client
+        .run(machine.info.name, code, {
+          timeoutSeconds: 0,
+          onQueued: (seq) => {
+            // Counted from 1 as in Jupyter (and in Perennial's VS Code notebooks): the machine's own numbers start at 0.
+            if (counted) count = this.#count = seq + 1;
+            sendInput();
+          },
+          onOutput: (chunk) => cell.output(chunk),
+          onDisplay: (entry) => cell.display(entry),
+          ...(content.allow_stdin === true ? { onInput: (request: InputRequest, signal: AbortSignal) => this.#ask(message, request, signal) } : {}),
+        })
+        .finally(() => (this.#running = false));
+      const error = cell.end(result, count);
+      if (error) return this.#failed(message, channel, error, count);
+      const expressions = await this.#userExpressions(machine.info.name, content.user_expressions);
+      this.#reply(channel, message, { status: 'ok', execution_count: count, payload: [], user_expressions: expressions });
+    } catch (failure) {
+      // The machine could not be reached or made: the cell says why, as an exception of its own.
+      sendInput();
+      const error = { ename: 'PerennialError', evalue: (failure as Error).message, traceback: [`PerennialError: ${(failure as Error).message}`] };
+      publish('error', error);
+      this.#failed(message, channel, error, count);
+    }
+  }
+
+  #failed(message: JupyterMessage, channel: ZmtpSocket, error: CellError, count: number): void {
+    if (message.content.stop_on_error !== false) this.#abortBelow = this.#arrived;
+    this.#reply(channel, message, { status: 'error', execution_count: count, ...error });
+  }
+
+  /** What the kernel's first cell says before its output: which machine, whether it came back, a restart's checkpoint. */
+  #firstNotes(machine: NotebookMachine): string[] {
+    if (this.#noted) return [];
+    this.#noted = true;
+    return machine.notes;
+  }
+
+  /** `user_expressions`: each evaluated on the machine after the cell, its value as text. */
+  async #userExpressions(name: string, expressions: unknown): Promise<Content> {
+    const entries = typeof expressions === 'object' && expressions ? Object.entries(expressions as Record<string, unknown>) : [];
+    const values: Content = {};
+    for (const [key, expression] of entries) {
+      const { result } = await this.options.client.run(name, String(expression), { timeoutSeconds: 0 });
+      if ('error' in result) {
+        const { name: ename, message: evalue } = tracebackException(result.error);
+        values[key] = { status: 'error', ename, evalue, traceback: result.error.trimEnd().split('\n') };
+      } else values[key] = { status: 'ok', data: { 'text/plain': result.value ?? 'None' }, metadata: {} };
+    }
+    return values;
+  }
+
+  #abort(message: JupyterMessage, channel: ZmtpSocket): void {
+    this.#publish('status', { execution_state: 'busy' }, message);
+    this.#reply(channel, message, { status: 'aborted', execution_count: this.#count });
+    this.#publish('status', { execution_state: 'idle' }, message);
+  }
+
+  /** A cell's `input()`: asked on the stdin channel of the front end that sent the cell. */
+  #ask(message: JupyterMessage, request: InputRequest, signal: AbortSignal): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      this.#input?.reject(new Error('another question was asked'));
+      const abandon = () => reject(new Error('the cell ended'));
+      signal.addEventListener('abort', abandon, { once: true });
+      this.#input = {
+        resolve: (value) => {
+          signal.removeEventListener('abort', abandon);
+          resolve(value);
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', abandon);
+          reject(error);
+        },
+      };
+      this.#send(this.#channels.stdin, 'input_request', { prompt: request.prompt, password: request.password }, message);
+    });
+  }
+
+  #answer(message: JupyterMessage): void {
+    if (message.header.msg_type !== 'input_reply') return;
+    const input = this.#input;
+    this.#input = null;
+    input?.resolve(String(message.content.value ?? ''));
+  }
+
+  async #shutdown(restart: boolean): Promise<void> {
+    const machine = await this.options.machine.catch(() => null);
+    if (!machine) return;
+    const name = machine.info.name;
+    // A restart or a shutdown stops what this kernel runs, as in any kernel; the machine keeps its state.
+    if (this.#running) await this.options.client.interrupt(name).catch(() => {});
+    if (restart) return this.options.restarts.asked(name);
+    // Nothing runs for this kernel any more: the machine goes to disk (never away), and comes back with the next kernel.
+    await Promise.race([this.options.client.swap(name).catch(() => {}), new Promise((resolve) => setTimeout(resolve, 3000).unref())]);
+  }
+
+  #reply(channel: ZmtpSocket, parent: JupyterMessage, content: Content): void {
+    this.#send(channel, `${parent.header.msg_type.replace(/_request$/, '')}_reply`, content, parent);
+  }
+
+  #send(channel: ZmtpSocket, msgType: string, content: Content, parent: JupyterMessage): void {
+    const [identity, ...ids] = parent.ids;
+    if (identity) channel.route(identity, this.#codec.encode(msgType, content, parent, ids));
+  }
+
+  #publish(msgType: string, content: Content, parent: JupyterMessage | undefined): void {
+    this.#channels.iopub.publish(this.#codec.encode(msgType, content, parent, [Buffer.from(`kernel.${this.#codec.session}.${msgType}`)]));
+  }
+}
+
+function textAndCursor(content: Content): { code: string; cursor_pos: number } {
+  const code = String(content.code ?? '');
+  const cursor = Number(content.cursor_pos);
+  return { code, cursor_pos: Number.isInteger(cursor) && cursor >= 0 ? cursor : [...code].length };
+}
+
+function errorContent(error: Error): { status: 'error'; ename: string; evalue: string; traceback: string[] } {
+  return { status: 'error', ename: error.name, evalue: error.message, traceback: [] };
+}
