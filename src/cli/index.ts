@@ -199,7 +199,7 @@ function buildProgram(): Command {
     .command('kernel')
     .description('a Jupyter kernel whose notebooks run on Perennial machines that outlive every kernel (install it first: perennial kernel install)')
     .option('--connection-file <file>', 'the connection file Jupyter starts a kernel with')
-    .option('--machine <name>', "run on this machine, whichever notebook (default: the notebook's own)")
+    .option('--machine <name>', "run on this machine, whichever notebook (default: the notebook's own); with install, the kernelspec's")
     .addOption(engineOption())
     .addOption(pythonOption())
     .action((options) => kernelCommand(context(), options));
@@ -211,10 +211,11 @@ function buildProgram(): Command {
     .option('--prefix <dir>', 'in DIR/share/jupyter')
     .option('--name <name>', 'the kernel\'s name (default perennial, or perennial-MACHINE with --machine)')
     .option('--display-name <text>', 'what Jupyter shows (default: Python (Perennial))')
-    .addOption(engineOption())
-    .addOption(pythonOption())
-    .option('--machine <name>', "every notebook of this kernel runs on this machine (made when missing), rather than on the notebook's own")
-    .action((options) => kernelInstallCommand(context(), program.opts().dataDir !== undefined || !!process.env.PERENNIAL_HOME, options));
+    .addHelpText('after', "\nAnd the kernel's: --engine, --python (a new machine's), --machine NAME (every notebook on that one).")
+    // --engine, --python and --machine are the kernel command's own too, which commander gives them to.
+    .action((options) =>
+      kernelInstallCommand(context(), program.opts().dataDir !== undefined || !!process.env.PERENNIAL_HOME, { ...kernel.opts(), ...options }),
+    );
   kernel
     .command('list')
     .description('the Perennial kernels Jupyter finds, and where')

@@ -176,7 +176,7 @@ export class JupyterKernel {
 
   async #kernelInfo(): Promise<Content> {
     const machine = await this.options.machine.catch(() => null);
-    const python = machine?.info.runtime?.python ?? '3';
+    const python = machine ? await this.#pythonVersion(machine) : '3';
     const where = machine ? `machine ${machine.info.name} (${machine.info.engine} engine)` : 'a Perennial machine';
     return {
       status: 'ok',
@@ -195,6 +195,13 @@ export class JupyterKernel {
       banner: `Perennial ${VERSION}: Python ${python} on ${where}, a REPL that never dies`,
       help_links: [{ text: 'Perennial in Jupyter', url: 'https://github.com/perennial-dev/perennial/blob/main/docs/jupyter.md' }],
     };
+  }
+
+  /** The machine's Python, which a machine that never ran knows once it starts: started here, as its first cell would. */
+  async #pythonVersion(machine: NotebookMachine): Promise<string> {
+    const { client } = this.options;
+    const known = machine.info.runtime?.python ?? (await client.isComplete(machine.info.name, 'pass').then(() => client.get(machine.info.name)).catch(() => null))?.runtime?.python;
+    return known ?? '3';
   }
 
   async #execute(message: JupyterMessage, channel: ZmtpSocket): Promise<void> {

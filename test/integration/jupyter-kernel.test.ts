@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { TEST_PYTHON, tempDataDir } from '../helpers/machines.ts';
+import { finished, type CliRun } from '../helpers/processes.ts';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const SCENARIOS = fileURLToPath(new URL('../jupyter/scenarios.py', import.meta.url));
+const PLUGIN_DIR = fileURLToPath(new URL('../jupyter/', import.meta.url));
+const KERNEL = 'perennial-test';
+
+/**
+ * Perennial as a Jupyter kernel (issue 51), through Jupyter's own clients from Debian:
+ * jupyter_client's KernelManager and blocking client, nbclient, and ipykernel's message-spec
+ * suite, every message checked against ipykernel's references. The kernelspec is the one
+ * `perennial kernel install` writes, in a Jupyter data folder of the test's own.
+ */
+describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 600_000 }, () => {
+  let dataDir: string;
+  let cleanup: () => Promise<void>;
+  let env: NodeJS.ProcessEnv;
+
+  const cli = (args: string[]): Promise<CliRun> =>
+    finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const python = (args: string[]): Promise<CliRun> => finished(spawn(TEST_PYTHON, args, { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const scenario = async (name: string) => {
+    const run = await python([SCENARIOS, name]);
+    assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    return run.stdout;
+  };
+
+  before(async () => {
+    ({ dir: dataDir, cleanup } = await tempDataDir({ empty: true }));
+    const notebooks = join(dataDir, 'notebooks');
+    await mkdir(notebooks);
+    env = {
+      ...process.env,
+      JUPYTER_DATA_DIR: join(dataDir, 'jupyter'),
+      // Jupyter's other folders may hold a kernel of the same name: this test's alone.
+      JUPYTER_PATH: '',
+      PERENNIAL_KERNEL_NAME: KERNEL,
+      PERENNIAL_CLI: CLI,
+      PERENNIAL_NODE: process.execPath,
+      PERENNIAL_DATA_DIR: dataDir,
+      NOTEBOOK_DIR: notebooks,
+      PYTHONPATH: PLUGIN_DIR,
+      PYDEVD_DISABLE_FILE_VALIDATION: '1',
+      PYTHONDONTWRITEBYTECODE: '1',
+    };
+    const installed = await cli(['kernel', 'install', '--name', KERNEL, '--engine', 'python', '--python', TEST_PYTHON]);
+    assert.equal(installed.code, 0, installed.stderr);
+  });
+  after(async () => {
+    await cli(['stop']);
+    await cleanup();
+  });
+
+  it('kernel install writes a kernelspec Jupyter finds, which runs this CLI on the data dir; list and remove', async () => {
+    const spec = JSON.parse(readFileSync(join(dataDir, 'jupyter', 'kernels', KERNEL, 'kernel.json'), 'utf8')) as { argv: string[]; interrupt_mode: string };
+    assert.deepEqual(spec.argv, [
+      process.execPath,
+      CLI,
+      '--data-dir',
+      dataDir,
+      'kernel',
+      '--connection-file',
+      '{connection_file}',
+      '--engine',
+      'python',
+      '--python',
+      TEST_PYTHON,
+    ]);
+    assert.equal(spec.interrupt_mode, 'message');
+    const found = await python(['-c', `from jupyter_client.kernelspec import KernelSpecManager as M; print(M().get_kernel_spec(${JSON.stringify(KERNEL)}).display_name)`]);
+    assert.equal(found.stdout.trim(), 'Python (Perennial, python engine)', found.stderr);
+
+    const prefix = join(dataDir, 'prefix');
+    const pinned = await cli(['kernel', 'install', '--prefix', prefix, '--machine', 'shared-state']);
+    assert.equal(pinned.code, 0, pinned.stderr);
+    assert.ok(existsSync(join(prefix, 'share', 'jupyter', 'kernels', 'perennial-shared-state', 'kernel.json')));
+    const listed = await cli(['kernel', 'list']);
+    assert.match(listed.stdout, new RegExp(`${KERNEL} +Python \\(Perennial, python engine\\) +python engine`));
+    const both = await cli(['kernel', 'install', '--user', '--prefix', prefix]);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /at most one of --user, --sys-prefix and --prefix/);
+    const badName = await cli(['kernel', 'install', '--name', 'Bad Name']);
+    assert.match(badName.stderr, /a kernel name is 1 to 64 lowercase letters/);
+
+    const removedSpec = await cli(['kernel', 'install', '--name', 'perennial-gone']);
+    assert.equal(removedSpec.code, 0, removedSpec.stderr);
+    const removed = await cli(['kernel', 'remove', 'perennial-gone']);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.ok(!existsSync(join(dataDir, 'jupyter', 'kernels', 'perennial-gone')));
+    const missing = await cli(['kernel', 'remove', 'perennial-gone']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /no Perennial kernel called perennial-gone/);
+  });
+
+  it("ipykernel's message-spec suite passes, but for what only IPython's own kernel does", async () => {
+    // Left out: test_kernel_info_request holds implementation_version to IPython's (2.1 or later), test_single_payload
+    // needs ipykernel's set_next_input payload, test_oinfo_detail its "Source:" section.
+    const run = await python([
+      '-m',
+      'pytest',
+      '-p',
+      'kernel_under_test',
+      '-p',
+      'no:cacheprovider',
+      '-q',
+      '--rootdir',
+      PLUGIN_DIR,
+      '-k',
+      'not kernel_info_request and not single_payload and not oinfo_detail',
+      '--pyargs',
+      'ipykernel.tests.test_message_spec',
+    ]);
+    assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    assert.match(run.stdout, /(\d+) passed/);
+    assert.ok(Number(/(\d+) passed/.exec(run.stdout)![1]) >= 20, run.stdout);
+  });
+
+  it('a notebook kernel killed with kill -9, then the server stopped: each new kernel for the notebook has its state', async () => {
+    const out = await scenario('kernel_death');
+    assert.match(out, /found x, a function and an import/);
+    assert.match(out, /another notebook has a machine of its own/);
+  });
+
+  it('an interrupt by message stops the cell and keeps the state', async () => {
+    assert.match(await scenario('interrupt'), /state kept/);
+  });
+
+  it('a restart gives a clean namespace and names the checkpoint that holds the state before', async () => {
+    assert.match(await scenario('restart'), /brought z back/);
+  });
+
+  it('input() and getpass() are answered through the stdin channel', async () => {
+    assert.match(await scenario('stdin'), /answered through stdin/);
+  });
+
+  it('nbclient executes a notebook: streams, a matplotlib figure as image/png, HTML, a value, an error', async () => {
+    assert.match(await scenario('notebook'), /image\/png/);
+  });
+});
