@@ -209,7 +209,7 @@ function buildProgram(): Command {
     .option('--user', "in the user's Jupyter folder (the default)")
     .option('--sys-prefix', "in the active virtual or conda environment's")
     .option('--prefix <dir>', 'in DIR/share/jupyter')
-    .option('--name <name>', 'the kernel\'s name (default perennial, or perennial-MACHINE with --machine)')
+    .option('--name <name>', "the kernel's name (default perennial, or perennial-MACHINE with --machine)")
     .option('--display-name <text>', 'what Jupyter shows (default: Python (Perennial))')
     .addHelpText('after', "\nAnd the kernel's: --engine, --python (a new machine's), --machine NAME (every notebook on that one).")
     // --engine, --python and --machine are the kernel command's own too, which commander gives them to.
@@ -224,7 +224,7 @@ function buildProgram(): Command {
   kernel
     .command('remove')
     .alias('rm')
-    .description("remove a Perennial kernelspec (the machines of its notebooks stay)")
+    .description('remove a Perennial kernelspec (the machines of its notebooks stay)')
     .argument('<name>')
     .action((name: string) => kernelRemoveCommand(context(), name));
 

@@ -51,7 +51,8 @@ export class CellMessages {
   end(result: ExecResult, executionCount: number): CellError | null {
     this.#sendStream();
     const view = viewResult(result);
-    for (const image of figureImages(result)) this.publish('display_data', { data: { [image.mimeType]: image.data, 'text/plain': '<Figure>' }, metadata: {}, transient: {} });
+    for (const image of figureImages(result))
+      this.publish('display_data', { data: { [image.mimeType]: image.data, 'text/plain': '<Figure>' }, metadata: {}, transient: {} });
     const value = this.#value ?? result.data?.display?.find((entry): entry is DisplayBundle => 'data' in entry && entry.result === true);
     let error: CellError | null = null;
     if (view.error !== null) {

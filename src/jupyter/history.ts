@@ -53,7 +53,10 @@ function globRegExp(glob: string): RegExp {
     else if (c === '?') source += '[\\s\\S]';
     else if (c === '[' && glob.indexOf(']', i + 1) > i + 1) {
       const end = glob.indexOf(']', i + 1);
-      source += `[${glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
+      source += `[${glob
+        .slice(i + 1, end)
+        .replace(/^!/, '^')
+        .replace(/\\/g, '\\\\')}]`;
       i = end;
     } else source += c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   }

@@ -73,7 +73,13 @@ export class JupyterKernel {
       await Promise.all(sockets.map((s) => (s.status === 'fulfilled' ? s.value.close() : undefined)));
       throw failed.reason;
     }
-    const [shell, control, stdin, iopub, hb] = sockets.map((s) => (s as PromiseFulfilledResult<ZmtpSocket>).value) as [ZmtpSocket, ZmtpSocket, ZmtpSocket, ZmtpSocket, ZmtpSocket];
+    const [shell, control, stdin, iopub, hb] = sockets.map((s) => (s as PromiseFulfilledResult<ZmtpSocket>).value) as [
+      ZmtpSocket,
+      ZmtpSocket,
+      ZmtpSocket,
+      ZmtpSocket,
+      ZmtpSocket,
+    ];
     kernel.#channels = { shell, control, stdin, iopub, hb };
     return kernel;
   }
@@ -200,7 +206,14 @@ export class JupyterKernel {
   /** The machine's Python, which a machine that never ran knows once it starts: started here, as its first cell would. */
   async #pythonVersion(machine: NotebookMachine): Promise<string> {
     const { client } = this.options;
-    const known = machine.info.runtime?.python ?? (await client.isComplete(machine.info.name, 'pass').then(() => client.get(machine.info.name)).catch(() => null))?.runtime?.python;
+    const known =
+      machine.info.runtime?.python ??
+      (
+        await client
+          .isComplete(machine.info.name, 'pass')
+          .then(() => client.get(machine.info.name))
+          .catch(() => null)
+      )?.runtime?.python;
     return known ?? '3';
   }
 

@@ -68,7 +68,12 @@ export async function installKernelSpec(folder: string, choice: KernelSpecChoice
     env: {},
     metadata: {
       debugger: false,
-      perennial: { version: 1, ...(choice.engine ? { engine: choice.engine } : {}), ...(choice.python ? { python: choice.python } : {}), ...(choice.machine ? { machine: choice.machine } : {}) },
+      perennial: {
+        version: 1,
+        ...(choice.engine ? { engine: choice.engine } : {}),
+        ...(choice.python ? { python: choice.python } : {}),
+        ...(choice.machine ? { machine: choice.machine } : {}),
+      },
     },
   };
   const dir = join(folder, 'kernels', choice.name);

@@ -56,7 +56,9 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
       info: found,
       cameBack,
       notes: [
-        cameBack ? `Machine ${found.name} is ${what}: its variables, imports and functions are as the last kernel left them.` : `Machine ${found.name} is ${what}.`,
+        cameBack
+          ? `Machine ${found.name} is ${what}: its variables, imports and functions are as the last kernel left them.`
+          : `Machine ${found.name} is ${what}.`,
       ],
     };
   }
@@ -83,7 +85,11 @@ async function pinnedMachine(client: PerennialClient, name: string, defaults: Ne
 
 /** Jupyter names its connection files `kernel-<id>.json`; any other name is its own id. */
 function kernelId(connectionFile: string): string {
-  return tagValue(basename(connectionFile).replace(/^kernel-/, '').replace(/\.json$/, ''));
+  return tagValue(
+    basename(connectionFile)
+      .replace(/^kernel-/, '')
+      .replace(/\.json$/, ''),
+  );
 }
 
 function tagValue(text: string): string {

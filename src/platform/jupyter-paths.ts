@@ -20,8 +20,7 @@ export function jupyterFolders(env: NodeJS.ProcessEnv = process.env, platform: N
   const environment = prefix ? prefixFolder(prefix) : null;
   const separator = platform === 'win32' ? ';' : ':';
   const extra = (env.JUPYTER_PATH ?? '').split(separator).filter(Boolean);
-  const system =
-    platform === 'win32' ? [join(env.PROGRAMDATA ?? 'C:\\ProgramData', 'jupyter')] : ['/usr/local/share/jupyter', '/usr/share/jupyter'];
+  const system = platform === 'win32' ? [join(env.PROGRAMDATA ?? 'C:\\ProgramData', 'jupyter')] : ['/usr/local/share/jupyter', '/usr/share/jupyter'];
   return { user, environment, searched: [...new Set([...extra, user, ...(environment ? [environment] : []), ...system])] };
 }
 

@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli.js');
 const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((name) => join('docs', name))];
-/** Commands with subcommands of their own. */
-const GROUPS = new Set(['machine']);
+/** Commands with subcommands of their own (`kernel` also runs as itself, with its flags); a subcommand also takes its group's flags. */
+const GROUPS = new Set(['machine', 'kernel']);
 
 /** The `perennial ...` lines of a file's ```sh blocks, each with what continues it on indented lines. */
 function commandLines(text: string): string[] {
@@ -45,9 +45,9 @@ describe("the docs' perennial commands, against the CLI's help", () => {
         const words = line.split(/\s+/).slice(1);
         // Global options come before the command: --data-dir DIR, --backend NAME.
         while (words[0]?.startsWith('--')) words.splice(0, global.includes(`${words[0]} <`) ? 2 : 1);
-        const command = GROUPS.has(words[0]!) ? words.slice(0, 2) : words.slice(0, 1);
+        const command = GROUPS.has(words[0]!) && !words[1]?.startsWith('-') ? words.slice(0, 2) : words.slice(0, 1);
         assert.ok(new RegExp(`^  ${command.at(-1)}\\b`, 'm').test(helpOf(command.slice(0, -1))), `${doc}: no command "${command.join(' ')}" in: ${line}`);
-        const own = helpOf(command);
+        const own = helpOf(command) + (command.length > 1 ? helpOf(command.slice(0, 1)) : '');
         for (const [flag] of line.matchAll(/--[a-z][a-z-]*/g)) {
           assert.ok(
             own.includes(`${flag} `) || own.includes(`${flag}\n`) || global.includes(`${flag} `),

@@ -75,7 +75,10 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       TEST_PYTHON,
     ]);
     assert.equal(spec.interrupt_mode, 'message');
-    const found = await python(['-c', `from jupyter_client.kernelspec import KernelSpecManager as M; print(M().get_kernel_spec(${JSON.stringify(KERNEL)}).display_name)`]);
+    const found = await python([
+      '-c',
+      `from jupyter_client.kernelspec import KernelSpecManager as M; print(M().get_kernel_spec(${JSON.stringify(KERNEL)}).display_name)`,
+    ]);
     assert.equal(found.stdout.trim(), 'Python (Perennial, python engine)', found.stderr);
 
     const prefix = join(dataDir, 'prefix');

@@ -24,7 +24,13 @@ TIMEOUT = 120
 
 def cli(*args):
     done = subprocess.run(
-        [os.environ.get("PERENNIAL_NODE", "node"), os.environ["PERENNIAL_CLI"], "--data-dir", os.environ["PERENNIAL_DATA_DIR"], *args],
+        [
+            os.environ.get("PERENNIAL_NODE", "node"),
+            os.environ["PERENNIAL_CLI"],
+            "--data-dir",
+            os.environ["PERENNIAL_DATA_DIR"],
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -71,7 +77,9 @@ def value(messages):
 
 
 def stderr(messages):
-    return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+    return "".join(
+        m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == "stderr"
+    )
 
 
 def stop(km, kc):
@@ -91,7 +99,7 @@ def kernel_death():
     km.cleanup_resources()
 
     km, kc = start("work/analysis.ipynb")
-    reply, messages = run(kc, "x + 1")
+    _, messages = run(kc, "x + 1")
     assert value(messages) == "42", messages
     assert "are as the last kernel left them" in stderr(messages), messages
     stop(km, kc)
@@ -99,13 +107,13 @@ def kernel_death():
 
     cli("stop")
     km, kc = start("work/analysis.ipynb")
-    reply, messages = run(kc, "double(x + 1), json.dumps([1])")
+    _, messages = run(kc, "double(x + 1), json.dumps([1])")
     assert value(messages) == "(84, '[1]')", messages
     stop(km, kc)
     print("ok: a new kernel after the server stopped found x, a function and an import")
 
     km, kc = start("work/other.ipynb")
-    reply, messages = run(kc, "'x' in dir()")
+    _, messages = run(kc, "'x' in dir()")
     assert value(messages) == "False", messages
     stop(km, kc)
     print("ok: another notebook has a machine of its own")
@@ -125,7 +133,7 @@ def interrupt():
     validate_message(reply, "execute_reply", msg_id)
     assert reply["content"]["status"] == "error", reply
     assert reply["content"]["ename"] == "KeyboardInterrupt", reply
-    reply, messages = run(kc, "kept")
+    _, messages = run(kc, "kept")
     assert value(messages) == "'yes'", messages
     stop(km, kc)
     print("ok: interrupted by message, state kept")
@@ -140,14 +148,14 @@ def restart():
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=TIMEOUT)
-    reply, messages = run(kc, "'z' in dir()")
+    _, messages = run(kc, "'z' in dir()")
     assert value(messages) == "False", messages
     notes = stderr(messages)
     assert "Restarted: a clean namespace" in notes, notes
     checkpoint = notes.split("checkpoint ")[1].split(" ")[0]
     machine = notes.split("Machine ")[1].split(" ")[0]
     cli("rollback", machine, checkpoint)
-    reply, messages = run(kc, "z")
+    _, messages = run(kc, "z")
     assert value(messages) == "5", messages
     stop(km, kc)
     print(f"ok: restart cleared the namespace; checkpoint {checkpoint} brought z back")
@@ -165,7 +173,7 @@ def stdin():
         kc.input(answer)
     reply = kc.get_shell_msg(timeout=TIMEOUT)
     assert reply["content"]["status"] == "ok", reply
-    reply, messages = run(kc, "name, secret")
+    _, messages = run(kc, "name, secret")
     assert value(messages) == "('Ada', 's3cret')", messages
     reply, messages = run(kc, "input('no stdin here')", allow_stdin=False)
     assert reply["status"] == "error" and reply["ename"] == "EOFError", reply
@@ -184,7 +192,9 @@ def notebook():
         nbformat.v4.new_code_cell("from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))\n6 * 7"),
         nbformat.v4.new_code_cell("1 / 0"),
     ]
-    NotebookClient(nb, kernel_name=KERNEL, timeout=TIMEOUT, allow_errors=True, resources={"metadata": {"path": NOTEBOOK_DIR}}).execute()
+    NotebookClient(
+        nb, kernel_name=KERNEL, timeout=TIMEOUT, allow_errors=True, resources={"metadata": {"path": NOTEBOOK_DIR}}
+    ).execute()
     printed, figure, shown, failed = (cell.outputs for cell in nb.cells)
     assert any(o.output_type == "stream" and "hello from a machine" in o.text for o in printed), printed
     assert any(o.output_type == "display_data" and "image/png" in o.data for o in figure), figure

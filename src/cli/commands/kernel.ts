@@ -129,7 +129,8 @@ export async function kernelListCommand(ctx: CliContext, options: { json?: boole
 /** `perennial kernel remove NAME`: the kernelspec goes; the machines its notebooks used stay. */
 export async function kernelRemoveCommand(ctx: CliContext, name: string): Promise<void> {
   const removed = await removeKernelSpec(jupyterFolders().searched, name);
-  if (!removed.length) throw new ExitError(1, `perennial kernel remove: no Perennial kernel called ${name} where Jupyter looks (perennial kernel list shows them)`);
+  if (!removed.length)
+    throw new ExitError(1, `perennial kernel remove: no Perennial kernel called ${name} where Jupyter looks (perennial kernel list shows them)`);
   for (const folder of removed) ctx.term.out.write(`${folder}\n`);
   ctx.term.err.write(`Removed the kernel ${name}; the machines its notebooks ran on stay (perennial machine list --tag jupyter-notebook=PATH).\n`);
 }

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { isCompleteIndent, nameAt } from '../../src/jupyter/introspection.ts';
+import { BadMessageError, MessageCodec } from '../../src/jupyter/messages.ts';
+import { jupyterFolders } from '../../src/platform/jupyter-paths.ts';
+
+describe('Jupyter protocol pieces', () => {
+  it('signs messages with the connection key, and refuses one signed with another', () => {
+    const ours = new MessageCodec('secret', 'hmac-sha256');
+    const frames = ours.encode('execute_request', { code: '1' }, undefined, [Buffer.from('peer')]);
+    const read = ours.decode(frames);
+    assert.equal(read.header.msg_type, 'execute_request');
+    assert.deepEqual(read.ids, [Buffer.from('peer')]);
+    assert.deepEqual(read.content, { code: '1' });
+    assert.throws(() => new MessageCodec('other', 'hmac-sha256').decode(frames), BadMessageError);
+    assert.throws(() => ours.decode([Buffer.from('no delimiter')]), /no delimiter/);
+    // An empty key signs nothing, and any signature is taken.
+    assert.equal(new MessageCodec('', 'hmac-sha256').decode(frames).content.code, '1');
+  });
+
+  it('inspects the name under the cursor, else the callable whose parentheses hold it', () => {
+    assert.equal(nameAt('np.linalg.norm', 5), 'np.linalg.norm');
+    assert.equal(nameAt('print(x, ', 9), 'print');
+    assert.equal(nameAt('f(g(1), ', 8), 'f');
+    assert.equal(nameAt('1 + ', 4), null);
+  });
+
+  it('indents the next line of an incomplete statement', () => {
+    assert.equal(isCompleteIndent('for i in x:'), '    ');
+    assert.equal(isCompleteIndent('def f():\n    if x:'), '        ');
+    assert.equal(isCompleteIndent('def f():\n    y = (1,'), '    ');
+  });
+
+  it("finds Jupyter's folders on each system as jupyter_core does", () => {
+    const linux = jupyterFolders({ HOME: '/home/ada', JUPYTER_PATH: '/extra:/more', VIRTUAL_ENV: '/venv' }, 'linux');
+    assert.equal(linux.environment, join('/venv', 'share', 'jupyter'));
+    assert.deepEqual(linux.searched.slice(0, 2), ['/extra', '/more']);
+    assert.ok(linux.searched.includes('/usr/share/jupyter'));
+    assert.equal(jupyterFolders({ JUPYTER_DATA_DIR: '/data' }, 'linux').user, '/data');
+    assert.equal(jupyterFolders({ APPDATA: 'C:\\Users\\ada\\AppData\\Roaming' }, 'win32').user, join('C:\\Users\\ada\\AppData\\Roaming', 'jupyter'));
+    assert.equal(jupyterFolders({}, 'linux').environment, null);
+  });
+});
