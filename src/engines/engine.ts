@@ -1,4 +1,4 @@
-import type { DisplayBundle, DisplayClear, ExecResult, InputAnswerer, InputRequest, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
+import type { Displayed, ExecResult, InputAnswerer, InputRequest, LostItem, MachineRuntime, StreamName } from '../shared/types.ts';
 import type { EngineName } from '../shared/requests.ts';
 import type { KernelArgs, KernelOp, KernelResult } from './kernel-commands.ts';
 import { CodedError } from '../platform/coded-error.ts';
@@ -30,7 +30,7 @@ export type OutputListener = (stream: StreamName, text: string) => void;
  * What a cell displayed, as its kernel places it: after `output_chars` characters of the cell's
  * output (the machine turns that into the `afterOutput` of a `DisplayEntry`).
  */
-export type KernelDisplay = (Omit<DisplayBundle, 'afterOutput'> | Omit<DisplayClear, 'afterOutput'>) & { output_chars: number };
+export type KernelDisplay = Displayed & { output_chars: number };
 
 /** Who hears from a running cell. */
 export interface CellListeners {

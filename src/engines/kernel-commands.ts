@@ -1,4 +1,6 @@
+import type { FrontEndComm } from '../shared/requests.ts';
 import type {
+  CommDelivery,
   Completeness,
   Completions,
   FileContent,
@@ -24,6 +26,8 @@ export interface KernelCommands {
   is_complete: { args: { code: string }; result: Completeness };
   /** A fresh namespace; files and packages stay. */
   reset: { args: Record<string, never>; result: ResetResult };
+  /** A front end's comm message, handled by its comm's code (which may change the state). */
+  comm: { args: { message: FrontEndComm }; result: CommDelivery };
   /** A folder inside the machine; its working directory when `path` is empty. */
   list_files: { args: { path: string }; result: FileListing };
   /** At most `limit` bytes; a larger file is an error. */
@@ -37,7 +41,7 @@ export type KernelArgs<Op extends KernelOp> = KernelCommands[Op]['args'];
 export type KernelResult<Op extends KernelOp> = KernelCommands[Op]['result'];
 
 /** The commands after which the machine has something new to save. */
-const CHANGES_STATE: ReadonlySet<KernelOp> = new Set<KernelOp>(['write_file', 'reset']);
+const CHANGES_STATE: ReadonlySet<KernelOp> = new Set<KernelOp>(['write_file', 'reset', 'comm']);
 
 export function changesState(op: KernelOp): boolean {
   return CHANGES_STATE.has(op);

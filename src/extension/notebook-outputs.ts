@@ -70,6 +70,8 @@ class ShownOutputs {
   }
 
   #place(entry: DisplayEntry): void {
+    // A widget's messages: VS Code's own notebooks have no comm channel, so the widget shows in its text form.
+    if ('comm' in entry) return;
     if (!('data' in entry)) {
       if (entry.wait) this.#clearWaiting = true;
       else this.#clear();

@@ -1,9 +1,9 @@
 import { tracebackException, viewResult } from '../shared/result-format.ts';
-import { figureImages, type DisplayBundle, type DisplayEntry, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
+import { figureImages, type DisplayBundle, type Displayed, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
 import type { Content } from './messages.ts';
 
-/** Sends one iopub message in answer to the cell's request. */
-export type Publish = (msgType: string, content: Content) => void;
+/** Sends one iopub message in answer to the cell's request (a comm's with its metadata and binary buffers). */
+export type Publish = (msgType: string, content: Content, extra?: { metadata?: Content; buffers?: Buffer[] }) => void;
 
 /** What a cell's `execute_reply` and its `error` message say of an exception. */
 export interface CellError {
@@ -21,25 +21,39 @@ export interface CellError {
 export class CellMessages {
   #stream: { name: StreamName; text: string } | null = null;
   #flush: NodeJS.Immediate | undefined;
-  #value: DisplayBundle | undefined;
+  #value: Pick<DisplayBundle, 'data' | 'metadata'> | undefined;
 
   constructor(private readonly publish: Publish) {}
 
   output(chunk: OutputChunk): void {
-    if (this.#stream && this.#stream.name !== chunk.stream) this.#sendStream();
-    this.#stream ??= { name: chunk.stream, text: '' };
-    this.#stream.text += `${chunk.data}\n`;
-    this.#flush ??= setImmediate(() => this.#sendStream());
+    this.text(chunk.stream, `${chunk.data}\n`);
   }
 
-  display(entry: DisplayEntry): void {
+  display(entry: Displayed): void {
     this.#sendStream();
+    if ('comm' in entry) {
+      const { msg_type, content, metadata, buffers } = entry.comm;
+      return this.publish(msg_type, content, { metadata, buffers: buffers.map((b) => Buffer.from(b, 'base64')) });
+    }
     if (!('data' in entry)) return this.publish('clear_output', { wait: entry.wait });
     if (entry.result) {
       this.#value = entry;
       return;
     }
     this.publish(entry.update ? 'update_display_data' : 'display_data', { data: entry.data, metadata: entry.metadata, transient: entry.transient ?? {} });
+  }
+
+  /** Text printed outside a cell's lines (by a comm's handler), as it came. */
+  text(stream: StreamName, text: string): void {
+    if (this.#stream && this.#stream.name !== stream) this.#sendStream();
+    this.#stream ??= { name: stream, text: '' };
+    this.#stream.text += text;
+    this.#flush ??= setImmediate(() => this.#sendStream());
+  }
+
+  /** Sends what waits: call when no more comes. */
+  flush(): void {
+    this.#sendStream();
   }
 
   /** Perennial's own lines (a machine that came back, a restart), on stderr before or after the cell's. */

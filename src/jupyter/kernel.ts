@@ -1,7 +1,9 @@
 import { tracebackException } from '../shared/result-format.ts';
 import { VERSION } from '../shared/version.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
-import type { InputRequest } from '../shared/types.ts';
+import type { z } from 'zod';
+import type { FrontEndComm } from '../shared/requests.ts';
+import type { CommDelivery, InputRequest } from '../shared/types.ts';
 import { CellMessages, type CellError, type Publish } from './cell-messages.ts';
 import type { ConnectionInfo } from './connection-file.ts';
 import { historyReply, type HistoryRequest } from './history.ts';
@@ -45,6 +47,7 @@ export class JupyterKernel {
   /** The number of the last stored execution: its instruction's on the machine, plus one. */
   #count = 0;
   #noted = false;
+  #warming: Promise<void> | undefined;
   /** A cell of this kernel runs on the machine. */
   #running = false;
   #input: { resolve: (value: string) => void; reject: (error: Error) => void } | null = null;
@@ -157,11 +160,14 @@ export class JupyterKernel {
       const { info } = await this.options.machine;
       this.#reply(channel, message, await historyReply(this.options.client, info.name, message.content as HistoryRequest));
     },
-    comm_info_request: (message, channel) => this.#reply(channel, message, { status: 'ok', comms: {} }),
-    // No comm target lives in this kernel yet: a comm the front end opens is closed at once, as a kernel without its target does.
-    comm_open: (message) => this.#publish('comm_close', { comm_id: message.content.comm_id, data: {} }, message),
-    comm_msg: () => {},
-    comm_close: () => {},
+    comm_info_request: async (message, channel) => {
+      const targetName = typeof message.content.target_name === 'string' ? { target_name: message.content.target_name } : {};
+      const { comms } = await this.#deliver(message, { msg_type: 'comm_info', content: targetName });
+      this.#reply(channel, message, { status: 'ok', comms });
+    },
+    comm_open: (message) => this.#comm(message),
+    comm_msg: (message) => this.#comm(message),
+    comm_close: (message) => this.#comm(message),
     connect_request: (message, channel) => {
       const { shell_port, iopub_port, stdin_port, control_port, hb_port } = this.options.connection;
       this.#reply(channel, message, { status: 'ok', shell_port, iopub_port, stdin_port, control_port, hb_port });
@@ -180,9 +186,32 @@ export class JupyterKernel {
     },
   };
 
+  /** A front end's comm message, to the comm's code on the machine; what that printed and displayed goes to iopub in answer to it. */
+  async #comm(message: JupyterMessage): Promise<void> {
+    const msgType = message.header.msg_type as 'comm_open' | 'comm_msg' | 'comm_close';
+    await this.#deliver(message, {
+      msg_type: msgType,
+      content: message.content,
+      metadata: message.metadata,
+      buffers: message.buffers.map((buffer) => buffer.toString('base64')),
+    });
+  }
+
+  async #deliver(message: JupyterMessage, comm: z.input<typeof FrontEndComm>): Promise<CommDelivery> {
+    const { info } = await this.options.machine;
+    const delivery = await this.options.client.comm(info.name, comm);
+    const cell = new CellMessages((type, body, extra) => this.#publish(type, body, message, extra));
+    for (const event of delivery.events) {
+      if ('stream' in event) cell.text(event.stream, event.text);
+      else cell.display(event.display);
+    }
+    cell.flush();
+    return delivery;
+  }
+
   async #kernelInfo(): Promise<Content> {
     const machine = await this.options.machine.catch(() => null);
-    const python = machine ? await this.#pythonVersion(machine) : '3';
+    const python = machine ? this.#pythonVersion(machine) : '3';
     const where = machine ? `machine ${machine.info.name} (${machine.info.engine} engine)` : 'a Perennial machine';
     return {
       status: 'ok',
@@ -203,18 +232,22 @@ export class JupyterKernel {
     };
   }
 
-  /** The machine's Python, which a machine that never ran knows once it starts: started here, as its first cell would. */
-  async #pythonVersion(machine: NotebookMachine): Promise<string> {
+  /**
+   * The machine's Python. A machine that never ran knows it once it starts: it is started now (as
+   * its first cell would start it) for the next ask, and this one is answered at once, since front
+   * ends ask again when an answer is slow.
+   */
+  #pythonVersion(machine: NotebookMachine): string {
     const { client } = this.options;
-    const known =
-      machine.info.runtime?.python ??
-      (
-        await client
-          .isComplete(machine.info.name, 'pass')
-          .then(() => client.get(machine.info.name))
-          .catch(() => null)
-      )?.runtime?.python;
-    return known ?? '3';
+    const name = machine.info.name;
+    if (!machine.info.runtime && !this.#warming) {
+      this.#warming = client
+        .isComplete(name, 'pass')
+        .then(() => client.get(name))
+        .then((info) => void (machine.info.runtime = info.runtime))
+        .catch(() => {});
+    }
+    return machine.info.runtime?.python ?? '3';
   }
 
   async #execute(message: JupyterMessage, channel: ZmtpSocket): Promise<void> {
@@ -222,17 +255,21 @@ export class JupyterKernel {
     const code = String(content.code ?? '');
     const silent = content.silent === true;
     const counted = !silent && content.store_history !== false;
-    const publish: Publish = silent ? () => {} : (type, body) => this.#publish(type, body, message);
+    const publish: Publish = silent ? () => {} : (type, body, extra) => this.#publish(type, body, message, extra);
     const cell = new CellMessages(publish);
     let count = this.#count;
     let inputSent = false;
+    let notes: string[] = [];
+    // The cell's input first, as front ends expect, then what Perennial says before its output.
     const sendInput = () => {
-      if (!inputSent) publish('execute_input', { code, execution_count: count });
+      if (inputSent) return;
       inputSent = true;
+      publish('execute_input', { code, execution_count: count });
+      cell.notes(notes);
     };
     try {
       const machine = await this.options.machine;
-      cell.notes(this.#firstNotes(machine));
+      notes = this.#firstNotes(machine);
       if (!code.trim()) {
         sendInput();
         return this.#reply(channel, message, { status: 'ok', execution_count: count, payload: [], user_expressions: {} });
@@ -343,8 +380,9 @@ export class JupyterKernel {
     if (identity) channel.route(identity, this.#codec.encode(msgType, content, parent, ids));
   }
 
-  #publish(msgType: string, content: Content, parent: JupyterMessage | undefined): void {
-    this.#channels.iopub.publish(this.#codec.encode(msgType, content, parent, [Buffer.from(`kernel.${this.#codec.session}.${msgType}`)]));
+  #publish(msgType: string, content: Content, parent: JupyterMessage | undefined, extra: { metadata?: Content; buffers?: Buffer[] } = {}): void {
+    const topic = Buffer.from(`kernel.${this.#codec.session}.${msgType}`);
+    this.#channels.iopub.publish(this.#codec.encode(msgType, content, parent, [topic], extra.metadata, extra.buffers));
   }
 }
 

@@ -72,7 +72,7 @@ export class MessageCodec {
   }
 
   /** A new message of ours, in answer to `parent` (or to nothing), as the frames to send after `ids`. */
-  encode(msgType: string, content: Content, parent?: JupyterMessage, ids: Buffer[] = [], metadata: Content = {}): Buffer[] {
+  encode(msgType: string, content: Content, parent?: JupyterMessage, ids: Buffer[] = [], metadata: Content = {}, buffers: Buffer[] = []): Buffer[] {
     const header: MessageHeader = {
       msg_id: randomUUID(),
       session: this.session,
@@ -82,7 +82,7 @@ export class MessageCodec {
       version: PROTOCOL_VERSION,
     };
     const parts = [header, parent?.header ?? {}, metadata, content].map((part) => Buffer.from(JSON.stringify(part), 'utf8'));
-    return [...ids, DELIMITER, Buffer.from(this.key ? this.#sign(parts) : '', 'ascii'), ...parts];
+    return [...ids, DELIMITER, Buffer.from(this.key ? this.#sign(parts) : '', 'ascii'), ...parts, ...buffers];
   }
 
   #sign(parts: Buffer[]): string {

@@ -39,6 +39,7 @@ export const MACHINE_OPERATIONS: OperationWork = {
   inspect: (manager, { name, expression }) => manager.kernel(name, 'inspect', { expr: expression }),
   isComplete: (manager, { name, code }) => manager.kernel(name, 'is_complete', { code }),
   complete: (manager, { name, code, cursor }) => manager.complete(name, { code, cursor }),
+  comm: (manager, { name, message }) => manager.kernel(name, 'comm', { message }),
 };
 
 /** Operation `op` on `manager`'s machines: `request` checked against the table's schema, then the work. */

@@ -8,6 +8,7 @@ import {
   DottedName,
   FileEncoding,
   FilePath,
+  FrontEndComm,
   HistoryLast,
   MachineName,
   Packages,
@@ -16,6 +17,7 @@ import {
 } from './requests.ts';
 import type {
   CheckpointInfo,
+  CommDelivery,
   Completeness,
   Completions,
   FileContent,
@@ -284,6 +286,15 @@ export const OPERATIONS = {
     field: 'status',
     what: 'check code',
     hosted: 'emulated',
+  }),
+  /** A Jupyter front end's comm message, handled by the comm's code on the machine (ipywidgets); answers what that printed and displayed. */
+  comm: operation<CommDelivery>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/comm',
+    request: z.object({ ...machine, message: FrontEndComm }),
+    args: (name: string, message: z.input<typeof FrontEndComm>) => ({ name, message }),
+    what: 'take comm messages',
+    hosted: 'refused',
   }),
   /** What the name before the cursor can become, from the machine's namespace. */
   complete: operation<Completions>()({

@@ -233,6 +233,15 @@ export type ReplClientMessage = z.infer<typeof ReplClientMessage>;
 export const ForkBody = z.object({ tags: Tags.optional() });
 export type ForkBody = z.infer<typeof ForkBody>;
 /** A checkpoint's label: not a bare number, which would read as a checkpoint's id. */
+/** A Jupyter front end's comm message to a machine (`comm_info`: only the comms open, for `target_name` when given); buffers in base64. */
+export const FrontEndComm = z.object({
+  msg_type: z.enum(['comm_open', 'comm_msg', 'comm_close', 'comm_info']),
+  content: z.record(z.string(), z.unknown()).default({}),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+  buffers: z.array(z.string()).max(64).default([]),
+});
+export type FrontEndComm = z.infer<typeof FrontEndComm>;
+
 export const CheckpointLabel = z
   .string()
   .min(1)

@@ -40,7 +40,25 @@ export interface DisplayClear {
   afterOutput: number;
 }
 
-export type DisplayEntry = DisplayBundle | DisplayClear;
+/**
+ * A comm's message to the front end (ipywidgets and other interactive libraries): Jupyter's
+ * `comm_open`, `comm_msg` or `comm_close`, its binary buffers in base64. Only a Jupyter front end
+ * takes it; other surfaces show the widget's text form, which its display bundle carries.
+ */
+export interface DisplayComm {
+  comm: { msg_type: 'comm_open' | 'comm_msg' | 'comm_close'; content: Record<string, unknown>; metadata: Record<string, unknown>; buffers: string[] };
+  afterOutput: number;
+}
+
+export type DisplayEntry = DisplayBundle | DisplayClear | DisplayComm;
+/** A display entry by itself, not placed among an instruction's output. */
+export type Displayed = Omit<DisplayBundle, 'afterOutput'> | Omit<DisplayClear, 'afterOutput'> | Omit<DisplayComm, 'afterOutput'>;
+
+/** What a front end's comm message made the comm's code on the machine print and display, in order, and the comms open then. */
+export interface CommDelivery {
+  events: Array<{ stream: StreamName; text: string } | { display: Displayed }>;
+  comms: Record<string, { target_name: string }>;
+}
 
 /** Rich output of an instruction. `png` is ForeverVM's field; the rest are Perennial's. */
 export interface ResultData {

@@ -84,7 +84,7 @@ describe('IPython syntax, magics and display on the python engine, whose interpr
     );
     const entries = result.data?.display ?? [];
     assert.deepEqual(
-      entries.map((e) => ('data' in e ? [e.data['text/plain'], e.transient?.display_id ?? null, e.update ?? false] : ['clear', e.wait])),
+      entries.map((e) => ('data' in e ? [e.data['text/plain'], e.transient?.display_id ?? null, e.update ?? false] : ['clear', 'wait' in e && e.wait])),
       [
         ["'one'", 'd', false],
         ["'two'", 'd', true],
@@ -92,6 +92,23 @@ describe('IPython syntax, magics and display on the python engine, whose interpr
         ["'three'", null, false],
       ],
     );
+  });
+
+  it("runs ipywidgets (Debian's): a widget's comm opens among the displays, and interact shows its text form", async () => {
+    const cell = await run(fixture.manager, name, 'import ipywidgets as w\nslider = w.IntSlider(value=3)\ndisplay(slider)\nw.interact(lambda n: n * 2, n=4)');
+    assert.ok(!('error' in cell.result), JSON.stringify(cell.result));
+    const entries = cell.result.data?.display ?? [];
+    const opened = entries.flatMap((e) => ('comm' in e && e.comm.msg_type === 'comm_open' ? [e.comm.content] : []));
+    assert.ok(
+      opened.some((content) => content.target_name === 'jupyter.widget' && (content.data as { value?: number }).value === 3),
+      JSON.stringify(opened),
+    );
+    const shown = displays(cell.result).map((bundle) => bundle.data['text/plain']);
+    assert.ok(
+      shown.some((text) => typeof text === 'string' && text.includes('IntSlider')),
+      JSON.stringify(shown),
+    );
+    assert.ok(shown.includes('8'), JSON.stringify(shown));
   });
 
   it("shows the user's frames only, and a misused magic in one line", async () => {

@@ -144,6 +144,10 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.match(await scenario('stdin'), /answered through stdin/);
   });
 
+  it("ipywidgets over comms both ways: the widget's comm opens, the front end's messages reach its code, comm_info lists it", async () => {
+    assert.match(await scenario('widgets'), /slider moved to 7/);
+  });
+
   it('nbclient executes a notebook: streams, a matplotlib figure as image/png, HTML, a value, an error', async () => {
     assert.match(await scenario('notebook'), /image\/png/);
   });

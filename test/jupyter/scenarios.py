@@ -7,13 +7,14 @@ PERENNIAL_DATA_DIR naming the CLI and its data dir, and NOTEBOOK_DIR a folder fo
 Each scenario asserts; a failure is a traceback and a non-zero exit.
 """
 
+import json
 import os
 import signal
 import subprocess
 import sys
 
 import nbformat
-from ipykernel.tests.test_message_spec import validate_message
+from ipykernel.tests.test_message_spec import references, validate_message
 from jupyter_client import KernelManager
 from nbclient import NotebookClient
 
@@ -53,6 +54,37 @@ def start(session_name=None):
     return km, kc
 
 
+# What the messaging spec says of the messages ipykernel's references leave out (comms, clear_output).
+SPEC_KEYS = {
+    "comm_open": {"comm_id", "target_name", "data"},
+    "comm_msg": {"comm_id", "data"},
+    "comm_close": {"comm_id", "data"},
+    "clear_output": {"wait"},
+}
+
+
+def check(msg, parent):
+    """``msg`` against the spec: ipykernel's references, or the keys of the messages they leave out."""
+    if msg["msg_type"] in references:
+        data = msg["content"].get("data")
+        if msg["msg_type"] in ("display_data", "update_display_data", "execute_result") and isinstance(data, dict):
+            # The spec carries a JSON MIME type's data as JSON; ipykernel's reference knows only text.
+            jsonable = {
+                k: json.dumps(v) if k.endswith("json") and not isinstance(v, str) else v for k, v in data.items()
+            }
+            msg = {**msg, "content": {**msg["content"], "data": jsonable}}
+        validate_message(msg, parent=parent)
+        return
+    assert msg["msg_type"] in SPEC_KEYS, msg
+    assert msg["parent_header"]["msg_id"] == parent, msg
+    content = msg["content"]
+    assert SPEC_KEYS[msg["msg_type"]] <= set(content), msg
+    if msg["msg_type"] == "clear_output":
+        assert isinstance(content["wait"], bool), msg
+    else:
+        assert isinstance(content["comm_id"], str) and isinstance(content["data"], dict), msg
+
+
 def run(kc, code, **kwargs):
     """Executes code; answers (reply, the cell's iopub messages until idle), each message validated."""
     msg_id = kc.execute(code, **kwargs)
@@ -61,13 +93,20 @@ def run(kc, code, **kwargs):
         msg = kc.get_iopub_msg(timeout=TIMEOUT)
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
-        validate_message(msg, parent=msg_id)
+        check(msg, msg_id)
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             break
         messages.append(msg)
-    reply = kc.get_shell_msg(timeout=TIMEOUT)
-    validate_message(reply, "execute_reply", msg_id)
-    return reply["content"], messages
+    return shell_reply(kc, msg_id)["content"], messages
+
+
+def shell_reply(kc, msg_id):
+    """The reply to ``msg_id``, past any other (jupyter_client asks kernel_info again while it waits for a kernel)."""
+    while True:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            validate_message(reply, parent=msg_id)
+            return reply
 
 
 def value(messages):
@@ -129,8 +168,7 @@ def interrupt():
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
             break
     km.interrupt_kernel()
-    reply = kc.get_shell_msg(timeout=TIMEOUT)
-    validate_message(reply, "execute_reply", msg_id)
+    reply = shell_reply(kc, msg_id)
     assert reply["content"]["status"] == "error", reply
     assert reply["content"]["ename"] == "KeyboardInterrupt", reply
     _, messages = run(kc, "kept")
@@ -171,7 +209,7 @@ def stdin():
         assert request["msg_type"] == "input_request" and request["parent_header"]["msg_id"] == msg_id, request
         assert request["content"] == {"prompt": prompt, "password": password}, request
         kc.input(answer)
-    reply = kc.get_shell_msg(timeout=TIMEOUT)
+    reply = shell_reply(kc, msg_id)
     assert reply["content"]["status"] == "ok", reply
     _, messages = run(kc, "name, secret")
     assert value(messages) == "('Ada', 's3cret')", messages
@@ -179,6 +217,57 @@ def stdin():
     assert reply["status"] == "error" and reply["ename"] == "EOFError", reply
     stop(km, kc)
     print("ok: input() and getpass() answered through stdin; without stdin, EOFError")
+
+
+def comm_message(kc, msg_type, content):
+    """A front end's comm message, as a widget manager sends it; answers the iopub messages it caused."""
+    msg = kc.session.msg(msg_type, content)
+    kc.shell_channel.send(msg)
+    messages = []
+    while True:
+        reply = kc.get_iopub_msg(timeout=TIMEOUT)
+        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        check(reply, msg["header"]["msg_id"])
+        if reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
+            return messages
+        messages.append(reply)
+
+
+def widgets():
+    """ipywidgets (Debian's) over comms both ways: the widget's comm opens, the front end's version
+    handshake and a slider moved reach the machine, comm_info lists the comm, interact runs."""
+    km, kc = start("widgets.ipynb")
+    _, messages = run(kc, "import ipywidgets as w\nslider = w.IntSlider(value=3)\ndisplay(slider)")
+    opened = [m for m in messages if m["msg_type"] == "comm_open" and m["content"]["target_name"] == "jupyter.widget"]
+    slider = next(m["content"] for m in opened if m["content"]["data"].get("_model_name") == "IntSliderModel")
+    assert slider["data"]["value"] == 3, slider
+    view = next(m["content"]["data"] for m in messages if m["msg_type"] == "display_data")
+    assert view["application/vnd.jupyter.widget-view+json"]["model_id"] == slider["comm_id"], view
+    assert "IntSlider" in view["text/plain"], view
+
+    version = comm_message(kc, "comm_open", {"comm_id": "v1", "target_name": "jupyter.widget.version", "data": {}})
+    sent = [m["content"] for m in version if m["msg_type"] == "comm_msg"]
+    assert sent and "version" in sent[0]["data"], version
+    comm_message(kc, "comm_msg", {"comm_id": "v1", "data": {"validated": True}})
+
+    comm_message(
+        kc, "comm_msg", {"comm_id": slider["comm_id"], "data": {"method": "backbone", "sync_data": {"value": 7}}}
+    )
+    _, messages = run(kc, "slider.value, w.Widget._version_validated")
+    assert value(messages) == "(7, True)", messages
+
+    reply = shell_reply(kc, kc.comm_info(target_name="jupyter.widget"))
+    assert reply["content"]["comms"][slider["comm_id"]] == {"target_name": "jupyter.widget"}, reply
+
+    reply, messages = run(kc, "w.interact(lambda n: n * 2, n=4)")
+    assert reply["status"] == "ok", reply
+    shown = [m["content"]["data"].get("text/plain") for m in messages if m["msg_type"] == "display_data"]
+    assert "8" in shown, messages
+    comm_message(kc, "comm_close", {"comm_id": slider["comm_id"], "data": {}})
+    assert slider["comm_id"] not in shell_reply(kc, kc.comm_info(target_name="jupyter.widget"))["content"]["comms"]
+    stop(km, kc)
+    print("ok: ipywidgets over comms: opened, version handshake, slider moved to 7, comm_info, interact, closed")
 
 
 def notebook():

@@ -28,6 +28,7 @@ def command_handlers(kernel):
         "inspect": _hidden(lambda m: introspection.inspect_name(kernel.ns, m["expr"])),
         "is_complete": lambda m: introspection.is_complete(m["code"]),
         "reset": lambda m: kernel.reset(),
+        "comm": lambda m: kernel.deliver_comm(m["message"]),
         "refresh_imports": lambda m: importlib.invalidate_caches(),
         "list_files": lambda m: files.list_files(m.get("path", "")),
         "read_file": lambda m: files.read_file(m["path"], int(m["limit"])),

@@ -7,7 +7,9 @@ result's ``data.display``, capped per cell like its output.
 
 import base64
 import builtins
+import contextlib
 import json
+import sys
 
 # The methods IPython's formatters call, by the MIME type they give.
 _REPR_METHODS = (
@@ -22,6 +24,7 @@ _REPR_METHODS = (
     ("application/pdf", "_repr_pdf_"),
 )
 _BINARY = {"image/png", "image/jpeg", "application/pdf"}
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def has_rich_repr(value):
@@ -54,11 +57,10 @@ class Displays:
 
     def publish(self, data, metadata=None, transient=None, update=False, result=False):
         data = {mime: _jsonable(mime, value) for mime, value in data.items()}
-        size = len(json.dumps(data))
-        if self._used + size > self._sink.limit:
-            self._dropped += 1
+        if _WIDGET_VIEW in data and "text/plain" not in data:
+            data["text/plain"] = _widget_text(data[_WIDGET_VIEW])
+        if not self._room(data):
             return
-        self._used += size
         entry = {"data": data, "metadata": metadata or {}, "output_chars": self._sink.written}
         if transient:
             entry["transient"] = transient
@@ -67,6 +69,30 @@ class Displays:
         if result:
             entry["result"] = True
         self._add(entry)
+
+    def comm(self, msg_type, content, metadata, buffers):
+        """A comm's message to the front end (``comms``), in its place among the cell's displays."""
+        message = {"msg_type": msg_type, "content": content, "metadata": metadata, "buffers": buffers}
+        if self._room(message):
+            self._add({"comm": message, "output_chars": self._sink.written})
+
+    def _room(self, entry):
+        size = len(json.dumps(entry, default=repr))
+        if self._used + size > self._sink.limit:
+            self._dropped += 1
+            return False
+        self._used += size
+        return True
+
+    @contextlib.contextmanager
+    def diverted(self, show):
+        """Every entry to ``show`` meanwhile, none kept: what a comm's handler displays outside a cell."""
+        kept, self._show = self._show, show
+        try:
+            yield
+        finally:
+            self._show = kept
+            self.reset()
 
     def clear(self, wait=False):
         self._add({"clear": True, "wait": bool(wait), "output_chars": self._sink.written})
@@ -85,6 +111,13 @@ class Displays:
             entries = [*entries, {"data": {"text/plain": note}, "metadata": {}, "output_chars": self._sink.written}]
         self.reset()
         return entries
+
+
+def _widget_text(view):
+    """A widget's text form, for a surface that cannot show the widget: its repr."""
+    widgets = getattr(sys.modules.get("ipywidgets"), "Widget", None)
+    widget = getattr(widgets, "widgets", {}).get(view.get("model_id")) if isinstance(view, dict) else None
+    return repr(widget) if widget is not None else "A widget (a front end with ipywidgets shows it)"
 
 
 def _jsonable(mime, value):

@@ -13,7 +13,7 @@ import time
 import traceback
 import types
 
-from . import ipython_shell, process_state, snapshot_file
+from . import comms, ipython_shell, process_state, snapshot_file
 from .display import Displays, has_rich_repr, install_display, mime_bundle
 from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
 from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, short_error, stream_writer
@@ -88,6 +88,10 @@ class Kernel:
         if ipython_shell.available():
             # As in IPython: libraries ask it whether they run in a notebook (pandas' display width).
             builtins.get_ipython = self.ipython
+        # The comms of an earlier kernel go on: the front end still shows their widgets.
+        self.comm_manager = getattr(adopt, "comm_manager", None) or comms.CommManager(self)
+        self.comm_manager.kernel = self
+        comms.install(self)
         install_pyplot_hook(self)
         install_display(self)
         install_questions(self, ask, unable)
@@ -109,6 +113,22 @@ class Kernel:
         """The namespace without what IPython put in it (``In``, ``Out``, ``get_ipython``)."""
         hidden = ipython_shell.hidden_names(self.shell, self.ns)
         return {name: value for name, value in self.ns.items() if name not in hidden} if hidden else self.ns
+
+    def deliver_comm(self, message):
+        """A front end's comm message, handled by its comm's code outside any cell: what that
+        printed and displayed (its own comm messages among them), in order, and the comms open
+        then (``comm_info`` asks only for those)."""
+        events = []
+        send_text = lambda stream, text: events.append({"stream": stream, "text": text})  # noqa: E731
+        show = lambda entry: events.append({"display": {k: v for k, v in entry.items() if k != "output_chars"}})  # noqa: E731
+        with self.sink.diverted(send_text), self.displays.diverted(show):
+            if message["msg_type"] != "comm_info":
+                try:
+                    self.comm_manager.receive(message)
+                except Exception as exc:
+                    self.stderr.write(_format_exception(exc) + "\n")
+        content = message.get("content") or {}
+        return {"events": events, "comms": self.comm_manager.info(content.get("target_name"))}
 
     # -- running cells ---------------------------------------------------------------------------
 

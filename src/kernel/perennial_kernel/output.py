@@ -4,6 +4,7 @@
 host splits what it gets into line chunks.
 """
 
+import contextlib
 import io
 import threading
 import time
@@ -73,6 +74,21 @@ class OutputSink:
     def flush(self):
         with self._lock:
             self._flush_locked()
+
+    @contextlib.contextmanager
+    def diverted(self, send):
+        """Output to ``send`` meanwhile, under its own cap: what a comm's handler prints outside a cell."""
+        with self._lock:
+            self._flush_locked()
+            kept, self._send = self._send, send
+            self.reset()
+        try:
+            yield
+        finally:
+            self.finish()
+            with self._lock:
+                self._send = kept
+                self.reset()
 
     def finish(self):
         """Flushes everything and appends the truncation marker if the cap was reached; answers
