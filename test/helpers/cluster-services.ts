@@ -1,10 +1,10 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import pg from 'pg';
+import { freePort } from './processes.ts';
 
 /**
  * The engines a cluster runs on, started for a test as real servers: Debian's PostgreSQL and the
@@ -56,14 +56,6 @@ function postgresUser(): { uid: number; gid: number } | undefined {
   if (!line) throw new Error('running as root, and there is no postgres user to run PostgreSQL as');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
 }
 
 /** Resolves when the child prints a line matching `ready`; rejects with what it printed if it exits first. */

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { stripVTControlCharacters } from 'node:util';
 
 /** What a command printed, and how it exited. */
@@ -51,3 +53,12 @@ export class TerminalSession {
 
 /** Printed after the command, with its exit status: `script` does not pass the status on. */
 const EXIT_MARK = 'terminal-session-exit:';
+
+/** A TCP port free on 127.0.0.1 now, for a server a test starts. */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}

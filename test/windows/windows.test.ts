@@ -6,18 +6,20 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { PNG_CODE } from '../helpers/machines.ts';
+import { freePort } from '../helpers/processes.ts';
 
 const WINE = process.env.PERENNIAL_WINE;
 const NODE_EXE = process.env.PERENNIAL_WINE_NODE;
 const PREFIX = process.env.WINEPREFIX;
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const SHIM = fileURLToPath(new URL('./wine-shim.cjs', import.meta.url));
+const CONNECT = fileURLToPath(new URL('../jupyter/connect_kernel.py', import.meta.url));
 const DATA_DIR = 'C:\\users\\Zoë Doe\\perennial data';
 /** A path of this system as Windows programs under Wine reach it. */
 const windowsPath = (path: string) => `Z:${path.replaceAll('/', '\\')}`;
@@ -146,6 +148,54 @@ describe(
       assert.match(run.stderr, /KeyboardInterrupt/);
       assert.doesNotMatch(run.stderr, /did not stop/, 'stopped by the interrupt, not the hard stop');
       assert.equal(await value('x'), '42');
+    });
+
+    it('installs a Jupyter kernelspec whose argv runs on Windows; its kernel answers kernel_info and a cell', async () => {
+      const prefix = join(outputs, 'jupyter prefix');
+      const install = await perennial('kernel', 'install', '--prefix', windowsPath(prefix), '--name', 'perennial-windows');
+      assert.equal(install.code, 0, install.stderr);
+      const spec = JSON.parse(readFileSync(join(prefix, 'share', 'jupyter', 'kernels', 'perennial-windows', 'kernel.json'), 'utf8')) as {
+        argv: string[];
+        interrupt_mode: string;
+      };
+      assert.equal(spec.argv[0]!.toLowerCase(), windowsPath(NODE_EXE!).toLowerCase());
+      assert.deepEqual(spec.argv.slice(1), [windowsPath(CLI), '--data-dir', DATA_DIR, 'kernel', '--connection-file', '{connection_file}']);
+      assert.equal(spec.interrupt_mode, 'message');
+
+      // Jupyter would run the argv; here Wine does, with the connection file Jupyter would write.
+      const ports = await Promise.all(Array.from({ length: 5 }, freePort));
+      const connectionFile = join(outputs, 'kernel-windows.json');
+      const [shell, iopub, stdin, control, hb] = ports;
+      const connection = { transport: 'tcp', ip: '127.0.0.1', shell_port: shell, iopub_port: iopub, stdin_port: stdin, control_port: control, hb_port: hb };
+      writeFileSync(connectionFile, JSON.stringify({ ...connection, key: 'a-key', signature_scheme: 'hmac-sha256', kernel_name: 'perennial-windows' }));
+      const log = openSync(join(outputs, 'kernel.log'), 'w');
+      const argv = spec.argv.map((arg) => (arg === '{connection_file}' ? windowsPath(connectionFile) : arg));
+      const kernel = spawn(WINE!, argv, { stdio: ['ignore', log, log], env: { ...process.env, NODE_OPTIONS: `--require ${windowsPath(SHIM)}` } });
+      closeSync(log);
+      const exited = new Promise<number | null>((resolve) => kernel.once('exit', resolve));
+      const client = spawn(process.env.PERENNIAL_TEST_PYTHON ?? '/usr/bin/python3', [CONNECT, connectionFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      client.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      client.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => client.once('exit', resolve));
+      assert.equal(code, 0, `${err}\n${readFileSync(join(outputs, 'kernel.log'), 'utf8')}`);
+      const answered = JSON.parse(out) as {
+        implementation: string;
+        language: string;
+        status: string;
+        outputs: Array<{ type: string; content: Record<string, unknown> }>;
+      };
+      assert.equal(answered.implementation, 'perennial');
+      assert.equal(answered.language, 'python');
+      assert.equal(answered.status, 'ok');
+      const printed = answered.outputs
+        .filter((o) => o.type === 'stream')
+        .map((o) => o.content.text as string)
+        .join('');
+      assert.match(printed, /emscripten/, 'a sandbox machine ran the cell');
+      assert.deepEqual(answered.outputs.find((o) => o.type === 'execute_result')?.content.data, { 'text/plain': '42' });
+      assert.equal(await exited, 0, 'the kernel stopped when asked');
     });
 
     it('says plainly that no Python was found for a python machine, and makes none', async () => {
