@@ -14,7 +14,10 @@ export const ConnectionInfo = z.looseObject({
   control_port: Port,
   hb_port: Port,
   key: z.string().default(''),
-  signature_scheme: z.string().default('hmac-sha256'),
+  signature_scheme: z
+    .string()
+    .regex(/^hmac-(sha256|sha1|sha512|md5)$/, 'the signature scheme is hmac- with sha256, sha1, sha512 or md5')
+    .default('hmac-sha256'),
   kernel_name: z.string().optional(),
 });
 export type ConnectionInfo = z.infer<typeof ConnectionInfo>;

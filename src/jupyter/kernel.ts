@@ -8,7 +8,7 @@ import { CellMessages, type CellError, type Publish } from './cell-messages.ts';
 import type { ConnectionInfo } from './connection-file.ts';
 import { historyReply, type HistoryRequest } from './history.ts';
 import { completeReply, inspectReply, isCompleteIndent } from './introspection.ts';
-import { BadMessageError, MessageCodec, PROTOCOL_VERSION, type Content, type JupyterMessage } from './messages.ts';
+import { MessageCodec, PROTOCOL_VERSION, type Content, type JupyterMessage } from './messages.ts';
 import type { NotebookMachine } from './notebook-machine.ts';
 import type { Restarts } from './restarts.ts';
 import { ZmtpSocket, type ZmtpPeer } from './zmtp.ts';
@@ -103,8 +103,8 @@ export class JupyterKernel {
     try {
       message = this.#codec.decode([peer.identity, ...frames]);
     } catch (error) {
-      if (!(error instanceof BadMessageError)) throw error;
-      this.options.log(`Dropped a message on ${name}: ${error.message}`);
+      // Whatever a peer sends, the kernel goes on.
+      this.options.log(`Dropped a message on ${name}: ${(error as Error).message}`);
       return;
     }
     if (name === 'stdin') return this.#answer(message);

@@ -21,6 +21,8 @@ const MORE = 1;
 const LONG = 2;
 const COMMAND = 4;
 const GREETING_BYTES = 64;
+/** The largest frame taken: a peer that announces more is dropped rather than buffered for. */
+const MAX_FRAME_BYTES = 1 << 30;
 
 /** Ours: signature, version 3.1, mechanism NULL, not the server side of a mechanism (NULL has none). */
 function greeting(): Buffer {
@@ -142,6 +144,7 @@ export class ZmtpPeer {
       const headerLength = flags & LONG ? 9 : 2;
       if (buffer.length < headerLength) return;
       const size = flags & LONG ? Number(buffer.readBigUInt64BE(1)) : buffer[1]!;
+      if (size > MAX_FRAME_BYTES) throw new Error(`a frame of ${size} bytes is beyond what is taken here`);
       if (buffer.length < headerLength + size) return;
       const body = buffer.subarray(headerLength, headerLength + size);
       this.#pending = buffer.subarray(headerLength + size);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -146,6 +146,24 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
 
   it("ipywidgets over comms both ways: the widget's comm opens, the front end's messages reach its code, comm_info lists it", async () => {
     assert.match(await scenario('widgets'), /slider moved to 7/);
+  });
+
+  it('drops what no client should send (not ZMTP, another key, not Jupyter) and answers on', async () => {
+    assert.match(await scenario('bad_peers'), /answers on/);
+  });
+
+  it('refuses a connection file it cannot use, saying why', async () => {
+    const none = await cli(['kernel']);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /Jupyter starts it with --connection-file FILE; to make it a kernel Jupyter offers: perennial kernel install/);
+    const missing = await cli(['kernel', '--connection-file', join(dataDir, 'nowhere.json')]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /Cannot read the connection file .*nowhere\.json/);
+    const ipc = join(dataDir, 'ipc.json');
+    writeFileSync(ipc, JSON.stringify({ transport: 'ipc', ip: 'kernel', shell_port: 1, iopub_port: 2, stdin_port: 3, control_port: 4, hb_port: 5 }));
+    const refused = await cli(['kernel', '--connection-file', ipc]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /only the tcp transport is supported/);
   });
 
   it('nbclient executes a notebook: streams, a matplotlib figure as image/png, HTML, a value, an error', async () => {

@@ -270,6 +270,29 @@ def widgets():
     print("ok: ipywidgets over comms: opened, version handshake, slider moved to 7, comm_info, interact, closed")
 
 
+def bad_peers():
+    """What a kernel may be sent that no client should send: bytes that are not ZMTP, a message
+    signed with another key, one that is not Jupyter's. It drops them and answers on."""
+    import socket
+
+    import zmq
+    from jupyter_client.session import Session
+
+    km, kc = start("bad-peers.ipynb")
+    with socket.create_connection(("127.0.0.1", km.shell_port)) as raw:
+        raw.sendall(b"GET / HTTP/1.1\r\n\r\n" + bytes(range(256)) * 64)
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.connect(f"tcp://127.0.0.1:{km.shell_port}")
+    Session(key=b"another key").send(dealer, "execute_request", {"code": "hacked = True"})
+    dealer.send_multipart([b"<IDS|MSG>", b"", b"not json", b"{}", b"{}", b"{}"])
+    dealer.send_multipart([b"no delimiter at all"])
+    _, messages = run(kc, "'hacked' in dir(), 6 * 7")
+    assert value(messages) == "(False, 42)", messages
+    dealer.close(linger=0)
+    stop(km, kc)
+    print("ok: junk, a bad signature and a malformed message dropped; the kernel answers on")
+
+
 def notebook():
     """nbclient (what papermill runs on) executes a notebook: streams, a figure as PNG, HTML, an error."""
     nb = nbformat.v4.new_notebook()
