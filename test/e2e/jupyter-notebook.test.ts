@@ -74,7 +74,15 @@ describe('a notebook in the classic Jupyter front end keeps its state across a J
     const port = await freePort();
     const child: ChildProcess = spawn(
       TEST_PYTHON,
-      ['/usr/bin/jupyter-nbclassic', '--no-browser', '--allow-root', `--port=${port}`, '--ip=127.0.0.1', `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${root}`],
+      [
+        '/usr/bin/jupyter-nbclassic',
+        '--no-browser',
+        '--allow-root',
+        `--port=${port}`,
+        '--ip=127.0.0.1',
+        `--ServerApp.token=${TOKEN}`,
+        `--ServerApp.root_dir=${root}`,
+      ],
       { env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let log = '';
