@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# The tests of the server, both engines, snapshots, the CLI and the package, on the Node lines
-# users run besides the one `npm test` itself runs on: Node 22 (VS Code's extension host, which
-# starts the server, from VS Code 1.101) and Node 24 (the current LTS, which most CLI users have).
-# Each line runs the unit tests, the sandbox's suites (its child processes' permission flags differ
-# from line to line) and a share of the others: the server's and the engines' on Node 22, the
-# CLI's, the formats' and the package's on Node 24. Every suite runs on npm test's own line too;
-# the MCP, REPL-terminal, notebook and Jupyter suites only there: they exercise Perennial's own
-# protocol code more than the runtime, and more runs would not fit CI's time.
+# What depends on the runtime, on the Node lines users run besides the one `npm test` itself
+# runs on: Node 22 (VS Code's extension host, which starts the server, from VS Code 1.101) and
+# Node 24 (the current LTS, which most CLI users have, and so their servers). Each line runs the
+# unit tests and the sandbox's lockdown (the permission model's flags differ from line to line);
+# Node 22 the server's API, the client (HTTP, WebSocket, fetch) and both engines' execution and
+# interrupts (child processes, pipes, WebAssembly); Node 24 the sandbox engine, the CLI and the
+# package. Every suite runs on npm test's own line; more runs here did not fit CI's 20 minutes
+# (the whole CI is bound by this computer's two cores).
 # Node builds from the npm registry, cached in .cache/node. PERENNIAL_NODE_LINES names others
 # (each then runs every suite named here).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-both=(sandbox-engine sandbox-security)
+both=(sandbox-security)
 declare -A share=(
-  [22]="server-api client execution persistence interrupts bad-input"
-  [24]="cli checkpoints state-kinds npm-package"
+  [22]="server-api client execution interrupts"
+  [24]="sandbox-engine cli npm-package"
 )
 for version in ${PERENNIAL_NODE_LINES:-22.23.3 24.21.0}; do
   node=$(bash scripts/node-line.sh "$version" .cache/node)

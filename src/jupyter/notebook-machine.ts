@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { basename, join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineInfo } from '../shared/types.ts';
@@ -16,7 +16,7 @@ const MAX_TAG_VALUE = 256;
 export interface MachineChoice {
   /** A kernelspec pinned to one machine (`perennial kernel install --machine`). */
   pinned?: string;
-  /** `JPY_SESSION_NAME`: the notebook's path as jupyter_server names it (relative to its root). */
+  /** `JPY_SESSION_NAME`: the notebook's path, relative to jupyter_server's root or absolute. */
   sessionName?: string;
   /** The kernel's working folder: Jupyter starts it in the notebook's. */
   cwd: string;
@@ -46,7 +46,7 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
     const info = await pinnedMachine(client, choice.pinned, choice.defaults);
     return { info, cameBack: info.nextSeq > 0, notes: [`This kernel runs on machine ${info.name}, which its kernelspec names.`] };
   }
-  const notebook = choice.sessionName ? join(choice.cwd, basename(choice.sessionName)) : undefined;
+  const notebook = choice.sessionName ? notebookPath(choice.sessionName, choice.cwd) : undefined;
   const tag: Record<string, string> = notebook ? { [NOTEBOOK_TAG]: tagValue(notebook) } : { [KERNEL_TAG]: kernelId(choice.connectionFile) };
   const [found] = await client.list(tag);
   if (found) {
@@ -81,6 +81,15 @@ async function pinnedMachine(client: PerennialClient, name: string, defaults: Ne
     if (!(error instanceof ForeverVMError) || error.code !== 'MachineNotFound') throw error;
     return client.create({ ...defaults, name });
   }
+}
+
+/**
+ * The notebook's absolute path: the session name as given when it is absolute; else, as
+ * jupyter_server gives it (relative to its root, the kernel started in the notebook's folder),
+ * its file name in the kernel's folder.
+ */
+function notebookPath(sessionName: string, cwd: string): string {
+  return isAbsolute(sessionName) ? sessionName : join(cwd, basename(sessionName));
 }
 
 /** Jupyter names its connection files `kernel-<id>.json`; any other name is its own id. */

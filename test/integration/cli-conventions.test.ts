@@ -234,8 +234,14 @@ describe("the local server, visible and under the user's control", { timeout: 18
 
   it("serve's takeover is one step: a client that starts its own server meanwhile finds the data dir taken, and uses serve's", async () => {
     await cli(['exec', '1']);
-    const info = () =>
-      existsSync(join(block.dir, 'server.json')) ? (JSON.parse(readFileSync(join(block.dir, 'server.json'), 'utf8')) as { pid: number }) : null;
+    // Read as it comes and goes: the file may be removed between a check and the read.
+    const info = () => {
+      try {
+        return JSON.parse(readFileSync(join(block.dir, 'server.json'), 'utf8')) as { pid: number };
+      } catch {
+        return null;
+      }
+    };
     const background = info()!;
     // The moment the background server has gone, a client comes that finds no server and starts one.
     let client: Promise<CliRun> | undefined;

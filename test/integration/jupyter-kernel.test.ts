@@ -126,14 +126,15 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.ok(Number(/(\d+) passed/.exec(run.stdout)![1]) >= 20, run.stdout);
   });
 
-  it('a notebook kernel killed with kill -9, then the server stopped: each new kernel for the notebook has its state', async () => {
+  it('a notebook kernel killed with kill -9, then the server stopped: each new kernel for the notebook has its state; shutdown swaps it out', async () => {
     const out = await scenario('kernel_death');
+    assert.match(out, /shutdown swapped the machine out/);
     assert.match(out, /found x, a function and an import/);
     assert.match(out, /another notebook has a machine of its own/);
   });
 
-  it('an interrupt by message stops the cell and keeps the state', async () => {
-    assert.match(await scenario('interrupt'), /state kept/);
+  it('an interrupt by message, and one by signal to the kernel process, stops the cell and keeps the state', async () => {
+    assert.match(await scenario('interrupt'), /by message and by signal, state kept/);
   });
 
   it('a restart gives a clean namespace and names the checkpoint that holds the state before', async () => {
@@ -166,7 +167,7 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.match(refused.stderr, /only the tcp transport is supported/);
   });
 
-  it('nbclient executes a notebook: streams, a matplotlib figure as image/png, HTML, a value, an error', async () => {
-    assert.match(await scenario('notebook'), /image\/png/);
+  it('nbclient executes a notebook: streams, a matplotlib figure as image/png, HTML, LaTeX, JSON, a display updated in place, a value, an error', async () => {
+    assert.match(await scenario('notebook'), /text\/latex, application\/json, an update/);
   });
 });

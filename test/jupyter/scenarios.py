@@ -141,8 +141,11 @@ def kernel_death():
     _, messages = run(kc, "x + 1")
     assert value(messages) == "42", messages
     assert "are as the last kernel left them" in stderr(messages), messages
+    machine = stderr(messages).split("Machine ")[1].split(" ")[0]
     stop(km, kc)
-    print("ok: a new kernel after kill -9 found x")
+    listed = {m["name"]: m for m in json.loads(cli("machine", "list", "--json"))}
+    assert listed[machine]["state"] == "swapped", listed[machine]
+    print("ok: a new kernel after kill -9 found x; its shutdown swapped the machine out")
 
     cli("stop")
     km, kc = start("work/analysis.ipynb")
@@ -151,30 +154,42 @@ def kernel_death():
     stop(km, kc)
     print("ok: a new kernel after the server stopped found x, a function and an import")
 
-    km, kc = start("work/other.ipynb")
+    # A front end may name the notebook by its absolute path.
+    other = os.path.join(NOTEBOOK_DIR, "elsewhere", "other.ipynb")
+    km, kc = start(other)
     _, messages = run(kc, "'x' in dir()")
     assert value(messages) == "False", messages
+    assert f"this notebook's ({other})" in stderr(messages), messages
     stop(km, kc)
     print("ok: another notebook has a machine of its own")
 
 
 def interrupt():
-    """An interrupt by message stops the running cell; the state is kept."""
+    """An interrupt by message, then one by signal (Ctrl-C to the kernel process), stops the running
+    cell; the state is kept."""
     km, kc = start("interrupt.ipynb")
     run(kc, "kept = 'yes'")
-    msg_id = kc.execute("import time\nfor _ in range(6000):\n    time.sleep(0.1)")
-    while True:
-        msg = kc.get_iopub_msg(timeout=TIMEOUT)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
-            break
-    km.interrupt_kernel()
-    reply = shell_reply(kc, msg_id)
-    assert reply["content"]["status"] == "error", reply
-    assert reply["content"]["ename"] == "KeyboardInterrupt", reply
-    _, messages = run(kc, "kept")
-    assert value(messages) == "'yes'", messages
+    for how, interrupt_kernel in (
+        ("message", km.interrupt_kernel),
+        ("signal", lambda: os.kill(km.provisioner.process.pid, signal.SIGINT)),
+    ):
+        msg_id = kc.execute("import time\nprint('looping', flush=True)\nfor _ in range(6000):\n    time.sleep(0.1)")
+        while True:
+            msg = kc.get_iopub_msg(timeout=TIMEOUT)
+            if (
+                msg["parent_header"].get("msg_id") == msg_id
+                and msg["msg_type"] == "stream"
+                and "looping" in msg["content"]["text"]
+            ):
+                break
+        interrupt_kernel()
+        reply = shell_reply(kc, msg_id)
+        assert reply["content"]["status"] == "error", (how, reply)
+        assert reply["content"]["ename"] == "KeyboardInterrupt", (how, reply)
+        _, messages = run(kc, "kept")
+        assert value(messages) == "'yes'", (how, messages)
     stop(km, kc)
-    print("ok: interrupted by message, state kept")
+    print("ok: interrupted by message and by signal, state kept")
 
 
 def restart():
@@ -294,14 +309,19 @@ def bad_peers():
 
 
 def notebook():
-    """nbclient (what papermill runs on) executes a notebook: streams, a figure as PNG, HTML, an error."""
+    """nbclient (what papermill runs on) executes a notebook: streams, a figure as PNG, HTML, LaTeX
+    and JSON, a display updated in place, a value, an error."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell("print('hello from a machine')"),
         nbformat.v4.new_code_cell(
             "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()"
         ),
-        nbformat.v4.new_code_cell("from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))\n6 * 7"),
+        nbformat.v4.new_code_cell(
+            "from IPython.display import HTML, JSON, Latex, display\n"
+            "display(HTML('<b>bold</b>'), Latex('$x^2$'), JSON({'a': 1}))\n"
+            "handle = display('first', display_id=True)\nhandle.update('second')\n6 * 7"
+        ),
         nbformat.v4.new_code_cell("1 / 0"),
     ]
     NotebookClient(
@@ -310,11 +330,19 @@ def notebook():
     printed, figure, shown, failed = (cell.outputs for cell in nb.cells)
     assert any(o.output_type == "stream" and "hello from a machine" in o.text for o in printed), printed
     assert any(o.output_type == "display_data" and "image/png" in o.data for o in figure), figure
-    assert any(o.output_type == "display_data" and o.data.get("text/html") == "<b>bold</b>" for o in shown), shown
+    data = [o.data for o in shown if o.output_type == "display_data"]
+    assert {"text/html": "<b>bold</b>", "text/latex": "$x^2$", "application/json": {"a": 1}}.items() <= {
+        k: v for d in data for k, v in d.items() if k != "text/plain"
+    }.items(), data
+    assert "'second'" in [d.get("text/plain") for d in data] and "'first'" not in [d.get("text/plain") for d in data], (
+        data
+    )
     assert any(o.output_type == "execute_result" and o.data["text/plain"] == "42" for o in shown), shown
     assert any(o.output_type == "error" and o.ename == "ZeroDivisionError" for o in failed), failed
     assert all(isinstance(cell.execution_count, int) and cell.execution_count > 0 for cell in nb.cells)
-    print("ok: nbclient ran the notebook: stream, image/png, text/html, execute_result, error")
+    print(
+        "ok: nbclient ran the notebook: stream, image/png, text/html, text/latex, application/json, an update, execute_result, error"
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import sys
 import types
 import uuid
 
+from .import_hooks import put_first, spec_elsewhere
+
 
 class Comm:
     """One comm: its id, its target, and the handlers of the front end's messages. Made here (the
@@ -183,8 +185,7 @@ def install(kernel):
     """Makes ``kernel``'s manager the one libraries find, wherever they look for it."""
     global _manager
     _manager = kernel.comm_manager
-    if not any(isinstance(finder, _CommModules) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _CommModules())
+    put_first(_CommModules())
     _patch_comm_package(sys.modules.get("comm"))
 
 
@@ -204,11 +205,7 @@ class _CommModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return importlib.util.spec_from_loader(fullname, self)
         if fullname not in ("comm", "ipywidgets"):
             return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
+        spec = spec_elsewhere(self, fullname)
         if spec is not None and spec.loader is not None:
             spec.loader = _PatchingLoader(spec.loader)
         return spec

@@ -3,9 +3,10 @@ images of the cell's result, each ``pyplot.show()`` in a cell emitting the figur
 """
 
 import base64
-import importlib
 import io
 import sys
+
+from .import_hooks import put_first, spec_elsewhere
 
 
 def repr_png(value):
@@ -62,11 +63,7 @@ class _PyplotHook:
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "matplotlib.pyplot":
             return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
+        spec = spec_elsewhere(self, fullname)
         if spec is None or spec.loader is None:
             return spec
         loader, kernel = spec.loader, self._kernel
@@ -82,12 +79,10 @@ class _PyplotHook:
 
 
 def install_pyplot_hook(kernel):
-    import importlib.util  # noqa: F401 - used by the hook
-
-    # An earlier kernel's hook, when this one takes over from it.
-    sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "_PyplotHook"]
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
+        # An earlier kernel's hook, when this one takes over from it.
+        sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "_PyplotHook"]
         plt.show = _make_show(kernel)
     else:
-        sys.meta_path.insert(0, _PyplotHook(kernel))
+        put_first(_PyplotHook(kernel))

@@ -16,9 +16,17 @@ export function tool(name: string): vscode.LanguageModelToolInformation | undefi
  * first starts) lists them first.
  */
 export async function invoke(name: string, input: object, token?: vscode.CancellationToken): Promise<string> {
-  const found = tool(name) ?? (await toolsListed(), tool(name))!;
-  const result = await vscode.lm.invokeTool(found.name, { input, toolInvocationToken: undefined }, token);
-  return result.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : '')).join('');
+  for (let attempt = 1; ; attempt++) {
+    const found = tool(name) ?? (await toolsListed(), tool(name))!;
+    try {
+      const result = await vscode.lm.invokeTool(found.name, { input, toolInvocationToken: undefined }, token);
+      return result.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : '')).join('');
+    } catch (error) {
+      // VS Code restarts the MCP server half a second after a setting changed its definition, and
+      // cancels the calls in flight: made again, as Copilot would be asked to. A cancel of the caller's own is not.
+      if (attempt >= 3 || token?.isCancellationRequested || !/Canceled/.test((error as Error).message)) throw error;
+    }
+  }
 }
 
 export async function invokeJson<T>(name: string, input: object, token?: vscode.CancellationToken): Promise<T> {
