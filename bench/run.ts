@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|notebooks|load|cluster|cluster-faults]`: prints every benchmark's figures (or the named ones).
+ * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|jupyter|notebooks|load|cluster|cluster-faults]`: prints every benchmark's figures (or the named ones).
  * `notebooks` runs only when named: it needs a corpus fetched first and takes about an hour; `load`
  * (agents at once) too: it takes several minutes and much of the machine; and `cluster` and
  * `cluster-faults` (nodes killed, paused and stopped at random), which start PostgreSQL and an
@@ -15,6 +15,7 @@ import { benchCluster } from './cluster.ts';
 import { benchClusterFaults } from './cluster-faults.ts';
 import { benchFootprint } from './footprint.ts';
 import { benchInterrupts } from './interrupts.ts';
+import { benchJupyter } from './jupyter.ts';
 import { benchLoad } from './load.ts';
 import { benchMcpApp } from './mcp-app.ts';
 import { benchNotebooks } from './notebooks.ts';
@@ -30,6 +31,7 @@ const suites: Record<string, () => Promise<void>> = {
   footprint: benchFootprint,
   checkpoints: benchCheckpoints,
   'mcp-app': benchMcpApp,
+  jupyter: benchJupyter,
 };
 const namedOnly: Record<string, () => Promise<void>> = {
   notebooks: benchNotebooks,
