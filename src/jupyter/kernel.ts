@@ -1,5 +1,6 @@
 import { tracebackException } from '../shared/result-format.ts';
 import { VERSION } from '../shared/version.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { z } from 'zod';
 import type { FrontEndComm } from '../shared/requests.ts';
@@ -16,8 +17,8 @@ import { ZmtpSocket, type ZmtpPeer } from './zmtp.ts';
 export interface KernelOptions {
   connection: ConnectionInfo;
   client: PerennialClient;
-  /** The notebook's machine, found (or made) once the kernel listens. */
-  machine: Promise<NotebookMachine>;
+  /** Finds (or makes) the notebook's machine: once, and again after it failed or the machine was deleted. */
+  findMachine: () => Promise<NotebookMachine>;
   restarts: Restarts;
   log: (line: string) => void;
 }
@@ -47,6 +48,7 @@ export class JupyterKernel {
   /** The number of the last stored execution: its instruction's on the machine, plus one. */
   #count = 0;
   #noted = false;
+  #machine: Promise<NotebookMachine> | undefined;
   #warming: Promise<void> | undefined;
   /** A cell of this kernel runs on the machine. */
   #running = false;
@@ -84,12 +86,30 @@ export class JupyterKernel {
       ZmtpSocket,
     ];
     kernel.#channels = { shell, control, stdin, iopub, hb };
+    // Looked for while the front end connects; a failure is told by the first cell.
+    kernel.#found().catch(() => {});
     return kernel;
+  }
+
+  /** The notebook's machine: found once; looked for again after a failure (a server that could not be reached). */
+  #found(): Promise<NotebookMachine> {
+    this.#machine ??= this.options.findMachine().then(
+      (machine) => {
+        // A machine found (again) has its say in the next cell shown.
+        this.#noted = false;
+        return machine;
+      },
+      (error: unknown) => {
+        this.#machine = undefined;
+        throw error;
+      },
+    );
+    return this.#machine;
   }
 
   /** Stops the running cell; the machine keeps its state (an interrupt by signal comes here). */
   async interrupt(): Promise<void> {
-    const { info } = await this.options.machine;
+    const { info } = await this.#found();
     await this.options.client.interrupt(info.name);
   }
 
@@ -142,22 +162,22 @@ export class JupyterKernel {
     execute_request: (message, channel) => this.#execute(message, channel),
     complete_request: async (message, channel) => {
       const { code, cursor_pos } = textAndCursor(message.content);
-      const { info } = await this.options.machine;
+      const { info } = await this.#found();
       this.#reply(channel, message, await completeReply(this.options.client, info.name, code, cursor_pos));
     },
     inspect_request: async (message, channel) => {
       const { code, cursor_pos } = textAndCursor(message.content);
-      const { info } = await this.options.machine;
+      const { info } = await this.#found();
       this.#reply(channel, message, await inspectReply(this.options.client, info.name, code, cursor_pos, Number(message.content.detail_level ?? 0)));
     },
     is_complete_request: async (message, channel) => {
       const code = String(message.content.code ?? '');
-      const { info } = await this.options.machine;
+      const { info } = await this.#found();
       const status = await this.options.client.isComplete(info.name, code);
       this.#reply(channel, message, status === 'incomplete' ? { status, indent: isCompleteIndent(code) } : { status });
     },
     history_request: async (message, channel) => {
-      const { info } = await this.options.machine;
+      const { info } = await this.#found();
       this.#reply(channel, message, await historyReply(this.options.client, info.name, message.content as HistoryRequest));
     },
     comm_info_request: async (message, channel) => {
@@ -198,7 +218,7 @@ export class JupyterKernel {
   }
 
   async #deliver(message: JupyterMessage, comm: z.input<typeof FrontEndComm>): Promise<CommDelivery> {
-    const { info } = await this.options.machine;
+    const { info } = await this.#found();
     const delivery = await this.options.client.comm(info.name, comm);
     const cell = new CellMessages((type, body, extra) => this.#publish(type, body, message, extra));
     for (const event of delivery.events) {
@@ -210,7 +230,7 @@ export class JupyterKernel {
   }
 
   async #kernelInfo(): Promise<Content> {
-    const machine = await this.options.machine.catch(() => null);
+    const machine = await this.#found().catch(() => null);
     const python = machine ? this.#pythonVersion(machine) : '3';
     const where = machine ? `machine ${machine.info.name} (${machine.info.engine} engine)` : 'a Perennial machine';
     return {
@@ -268,8 +288,9 @@ export class JupyterKernel {
       cell.notes(notes);
     };
     try {
-      const machine = await this.options.machine;
-      notes = this.#firstNotes(machine);
+      const machine = await this.#found();
+      // A silent execute (a front end's own) shows nothing: the notes wait for the first cell shown.
+      if (!silent) notes = this.#firstNotes(machine);
       if (!code.trim()) {
         sendInput();
         return this.#reply(channel, message, { status: 'ok', execution_count: count, payload: [], user_expressions: {} });
@@ -294,6 +315,8 @@ export class JupyterKernel {
       this.#reply(channel, message, { status: 'ok', execution_count: count, payload: [], user_expressions: expressions });
     } catch (failure) {
       // The machine could not be reached or made: the cell says why, as an exception of its own.
+      // One deleted meanwhile is the notebook's no more: the next cell finds (or makes) the notebook's machine again.
+      if (failure instanceof ForeverVMError && failure.code === 'MachineNotFound') this.#machine = undefined;
       sendInput();
       const error = { ename: 'PerennialError', evalue: (failure as Error).message, traceback: [`PerennialError: ${(failure as Error).message}`] };
       publish('error', error);
@@ -361,7 +384,7 @@ export class JupyterKernel {
   }
 
   async #shutdown(restart: boolean): Promise<void> {
-    const machine = await this.options.machine.catch(() => null);
+    const machine = await this.#found().catch(() => null);
     if (!machine) return;
     const name = machine.info.name;
     // A restart or a shutdown stops what this kernel runs, as in any kernel; the machine keeps its state.

@@ -137,6 +137,10 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.match(await scenario('interrupt'), /by message and by signal, state kept/);
   });
 
+  it("the notebook's machine deleted under its kernel: the cell says so, the next runs on a new machine", async () => {
+    assert.match(await scenario('deleted'), /next cell runs on a new machine/);
+  });
+
   it('a restart gives a clean namespace and names the checkpoint that holds the state before', async () => {
     assert.match(await scenario('restart'), /brought z back/);
   });

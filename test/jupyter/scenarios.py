@@ -192,6 +192,22 @@ def interrupt():
     print("ok: interrupted by message and by signal, state kept")
 
 
+def deleted():
+    """The notebook's machine deleted while its kernel runs: the cell says so, and the next one runs
+    on a new machine for the notebook, which its first output names."""
+    km, kc = start("deleted.ipynb")
+    _, messages = run(kc, "gone = 1")
+    machine = stderr(messages).split("Machine ")[1].split(" ")[0]
+    cli("machine", "rm", "--force", machine)
+    reply, _ = run(kc, "gone")
+    assert reply["status"] == "error" and machine in reply["evalue"], reply
+    reply, messages = run(kc, "'gone' in dir()")
+    assert value(messages) == "False", messages
+    assert "is new, and this notebook's" in stderr(messages), messages
+    stop(km, kc)
+    print("ok: a deleted machine is said; the next cell runs on a new machine for the notebook")
+
+
 def restart():
     """A restart gives a clean namespace; the state before is a checkpoint, which brings it back."""
     km, kc = start("restart.ipynb")

@@ -33,17 +33,18 @@ export async function kernelCommand(ctx: CliContext, options: KernelOptions): Pr
   const connection = await readConnectionFile(connectionFile);
   const client = await ctx.openClient();
   const restarts = Restarts.beside(connectionFile, client);
-  const machine = findNotebookMachine(client, {
-    pinned: options.machine,
-    sessionName: process.env.JPY_SESSION_NAME || undefined,
-    cwd: process.cwd(),
-    connectionFile,
-    defaults: newMachineOptions(options),
-  }).then(async (found) => ({ ...found, notes: [...found.notes, ...(await restarts.finish(found.info.name))] }));
-  // Its failure is each cell's error; nothing waits for it before then.
-  machine.catch(() => {});
+  const findMachine = async () => {
+    const found = await findNotebookMachine(client, {
+      pinned: options.machine,
+      sessionName: process.env.JPY_SESSION_NAME || undefined,
+      cwd: process.cwd(),
+      connectionFile,
+      defaults: newMachineOptions(options),
+    });
+    return { ...found, notes: [...found.notes, ...(await restarts.finish(found.info.name))] };
+  };
   const log = (line: string) => ctx.term.err.write(`[perennial kernel] ${line}\n`);
-  const kernel = await JupyterKernel.start({ connection, client, machine, restarts, log });
+  const kernel = await JupyterKernel.start({ connection, client, findMachine, restarts, log });
   const interrupt = () => void kernel.interrupt().catch((error: Error) => log(`interrupt failed: ${error.message}`));
   process.on('SIGINT', interrupt);
   const parent = jupyterParentPid();
