@@ -329,8 +329,7 @@ export function isErrorResult(result: ExecResult): result is Extract<ExecResult,
   return 'error' in result;
 }
 
-/** Every image of a result: `data.images`, or ForeverVM's single `data.png`. */
-/** The instruction's figures: pyplot's and a value's `_repr_png_`. */
+/** The instruction's figures (pyplot's and a value's `_repr_png_`): `data.images`, or ForeverVM's single `data.png`. */
 export function figureImages(result: ExecResult): ImageData[] {
   const data = result.data;
   return data?.images ?? (data?.png ? [{ mimeType: 'image/png', data: data.png }] : []);
