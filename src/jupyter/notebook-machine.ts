@@ -29,8 +29,6 @@ export interface MachineChoice {
 /** The machine found, and what to tell the person about it in the kernel's first output. */
 export interface NotebookMachine {
   info: MachineInfo;
-  /** Held state before this kernel (variables, imports...): it came back. */
-  cameBack: boolean;
   /** What the kernel's first output says: which machine, whether it came back (a restart adds its checkpoint). */
   notes: string[];
 }
@@ -44,7 +42,7 @@ export interface NotebookMachine {
 export async function findNotebookMachine(client: PerennialClient, choice: MachineChoice): Promise<NotebookMachine> {
   if (choice.pinned) {
     const info = await pinnedMachine(client, choice.pinned, choice.defaults);
-    return { info, cameBack: info.nextSeq > 0, notes: [`This kernel runs on machine ${info.name}, which its kernelspec names.`] };
+    return { info, notes: [`This kernel runs on machine ${info.name}, which its kernelspec names.`] };
   }
   const notebook = choice.sessionName ? notebookPath(choice.sessionName, choice.cwd) : undefined;
   const tag: Record<string, string> = notebook ? { [NOTEBOOK_TAG]: tagValue(notebook) } : { [KERNEL_TAG]: kernelId(choice.connectionFile) };
@@ -54,7 +52,6 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
     const what = notebook ? `this notebook's machine (${notebook})` : "this kernel's machine";
     return {
       info: found,
-      cameBack,
       notes: [
         cameBack
           ? `Machine ${found.name} is ${what}: its variables, imports and functions are as the last kernel left them.`
@@ -65,7 +62,6 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
   const info = await client.create({ ...choice.defaults, tags: { ...choice.defaults.tags, ...tag } });
   return {
     info,
-    cameBack: false,
     notes: [
       notebook
         ? `Machine ${info.name} is new, and this notebook's (${notebook}): every later kernel for it comes back to its state.`

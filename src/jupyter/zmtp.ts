@@ -235,11 +235,6 @@ export class ZmtpSocket {
     return socket;
   }
 
-  get port(): number {
-    const address = this.#server.address();
-    return typeof address === 'object' && address ? address.port : 0;
-  }
-
   /** ROUTER: sends `frames` to the peer the first frame names (dropped when none has that identity, as ROUTER does). */
   route(identity: Buffer, frames: Buffer[]): void {
     for (const peer of this.#peers) if (peer.ready && peer.identity.equals(identity)) return peer.send(frames);
@@ -251,11 +246,6 @@ export class ZmtpSocket {
     for (const peer of this.#peers) {
       if (peer.ready && peer.subscriptions.some((prefix) => topic.subarray(0, prefix.length).equals(prefix))) peer.send(frames);
     }
-  }
-
-  /** How many peers subscribe to something (PUB). */
-  get subscribers(): number {
-    return [...this.#peers].filter((peer) => peer.ready && peer.subscriptions.length > 0).length;
   }
 
   async close(): Promise<void> {
