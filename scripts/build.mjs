@@ -42,7 +42,7 @@ await build({
 // The sandbox process. Pyodide itself stays a package on disk, read by the process at run time.
 await build({
   ...common,
-  entryPoints: { 'sandbox/main': 'src/engines/sandbox/child/main.ts' },
+  entryPoints: { 'sandbox/main': 'src/engines/sandbox/child/main.ts', 'sandbox/patch-thread': 'src/engines/sandbox/child/patch-thread.ts' },
 });
 // The VS Code extension: CommonJS, as the extension host loads it; `vscode` is the host's own.
 await build({

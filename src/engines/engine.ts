@@ -79,10 +79,12 @@ export class CellQuestions {
   }
 }
 
+/** A snapshot whose state is taken: the engine takes calls again, and its file may still be being written. */
 export interface SnapshotReport {
-  bytes: number;
   /** What the snapshot could not keep; it is reported again by the next instruction after a restore. */
   lost: LostItem[];
+  /** Settles once the file is whole and synced, with its size; rejects when it could not be written. */
+  written: Promise<{ bytes: number }>;
 }
 
 /**
@@ -123,7 +125,10 @@ export interface Engine {
    * where the user chose the runtime (the python engine's interpreter).
    */
   upgrade?(): Promise<UpgradeReport>;
-  /** Writes the machine's state to `path`; the engine keeps running. */
+  /**
+   * Takes the machine's state, to be written to `path`; the engine keeps running. Answers once
+   * the state is taken: the machine's pause is over, and calls may run while `written` settles.
+   */
   snapshot(path: string): Promise<SnapshotReport>;
   /** Stops the interpreter at once; pending calls fail with EngineExitedError. */
   stop(): Promise<void>;

@@ -127,6 +127,7 @@ export class Machine {
       saveDelayMs: settings.saveDelayMs,
       saveWithinMs: settings.saveWithinMs,
       autoCheckpoints: settings.autoCheckpoints,
+      writesBehind: home.ownsDataDir,
       saveInTurn: () => this.save(),
       onSaved: (bytes) => onChange(this, { type: 'saved', bytes }),
       onError,
@@ -266,10 +267,15 @@ export class Machine {
     if (this.manifest.rebuilt) this.#notices.add(this.manifest.rebuilt);
   }
 
-  /** Writes the state to disk if anything changed since it was last saved. */
-  save(): Promise<void> {
+  /**
+   * Writes the state to disk if anything changed since it was last saved; resolves once it is
+   * there. The machine's instructions go on once its state is taken (`StateSaver.begin`).
+   */
+  async save(): Promise<void> {
     this.#saver.cancel();
-    return this.#serial(() => this.#saver.save(), true);
+    await (
+      await this.#serial(() => this.#saver.begin(), true)
+    ).written;
   }
 
   /** Saves the state and stops the engine, for `reason` (which `info` gives while it is out). The next use swaps it back in. */
@@ -304,9 +310,20 @@ export class Machine {
 
   // ---- checkpoints ----------------------------------------------------------------------------
 
-  /** Takes a named (or unnamed) checkpoint of the current state. */
-  takeCheckpoint(label: string | null): Promise<CheckpointInfo> {
-    return this.withSavedState(`take a checkpoint of machine ${this.name}`, (source) => this.#checkpoints.take(source, label), false);
+  /**
+   * Takes a named (or unnamed) checkpoint of the current state, and resolves once it is on disk;
+   * the machine's instructions go on once its state is taken (`StateSaver.begin`).
+   */
+  async takeCheckpoint(label: string | null): Promise<CheckpointInfo> {
+    this.#assertAlive();
+    this.#saver.cancel();
+    const notSaved = (error: Error): never => {
+      throw new NotSavedError(`take a checkpoint of machine ${this.name}`, error.message);
+    };
+    const taking = this.#serial(() => this.#saver.begin({ autoCheckpoint: false, then: (source) => this.#checkpoints.take(source, label) }), true);
+    const { written } = await taking.catch(notSaved);
+    // `then` was given: the checkpoint it kept.
+    return (await written.catch(notSaved))!;
   }
 
   checkpoints(): Promise<CheckpointInfo[]> {
@@ -354,6 +371,7 @@ export class Machine {
     this.#queue.cancelPending('the machine was deleted');
     await this.#engine.release()?.stop();
     await this.#ops.catch(() => {});
+    await this.#saver.settled();
     this.#queue.close();
     await this.store.remove(this.name);
   }
@@ -362,6 +380,8 @@ export class Machine {
   async close(): Promise<void> {
     this.#saver.stop();
     clearTimeout(this.#commitRetry);
+    // A save being written behind needs the engine until its file is whole.
+    await this.#saver.settled();
     await this.#engine.stop();
     this.#queue.close();
   }

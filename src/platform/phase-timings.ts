@@ -32,7 +32,8 @@ export class PhaseClock {
       this.#add(part, partMs);
       ms -= partMs;
     }
-    this.#add(phase, ms);
+    // Another process's phases may overlap this one's own (a thread that starts within it).
+    this.#add(phase, Math.max(0, ms));
     this.#last = now;
   }
 

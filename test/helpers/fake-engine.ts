@@ -137,7 +137,7 @@ export class FakeEngine implements Engine {
     if (this.faults.snapshot) throw Object.assign(new Error(`${this.faults.snapshot}: no space left on device, write`), { code: this.faults.snapshot });
     const text = JSON.stringify(this.#vars);
     await writeFile(path, text);
-    return { bytes: Buffer.byteLength(text), lost: [] };
+    return { lost: [], written: Promise.resolve({ bytes: Buffer.byteLength(text) }) };
   }
 
   async stop(): Promise<void> {

@@ -121,6 +121,11 @@ for (const bubblewrap of [true, false]) {
       );
     });
 
+    it('starts no thread of its own, whose guards would be missing', () => {
+      for (const tried of ['js worker_threads Worker', 'js import worker_threads Worker'])
+        assert.match(outcome(tried), /raised .*threads are disabled in the sandbox/);
+    });
+
     it('cannot signal host processes', () => {
       assert.equal(victim.exitCode, null);
       assert.equal(victim.signalCode, null);

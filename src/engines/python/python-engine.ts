@@ -4,7 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import { isPackageName, pipArguments } from '../../shared/requests.ts';
-import type { ExecResult, InputRequest, MachineRuntime } from '../../shared/types.ts';
+import type { ExecResult, InputRequest, LostItem, MachineRuntime } from '../../shared/types.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import {
   EngineExitedError,
@@ -290,9 +290,9 @@ export class PythonEngine implements Engine {
 
   async snapshot(path: string): Promise<SnapshotReport> {
     const clock = new PhaseClock();
-    const report = (await this.#call('snapshot', { path })) as SnapshotReport;
+    const { bytes, lost } = (await this.#call('snapshot', { path })) as { bytes: number; lost: LostItem[] };
     clock.lap('python: state pickled and written');
-    return report;
+    return { lost, written: Promise.resolve({ bytes }) };
   }
 
   async stop(): Promise<void> {

@@ -93,6 +93,8 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     // `dir/*` grants the folder itself too; giving both forms trips an assertion in Node 20.
     ...(launch.workspace ? [`--allow-fs-read=${launch.workspace.hostPath}/*`] : []),
     ...(launch.workspace?.writable ? [`--allow-fs-write=${launch.workspace.hostPath}/*`] : []),
+    // The process makes a snapshot's patch on a thread of its own (see child/harden.ts).
+    '--allow-worker',
     // One machine per process: a single V8 background thread is enough, and each thread costs
     // memory (its stack and its malloc arena).
     '--v8-pool-size=1',

@@ -99,7 +99,9 @@ export type ChildMessage =
   | { type: 'loaded'; id: number; notices: string[]; timings: Record<string, number> }
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string }
-  /** `timings`: where the snapshot's time went in the sandbox, by phase. */
+  /** A snapshot's state is taken: the machine takes commands again, and its `image` follows. `timings`: the pause's, by phase. */
+  | { type: 'paused'; id: number; lost: Array<{ name: string; reason: string }>; timings: Record<string, number> }
+  /** `timings`: where the snapshot's time went in the sandbox after its pause, by phase. */
   | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }>; timings: Record<string, number> }
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
   /** The running cell asks the person (`input()`); the answer goes back on the answer pipe, with `n`. */

@@ -18,7 +18,7 @@ import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import { ImageVersionError, readImageHeader } from './machine-image-file.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
-import type { SandboxProcess } from './sandbox-process.ts';
+import type { SandboxProcess, TakenSnapshot } from './sandbox-process.ts';
 
 /** Where an upgrade's pickled namespace crosses between builds, inside the machine's files. */
 const UPGRADE_TRANSFER = '/tmp/.perennial-upgrade.pickle';
@@ -138,11 +138,18 @@ export class SandboxEngine implements Engine {
     return (await (await this.#loaded()).call(op, args)) as KernelResult<Op>;
   }
 
+  /** Takes the state at once (the machine runs on from there), then makes its image and writes it behind. */
   async snapshot(path: string): Promise<SnapshotReport> {
     const process = await this.#loaded();
     const clock = new PhaseClock();
-    const { image, lost, timings } = await process.snapshot();
-    clock.lap('sandbox: messages crossing', timings);
+    const taken = await process.snapshot();
+    clock.lap('sandbox: messages crossing', taken.timings);
+    return { lost: taken.lost, written: this.#write(path, taken.image, taken.lost, clock) };
+  }
+
+  async #write(path: string, made: TakenSnapshot['image'], lost: LostItem[], clock: PhaseClock): Promise<{ bytes: number }> {
+    const { image, timings } = await made;
+    clock.lap('sandbox, behind: messages crossing', timings);
     const bytes = await this.#runtime!.encode(image, lost);
     clock.lap('host: compressed');
     const handle = await open(path, 'w', 0o600);
@@ -154,7 +161,7 @@ export class SandboxEngine implements Engine {
     } finally {
       await handle.close();
     }
-    return { bytes: bytes.length, lost };
+    return { bytes: bytes.length };
   }
 
   /**

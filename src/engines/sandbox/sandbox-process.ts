@@ -28,6 +28,17 @@ type Request = Extract<HostMessage, { id: number }> extends infer M ? (M extends
 interface Pending {
   resolve(message: ChildMessage): void;
   reject(error: Error): void;
+  /** A snapshot's: its state is taken, its image comes next. */
+  paused?(message: Paused): void;
+}
+
+type Paused = Extract<ChildMessage, { type: 'paused' }>;
+
+/** A snapshot whose state is taken: what it could not keep, the pause's phases, and the image to come. */
+export interface TakenSnapshot {
+  lost: Lost;
+  timings: Record<string, number>;
+  image: Promise<{ image: TakenImage; timings: Record<string, number> }>;
 }
 
 /**
@@ -137,11 +148,25 @@ export class SandboxProcess {
     return this.#result(reply);
   }
 
-  async snapshot(): Promise<{ image: TakenImage; lost: Lost; timings: Record<string, number> }> {
-    const reply = await this.#request({ type: 'snapshot' });
-    if (reply.type === 'reply' && !reply.ok) throw new KernelCommandError(`the machine cannot be swapped out: ${reply.error}`);
-    if (reply.type !== 'image') throw new KernelCommandError(`the sandbox answered ${reply.type} to snapshot`);
-    return { image: reply.image, lost: reply.lost, timings: reply.timings };
+  /**
+   * Takes the machine's state. Answers once it is taken (the machine's pause is over, and calls
+   * run again), with `image`, which settles once the sandbox has made it.
+   */
+  async snapshot(): Promise<TakenSnapshot> {
+    let pause!: (message: Paused) => void;
+    const paused = new Promise<Paused>((resolve) => (pause = resolve));
+    const image = this.#request({ type: 'snapshot' }, undefined, pause).then((reply) => {
+      if (reply.type === 'reply' && !reply.ok) throw new KernelCommandError(`the machine cannot be swapped out: ${reply.error}`);
+      if (reply.type !== 'image') throw new KernelCommandError(`the sandbox answered ${reply.type} to snapshot`);
+      return { image: reply.image, timings: reply.timings };
+    });
+    image.catch(() => {});
+    // The sandbox says `paused` before it answers with the image, unless it fails first.
+    const { lost, timings } = await Promise.race([
+      paused,
+      image.then(() => Promise.reject(new KernelCommandError('the sandbox sent its image before its pause'))),
+    ]);
+    return { lost, timings, image };
   }
 
   /** The machine's own files and loaded packages, for an upgrade to carry to another build. */
@@ -195,7 +220,7 @@ export class SandboxProcess {
     return reply.result;
   }
 
-  #request(message: Request, timeoutMs?: number): Promise<ChildMessage> {
+  #request(message: Request, timeoutMs?: number, paused?: (message: Paused) => void): Promise<ChildMessage> {
     if (!this.alive) return Promise.reject(new EngineExitedError(this.#exit!, this.#fatal));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
@@ -215,6 +240,7 @@ export class SandboxProcess {
           clearTimeout(timer);
           reject(error);
         },
+        ...(paused ? { paused } : {}),
       });
       this.#child.send({ ...message, id } as HostMessage);
     });
@@ -240,6 +266,9 @@ export class SandboxProcess {
         // The machine is gone; ending the process makes it a crash, restored from its snapshot.
         this.#fatal = String(message.error).split('\n')[0]!.slice(0, 500);
         this.#child.kill('SIGKILL');
+        return;
+      case 'paused':
+        this.#pending.get(message.id)?.paused?.(message);
         return;
       case 'loaded':
       case 'reply':

@@ -330,7 +330,7 @@ export class SandboxRuntime {
     const sandbox = this.#spawn({ network: false });
     try {
       await sandbox.load(BASE_CONFIG, { kernel: kernel.files });
-      const { image } = await sandbox.snapshot();
+      const { image } = await (await sandbox.snapshot()).image;
       if (!('snapshot' in image)) throw new Error('a cold boot returned a patch');
       const { snapshot, files } = image;
       const meta = { ...image.meta, kernel: kernel.id };

@@ -11,10 +11,15 @@
  *   mount) cannot turn into an errno, so it would kill Pyodide: present it as EACCES, which
  *   Python sees as PermissionError. Node 20 denies fsync outright under the permission model;
  *   the data is written already, so fsync becomes a no-op.
+ * - The process may start threads (`--allow-worker`) for its own work: a snapshot's patch is made
+ *   on one while the machine runs on. A thread would run without these guards (its own
+ *   `process.kill`), so the code a machine runs gets a Worker that refuses, through `require`,
+ *   `process.getBuiltinModule` and `import()` alike; only `startOwnWorker` holds the real one.
  */
 import { constants as fsConstants } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { constants as osConstants } from 'node:os';
+import type { Worker, WorkerOptions } from 'node:worker_threads';
 
 const permission = (process as { permission?: unknown }).permission;
 if (permission) {
@@ -64,3 +69,15 @@ const guarded = ((pid: number, signal?: string | number) => {
 }) as typeof process.kill;
 Object.defineProperty(process, 'kill', { value: guarded, writable: false, configurable: false });
 Object.defineProperty(process, '_kill', { value: () => -1, writable: false, configurable: false });
+
+const workerThreads = createRequire(import.meta.url)('node:worker_threads') as { Worker: new (path: string, options?: WorkerOptions) => Worker };
+const OwnWorker = workerThreads.Worker;
+workerThreads.Worker = function Worker() {
+  throw new Error('threads are disabled in the sandbox');
+} as unknown as typeof OwnWorker;
+syncBuiltinESMExports();
+
+/** A thread of the sandbox's own, running the script at `path`. */
+export function startOwnWorker(path: string, options?: WorkerOptions): Worker {
+  return new OwnWorker(path, options);
+}

@@ -96,20 +96,38 @@ export function writeSnapshotHeap(memory: Uint8Array, heap: Uint8Array, dirty: P
   writeHeap(memory, heap.length, nonZeroRuns(heap), (into, from) => into.set(heap.subarray(from, from + into.length)), dirty);
 }
 
+/** What is known of a base's memory file once it was read: plain data, which crosses to a thread. */
+export interface BaseMemoryLayout {
+  path: string;
+  heapStart: number;
+  heapLength: number;
+  /** Where the base's heap is not zero. */
+  runs: PageRuns;
+}
+
 /** A base image's memory file, as restores read it. */
-export class BaseMemory {
-  private constructor(
-    readonly path: string,
-    private readonly heapStart: number,
-    readonly heapLength: number,
-    /** Where the base's heap is not zero. */
-    readonly runs: PageRuns,
-  ) {}
+export class BaseMemory implements BaseMemoryLayout {
+  readonly path: string;
+  readonly heapStart: number;
+  readonly heapLength: number;
+  readonly runs: PageRuns;
+
+  constructor({ path, heapStart, heapLength, runs }: BaseMemoryLayout) {
+    this.path = path;
+    this.heapStart = heapStart;
+    this.heapLength = heapLength;
+    this.runs = runs;
+  }
 
   /** Reads the file once to find its heap's pages; `bytes` are its contents when already read. */
   static of(path: string, bytes: Uint8Array = readFileSync(path)): BaseMemory {
-    const start = heapOffset(bytes);
-    return new BaseMemory(path, start, bytes.length - start, nonZeroRuns(bytes.subarray(start)));
+    const heapStart = heapOffset(bytes);
+    return new BaseMemory({ path, heapStart, heapLength: bytes.length - heapStart, runs: nonZeroRuns(bytes.subarray(heapStart)) });
+  }
+
+  /** The layout alone, for a thread that reads the same file. */
+  layout(): BaseMemoryLayout {
+    return { path: this.path, heapStart: this.heapStart, heapLength: this.heapLength, runs: this.runs };
   }
 
   /**

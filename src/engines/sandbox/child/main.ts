@@ -9,12 +9,12 @@ import { collectGarbage } from '../../../platform/garbage-collection.ts';
 import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { heapOffset, makeMemoryPatch } from '../memory-patch.ts';
 import type { ChildMessage, ExportedFiles, HostMessage, ImportNames, MachineConfig } from '../protocol.ts';
-import { blankDeadMemory, deadRanges, memoryInUse, memoryLayout } from './dead-memory.ts';
+import { blankDeadMemory, memoryInUse, memoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles, restoreFiles } from './fs-archive.ts';
-import { DifferingLines } from './heap-pages.ts';
 import { HostChannel } from './host-channel.ts';
+import { PatchMaker } from './patch-maker.ts';
 import { installKernelDevice } from './kernel-device.ts';
 import { closeNetwork } from './no-network.ts';
 import { HOME, PyodideLoader, type DriverCall, type LoadedBase, type Pyodide } from './pyodide-loader.ts';
@@ -140,6 +140,11 @@ function refuseJsObject(object: unknown): never {
   throw new Error(`Python holds a JavaScript ${kind}${detail}, which a snapshot cannot carry; drop the reference (del the variable) to allow swapping`);
 }
 
+/**
+ * Takes the machine's state: its memory (a copy of it, whose patch is made behind), files and
+ * what a restore needs beside them. The machine is paused only until `paused` is sent: then it
+ * takes commands again while its patch is made on the patch thread, and `image` follows.
+ */
 async function snapshot(id: number): Promise<void> {
   const clock = new PhaseClock();
   const instance = machine!.py;
@@ -148,7 +153,7 @@ async function snapshot(id: number): Promise<void> {
   const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot()`) as string) as Array<{ name: string; reason: string }>;
   clock.lap('sandbox: kernel prepares');
   const loadedPackages = { ...instance.loadedPackages };
-  let memory: { patch: Uint8Array; base: string } | { snapshot: Uint8Array };
+  let memory: TakenMemory;
   let proxied: number[];
   try {
     for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
@@ -168,19 +173,25 @@ async function snapshot(id: number): Promise<void> {
     tableLength: instance._module.wasmTable.length,
     proxiedObjects: proxied,
   };
-  post({ type: 'image', id, image: { ...memory, files, meta }, lost, timings: clock.times });
+  post({ type: 'paused', id, lost, timings: clock.times });
+  if ('behind' in memory) {
+    const { patch, timings } = await memory.behind;
+    post({ type: 'image', id, image: { patch, base: memory.base, files, meta }, lost, timings });
+  } else post({ type: 'image', id, image: { ...memory, files, meta }, lost, timings: {} });
 }
 
-/** Kept from one snapshot to the next (see `DifferingLines`). */
-const differingLines = new DifferingLines();
+const patchMaker = new PatchMaker();
+
+/** A machine's memory as taken: a copy whose patch on the base is still to be made, or done. */
+type TakenMemory = { behind: ReturnType<PatchMaker['make']>; base: string } | { patch: Uint8Array; base: string } | { snapshot: Uint8Array };
 
 /**
- * The machine's memory, as it is now: a patch on its base, made from the live memory where the
- * Pyodide build allows (only what differs from the base is copied, and crosses to the host), else
- * from a whole copy; the whole snapshot for a machine with no base (the base itself). Its dead
- * memory counts as the base's, or as zero.
+ * The machine's memory, as it is now. Where the Pyodide build allows, a copy of its pages in use,
+ * whose patch on the base the patch thread makes (only what differs from the base crosses to the
+ * host); else a patch made from a whole copy; the whole snapshot for a machine with no base (the
+ * base itself). Its dead memory counts as the base's, or as zero.
  */
-function takeMemory(instance: Pyodide, base: LoadedBase | undefined, clock: PhaseClock): { patch: Uint8Array; base: string } | { snapshot: Uint8Array } {
+function takeMemory(instance: Pyodide, base: LoadedBase | undefined, clock: PhaseClock): TakenMemory {
   const module = instance._module;
   let snapshot: Uint8Array;
   if (base) {
@@ -196,14 +207,12 @@ function takeMemory(instance: Pyodide, base: LoadedBase | undefined, clock: Phas
   clock.lap('sandbox: header and state');
   const layout = memoryLayout(module);
   if (base && snapshot.length === heapOffset(snapshot)) {
-    // The one pass over the whole heap comes first: what follows finds it in the cache.
-    const lines = base.memory.differingLines(module.HEAPU8, differingLines, memoryInUse(module.HEAPU8, layout));
-    clock.lap('sandbox: compared with the base');
-    const dead = (deadRanges(module.HEAPU8, layout) ?? []).sort((a, b) => a[0] - b[0]);
-    clock.lap('sandbox: dead memory found');
-    const patch = lines.patch(snapshot, dead);
-    clock.lap('sandbox: patch made');
-    return { patch, base: base.id };
+    const memory = module.HEAPU8;
+    const behind = patchMaker.make({ memory, header: snapshot, layout, inUse: memoryInUse(memory, layout), base: base.memory.layout() });
+    // Awaited once the machine runs on; a failure before that is not an unhandled one.
+    behind.catch(() => {});
+    clock.lap('sandbox: memory in use copied');
+    return { behind, base: base.id };
   }
   // A build that copied the heap all the same.
   const baseBytes = base?.memory.bytes();
