@@ -222,6 +222,57 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
     });
   }
 
+  if (ENGINES_UNDER_TEST.includes('sandbox')) {
+    it('sandbox: a kill -9 after a checkpoint paused the machine, before the checkpoint is on disk, leaves the machine at its previous checkpoint, the loss named', async () => {
+      const { dir, cleanup: remove } = await tempDataDir();
+      // No automatic saves: the one save on disk is the checkpoint "before".
+      const host = spawn(process.execPath, ['--import', 'tsx', HOST, dir, '600000'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const lines: Array<Record<string, unknown>> = [];
+      createInterface({ input: host.stdout! }).on('line', (line) => lines.push(JSON.parse(line)));
+      const send = (...commands: object[]) => host.stdin!.write(commands.map((command) => JSON.stringify(command) + '\n').join(''));
+      const finished = (seq: number) =>
+        lines.some((l) => (l.event as { type?: string; seq?: number } | undefined)?.type === 'instruction' && (l.event as { seq: number }).seq === seq);
+      const checkpoints = () => lines.filter((l) => l.checkpoint).map((l) => (l.checkpoint as CheckpointInfo).label);
+      let name: string;
+      try {
+        await eventually(() => lines.some((l) => l.ready), 20_000, 'the host');
+        send({ op: 'create', engine: 'sandbox' });
+        await eventually(() => lines.some((l) => typeof l.created === 'string'), 60_000, 'a machine');
+        name = lines.find((l) => typeof l.created === 'string')!.created as string;
+        // 64 MiB of random bytes: its patch is made, sent and compressed for a good while after the pause.
+        send({ op: 'exec', name, code: 'blob = __import__("os").urandom(64 << 20)\nx = 1' });
+        await eventually(() => finished(0), 60_000, 'instruction 0');
+        send({ op: 'checkpoint', name, label: 'before' });
+        await eventually(() => checkpoints().includes('before'), 60_000, 'the checkpoint "before"');
+        send({ op: 'exec', name, code: 'x = 2' });
+        await eventually(() => finished(1), 60_000, 'instruction 1');
+        // Instruction 2 waits for the checkpoint's pause, and runs while the checkpoint is written.
+        send({ op: 'checkpoint', name, label: 'during' }, { op: 'exec', name, code: 'x = 3' });
+        await eventually(() => finished(2), 60_000, 'instruction 2');
+      } finally {
+        host.kill('SIGKILL');
+        await new Promise((resolve) => host.once('exit', resolve));
+      }
+      assert.deepEqual(checkpoints(), ['before'], 'the kill came before the checkpoint "during" was on disk');
+      const manager = await MachineManager.open({ dataDir: dir });
+      try {
+        assert.deepEqual(
+          (await manager.checkpoints(name)).filter((c) => c.label).map((c) => c.label),
+          ['before'],
+        );
+        const back = await manager.run(name, 'x, len(blob)');
+        assert.equal(valueOf(back.result), `(1, ${64 << 20})`);
+        assert.match(
+          back.result.data?.notices?.join('\n') ?? '',
+          /The server stopped unexpectedly\. The machine goes back to its snapshot of .*\. Effects of instructions 1–2 are lost\./,
+        );
+      } finally {
+        await manager.close();
+        await remove();
+      }
+    });
+  }
+
   it('hosted ForeverVM has no checkpoints: the client says so', async () => {
     const bare = await foreverVMOnlyProxy(server.url);
     const hosted = new HttpClient({ baseUrl: bare.url, token: server.token });
