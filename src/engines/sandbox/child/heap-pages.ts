@@ -133,33 +133,41 @@ export class BaseMemory implements BaseMemoryLayout {
   /**
    * The lines of `heap` (a machine's live memory, read and not changed) that differ from the base,
    * with the base's bytes there, looking only `within` those ranges (sorted; word-aligned): what
-   * lies outside them counts as the base's. Compared natively, a block and then a line at a time, against the
-   * base's file read a run at a time (or against zeros where the base is zero): most of a heap is
+   * lies outside them counts as the base's. Compared natively, a block and then a line at a time: most of a heap is
    * as its base, and where it is not, a few words of a line differ (allocator links, a counter).
    */
   differingLines(heap: Uint8Array, lines = new DifferingLines(), within: PageRuns = [[0, heap.length]]): DifferingLines {
     lines.reset(heap);
+    this.#against(heap.length, within, (from, to, base) => lines.compare(from, to, base));
+    return lines;
+  }
+
+  /**
+   * Calls `visit` for each part of a heap of `length` bytes `within` those ranges, in order, with
+   * the base's bytes there (from `from`), read from its file a run at a time; without them where
+   * the base is zero.
+   */
+  #against(length: number, within: PageRuns, visit: (from: number, to: number, base: Buffer | undefined) => void): void {
     const fd = openSync(this.path, 'r');
     try {
       const chunk = Buffer.allocUnsafeSlow(READ_BYTES);
       let r = 0;
-      // Each part of the heap to compare, against the base's runs where they meet it, else zeros.
       for (const [inFrom, inTo] of within) {
-        const end = Math.min(inTo, heap.length);
+        const end = Math.min(inTo, length);
         for (let at = inFrom; at < end;) {
           while (r < this.runs.length && this.runs[r]![1] <= at) r++;
           const run = this.runs[r];
           const zerosTo = run ? Math.min(Math.max(run[0], at), end) : end;
           if (zerosTo > at) {
-            lines.compare(at, zerosTo, undefined);
+            visit(at, zerosTo, undefined);
             at = zerosTo;
             continue;
           }
           const to = Math.min(run![1], end);
           for (let from = at; from < to; from += READ_BYTES) {
-            const length = Math.min(READ_BYTES, to - from);
-            readFully(fd, chunk.subarray(0, length), this.heapStart + from, this.path);
-            lines.compare(from, from + length, chunk);
+            const size = Math.min(READ_BYTES, to - from);
+            readFully(fd, chunk.subarray(0, size), this.heapStart + from, this.path);
+            visit(from, from + size, chunk.subarray(0, size));
           }
           at = to;
         }
@@ -167,7 +175,6 @@ export class BaseMemory implements BaseMemoryLayout {
     } finally {
       closeSync(fd);
     }
-    return lines;
   }
 
   /** The whole snapshot file, for the paths that need it at once. */

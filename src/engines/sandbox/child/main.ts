@@ -101,7 +101,11 @@ async function runCommand(id: number, op: string, args: Record<string, unknown>)
 /** A kernel command's reply. */
 async function command(op: string, args: Record<string, unknown>): Promise<Reply> {
   try {
-    if (op === 'run') host.cellComing();
+    if (op === 'run') {
+      host.cellComing();
+      // A cell changes the machine, which is saved a second after: its patch thread starts meanwhile.
+      if ((await loader).base) patchMaker.expect(machine!.py._module.HEAPU8.length);
+    }
     const answer = machine!.call(op, JSON.stringify(args));
     let text: string;
     if (typeof answer === 'string') text = answer;
@@ -208,7 +212,7 @@ function takeMemory(instance: Pyodide, base: LoadedBase | undefined, clock: Phas
   const layout = memoryLayout(module);
   if (base && snapshot.length === heapOffset(snapshot)) {
     const memory = module.HEAPU8;
-    const behind = patchMaker.make({ memory, header: snapshot, layout, inUse: memoryInUse(memory, layout), base: base.memory.layout() });
+    const behind = patchMaker.make(memory, { header: snapshot, layout, inUse: memoryInUse(memory, layout), base: base.memory.layout() });
     // Awaited once the machine runs on; a failure before that is not an unhandled one.
     behind.catch(() => {});
     clock.lap('sandbox: memory in use copied');

@@ -4,8 +4,12 @@ import type { MemoryLayout } from './dead-memory.ts';
 import { startOwnWorker } from './harden.ts';
 import type { BaseMemoryLayout, PageRuns } from './heap-pages.ts';
 
-/** What the patch thread is given: the machine's memory as it was at the pause (a copy, handed over). */
+/** What the patch thread is asked: a snapshot's patch, or room for the next copy. */
+export type PatchRequest = PatchJob | { type: 'room'; length: number };
+
+/** A snapshot's patch, from the machine's memory as it was at the pause (a copy, handed over). */
 export interface PatchJob {
+  type: 'patch';
   id: number;
   /** A copy of the machine's memory: its pages in use at the pause; what lies outside them is never read. */
   heap: Uint8Array;
@@ -17,70 +21,83 @@ export interface PatchJob {
   base: BaseMemoryLayout;
 }
 
-/** The patch, or why there is none; and the copy, handed back to be filled again at the next snapshot. */
-export type PatchAnswer = ({ id: number; patch: Uint8Array; timings: Record<string, number> } | { id: number; error: string }) & { heap: Uint8Array };
+/** The patch, or why there is none, with the copy handed back; or room asked for, every page of it touched. */
+export type PatchAnswer =
+  | ({ type: 'patch'; id: number; heap: Uint8Array } & ({ patch: Uint8Array; timings: Record<string, number> } | { error: string }))
+  | { type: 'room'; room: Uint8Array };
 
-/**
- * A thread, and the copy's room, stay this long after the last patch: a machine saved again soon
- * finds them ready (filling fresh room costs a page fault per page: ~10 ms of a 20 ms pause).
- */
+/** A thread, and the copy's room, stay this long after they were last needed: a machine in use is saved after each quiet second. */
 const IDLE_MS = 10_000;
 
 /**
  * Makes snapshots' patches on a thread of the sandbox process, so that a checkpoint pauses the
- * machine only while its live memory is copied: comparing ~15 MiB with the base, finding the
- * dead memory and building the patch (~30–40 ms of a trivial machine's, hundreds for a large
- * one) happen while it runs on. The thread starts at the first patch and ends when idle: a
- * thread costs memory, and most machines are saved seldom.
+ * machine only while its memory in use is copied (~15 MiB of a trivial machine's, a few ms):
+ * comparing it with the base, finding the dead memory and building the patch (~30–40 ms of a
+ * trivial machine's, hundreds for a large one) happen while it runs on. The copy goes into room
+ * whose pages were touched ahead: fresh pages cost a fault each, ~10 ms of a 20 ms pause.
+ *
+ * The thread (~10 MB, ~60 ms to start) and the room (the size of the memory) follow demand: made
+ * when the machine changes (`expect`), as its save comes a second later, and let go when idle,
+ * so that a machine nobody uses costs nothing more.
  */
 export class PatchMaker {
   #worker?: Worker;
   #next = 1;
-  readonly #waiting = new Map<number, { resolve(answer: PatchAnswer): void; reject(error: Error): void }>();
+  readonly #waiting = new Map<number, { resolve(answer: Extract<PatchAnswer, { type: 'patch' }>): void; reject(error: Error): void }>();
   #idle?: NodeJS.Timeout;
-  /** The last copy's room, back from the thread. */
   #room?: Uint8Array;
+  #roomAsked = false;
+
+  /** A snapshot of a memory of `length` bytes is likely soon: the thread starts and makes room now, if it has not. */
+  expect(length: number): void {
+    const worker = this.#start();
+    if (this.#room?.length !== length && !this.#roomAsked) {
+      this.#roomAsked = true;
+      worker.postMessage({ type: 'room', length } satisfies PatchRequest);
+    }
+    if (!this.#waiting.size) this.#stopWhenIdle();
+  }
 
   /**
    * Copies `memory`'s pages in use (the machine's pause), then has the thread make the patch of
    * the copy on its base: answers with it, and where the thread's time went.
    */
-  make({ memory, ...job }: Omit<PatchJob, 'id' | 'heap'> & { memory: Uint8Array }): Promise<{ patch: Uint8Array; timings: Record<string, number> }> {
-    clearTimeout(this.#idle);
+  make(memory: Uint8Array, job: Omit<PatchJob, 'type' | 'id' | 'heap'>): Promise<{ patch: Uint8Array; timings: Record<string, number> }> {
     const heap = this.#room?.length === memory.length ? this.#room : new Uint8Array(memory.length);
     this.#room = undefined;
     for (const [from, to] of job.inUse) heap.set(memory.subarray(from, to), from);
     const worker = this.#start();
     const id = this.#next++;
-    return new Promise<PatchAnswer>((resolve, reject) => {
+    return new Promise<Extract<PatchAnswer, { type: 'patch' }>>((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject });
-      worker.postMessage({ ...job, heap, id } satisfies PatchJob, [heap.buffer as ArrayBuffer]);
+      worker.postMessage({ ...job, type: 'patch', id, heap } satisfies PatchRequest, [heap.buffer as ArrayBuffer]);
     }).then((answer) => {
-      this.#room = answer.heap;
       if ('error' in answer) throw new Error(`the snapshot's patch could not be made: ${answer.error}`);
       return answer;
     });
   }
 
   #start(): Worker {
+    clearTimeout(this.#idle);
     if (this.#worker) return this.#worker;
     const worker = startOwnWorker(fileURLToPath(new URL('./patch-thread.js', import.meta.url)));
     worker.on('message', (answer: PatchAnswer) => {
+      if (answer.type === 'room') {
+        this.#roomAsked = false;
+        if (this.#worker === worker) this.#room = answer.room;
+        return;
+      }
+      // The copy is room for the next one.
+      if (this.#worker === worker) this.#room = answer.heap;
       this.#waiting.get(answer.id)?.resolve(answer);
       this.#waiting.delete(answer.id);
-      if (this.#waiting.size) return;
-      this.#idle = setTimeout(() => {
-        // Gone from here first: a patch asked for meanwhile starts a thread of its own.
-        this.#worker = undefined;
-        this.#room = undefined;
-        void worker.terminate();
-      }, IDLE_MS);
-      this.#idle.unref();
+      if (!this.#waiting.size) this.#stopWhenIdle();
     });
     const ended = (error: Error) => {
       // A thread let go when idle has no patches to make; one that failed had them all.
       if (this.#worker !== worker) return;
       this.#worker = undefined;
+      this.#roomAsked = false;
       for (const job of this.#waiting.values()) job.reject(error);
       this.#waiting.clear();
     };
@@ -90,5 +107,18 @@ export class PatchMaker {
     worker.unref();
     this.#worker = worker;
     return worker;
+  }
+
+  #stopWhenIdle(): void {
+    clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => {
+      // Gone from here first: a patch asked for meanwhile starts a thread of its own.
+      const worker = this.#worker;
+      this.#worker = undefined;
+      this.#room = undefined;
+      this.#roomAsked = false;
+      void worker?.terminate();
+    }, IDLE_MS);
+    this.#idle.unref();
   }
 }
