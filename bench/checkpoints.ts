@@ -131,6 +131,8 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
           }),
         );
         figures.pause.push(await pause);
+        // The instruction that timed the pause changed the machine: saved, as the checkpoint left it.
+        await manager.save(name);
         await settle();
         if (full) {
           let fork = '';

@@ -96,16 +96,16 @@ type Reply = { ok: true; result: unknown } | { ok: false; error: string };
 
 async function runCommand(id: number, op: string, args: Record<string, unknown>): Promise<void> {
   post({ type: 'reply', id, ...(await command(op, args)) });
+  // A cell changed the machine, which is saved a second after: its patch thread starts meanwhile
+  // (after the answer, which a thread's start would delay by ~10 ms).
+  const base = (await loader).base;
+  if (op === 'run' && base) patchMaker.expect(machine!.py._module.HEAPU8, base.memory.layout());
 }
 
 /** A kernel command's reply. */
 async function command(op: string, args: Record<string, unknown>): Promise<Reply> {
   try {
-    if (op === 'run') {
-      host.cellComing();
-      // A cell changes the machine, which is saved a second after: its patch thread starts meanwhile.
-      if ((await loader).base) patchMaker.expect(machine!.py._module.HEAPU8.length);
-    }
+    if (op === 'run') host.cellComing();
     const answer = machine!.call(op, JSON.stringify(args));
     let text: string;
     if (typeof answer === 'string') text = answer;

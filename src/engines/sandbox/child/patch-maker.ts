@@ -4,8 +4,10 @@ import type { MemoryLayout } from './dead-memory.ts';
 import { startOwnWorker } from './harden.ts';
 import type { BaseMemoryLayout, PageRuns } from './heap-pages.ts';
 
-/** What the patch thread is asked: a snapshot's patch, or room for the next copy. */
-export type PatchRequest = PatchJob | { type: 'room'; length: number };
+const PAGE = 4096;
+
+/** What the patch thread is asked: a snapshot's patch, or room for the next copy (and to warm up on `base`). */
+export type PatchRequest = PatchJob | { type: 'room'; length: number; base: BaseMemoryLayout };
 
 /** A snapshot's patch, from the machine's memory as it was at the pause (a copy, handed over). */
 export interface PatchJob {
@@ -47,13 +49,21 @@ export class PatchMaker {
   #idle?: NodeJS.Timeout;
   #room?: Uint8Array;
   #roomAsked = false;
+  /** What reading the memory's pages gave: kept, so that the reading is not optimized away. */
+  touched = 0;
 
-  /** A snapshot of a memory of `length` bytes is likely soon: the thread starts and makes room now, if it has not. */
-  expect(length: number): void {
+  /** A snapshot of `memory` (on `base`) is likely soon: the thread starts and makes room now, if it has not. */
+  expect(memory: Uint8Array, base: BaseMemoryLayout): void {
     const worker = this.#start();
-    if (this.#room?.length !== length && !this.#roomAsked) {
+    // A patch under way brings its copy back as room.
+    if (this.#room?.length !== memory.length && !this.#roomAsked && !this.#waiting.size) {
       this.#roomAsked = true;
-      worker.postMessage({ type: 'room', length } satisfies PatchRequest);
+      worker.postMessage({ type: 'room', length: memory.length, base } satisfies PatchRequest);
+      // A restored machine's memory has pages never written, which the copy's first read maps
+      // one fault at a time (~5 ms of a pause): read once here, while the machine waits.
+      let sum = 0;
+      for (let at = 0; at < memory.length; at += PAGE) sum += memory[at]!;
+      this.touched = sum;
     }
     if (!this.#waiting.size) this.#stopWhenIdle();
   }
