@@ -1,23 +1,32 @@
 /**
  * Fork, checkpoint and rollback on both engines, for a trivial machine and one holding a
- * 10^6-element list: a checkpoint's time and size, a fork's time to its first result, and a
- * rollback's time to its first result next to a swap-in's (the same restore, from the machine's
- * own snapshot). Each figure is printed beside its target, and below each machine, where the
- * milliseconds of a checkpoint, a fork and a swap-in went (the phases the code publishes, see
- * `phase-timings.ts`; "the rest" is what no phase covers: the machine's queue, the first
- * instruction, messages).
+ * 10^6-element list (and, on the sandbox, one holding 80 MB of random bytes, swapped only): a
+ * checkpoint's pause (as the next instruction sees it), its time until on disk and its size, a
+ * fork's time to its first result, a rollback's next to a swap-in's (the same restore, from the
+ * machine's own snapshot), a swap-out's. Each figure is printed beside its target, and below
+ * each machine, where the milliseconds of a checkpoint, a fork and a swap-in went (the phases
+ * the code publishes, see `phase-timings.ts`; "the rest" is what no phase covers: the machine's
+ * queue, the first instruction, messages). Then every target of issue 52 beside its figure.
  */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { openEngines } from '../src/engines/index.ts';
 import { pyodideRuntimes, type PyodideRuntime } from '../src/engines/sandbox/pyodide-runtimes.ts';
 import { MachineManager } from '../src/machines/machine-manager.ts';
 import { listenToPhases } from '../src/platform/phase-timings.ts';
 import type { EngineName } from '../src/shared/requests.ts';
-import { kib, median, ms } from './stats.ts';
+import { ForeverVMClient } from '../src/client/forevervm-client.ts';
+import { LocalServer } from '../src/server/local-server.ts';
+import { agentsAtOnce } from './load.ts';
+import { mcpHttpRoundTrips, replRoundTrips } from './server.ts';
+import { kib, median, ms, percentile, row } from './stats.ts';
 
 const PYTHON = process.env.PERENNIAL_PYTHON ?? '/usr/bin/python3';
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const ROUNDS = 9;
 /**
  * Time for what an operation leaves running to end before the next is measured: a sandbox pool
@@ -62,7 +71,7 @@ const TARGETS: Record<string, Partial<Record<Figure, number>>> = {
 };
 
 /** The figures of the current sandbox build, for the summary of targets. */
-export const sandboxFigures = new Map<string, number>();
+const sandboxFigures = new Map<string, number>();
 
 export async function benchCheckpoints(): Promise<void> {
   console.log(`fork, checkpoint and rollback (median of ${ROUNDS}, 3 for the 80 MB machine; each to the first result after it; the target after each figure)`);
@@ -76,6 +85,76 @@ export async function benchCheckpoints(): Promise<void> {
   console.log('   on disk: the checkpoint taken, its state written and synced, the checkpoint recorded; size: what it holds on disk;');
   console.log('   rollback: from a saved state, held to the swap-in; ...unsaved: right after an instruction, whose change it saves first;');
   console.log('   swap-out: a changed state saved and the process stopped)');
+  await issueTargets();
+}
+
+/**
+ * Issue 52's targets, each beside its figure: the current Pyodide build's from the lanes above,
+ * then MCP's cost over the WebSocket REPL, agents at once over MCP, and the first machine in a
+ * fresh data dir, measured here.
+ */
+async function issueTargets(): Promise<void> {
+  const lane = (machine: string, figure: Figure) => sandboxFigures.get(`${machine} ${figure}`) ?? NaN;
+  const overhead = await mcpOverRepl();
+  const storm = await agentsAtOnce(40);
+  const first = await firstMachineInFreshDataDir();
+  console.log(`\nissue 52's targets (sandbox: Pyodide ${pyodideRuntimes()[0]!.version})`);
+  row('', 'measured', 'target', '');
+  const check = (label: string, value: number, target: number, text = ms(value), bound = `≤ ${target} ms`) =>
+    row(label, text, bound, value <= target ? '✓' : '✗');
+  check('sandbox trivial: checkpoint, the machine paused', lane('trivial', 'pause'), 20);
+  check('sandbox trivial: checkpoint size', lane('trivial', 'size'), 40_000, kib(lane('trivial', 'size')), '≤ 40 KB');
+  check('sandbox trivial: checkpoint on disk', lane('trivial', 'durable'), 100);
+  check('sandbox trivial: fork (to its first result)', lane('trivial', 'fork'), 15);
+  check('sandbox trivial: swap-in (to its first result)', lane('trivial', 'swapIn'), 15);
+  check('sandbox list(range(10**6)): checkpoint, the machine paused', lane('big', 'pause'), 50);
+  check('sandbox list(range(10**6)): fork', lane('big', 'fork'), 100);
+  check('sandbox list(range(10**6)): swap-in', lane('big', 'swapIn'), 100);
+  check('sandbox 80 MB of random bytes: swap-out', lane('random', 'swapOut'), 500);
+  check('sandbox 80 MB of random bytes: swap-in', lane('random', 'swapIn'), 500);
+  check('MCP Streamable HTTP over the WebSocket REPL, p50', overhead, 1, `+${ms(overhead)}`, '≤ +1 ms');
+  const note = `${storm.failures.length} failed, ${storm.lost} lost`;
+  check(`40 agents over MCP HTTP, later calls p50 (${note})`, median(storm.later), 50);
+  check(`40 agents over MCP HTTP, later calls p99 (${note})`, percentile(storm.later, 99), 1000);
+  check('the first machine in a fresh data dir, exec to its result', first, 2000);
+}
+
+/** What a `run-python-in-repl` call over Streamable HTTP (a 2025 session, as VS Code's) costs beyond the same code over the WebSocket REPL, p50. */
+async function mcpOverRepl(): Promise<number> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-mcp-'));
+  process.env.PERENNIAL_PYTHON = PYTHON;
+  const server = await LocalServer.start({ dataDir, defaultEngine: 'python', saveDelayMs: 600_000 });
+  try {
+    const name = (await server.manager.create({ engine: 'python' })).name;
+    return median(await mcpHttpRoundTrips(server, name, 'legacy')) - median(await replRoundTrips(server, name));
+  } finally {
+    await server.close();
+    delete process.env.PERENNIAL_PYTHON;
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** As a new user meets it: `perennial serve` on a fresh data dir, then a sandbox machine made and `1+1` run on it (median of 3). */
+async function firstMachineInFreshDataDir(): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const dataDir = await mkdtemp(join(tmpdir(), 'perennial-bench-first-'));
+    const server = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'serve'], { stdio: 'ignore' });
+    try {
+      while (!existsSync(join(dataDir, 'server.json'))) await new Promise((resolve) => setTimeout(resolve, 50));
+      const { url, token } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string; token: string };
+      const client = new ForeverVMClient({ baseUrl: url, token });
+      const started = performance.now();
+      const name = await client.createMachine({ engine: 'sandbox' });
+      await client.result(name, (await client.exec(name, '1+1')).instruction_seq);
+      times.push(performance.now() - started);
+    } finally {
+      server.kill('SIGTERM');
+      await new Promise((resolve) => server.once('exit', resolve));
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }
+  return median(times);
 }
 
 async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined): Promise<void> {

@@ -102,7 +102,19 @@ async function cluster(count: number): Promise<Servers> {
   };
 }
 
-async function run(agents: number, nodes: number): Promise<void> {
+/** What a run of agents at once measured: every call's time, the first ones apart, and what went wrong. */
+export interface AgentsRun {
+  all: number[];
+  later: number[];
+  first: number[];
+  perSecond: number;
+  failures: string[];
+  /** Agents whose machine did not count every call that succeeded. */
+  lost: number;
+}
+
+/** `agents` agents at once (`agent`) against one server or a cluster of `nodes`, every machine swapped out twice meanwhile. */
+export async function agentsAtOnce(agents: number, nodes = 1): Promise<AgentsRun> {
   const servers = nodes > 1 ? await cluster(nodes) : await oneServer();
   const { urls, token } = servers;
   try {
@@ -121,23 +133,34 @@ async function run(agents: number, nodes: number): Promise<void> {
     stop = true;
     await swapper;
     const later = outcomes.flatMap((o) => o.times);
-    const all = [...outcomes.flatMap((o) => o.first), ...later];
-    const failures = outcomes.flatMap((o) => o.failures);
-    const short = outcomes.filter((o) => o.counted !== CALLS - o.failures.length);
-    row(
-      `${agents} agents × ${CALLS} calls`,
-      ms(median(all)),
-      ms(percentile(all, 99)),
-      ms(percentile(later, 99)),
-      ms(median(outcomes.flatMap((o) => o.first))),
-      `${(all.length / seconds).toFixed(0)}/s`,
-      `${failures.length} failed`,
-      short.length ? `${short.length} lost` : 'none lost',
-    );
-    for (const failure of [...new Set(failures)].slice(0, 3)) console.log(`    failure: ${failure}`);
+    const first = outcomes.flatMap((o) => o.first);
+    const all = [...first, ...later];
+    return {
+      all,
+      later,
+      first,
+      perSecond: all.length / seconds,
+      failures: outcomes.flatMap((o) => o.failures),
+      lost: outcomes.filter((o) => o.counted !== CALLS - o.failures.length).length,
+    };
   } finally {
     await servers.stop();
   }
+}
+
+async function run(agents: number, nodes: number): Promise<void> {
+  const { all, later, first, perSecond, failures, lost } = await agentsAtOnce(agents, nodes);
+  row(
+    `${agents} agents × ${CALLS} calls`,
+    ms(median(all)),
+    ms(percentile(all, 99)),
+    ms(percentile(later, 99)),
+    ms(median(first)),
+    `${perSecond.toFixed(0)}/s`,
+    `${failures.length} failed`,
+    lost ? `${lost} lost` : 'none lost',
+  );
+  for (const failure of [...new Set(failures)].slice(0, 3)) console.log(`    failure: ${failure}`);
 }
 
 export async function benchLoad(): Promise<void> {

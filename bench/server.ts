@@ -47,35 +47,11 @@ export async function benchServer(): Promise<void> {
     const floor = await sample(() => server.manager.run(name, '1+1'));
     const http = await sample(async () => client.result(name, (await client.exec(name, '1+1')).instruction_seq));
 
-    const socket = new WebSocket(`${server.url.replace('http', 'ws')}/v1/machine/${name}/repl`, { headers: { authorization: `Bearer ${server.token}` } });
-    const waiting: Array<(m: ReplServerMessage) => void> = [];
-    socket.on('message', (data) => {
-      const message = JSON.parse(data.toString()) as ReplServerMessage;
-      if (message.type === 'result' || message.type === 'connected') waiting.shift()?.(message);
-    });
-    await new Promise<ReplServerMessage>((resolve) => waiting.push(resolve));
-    let requestId = 0;
-    const ws = await sample(
-      () =>
-        new Promise<ReplServerMessage>((resolve) => {
-          waiting.push(resolve);
-          socket.send(JSON.stringify({ type: 'exec', instruction: { code: '1+1' }, request_id: requestId++ }));
-        }),
-    );
-    socket.close();
+    const ws = await replRoundTrips(server, name);
 
     const args = { name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } };
-    const mcpHttp = async (mode: VersionNegotiationMode) => {
-      const overHttp = await mcpClient(
-        new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }),
-        mode,
-      );
-      const times = await sample(() => overHttp.callTool(args));
-      await overHttp.close();
-      return times;
-    };
-    const mcpSession = await mcpHttp('legacy');
-    const mcpModern = await mcpHttp({ pin: '2026-07-28' });
+    const mcpSession = await mcpHttpRoundTrips(server, name, 'legacy');
+    const mcpModern = await mcpHttpRoundTrips(server, name, { pin: '2026-07-28' });
     const overStdio = await mcpClient(new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', dataDir, 'mcp'], stderr: 'ignore' }));
     const mcpStdio = await sample(() => overStdio.callTool(args));
     await overStdio.close();
@@ -94,6 +70,42 @@ export async function benchServer(): Promise<void> {
     await server.close();
     delete process.env.PERENNIAL_PYTHON;
     await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** `1+1` on machine `name` over the WebSocket REPL, as the ForeverVM SDK sends it: each round trip's time. */
+export async function replRoundTrips(server: LocalServer, name: string): Promise<number[]> {
+  const socket = new WebSocket(`${server.url.replace('http', 'ws')}/v1/machine/${name}/repl`, { headers: { authorization: `Bearer ${server.token}` } });
+  const waiting: Array<(m: ReplServerMessage) => void> = [];
+  socket.on('message', (data) => {
+    const message = JSON.parse(data.toString()) as ReplServerMessage;
+    if (message.type === 'result' || message.type === 'connected') waiting.shift()?.(message);
+  });
+  await new Promise<ReplServerMessage>((resolve) => waiting.push(resolve));
+  let requestId = 0;
+  try {
+    return await sample(
+      () =>
+        new Promise<ReplServerMessage>((resolve) => {
+          waiting.push(resolve);
+          socket.send(JSON.stringify({ type: 'exec', instruction: { code: '1+1' }, request_id: requestId++ }));
+        }),
+    );
+  } finally {
+    socket.close();
+  }
+}
+
+/** `1+1` on machine `name` as MCP `run-python-in-repl` over Streamable HTTP, in the protocol era `mode` picks: each call's time. */
+export async function mcpHttpRoundTrips(server: LocalServer, name: string, mode: VersionNegotiationMode): Promise<number[]> {
+  const overHttp = await mcpClient(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.token}` } } }),
+    mode,
+  );
+  try {
+    return await sample(() => overHttp.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } }));
+  } finally {
+    await overHttp.close();
   }
 }
 

@@ -1,6 +1,7 @@
 // Bundles the CLI, the sandbox process and the VS Code extension with esbuild, and ships the
-// Python kernel beside them.
+// Python kernel beside them, and the sandbox's base image (scripts/ship-base.ts).
 import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFile, mkdir, chmod, readdir, rm, writeFile } from 'node:fs/promises';
 
@@ -92,3 +93,5 @@ await rm(kernelOut, { recursive: true, force: true });
 await mkdir(kernelOut);
 for (const name of (await readdir(kernelSource)).filter((n) => n.endsWith('.py'))) await copyFile(new URL(name, kernelSource), new URL(name, kernelOut));
 await chmod(new URL('cli.js', outdir), 0o755);
+// Made from the sandbox process and kernel just built, so it goes last.
+execFileSync(process.execPath, ['--import', 'tsx', new URL('ship-base.ts', import.meta.url).pathname], { stdio: 'inherit' });

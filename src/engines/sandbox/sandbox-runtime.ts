@@ -243,6 +243,17 @@ export class SandboxRuntime {
     return this.#baseId;
   }
 
+  /** The file name a build ships its base under (`shippedBaseName`). */
+  get shippedBase(): string {
+    return shippedBaseName(this.pyodideVersion, this.#currentBaseId());
+  }
+
+  /** The base image's file, made when missing. */
+  async baseImageFile(): Promise<string> {
+    await this.base();
+    return this.#basePath(this.#currentBaseId());
+  }
+
   base(): Promise<BaseImage> {
     this.#base ??= this.#loadOrMakeBase();
     this.#base.catch(() => (this.#base = undefined));
@@ -313,7 +324,7 @@ export class SandboxRuntime {
   async #readOrMakeBase(id: string): Promise<BaseImage> {
     const kernel = readKernelPackage();
     const path = this.#basePath(id);
-    const stored = await readFile(path).catch(() => null);
+    const stored = (await readFile(path).catch(() => null)) ?? (await this.#shippedBase(id, path));
     if (stored) {
       try {
         const bytes = new Uint8Array(stored);
@@ -344,6 +355,19 @@ export class SandboxRuntime {
     }
   }
 
+  /**
+   * The base this build ships beside its sandbox process (`npm run build` makes it), put in the
+   * cache, where machines made on it find it after an upgrade too: a fresh data dir's first
+   * machine then starts in a second rather than boot Pyodide cold. A build without it makes its own.
+   */
+  async #shippedBase(id: string, path: string): Promise<Buffer | null> {
+    const shipped = await readFile(join(this.#childDir, shippedBaseName(this.pyodideVersion, id))).catch(() => null);
+    if (!shipped) return null;
+    await mkdir(this.#cacheDir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(path, shipped);
+    return shipped;
+  }
+
   /** The base with its memory as a plain file (written once per base), for sandboxes to read. */
   async #withMemoryFile(id: string, image: MachineImage): Promise<BaseImage> {
     const snapshotPath = join(this.#memoryDir, `${id}.snapshot`);
@@ -361,6 +385,11 @@ export class SandboxRuntime {
   #basePath(id: string): string {
     return join(this.#cacheDir, `base-${id}.image`);
   }
+}
+
+/** The file name of a base image shipped beside the sandbox process. */
+export function shippedBaseName(pyodideVersion: string, id: string): string {
+  return `base-${pyodideVersion}-${id}.image`;
 }
 
 function isDefaultPlacement(placement: SandboxPlacement): boolean {

@@ -106,7 +106,7 @@ class EmscriptenDriver:
         except BaseException as exc:  # report everything to the host
             return json.dumps({"ok": False, "error": short_error(exc)})
 
-    def prepare_snapshot(self):
+    def prepare_snapshot(self, collect=True):
         """Names what a memory snapshot cannot carry: open files and sockets (their descriptors
         live in JavaScript) and pending asyncio tasks (their timers do). The list is kept in
         memory, so the restored machine reports and drops them."""
@@ -114,9 +114,11 @@ class EmscriptenDriver:
         import gc
 
         # A snapshot cannot carry JS objects that Python holds. Garbage may still hold some:
-        # cycles (exceptions and their frames) until a collection, and proxies Pyodide frees
-        # lazily, at the next call into JavaScript — so make one.
-        gc.collect()
+        # cycles (exceptions and their frames) until a collection (made when asked: the sandbox
+        # asks once a snapshot found one), and proxies Pyodide frees lazily, at the next call
+        # into JavaScript — so make one.
+        if collect:
+            gc.collect()
         js = sys.modules.get("js")
         if js is not None:
             js.Object.keys(js.Object.new())

@@ -93,6 +93,7 @@ function connect(instance: Pyodide, config: MachineConfig): DriverCall {
 }
 
 type Reply = { ok: true; result: unknown } | { ok: false; error: string };
+type Lost = Array<{ name: string; reason: string }>;
 
 async function runCommand(id: number, op: string, args: Record<string, unknown>): Promise<void> {
   post({ type: 'reply', id, ...(await command(op, args)) });
@@ -136,12 +137,15 @@ async function configure(config: MachineConfig, importNames: ImportNames): Promi
   if (!reply.ok) throw new Error(`the kernel could not be configured: ${reply.error}`);
 }
 
+/** Python holds a JavaScript object, which a snapshot cannot carry. */
+class JsObjectHeld extends Error {}
+
 /** Python holds a JavaScript object that only lives in this process: say which one. */
 function refuseJsObject(object: unknown): never {
   const kind =
     object === null ? 'null' : typeof object === 'object' || typeof object === 'function' ? (object.constructor?.name ?? typeof object) : typeof object;
   const detail = typeof object === 'function' ? ` ${object.name || '(anonymous)'}` : '';
-  throw new Error(`Python holds a JavaScript ${kind}${detail}, which a snapshot cannot carry; drop the reference (del the variable) to allow swapping`);
+  throw new JsObjectHeld(`Python holds a JavaScript ${kind}${detail}, which a snapshot cannot carry; drop the reference (del the variable) to allow swapping`);
 }
 
 /**
@@ -154,19 +158,26 @@ async function snapshot(id: number): Promise<void> {
   const instance = machine!.py;
   const base = (await loader).base;
   const driver = '__import__("perennial_kernel")._DRIVER';
-  const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot()`) as string) as Array<{ name: string; reason: string }>;
-  clock.lap('sandbox: kernel prepares');
   const loadedPackages = { ...instance.loadedPackages };
-  let memory: TakenMemory;
-  let proxied: number[];
-  try {
-    for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
-    memory = takeMemory(instance, base, clock);
-    proxied = proxiedObjects(instance._module);
-  } finally {
-    Object.assign(instance.loadedPackages, loadedPackages);
-    instance.runPython(`${driver}.after_snapshot()`);
+  let taken: { lost: Lost; memory: TakenMemory; proxied: number[] } | undefined;
+  // A collection of Python's garbage costs a large machine ~25 ms of its pause: it is made only
+  // when the first try finds garbage holding a JavaScript object (or the kernel, of an earlier
+  // build that could not be upgraded, collects always).
+  for (const collect of [false, true]) {
+    try {
+      const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot(${collect ? '' : 'collect=False'})`) as string) as Lost;
+      clock.lap('sandbox: kernel prepares');
+      for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
+      taken = { lost, memory: takeMemory(instance, base, clock), proxied: proxiedObjects(instance._module) };
+      break;
+    } catch (error) {
+      if (collect || !(error instanceof JsObjectHeld || /TypeError/.test(String(error)))) throw error;
+    } finally {
+      Object.assign(instance.loadedPackages, loadedPackages);
+      instance.runPython(`${driver}.after_snapshot()`);
+    }
   }
+  const { lost, memory, proxied } = taken!;
   clock.lap('sandbox: kernel resumes');
   const files = archiveFiles(instance.FS, [HOME, '/tmp', instance._api.sitepackages, instance._api.dsodir]);
   clock.lap('sandbox: files archived');
