@@ -44,7 +44,9 @@ if [ -d "$work/build/dist/perennial_kernel" ]; then
 else
   cp "$work/build/dist/perennial_kernel.py" "$out/dist/"
 fi
-cp "$work/build/dist/sandbox/main.js" "$out/dist/sandbox/"
+# The sandbox process (and, from issue 52, its patch thread); not the base image it may ship, which
+# a fixture's data dir holds already.
+cp "$work/build/dist/sandbox/"*.js "$out/dist/sandbox/"
 ln -s "../../../../../node_modules/$alias" "$out/node_modules/pyodide"
 echo "$commit" > "$out/COMMIT"
 echo "$out: the build of $commit (Pyodide $pinned through $alias)"

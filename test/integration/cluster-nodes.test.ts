@@ -152,7 +152,8 @@ describe('a cluster of nodes', { timeout: 300_000 }, () => {
       const [home, other] = [await mcpOn(nodesOf[i % 2]!), await mcpOn(nodesOf[(i + 1) % 2]!)];
       try {
         const made = await home.callTool({ name: 'create-python-repl', arguments: {} });
-        const replId = (made.structuredContent as { replId: string }).replId;
+        const replId = (made.structuredContent as { replId: string } | undefined)?.replId;
+        if (!replId) throw new Error(`no REPL made: ${JSON.stringify(made.content)}`);
         const failures: string[] = [];
         for (let call = 0; call < 10; call++) {
           const result = await (call % 2 ? other : home).callTool({

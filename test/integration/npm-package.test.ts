@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { CURRENT_PYODIDE } from '../../src/engines/sandbox/pyodide-runtimes.ts';
 import { isProcessAlive } from '../../src/platform/process-liveness.ts';
 import { readServerInfo } from '../../src/platform/server-info.ts';
 import { TEST_PYTHON } from '../helpers/machines.ts';
@@ -23,6 +24,7 @@ const SHIPPED = [
   'dist/cli.js',
   ...KERNEL_MODULES.map((name) => `dist/perennial_kernel/${name}`),
   'dist/sandbox/main.js',
+  'dist/sandbox/patch-thread.js',
   'dist/view/machine.html',
   'package.json',
 ].sort();
@@ -94,10 +96,14 @@ describe('the npm package', { timeout: 600_000 }, () => {
   it('ships only what runs', () => {
     // The CLI's chunks are named by their content: the code a cluster node alone loads is one of them.
     const chunks = packed.filter((path) => path.startsWith('dist/cli-'));
+    // The sandbox's base image, named by the Pyodide build and what makes the base (kernel, sandbox process).
+    const bases = packed.filter((path) => path.startsWith('dist/sandbox/base-'));
     assert.deepEqual(
-      packed.filter((path) => !chunks.includes(path)),
+      packed.filter((path) => !chunks.includes(path) && !bases.includes(path)),
       SHIPPED,
     );
+    assert.equal(bases.length, 1, bases.join(', '));
+    assert.match(bases[0]!, new RegExp(`^dist/sandbox/base-${CURRENT_PYODIDE.version.replaceAll('.', '\\.')}-\\w{16}\\.image$`));
     assert.ok(chunks.length > 0 && chunks.every((path) => /^dist\/cli-[\w-]+\.js$/.test(path)), chunks.join(', '));
     assert.ok(chunks.some((path) => path.startsWith('dist/cli-cluster-node-')));
   });
