@@ -24,6 +24,8 @@ from .pickling import descriptor_bound
 # The sandbox process's device for what is not output: a cell's questions, whose answers are read
 # back from it, and what a cell displays (its kernel-device.ts).
 HOST_DEVICE = "/dev/perennial-host"
+# A snapshot collects all of Python's garbage at every this many (see prepare_snapshot).
+FULL_COLLECTION_EVERY = 10
 
 
 class EmscriptenDriver:
@@ -114,11 +116,18 @@ class EmscriptenDriver:
         import gc
 
         # A snapshot cannot carry JS objects that Python holds. Garbage may still hold some:
-        # cycles (exceptions and their frames) until a collection (made when asked: the sandbox
-        # asks once a snapshot found one), and proxies Pyodide frees lazily, at the next call
-        # into JavaScript — so make one.
-        if collect:
+        # cycles (exceptions and their frames) until a collection, and proxies Pyodide frees
+        # lazily, at the next call into JavaScript — so make one. A full collection costs a
+        # large machine tens of ms of its pause: the young objects are collected at each
+        # snapshot, all of them at every tenth, and when asked (a snapshot found garbage holding
+        # a JS object), so that old garbage does not pile up in the snapshots.
+        since = getattr(self, "snapshots_since_collection", FULL_COLLECTION_EVERY)
+        if collect or since >= FULL_COLLECTION_EVERY:
             gc.collect()
+            self.snapshots_since_collection = 1
+        else:
+            gc.collect(0)
+            self.snapshots_since_collection = since + 1
         js = sys.modules.get("js")
         if js is not None:
             js.Object.keys(js.Object.new())

@@ -160,9 +160,9 @@ async function snapshot(id: number): Promise<void> {
   const driver = '__import__("perennial_kernel")._DRIVER';
   const loadedPackages = { ...instance.loadedPackages };
   let taken: { lost: Lost; memory: TakenMemory; proxied: number[] } | undefined;
-  // A collection of Python's garbage costs a large machine ~25 ms of its pause: it is made only
-  // when the first try finds garbage holding a JavaScript object (or the kernel, of an earlier
-  // build that could not be upgraded, collects always).
+  // A full collection of Python's garbage costs a large machine ~25 ms of its pause: the kernel
+  // makes one at every tenth snapshot, and again here when the first try finds garbage holding
+  // a JavaScript object (a kernel of an earlier build that could not be upgraded makes one always).
   for (const collect of [false, true]) {
     try {
       const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot(${collect ? '' : 'collect=False'})`) as string) as Lost;
