@@ -97,10 +97,10 @@ type Lost = Array<{ name: string; reason: string }>;
 
 async function runCommand(id: number, op: string, args: Record<string, unknown>): Promise<void> {
   post({ type: 'reply', id, ...(await command(op, args)) });
-  // A cell changed the machine, which is saved a second after: its patch thread starts meanwhile
-  // (after the answer, which a thread's start would delay by ~10 ms).
+  // A cell changed the machine, which is saved once it is quiet for a second: its patch thread
+  // is made ready meanwhile.
   const base = (await loader).base;
-  if (op === 'run' && base) patchMaker.expect(machine!.py._module.HEAPU8, base.memory.layout());
+  if (op === 'run' && base) patchMaker.expect(() => machine!.py._module.HEAPU8, base.memory.layout());
 }
 
 /** A kernel command's reply. */
@@ -162,16 +162,16 @@ async function snapshot(id: number): Promise<void> {
   let taken: { lost: Lost; memory: TakenMemory; proxied: number[] } | undefined;
   // A full collection of Python's garbage costs a large machine ~25 ms of its pause: the kernel
   // makes one at every tenth snapshot, and again here when the first try finds garbage holding
-  // a JavaScript object (a kernel of an earlier build that could not be upgraded makes one always).
+  // a JavaScript object.
   for (const collect of [false, true]) {
     try {
-      const lost = JSON.parse(instance.runPython(`${driver}.prepare_snapshot(${collect ? '' : 'collect=False'})`) as string) as Lost;
+      const lost = prepareSnapshot(instance, collect);
       clock.lap('sandbox: kernel prepares');
       for (const key of Object.keys(instance.loadedPackages)) delete instance.loadedPackages[key];
       taken = { lost, memory: takeMemory(instance, base, clock), proxied: proxiedObjects(instance._module) };
       break;
     } catch (error) {
-      if (collect || !(error instanceof JsObjectHeld || /TypeError/.test(String(error)))) throw error;
+      if (collect || !(error instanceof JsObjectHeld)) throw error;
     } finally {
       Object.assign(instance.loadedPackages, loadedPackages);
       instance.runPython(`${driver}.after_snapshot()`);
@@ -196,6 +196,18 @@ async function snapshot(id: number): Promise<void> {
 }
 
 const patchMaker = new PatchMaker();
+
+/** What the kernel names that the snapshot cannot carry, once it collected garbage (all of it when `collect`). */
+function prepareSnapshot(instance: Pyodide, collect: boolean): Lost {
+  const driver = '__import__("perennial_kernel")._DRIVER';
+  try {
+    return JSON.parse(instance.runPython(`${driver}.prepare_snapshot(${collect ? '' : 'collect=False'})`) as string) as Lost;
+  } catch (error) {
+    // A kernel of an earlier build that could not be upgraded takes no argument, and collects always.
+    if (collect) throw error;
+    return prepareSnapshot(instance, true);
+  }
+}
 
 /** A machine's memory as taken: a copy whose patch on the base is still to be made, or done. */
 type TakenMemory = { behind: ReturnType<PatchMaker['make']>; base: string } | { patch: Uint8Array; base: string } | { snapshot: Uint8Array };

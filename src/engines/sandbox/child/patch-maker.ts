@@ -30,6 +30,8 @@ export type PatchAnswer =
 
 /** A thread, and the copy's room, stay this long after they were last needed: a machine in use is saved after each quiet second. */
 const IDLE_MS = 10_000;
+/** The quiet after a cell before the thread is made ready: half the time before the save it expects. */
+const QUIET_MS = 500;
 
 /**
  * Makes snapshots' patches on a thread of the sandbox process, so that a checkpoint pauses the
@@ -39,21 +41,33 @@ const IDLE_MS = 10_000;
  * whose pages were touched ahead: fresh pages cost a fault each, ~10 ms of a 20 ms pause.
  *
  * The thread (~10 MB, ~60 ms to start) and the room (the size of the memory) follow demand: made
- * when the machine changes (`expect`), as its save comes a second later, and let go when idle,
- * so that a machine nobody uses costs nothing more.
+ * when the machine changed and is quiet (`expect`), as its save comes a second later, and let go
+ * when idle, so that a machine nobody uses costs nothing more.
  */
 export class PatchMaker {
   #worker?: Worker;
   #next = 1;
   readonly #waiting = new Map<number, { resolve(answer: Extract<PatchAnswer, { type: 'patch' }>): void; reject(error: Error): void }>();
   #idle?: NodeJS.Timeout;
+  /** When the thread is made ready for the snapshot `expect`ed. */
+  #soon?: NodeJS.Timeout;
   #room?: Uint8Array;
   #roomAsked = false;
   /** What reading the memory's pages gave: kept, so that the reading is not optimized away. */
   touched = 0;
 
-  /** A snapshot of `memory` (on `base`) is likely soon: the thread starts and makes room now, if it has not. */
-  expect(memory: Uint8Array, base: BaseMemoryLayout): void {
+  /**
+   * A snapshot of the memory `memory()` gives (on `base`) is likely soon: once the machine has
+   * been quiet for a moment, the thread starts and makes room, if it has not. A machine given cell
+   * after cell, or made and dropped at once, starts none meanwhile.
+   */
+  expect(memory: () => Uint8Array, base: BaseMemoryLayout): void {
+    clearTimeout(this.#soon);
+    this.#soon = setTimeout(() => this.#prepare(memory(), base), QUIET_MS);
+    this.#soon.unref();
+  }
+
+  #prepare(memory: Uint8Array, base: BaseMemoryLayout): void {
     const worker = this.#start();
     // A patch under way brings its copy back as room.
     if (this.#room?.length !== memory.length && !this.#roomAsked && !this.#waiting.size) {
