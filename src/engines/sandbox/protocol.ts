@@ -102,7 +102,7 @@ export type ChildMessage =
   /** A snapshot's state is taken: the machine takes commands again, and its `image` follows. `timings`: the pause's, by phase. */
   | { type: 'paused'; id: number; lost: Array<{ name: string; reason: string }>; timings: Record<string, number> }
   /** `timings`: where the snapshot's time went in the sandbox after its pause, by phase. */
-  | { type: 'image'; id: number; image: TakenImage; lost: Array<{ name: string; reason: string }>; timings: Record<string, number> }
+  | { type: 'image'; id: number; image: TakenImage; timings: Record<string, number> }
   | { type: 'out'; stream: 'stdout' | 'stderr'; text: string }
   /** The running cell asks the person (`input()`); the answer goes back on the answer pipe, with `n`. */
   | { type: 'input'; n: number; prompt: string; password: boolean }

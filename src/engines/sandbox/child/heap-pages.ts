@@ -10,7 +10,8 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { heapOffset, PatchBuilder } from '../memory-patch.ts';
 
-const PAGE = 4096;
+/** A page of memory, as the OS maps it: the unit of zero pages and of faults. */
+export const PAGE = 4096;
 
 /** Half-open byte ranges of a heap, page-aligned (the last may end with the heap), of pages not all zero. */
 export type PageRuns = Array<[number, number]>;

@@ -99,8 +99,9 @@ async function runCommand(id: number, op: string, args: Record<string, unknown>)
   post({ type: 'reply', id, ...(await command(op, args)) });
   // A cell changed the machine, which is saved once it is quiet for a second: its patch thread
   // is made ready meanwhile.
+  if (op !== 'run') return;
   const base = (await loader).base;
-  if (op === 'run' && base) patchMaker.expect(() => machine!.py._module.HEAPU8, base.memory.layout());
+  if (base) patchMaker.expect(() => machine!.py._module.HEAPU8, base.memory.layout());
 }
 
 /** A kernel command's reply. */
@@ -191,8 +192,8 @@ async function snapshot(id: number): Promise<void> {
   post({ type: 'paused', id, lost, timings: clock.times });
   if ('behind' in memory) {
     const { patch, timings } = await memory.behind;
-    post({ type: 'image', id, image: { patch, base: memory.base, files, meta }, lost, timings });
-  } else post({ type: 'image', id, image: { ...memory, files, meta }, lost, timings: {} });
+    post({ type: 'image', id, image: { patch, base: memory.base, files, meta }, timings });
+  } else post({ type: 'image', id, image: { ...memory, files, meta }, timings: {} });
 }
 
 const patchMaker = new PatchMaker();

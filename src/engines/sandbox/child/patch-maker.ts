@@ -2,9 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type { MemoryLayout } from './dead-memory.ts';
 import { startOwnWorker } from './harden.ts';
-import type { BaseMemoryLayout, PageRuns } from './heap-pages.ts';
-
-const PAGE = 4096;
+import { PAGE, type BaseMemoryLayout, type PageRuns } from './heap-pages.ts';
 
 /** What the patch thread is asked: a snapshot's patch, or room for the next copy (and to warm up on `base`). */
 export type PatchRequest = PatchJob | { type: 'room'; length: number; base: BaseMemoryLayout };

@@ -7,13 +7,12 @@ import './harden.ts';
 import { parentPort } from 'node:worker_threads';
 import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { deadRanges } from './dead-memory.ts';
-import { BaseMemory, DifferingLines, type BaseMemoryLayout } from './heap-pages.ts';
+import { BaseMemory, DifferingLines, PAGE, type BaseMemoryLayout } from './heap-pages.ts';
 import type { PatchAnswer, PatchJob, PatchRequest } from './patch-maker.ts';
 
 /** Kept from one patch to the next: see `DifferingLines`. */
 const lines = new DifferingLines();
 const NOTHING = new Uint8Array(0);
-const PAGE = 4096;
 const WARM_UP_BYTES = 4 << 20;
 
 parentPort!.on('message', (request: PatchRequest) => {
