@@ -26,5 +26,5 @@ for version in ${PERENNIAL_NODE_LINES:-22.23.3 24.21.0}; do
   for name in "${both[@]}" $names; do tests+=("test/integration/$name.test.ts"); done
   echo "== Node $version: ${#tests[@]} test files"
   # First on PATH: what the tests start by name (`perennial`, npm) runs on this line too.
-  PATH="$(dirname "$node"):$PATH" PERENNIAL_OTHER_NODE_LINE=1 "$node" --import tsx --test --test-reporter=spec --test-concurrency=4 "${tests[@]}"
+  PATH="$(dirname "$node"):$PATH" PERENNIAL_OTHER_NODE_LINE=1 "$node" --import tsx --test --test-reporter=spec --test-concurrency=6 "${tests[@]}"
 done

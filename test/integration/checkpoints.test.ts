@@ -3,21 +3,16 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { HttpClient } from '../../src/client/http-client.ts';
 import { MachineManager } from '../../src/machines/machine-manager.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import type { CheckpointInfo } from '../../src/shared/types.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { ENGINES_UNDER_TEST, TEST_PYTHON, eventually, tempDataDir, valueOf } from '../helpers/machines.ts';
+import { textOf } from '../helpers/mcp-clients.ts';
 
 const HOST = fileURLToPath(new URL('../helpers/manager-host.ts', import.meta.url));
-
-const textOf = (result: CallToolResult) =>
-  result.content
-    .filter((c) => c.type === 'text')
-    .map((c) => (c as { text: string }).text)
-    .join('\n');
 
 /**
  * Fork, checkpoints and rollback through a real server and the MCP SDK client, on both engines:

@@ -4,20 +4,15 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CheckpointInfo } from '../../src/shared/types.ts';
 import { ENGINES_UNDER_TEST, TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+import { textOf } from '../helpers/mcp-clients.ts';
 
 /** The built CLI; `npm test` builds it first. */
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 /** The machines' disk: small enough to fill in a moment. */
 const DISK_BYTES = 48 << 20;
-
-const textOf = (result: CallToolResult) =>
-  result.content
-    .filter((c) => c.type === 'text')
-    .map((c) => (c as { text: string }).text)
-    .join('\n');
 
 /** Python that writes `fill` until the disk is full, then gives back `spare` bytes of it. */
 const fillCode = (spare: number) => `import os
