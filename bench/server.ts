@@ -4,6 +4,7 @@
  * floor); then a load run of 50 clients × 20 instructions over 10 machines of both engines.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +53,7 @@ export async function benchServer(): Promise<void> {
     const args = { name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } };
     const mcpSession = await mcpHttpRoundTrips(server, name, 'legacy');
     const mcpModern = await mcpHttpRoundTrips(server, name, { pin: '2026-07-28' });
+    const mcpPlain = await mcpPlainHttpRoundTrips(server, name);
     const overStdio = await mcpClient(new StdioClientTransport({ command: process.execPath, args: [CLI, '--data-dir', dataDir, 'mcp'], stderr: 'ignore' }));
     const mcpStdio = await sample(() => overStdio.callTool(args));
     await overStdio.close();
@@ -63,6 +65,7 @@ export async function benchServer(): Promise<void> {
     line('WebSocket REPL', ws);
     line('MCP run-python-in-repl, HTTP 2025-11-25 (session)', mcpSession);
     line('MCP run-python-in-repl, HTTP 2026-07-28', mcpModern);
+    line('MCP run-python-in-repl, HTTP 2025-11-25, plain HTTP client', mcpPlain);
     line('MCP run-python-in-repl, stdio', mcpStdio);
 
     await load(client);
@@ -106,6 +109,49 @@ export async function mcpHttpRoundTrips(server: LocalServer, name: string, mode:
     return await sample(() => overHttp.callTool({ name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } }));
   } finally {
     await overHttp.close();
+  }
+}
+
+/**
+ * `1+1` on machine `name` as MCP `run-python-in-repl` on a 2025-11-25 session over Streamable HTTP,
+ * sent by a plain HTTP client (one kept-alive connection, the JSON-RPC written and the SSE answer
+ * read as text): the server's part of a call, without the SDK client's own work.
+ */
+export async function mcpPlainHttpRoundTrips(server: LocalServer, name: string): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${server.token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
+  const post = (body: unknown) =>
+    new Promise<{ session?: string; text: string }>((resolve, reject) => {
+      const request = http.request(`${server.url}/mcp`, { method: 'POST', agent, headers }, (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ session: response.headers['mcp-session-id'] as string | undefined, text }));
+      });
+      request.on('error', reject);
+      request.end(JSON.stringify(body));
+    });
+  try {
+    const clientInfo = { name: 'bench', version: '1.0.0' };
+    const { session } = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo } });
+    Object.assign(headers, { 'mcp-session-id': session!, 'mcp-protocol-version': '2025-11-25' });
+    await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    let id = 1;
+    return await sample(async () => {
+      const { text } = await post({
+        jsonrpc: '2.0',
+        id: id++,
+        method: 'tools/call',
+        params: { name: 'run-python-in-repl', arguments: { replId: name, pythonCode: '1+1' } },
+      });
+      if (!text.includes('"value":"2"')) throw new Error(`unexpected answer: ${text.slice(0, 300)}`);
+    });
+  } finally {
+    agent.destroy();
   }
 }
 

@@ -65,7 +65,7 @@ function send(url: URL, attempt: Attempt): Promise<Answer> {
   });
 }
 
-describe('bad input to every route', { timeout: 180_000 }, () => {
+describe('bad input to every route', { timeout: 360_000 }, () => {
   let server: LocalServer;
   let cleanup: () => Promise<void>;
   let token: string;

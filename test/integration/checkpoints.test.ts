@@ -120,9 +120,12 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         assert.equal(autos.length, 10);
         assert.equal(await value(replId, 'total'), '22');
         // Back to the oldest kept, from a change not saved yet: saving that change as an automatic
-        // checkpoint must not prune the one being rolled back to.
-        await value(replId, 'total = -1');
+        // checkpoint must not prune the one being rolled back to. The rollback is queued behind the
+        // change, so that no save after a quiet time comes between them.
+        const change = await server.manager.exec(replId, 'total = -1');
         const rolled = await call('rollback-python-repl', { replId, checkpoint: autos[0]!.id });
+        const changed = await change.done;
+        assert.ok(!('error' in changed), JSON.stringify(changed));
         assert.equal(rolled.isError, undefined, textOf(rolled));
         assert.equal(await value(replId, 'total'), '13');
         await call('delete-python-repl', { replId });

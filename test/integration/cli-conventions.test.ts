@@ -17,7 +17,7 @@ const ENV = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON };
  * The CLI as people who know Python's REPL, IPython and Jupyter expect it (issue 25): time limits
  * that fit the surface, a REPL that leaves on exit() and takes a pasted block whole.
  */
-describe('perennial as a Python user expects it', { timeout: 180_000 }, () => {
+describe('perennial as a Python user expects it', { timeout: 360_000 }, () => {
   let dataDir: string;
   let cleanup: () => Promise<void>;
   let server: ChildProcess;
@@ -177,7 +177,7 @@ function dataDirForBlock(): { readonly dir: string; cli(args: string[], env?: No
   };
 }
 
-describe("the local server, visible and under the user's control", { timeout: 180_000 }, () => {
+describe("the local server, visible and under the user's control", { timeout: 360_000 }, () => {
   const block = dataDirForBlock();
   const cli = block.cli;
   /** A `perennial serve` a person started, once it listens; its banner so far. */
@@ -310,7 +310,7 @@ describe("the local server, visible and under the user's control", { timeout: 18
   });
 });
 
-describe('errors a person can act on', { timeout: 180_000 }, () => {
+describe('errors a person can act on', { timeout: 360_000 }, () => {
   const block = dataDirForBlock();
   const cli = block.cli;
 

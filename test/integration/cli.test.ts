@@ -21,7 +21,7 @@ async function stopServer(dir: string): Promise<void> {
   await eventually(() => !existsSync(join(dir, 'server.json')), 20_000, 'the server to stop');
 }
 
-describe('perennial CLI (built, through the local server it starts)', { timeout: 180_000 }, () => {
+describe('perennial CLI (built, through the local server it starts)', { timeout: 420_000 }, () => {
   let dataDir: string;
   let cleanup: () => Promise<void>;
 
@@ -398,7 +398,7 @@ describe('perennial on a system where no Python is found', { timeout: 120_000 },
   });
 });
 
-describe('perennial machine upgrade, on a data dir an earlier build wrote', { timeout: 180_000 }, () => {
+describe('perennial machine upgrade, on a data dir an earlier build wrote', { timeout: 360_000 }, () => {
   let dataDir: string;
   let cleanup: () => Promise<void>;
   const fixture = fileURLToPath(new URL('../fixtures/data-dirs/bc367fb/', import.meta.url));

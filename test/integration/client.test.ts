@@ -14,7 +14,7 @@ import type { OutputChunk } from '../../src/shared/types.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
 
-describe('ForeverVM client and local server discovery', { timeout: 180_000 }, () => {
+describe('ForeverVM client and local server discovery', { timeout: 360_000 }, () => {
   let dataDir: string;
   let cleanup: () => Promise<void>;
 

@@ -81,7 +81,7 @@ const STATE_EXPECTED = `(42, ['alpha', 'beta'], True, 6.0, 6, 16, 5.0, Point(4, 
 const HOST = fileURLToPath(new URL('../helpers/manager-host.ts', import.meta.url));
 
 for (const engine of ENGINES_UNDER_TEST) {
-  describe(`persistence on the ${engine} engine`, { timeout: 180_000 }, () => {
+  describe(`persistence on the ${engine} engine`, { timeout: 360_000 }, () => {
     let dataDir: string;
     let cleanup: () => Promise<void>;
     let manager: MachineManager | undefined;

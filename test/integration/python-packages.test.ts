@@ -12,7 +12,7 @@ import { TEST_PYTHON, managerFixture, otherPython, run, valueOf } from '../helpe
 
 const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
 
-describe("%pip install goes into the machine's own environment (python engine)", { timeout: 180_000 }, () => {
+describe("%pip install goes into the machine's own environment (python engine)", { timeout: 360_000 }, () => {
   const fixture = managerFixture({}, { empty: true });
   let dir: string;
   let name: string;
@@ -122,7 +122,7 @@ describe("%pip install goes into the machine's own environment (python engine)",
   });
 });
 
-describe("a python machine's environment when its interpreter changes", { timeout: 180_000 }, () => {
+describe("a python machine's environment when its interpreter changes", { timeout: 360_000 }, () => {
   const fixture = managerFixture({}, { empty: true });
   after(() => {
     delete process.env.PERENNIAL_PYTHON;

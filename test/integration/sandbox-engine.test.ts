@@ -259,7 +259,8 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
   });
 
   it("starts a fresh data dir's first machine from the base image the build ships, not from a cold boot", async () => {
-    const data = await tempDataDir();
+    // Not seeded with the tests' own base, which an earlier build of the base may have made.
+    const data = await tempDataDir({ empty: true });
     try {
       const other = await openManager({ dataDir: data.dir });
       const name = (await other.create({ engine: 'sandbox' })).name;
