@@ -112,8 +112,8 @@ async function issueTargets(): Promise<void> {
   check('sandbox list(range(10**6)): swap-in', lane('big', 'swapIn'), 100);
   check('sandbox 80 MB of random bytes: swap-out', lane('random', 'swapOut'), 500);
   check('sandbox 80 MB of random bytes: swap-in', lane('random', 'swapIn'), 500);
-  check("MCP Streamable HTTP over the WebSocket REPL, p50, the SDK's client", overhead.sdk, 1, `+${ms(overhead.sdk)}`, '≤ +1 ms');
-  check("MCP Streamable HTTP over the WebSocket REPL, p50, the server's part", overhead.server, 1, `+${ms(overhead.server)}`, '≤ +1 ms');
+  check('MCP HTTP over the WebSocket REPL, p50, SDK client', overhead.sdk, 1, `+${ms(overhead.sdk)}`, '≤ +1 ms');
+  check("MCP HTTP over the WebSocket REPL, p50, server's part", overhead.server, 1, `+${ms(overhead.server)}`, '≤ +1 ms');
   const note = `${storm.failures.length} failed, ${storm.lost} lost`;
   check(`40 agents over MCP HTTP, later calls p50 (${note})`, median(storm.later), 50);
   check(`40 agents over MCP HTTP, later calls p99 (${note})`, percentile(storm.later, 99), 1000);
