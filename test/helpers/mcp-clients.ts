@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport, type CallToolResult, type Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, tempDataDir } from './machines.ts';
@@ -15,6 +15,11 @@ export const textOf = (result: CallToolResult) =>
     .filter((c) => c.type === 'text')
     .map((c) => (c as { text: string }).text)
     .join('\n');
+
+/** Calls tool `name` with `args`. */
+export async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return client.callTool({ name, arguments: args });
+}
 
 /** A local server on a fresh data dir, whose python-engine machines use `python`. */
 export async function startPythonServer(python = TEST_PYTHON): Promise<{ server: LocalServer; stop(): Promise<void> }> {

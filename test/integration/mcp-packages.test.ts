@@ -6,15 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client, type CallToolResult, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
+import { Client, type Transport, type VersionNegotiationMode } from '@modelcontextprotocol/client';
 import type { LocalServer } from '../../src/server/local-server.ts';
-import { CLI, startPythonServer, stdioTransport as stdio, streamableTransport as streamable, textOf } from '../helpers/mcp-clients.ts';
+import { CLI, call, startPythonServer, stdioTransport as stdio, streamableTransport as streamable, textOf } from '../helpers/mcp-clients.ts';
 
 const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/make_wheel.py', import.meta.url));
-
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-  return client.callTool({ name, arguments: args });
-}
 
 describe("MCP: install-python-packages installs into the REPL's own environment, and nowhere else", { timeout: 300_000 }, () => {
   let server: LocalServer;

@@ -19,7 +19,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { eventually, otherPython, tempDataDir } from '../helpers/machines.ts';
-import { CLI, HEARTBEAT_MS, startPythonServer, stdioTransport as stdio, streamableTransport as streamable, textOf } from '../helpers/mcp-clients.ts';
+import { CLI, call, HEARTBEAT_MS, startPythonServer, stdioTransport as stdio, streamableTransport as streamable, textOf } from '../helpers/mcp-clients.ts';
 
 const TOOL_NAMES = [
   'checkpoint-python-repl',
@@ -78,10 +78,6 @@ async function checkInspect(client: Client, replId: string): Promise<void> {
 
 /** Code that draws three figures, each different. */
 const PLOT_THREE = 'import matplotlib.pyplot as plt\nfor k in range(3):\n    plt.figure()\n    plt.plot([1, 4, 9][k:])';
-
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-  return client.callTool({ name, arguments: args });
-}
 
 /** How a test client reaches the server, and in which protocol era it opens. */
 interface Connection {
