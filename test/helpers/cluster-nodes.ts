@@ -94,6 +94,10 @@ export async function startNode(
     };
     child.stderr!.on('data', look);
     child.once('exit', (code) => reject(new Error(`the node exited (${code}) before it listened:\n${printed}`)));
+  }).catch(async (error: unknown) => {
+    // A node that did not start is no test's to stop: its data dir goes now.
+    await data.cleanup();
+    throw error;
   });
   const token = (await readFile(join(data.dir, 'server-token'), 'utf8')).trim();
   const exited = once(child, 'exit');
