@@ -17,7 +17,7 @@ import { HostChannel } from './host-channel.ts';
 import { PatchMaker } from './patch-maker.ts';
 import { installKernelDevice } from './kernel-device.ts';
 import { closeNetwork } from './no-network.ts';
-import { HOME, PyodideLoader, type DriverCall, type LoadedBase, type Pyodide } from './pyodide-loader.ts';
+import { DRIVER, HOME, PyodideLoader, type DriverCall, type LoadedBase, type Pyodide } from './pyodide-loader.ts';
 
 const [pyodideDir, mailbox, ...flags] = process.argv.slice(2);
 if (!flags.includes('--network')) closeNetwork();
@@ -89,7 +89,7 @@ function connect(instance: Pyodide, config: MachineConfig): DriverCall {
   }
   // Expressions, not imports: an import would bind its name in the user's namespace. One run
   // (chdir gives None): each costs Pyodide a compile.
-  return instance.runPython(`__import__("os").chdir(${JSON.stringify(cwd)}) or __import__("perennial_kernel")._DRIVER.call`) as DriverCall;
+  return instance.runPython(`__import__("os").chdir(${JSON.stringify(cwd)}) or ${DRIVER}.call`) as DriverCall;
 }
 
 type Reply = { ok: true; result: unknown } | { ok: false; error: string };
@@ -158,7 +158,6 @@ async function snapshot(id: number): Promise<void> {
   const clock = new PhaseClock();
   const instance = machine!.py;
   const base = (await loader).base;
-  const driver = '__import__("perennial_kernel")._DRIVER';
   const loadedPackages = { ...instance.loadedPackages };
   let taken: { lost: Lost; memory: TakenMemory; proxied: number[] } | undefined;
   // A full collection of Python's garbage costs a large machine ~25 ms of its pause: the kernel
@@ -175,7 +174,7 @@ async function snapshot(id: number): Promise<void> {
       if (collect || !(error instanceof JsObjectHeld)) throw error;
     } finally {
       Object.assign(instance.loadedPackages, loadedPackages);
-      instance.runPython(`${driver}.after_snapshot()`);
+      instance.runPython(`${DRIVER}.after_snapshot()`);
     }
   }
   const { lost, memory, proxied } = taken!;
@@ -200,9 +199,8 @@ const patchMaker = new PatchMaker();
 
 /** What the kernel names that the snapshot cannot carry, once it collected garbage (all of it when `collect`). */
 function prepareSnapshot(instance: Pyodide, collect: boolean): Lost {
-  const driver = '__import__("perennial_kernel")._DRIVER';
   try {
-    return JSON.parse(instance.runPython(`${driver}.prepare_snapshot(${collect ? '' : 'collect=False'})`) as string) as Lost;
+    return JSON.parse(instance.runPython(`${DRIVER}.prepare_snapshot(${collect ? '' : 'collect=False'})`) as string) as Lost;
   } catch (error) {
     // A kernel of an earlier build that could not be upgraded takes no argument, and collects always.
     if (collect) throw error;

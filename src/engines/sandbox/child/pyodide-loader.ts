@@ -53,6 +53,8 @@ export type DriverCall = ((op: string, args: string) => string | PyAwaitable) & 
 const KERNEL_DIR = '/opt/perennial';
 /** The machine's home and default working directory. */
 export const HOME = '/home/pyodide';
+/** The kernel's driver in a machine, as Python code names it (an expression: an import would bind a name in the user's namespace). */
+export const DRIVER = '__import__("perennial_kernel")._DRIVER';
 
 /**
  * Pyodide's lock file with only its unvendored standard library modules. Packages are found and
@@ -327,9 +329,8 @@ async function warmUp(start: StartPyodide, base: Uint8Array, superseded: () => b
   const discard = { write: (buffer: Uint8Array) => buffer.length };
   instance.setStdout(discard);
   instance.setStderr(discard);
-  const driver = '__import__("perennial_kernel")._DRIVER';
-  instance.runPython(`${driver}.after_restore()`);
-  const call = instance.runPython(`${driver}.call`) as DriverCall;
+  instance.runPython(`${DRIVER}.after_restore()`);
+  const call = instance.runPython(`${DRIVER}.call`) as DriverCall;
   call('configure', JSON.stringify({ outputLimit: 1 << 20, importNamesId: '' }));
   const answer = call('run', JSON.stringify({ code: '1', cell: 1 }));
   if (typeof answer !== 'string') await answer;
@@ -471,7 +472,7 @@ function restored(instance: Pyodide, image: LoadImage, kernel: KernelFiles | und
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
   releaseProxied(instance._module, image.meta.proxiedObjects ?? []);
   clock.lap('sandbox: files restored');
-  instance.runPython('__import__("perennial_kernel")._DRIVER.after_restore()');
+  instance.runPython(`${DRIVER}.after_restore()`);
   const notices = kernel === undefined ? [] : upgradeKernel(instance, kernel);
   clock.lap('sandbox: kernel resumed');
   return { instance, notices };
