@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createHash } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { imageCodec } from '../../src/engines/sandbox/image-codec.ts';
 import {
   encodeImage,
   ImageVersionError,
   PreReleaseImageError,
   readImage,
+  readImageFile,
   readImageFiles,
   readImageHeader,
 } from '../../src/engines/sandbox/machine-image-file.ts';
@@ -113,5 +118,76 @@ describe('memory patches and machine image files', () => {
     });
     const bytes = await encodeImage({ base: null, memory: new Uint8Array(base), files: new Uint8Array(0), meta });
     await assert.rejects(readImage(bytes.subarray(0, bytes.length - 40), '0.29.0'));
+  });
+
+  it('stores memory that does not compress (random bytes) raw, chunk by chunk beside memory that does, and reads both back from a file', async () => {
+    const memory = new Uint8Array(6 << 20);
+    randomFillSync(memory.subarray(0, 3 << 20));
+    memory.set(heapOf(3 << 20, 5), 3 << 20);
+    const bytes = await encodeImage({ base: 'base-1', memory, files: new Uint8Array([4, 5]), meta });
+    const { memoryChunks, memoryBytes } = readImageHeader(bytes);
+    assert.deepEqual(
+      memoryChunks!.map((chunk) => chunk.codec),
+      ['raw', 'raw', 'raw', 'zstd', 'zstd', 'zstd'],
+    );
+    assert.ok(memoryBytes < (3 << 20) + (1 << 20), `${memoryBytes} bytes stored`);
+    assert.deepEqual((await readImage(bytes, '0.29.0')).memory, memory);
+    const dir = await mkdtemp(join(tmpdir(), 'perennial-image-'));
+    try {
+      const path = join(dir, 'machine.image');
+      await writeFile(path, bytes);
+      const read = await readImageFile(path, '0.29.0');
+      assert.deepEqual(read.files, new Uint8Array([4, 5]));
+      const ranges = read.memory.filter((part) => !(part instanceof Uint8Array));
+      assert.equal(ranges.length, 3, 'the raw chunks are left in the file, as ranges of it');
+      const whole = new Uint8Array(memory.length);
+      let at = 0;
+      for (const part of read.memory) {
+        whole.set(part instanceof Uint8Array ? part : bytes.subarray(part.at, part.at + part.length), at);
+        at += part.length;
+      }
+      assert.deepEqual(whole, memory);
+      await writeFile(path, bytes.subarray(0, bytes.length - 10));
+      await assert.rejects(readImageFile(path, '0.29.0'), /damaged/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads an image of format 2, whose memory is one zstd frame', async () => {
+    const memory = heapOf(1 << 20, 7);
+    const files = new Uint8Array([9]);
+    const [zMemory, zFiles] = [await imageCodec.compress(memory, 1), await imageCodec.compress(files, 1)];
+    const header = {
+      pyodideVersion: '0.29.0',
+      base: 'base-1',
+      meta,
+      memoryLength: memory.length,
+      memoryBytes: zMemory.length,
+      filesBytes: zFiles.length,
+      lost: [],
+    };
+    const headerBytes = new TextEncoder().encode(JSON.stringify(header));
+    const magic = new TextEncoder().encode('PERENNIAL-SANDBOX-IMAGE-2\n');
+    const bytes = new Uint8Array(magic.length + 4 + headerBytes.length + zMemory.length + zFiles.length);
+    bytes.set(magic);
+    new DataView(bytes.buffer).setUint32(magic.length, headerBytes.length, true);
+    bytes.set(headerBytes, magic.length + 4);
+    bytes.set(zMemory, magic.length + 4 + headerBytes.length);
+    bytes.set(zFiles, magic.length + 4 + headerBytes.length + zMemory.length);
+    const stored = await readImage(bytes, '0.29.0');
+    assert.deepEqual(stored.memory, memory);
+    assert.deepEqual(stored.files, files);
+  });
+
+  it("rejects an image whose memory's chunks do not add up", async () => {
+    const bytes = await encodeImage({ base: 'base-1', memory: heapOf(1 << 20, 3), files: new Uint8Array(0), meta });
+    // The same length, so that the header's length still holds.
+    const damaged = Buffer.from(bytes);
+    damaged.write('"codec":"lz4!"', damaged.indexOf('"codec":"zstd"'));
+    await assert.rejects(readImage(damaged, '0.29.0'), /chunks do not add up/);
+    const cut = Buffer.from(bytes);
+    cut.write('"length":1048575', cut.indexOf('"length":1048576'));
+    await assert.rejects(readImage(cut, '0.29.0'), /chunks do not add up/);
   });
 });

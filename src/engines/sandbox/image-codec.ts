@@ -47,8 +47,6 @@ let zstdHere: Promise<Zstd> | undefined;
  * size: the worker ends as soon as it is idle, rather than keep that for the idle time.
  */
 const LARGE_JOB_BYTES = 8 << 20;
-/** A buffer is handed over rather than copied from this size: Node's pool gives out none so large. */
-const HAND_OVER_BYTES = 64 << 10;
 
 /**
  * The thread's code, as CommonJS: it only loads the zstd package, which the bundle keeps as a
@@ -85,43 +83,39 @@ class ImageCodec {
   readonly #pending = new Map<number, { resolve(bytes: Uint8Array): void; reject(error: Error): void }>();
 
   /**
-   * `handOver`: the thread takes the buffer `bytes` view, which the caller must not read after,
-   * rather than a copy of them. A snapshot arrives from a sandbox as a view into the buffer of its
-   * whole message; left here as garbage, that could stay for hours, as V8 collects when JavaScript
-   * allocates and an idle server allocates next to nothing. Handed over, it goes when the thread does.
+   * `offThread`: done where it does not hold up this thread's other work (Node's thread pool, or
+   * the codec's thread); by default for sections larger than this thread takes.
    */
-  async compress(bytes: Uint8Array, level: number, handOver = false): Promise<Uint8Array> {
-    const small = bytes.length <= HERE_BYTES;
+  async compress(bytes: Uint8Array, level: number, offThread = bytes.length > HERE_BYTES): Promise<Uint8Array> {
     if (native)
-      return here(async () => (small ? native.compressSync(bytes, native.options(bytes, level)) : await native.compress(bytes, native.options(bytes, level))));
-    if (!small) return this.#call({ op: 'compress', bytes, level }, handOver);
+      return here(async () =>
+        offThread ? await native.compress(bytes, native.options(bytes, level)) : native.compressSync(bytes, native.options(bytes, level)),
+      );
+    if (offThread) return this.#call({ op: 'compress', bytes, level });
     return here(async () => (await (zstdHere ??= loadZstd())).compress(bytes, level));
   }
 
-  async decompress(bytes: Uint8Array): Promise<Uint8Array> {
+  async decompress(bytes: Uint8Array, offThread?: boolean): Promise<Uint8Array> {
     const size = frameContentSize(bytes);
-    const small = size !== undefined && size <= HERE_BYTES;
-    if (!native && !small) return this.#call({ op: 'decompress', bytes });
+    const away = offThread ?? !(size !== undefined && size <= HERE_BYTES);
+    if (!native && away) return this.#call({ op: 'decompress', bytes });
     // A copy of its own, aligned: Pyodide reads a snapshot's header as 32-bit words.
     const out = await here(async () =>
-      aligned(native ? (small ? native.decompressSync(bytes) : await native.decompress(bytes)) : (await (zstdHere ??= loadZstd())).decompress(bytes)),
+      aligned(native ? (away ? await native.decompress(bytes) : native.decompressSync(bytes)) : (await (zstdHere ??= loadZstd())).decompress(bytes)),
     );
     // Node's zstd returns what it could of a cut frame, without an error.
     if (size !== undefined && out.length !== size) throw new Error(`zstd: the data is damaged (${out.length} bytes of ${size})`);
     return out;
   }
 
-  #call(job: { op: 'compress' | 'decompress'; bytes: Uint8Array; level?: number }, handOver = false): Promise<Uint8Array> {
+  #call(job: { op: 'compress' | 'decompress'; bytes: Uint8Array; level?: number }): Promise<Uint8Array> {
     clearTimeout(this.#idle);
     const worker = (this.#worker ??= this.#start());
     // Held open only while it works: an idle thread must not keep the process alive.
     worker.ref();
     const id = this.#nextId++;
-    const { buffer } = job.bytes;
-    // Smaller buffers may be slices of Node's shared pool, which must not move; they are copied.
-    const take = handOver && buffer instanceof ArrayBuffer && buffer.byteLength >= HAND_OVER_BYTES;
-    // Else only these bytes are sent, rather than cloned with the buffer they view.
-    const bytes = take ? job.bytes : job.bytes.slice();
+    // Only these bytes are sent, rather than cloned with the buffer they view.
+    const bytes = job.bytes.slice();
     if (bytes.length >= LARGE_JOB_BYTES) this.#grown = true;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });

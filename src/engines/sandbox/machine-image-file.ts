@@ -1,11 +1,18 @@
 import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { LostItem } from '../../shared/types.ts';
 import { imageCodec } from './image-codec.ts';
+import { checkedChunks, joinParts, memoryParts, storeMemory, type MemoryChunk, type MemoryPart } from './memory-chunks.ts';
 import type { ImageMeta } from './protocol.ts';
 import { CodedError } from '../../platform/coded-error.ts';
 
-const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-2\n';
+/**
+ * Format 3 stores the memory in chunks, compressed or raw (memory-chunks.ts); format 2 stored it as
+ * one zstd frame, and is read as one such chunk.
+ */
+const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-3\n';
+const FORMAT_2_MAGIC = 'PERENNIAL-SANDBOX-IMAGE-2\n';
 /** Images of pre-release builds stored the memory as a whole XOR delta. */
 const OLD_MAGIC = 'PERENNIAL-SANDBOX-IMAGE-1\n';
 const ZSTD_LEVEL = 1;
@@ -17,6 +24,8 @@ export interface ImageHeader {
   meta: ImageMeta;
   /** Length of the memory section once decompressed: a check against damage. */
   memoryLength: number;
+  /** How the memory is stored (format 3; absent in format 2, whose memory is one zstd frame). */
+  memoryChunks?: MemoryChunk[];
   /** A base image's memory, hashed: its plain copy for sandboxes is checked without decompressing it. */
   memorySha256?: string;
   memoryBytes: number;
@@ -52,60 +61,80 @@ export interface StoredImage {
   meta: ImageMeta;
 }
 
-/**
- * A machine image on disk: magic, a JSON header, the memory and the archive of its files (both
- * zstd). `handOver`: the buffer the image's memory views goes to the codec's thread (see
- * `compress`), and neither it nor the files, which may view the same, may be read after.
- */
-export async function encodeImage(image: StoredImage, lost: LostItem[] = [], handOver = false): Promise<Uint8Array> {
-  const memoryLength = image.memory.length;
-  const memorySha256 = image.base === null ? createHash('sha256').update(image.memory).digest('hex') : undefined;
-  // The files first: they may view the buffer that the memory's job hands over.
-  const files = await imageCodec.compress(image.files, ZSTD_LEVEL);
-  const memory = await imageCodec.compress(image.memory, ZSTD_LEVEL, handOver);
-  const header: ImageHeader = {
-    pyodideVersion: image.meta.pyodideVersion,
-    base: image.base,
-    meta: image.meta,
-    memoryLength,
-    ...(memorySha256 ? { memorySha256 } : {}),
-    memoryBytes: memory.length,
-    filesBytes: files.length,
-    lost,
-  };
-  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
-  const magic = new TextEncoder().encode(MAGIC);
-  const out = new Uint8Array(magic.length + 4 + headerBytes.length + memory.length + files.length);
-  out.set(magic, 0);
-  new DataView(out.buffer).setUint32(magic.length, headerBytes.length, true);
-  let position = magic.length + 4;
-  for (const part of [headerBytes, memory, files]) {
+/** A machine image on disk: magic, a JSON header, the memory's chunks and the archive of its files (zstd). */
+export async function encodeImage(image: StoredImage, lost: LostItem[] = []): Promise<Uint8Array> {
+  const parts = await encodeImageParts(image, lost);
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let position = 0;
+  for (const part of parts) {
     out.set(part, position);
     position += part.length;
   }
   return out;
 }
 
+/** The image's bytes in the pieces they come in, to be written one after the other: a large machine's are not copied once more into one. */
+export async function encodeImageParts(image: StoredImage, lost: LostItem[] = []): Promise<Uint8Array[]> {
+  const memoryLength = image.memory.length;
+  const memorySha256 = image.base === null ? createHash('sha256').update(image.memory).digest('hex') : undefined;
+  const files = await imageCodec.compress(image.files, ZSTD_LEVEL);
+  const memory = await storeMemory(image.memory, ZSTD_LEVEL);
+  const header: ImageHeader = {
+    pyodideVersion: image.meta.pyodideVersion,
+    base: image.base,
+    meta: image.meta,
+    memoryLength,
+    memoryChunks: memory.chunks,
+    ...(memorySha256 ? { memorySha256 } : {}),
+    memoryBytes: memory.chunks.reduce((sum, chunk) => sum + chunk.stored, 0),
+    filesBytes: files.length,
+    lost,
+  };
+  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
+  const start = new Uint8Array(MAGIC.length + 4);
+  start.set(new TextEncoder().encode(MAGIC));
+  new DataView(start.buffer).setUint32(MAGIC.length, headerBytes.length, true);
+  return [start, headerBytes, ...memory.stored, files];
+}
+
 /** The header alone: which base an image needs, and its version. */
 export function readImageHeader(bytes: Uint8Array): ImageHeader {
+  return parseHeader(bytes).header;
+}
+
+/** An image's header, and where its memory section starts. */
+function parseHeader(bytes: Uint8Array): { header: ImageHeader; memoryAt: number } {
   const text = (length: number) => new TextDecoder().decode(bytes.subarray(0, length));
   if (text(OLD_MAGIC.length) === OLD_MAGIC) throw new PreReleaseImageError();
-  if (bytes.length < MAGIC.length + 4 || text(MAGIC.length) !== MAGIC) throw new Error('not a Perennial sandbox snapshot (bad magic)');
+  // Every format's magic has the same length.
+  const magic = text(MAGIC.length);
+  if (bytes.length < MAGIC.length + 4 || (magic !== MAGIC && magic !== FORMAT_2_MAGIC)) throw new Error('not a Perennial sandbox snapshot (bad magic)');
   const headerLength = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 4).getUint32(0, true);
-  return JSON.parse(new TextDecoder().decode(bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + headerLength))) as ImageHeader;
+  const memoryAt = MAGIC.length + 4 + headerLength;
+  if (bytes.length < memoryAt) throw new Error('the snapshot is damaged (cut short in its header)');
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(MAGIC.length + 4, memoryAt))) as ImageHeader;
+  // Format 2's memory is one zstd frame.
+  const chunks = magic === MAGIC ? header.memoryChunks : [{ length: header.memoryLength, stored: header.memoryBytes, codec: 'zstd' }];
+  header.memoryChunks = checkedChunks(chunks, header.memoryLength, header.memoryBytes);
+  return { header, memoryAt };
+}
+
+/** The start of an image file, up to its memory: magic and header. */
+async function readHeaderBytes(file: FileHandle): Promise<Uint8Array> {
+  const start = new Uint8Array(MAGIC.length + 4);
+  await file.read(start, 0, start.length, 0);
+  const headerLength = new DataView(start.buffer).getUint32(MAGIC.length, true);
+  if (headerLength > 1 << 24) throw new Error('not a Perennial sandbox snapshot (its header would be larger than any is)');
+  const bytes = new Uint8Array(start.length + headerLength);
+  await file.read(bytes, 0, bytes.length, 0);
+  return bytes;
 }
 
 /** The header of the image file at `path`, read from its start alone. */
 export async function readImageHeaderFile(path: string): Promise<ImageHeader> {
   const file = await open(path, 'r');
   try {
-    const start = new Uint8Array(MAGIC.length + 4);
-    await file.read(start, 0, start.length, 0);
-    const headerLength = new DataView(start.buffer).getUint32(MAGIC.length, true);
-    if (headerLength > 1 << 24) throw new Error('not a Perennial sandbox snapshot (its header would be larger than any is)');
-    const bytes = new Uint8Array(start.length + headerLength);
-    await file.read(bytes, 0, bytes.length, 0);
-    return readImageHeader(bytes);
+    return readImageHeader(await readHeaderBytes(file));
   } finally {
     await file.close();
   }
@@ -113,24 +142,76 @@ export async function readImageHeaderFile(path: string): Promise<ImageHeader> {
 
 /** An image file read back; `lost` is what its machine could not carry when it was saved. */
 export async function readImage(bytes: Uint8Array, expectedVersion: string): Promise<StoredImage & { lost: LostItem[] }> {
-  const { header, memorySection, files } = await readSections(bytes, expectedVersion);
-  // A fresh, aligned copy: Pyodide reads the snapshot header as 32-bit words.
-  const memory = await imageCodec.decompress(memorySection);
-  if (memory.length !== header.memoryLength) throw new Error('the snapshot is damaged (wrong length after decompression)');
+  const { header, memoryAt, files } = await readSections(bytes, expectedVersion);
+  const read = (at: number, length: number) => within(bytes, at, length);
+  const memory = await joinParts(await memoryParts(header.memoryChunks!, memoryAt, read), read);
   return { base: header.base, memory, files, meta: header.meta, lost: header.lost };
 }
 
-/** An image file's header and files, leaving its memory compressed (a base's is read from its plain copy). */
+/** An image file's header and files, leaving its memory as it is stored (a base's is read from its plain copy). */
 export async function readImageFiles(bytes: Uint8Array, expectedVersion: string): Promise<{ header: ImageHeader; files: Uint8Array }> {
   const { header, files } = await readSections(bytes, expectedVersion);
   return { header, files };
 }
 
-async function readSections(bytes: Uint8Array, expectedVersion: string): Promise<{ header: ImageHeader; memorySection: Uint8Array; files: Uint8Array }> {
-  const header = readImageHeader(bytes);
+/**
+ * The image file at `path`, its memory as parts: compressed chunks decompressed, raw ones left
+ * in the file as ranges of it (which a sandbox reads there, see `PatchPart`).
+ */
+export async function readImageFile(
+  path: string,
+  expectedVersion: string,
+): Promise<{ header: ImageHeader; memory: MemoryPart[]; files: Uint8Array; file: ImageFile }> {
+  const file = await open(path, 'r');
+  try {
+    const { header, memoryAt } = parseHeader(await readHeaderBytes(file));
+    checkVersion(header, expectedVersion);
+    const read = (at: number, length: number) => readAt(file, at, length);
+    const filesAt = memoryAt + header.memoryBytes;
+    const stats = await file.stat();
+    if (stats.size < filesAt + header.filesBytes) throw new Error('the snapshot is damaged (cut short)');
+    const files = await imageCodec.decompress(await read(filesAt, header.filesBytes));
+    return { header, memory: await memoryParts(header.memoryChunks!, memoryAt, read), files, file: { path, identity: fileIdentity(stats) } };
+  } finally {
+    await file.close();
+  }
+}
+
+/** An image file as it was read: where the rest of it is read later checks that it is the same file. */
+export interface ImageFile {
+  path: string;
+  identity: string;
+}
+
+/** What tells one file, and one version of it, from another: a machine's file is replaced whole when it is saved. */
+export function fileIdentity(stats: Stats): string {
+  return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+}
+
+/** `length` bytes of an image file from `at`, which must be there. */
+export async function readAt(file: FileHandle, at: number, length: number): Promise<Uint8Array> {
+  const bytes = new Uint8Array(length);
+  for (let done = 0; done < length;) {
+    const { bytesRead } = await file.read(bytes, done, length - done, at + done);
+    if (!bytesRead) throw new Error('the snapshot is damaged (cut short)');
+    done += bytesRead;
+  }
+  return bytes;
+}
+
+function checkVersion(header: ImageHeader, expectedVersion: string): void {
   if (header.pyodideVersion !== expectedVersion) throw new ImageVersionError(header.pyodideVersion, [expectedVersion]);
-  const start = MAGIC.length + 4 + new TextEncoder().encode(JSON.stringify(header)).length;
-  const memoryEnd = start + header.memoryBytes;
-  const files = await imageCodec.decompress(bytes.subarray(memoryEnd, memoryEnd + header.filesBytes));
-  return { header, memorySection: bytes.subarray(start, memoryEnd), files };
+}
+
+/** `length` bytes of `bytes` from `at`, which must be there. */
+function within(bytes: Uint8Array, at: number, length: number): Uint8Array {
+  if (at + length > bytes.length) throw new Error('the snapshot is damaged (cut short)');
+  return bytes.subarray(at, at + length);
+}
+
+async function readSections(bytes: Uint8Array, expectedVersion: string): Promise<{ header: ImageHeader; memoryAt: number; files: Uint8Array }> {
+  const { header, memoryAt } = parseHeader(bytes);
+  checkVersion(header, expectedVersion);
+  const files = await imageCodec.decompress(within(bytes, memoryAt + header.memoryBytes, header.filesBytes));
+  return { header, memoryAt, files };
 }

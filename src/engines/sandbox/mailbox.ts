@@ -7,11 +7,11 @@
  * read, one byte per interrupt and a JSON line per answer, and the sandbox reads on from where it
  * was (`HostChannel`).
  */
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The files of a mailbox folder. */
-export const MAILBOX_FILES = { interrupts: 'interrupts', answers: 'answers' } as const;
+/** The files of a mailbox folder; `image`, the image file a load's patch is partly read from. */
+export const MAILBOX_FILES = { interrupts: 'interrupts', answers: 'answers', image: 'image' } as const;
 
 const INTERRUPT = Uint8Array.of(2);
 
@@ -37,6 +37,32 @@ export class Mailbox {
   /** `line`, one JSON object without a newline. */
   answer(line: string): void {
     if (!this.#closed) writeSync(this.#answers, `${line}\n`);
+  }
+
+  /**
+   * Lets the sandbox read the file at `path` as its `image`, for a load: a hard link, which costs
+   * neither a copy nor room, and leaves the machine's own file where the sandbox cannot see it.
+   * Answers the link's path; none where one cannot be made (another file system, one without
+   * links): the host reads the file then.
+   */
+  lend(path: string): string | undefined {
+    this.#unlend();
+    const link = join(this.dir, MAILBOX_FILES.image);
+    try {
+      linkSync(path, link);
+      return link;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Takes back a lent file: the load is over. */
+  unlend(): void {
+    if (!this.#closed) this.#unlend();
+  }
+
+  #unlend(): void {
+    rmSync(join(this.dir, MAILBOX_FILES.image), { force: true });
   }
 
   close(): void {

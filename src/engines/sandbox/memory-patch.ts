@@ -32,17 +32,21 @@ function xorInto(target: Uint8Array, source: Uint8Array): void {
   }
 }
 
+/** A patch larger than this is given to its caller in the builder's own buffer, rather than copied out of it. */
+const HAND_OVER_BYTES = 1 << 20;
+
 /**
- * A patch, built from the differences of a heap from its base in heap order: each call gives
- * the XOR of the two over a part of the heap, whose runs of non-zero words it keeps.
+ * A patch, built from the differences of a heap from its base in heap order, in place: each run's
+ * head, then its bytes, as they come. A machine that grew 80 MB past its base is an 80 MB patch,
+ * which a copy into memory of its own would fault in page by page again (~45 ms).
  */
 export class PatchBuilder {
-  /** Each run's heap offsets, and where its bytes start in `#data`. */
-  readonly #from: number[] = [];
-  readonly #to: number[] = [];
-  readonly #at: number[] = [];
   #data = new Uint8Array(1 << 16);
   #used = 0;
+  /** The last run: where its head is in `#data` (-1: no run yet), and its heap offsets. */
+  #lastAt = -1;
+  #lastFrom = 0;
+  #lastTo = 0;
 
   /** Gives back the room past `bytes` the last patch took. */
   shrink(bytes: number): void {
@@ -51,12 +55,21 @@ export class PatchBuilder {
     this.#used = 0;
   }
 
-  /** Starts a new patch, keeping the room the last one took. */
-  reset(): void {
-    this.#from.length = this.#to.length = this.#at.length = 0;
-    // Joins rely on the data past what is used being zero.
-    this.#data.fill(0, 0, Math.min(this.#used + JOIN_GAP, this.#data.length));
+  /**
+   * Starts the patch of a snapshot of `length` bytes whose header (the bytes before its heap) is
+   * `header`; `room`: what it will likely take, made at once rather than grown to.
+   */
+  begin(header: Uint8Array, length: number, room = 0): void {
+    // Joins and padding rely on the data past what is used being zero.
+    this.#data.fill(0, 0, Math.min(this.#used + JOIN_GAP + 8, this.#data.length));
     this.#used = 0;
+    this.#lastAt = -1;
+    this.#reserve(Math.max(room, 8 + padded(header.length)));
+    const view = new DataView(this.#data.buffer);
+    view.setUint32(0, length, true);
+    view.setUint32(4, header.length, true);
+    this.#data.set(header, 8);
+    this.#used = 8 + padded(header.length);
   }
 
   /** `xor`: the heap's bytes XOR the base's, from heap offset `offset`. Read at once, not kept. */
@@ -75,24 +88,14 @@ export class PatchBuilder {
     if (tail && aligned.subarray(aligned.length - tail).some((b) => b !== 0)) this.run(offset + aligned.length - tail, aligned.subarray(aligned.length - tail));
   }
 
-  /** The patch of a snapshot of `length` bytes whose header (the bytes before its heap) is `header`. */
-  finish(header: Uint8Array, length: number): Uint8Array {
-    let size = 8 + padded(header.length);
-    for (let r = 0; r < this.#from.length; r++) size += 8 + padded(this.#to[r]! - this.#from[r]!);
-    const patch = new Uint8Array(size);
-    const view = new DataView(patch.buffer);
-    view.setUint32(0, length, true);
-    view.setUint32(4, header.length, true);
-    patch.set(header, 8);
-    let at = 8 + padded(header.length);
-    for (let r = 0; r < this.#from.length; r++) {
-      const from = this.#from[r]!;
-      const length = this.#to[r]! - from;
-      view.setUint32(at, from, true);
-      view.setUint32(at + 4, length, true);
-      patch.set(this.#data.subarray(this.#at[r]!, this.#at[r]! + length), at + 8);
-      at += 8 + padded(length);
-    }
+  /** The patch. One larger than `HAND_OVER_BYTES` is the builder's buffer, which it no longer uses. */
+  finish(): Uint8Array {
+    this.#closeLast();
+    const size = this.#used;
+    if (size <= HAND_OVER_BYTES) return this.#data.slice(0, size);
+    const patch = this.#data.subarray(0, size);
+    this.#data = new Uint8Array(1 << 16);
+    this.#used = 0;
     return patch;
   }
 
@@ -126,30 +129,41 @@ export class PatchBuilder {
 
   /** Zeros the last run's heap words `from` to `to` (within it): no difference from the base there. */
   clearLast(from: number, to: number): void {
-    const last = this.#from.length - 1;
-    const at = this.#at[last]! + from * 4 - this.#from[last]!;
+    const at = this.#lastAt + 8 + from * 4 - this.#lastFrom;
     this.#data.fill(0, at, at + (to - from) * 4);
   }
 
   /** Starts a run of `length` bytes at heap offset `from`, or extends the last one to it; makes room for its bytes at `#used`. */
   #place(from: number, length: number): void {
-    const last = this.#to.length - 1;
     // Close to the last run: joined to it, with the zeros between (the data past `#used` is zero).
-    if (last >= 0 && from - this.#to[last]! <= JOIN_GAP) {
-      this.#used += from - this.#to[last]!;
-      this.#to[last] = from + length;
+    if (this.#lastAt >= 0 && from - this.#lastTo <= JOIN_GAP) {
+      this.#used += from - this.#lastTo;
+      this.#lastTo = from + length;
     } else {
-      this.#from.push(from);
-      this.#to.push(from + length);
-      this.#at.push(this.#used);
+      this.#closeLast();
+      this.#reserve(8);
+      this.#lastAt = this.#used;
+      this.#lastFrom = from;
+      this.#lastTo = from + length;
+      this.#used += 8;
     }
     this.#reserve(length);
   }
 
+  /** Writes the last run's head, and pads its bytes to a word. */
+  #closeLast(): void {
+    if (this.#lastAt < 0) return;
+    const view = new DataView(this.#data.buffer);
+    view.setUint32(this.#lastAt, this.#lastFrom, true);
+    view.setUint32(this.#lastAt + 4, this.#lastTo - this.#lastFrom, true);
+    this.#used = padded(this.#used);
+    this.#lastAt = -1;
+  }
+
   #reserve(bytes: number): void {
-    // Room for the bytes and for the zeros a join may add before the next run.
-    if (this.#used + bytes + JOIN_GAP <= this.#data.length) return;
-    const grown = new Uint8Array(Math.max(this.#data.length * 2, this.#used + bytes + JOIN_GAP));
+    // Room for the bytes and for the zeros a join or padding may add before the next run.
+    if (this.#used + bytes + JOIN_GAP + 8 <= this.#data.length) return;
+    const grown = new Uint8Array(Math.max(this.#data.length * 2, this.#used + bytes + JOIN_GAP + 8));
     grown.set(this.#data.subarray(0, this.#used));
     this.#data = grown;
   }
@@ -164,8 +178,9 @@ export function makeMemoryPatch(snapshot: Uint8Array, base: Uint8Array): Uint8Ar
   const heap = snapshot.subarray(start);
   xorInto(heap, base.subarray(heapOffset(base)));
   const builder = new PatchBuilder();
+  builder.begin(snapshot.subarray(0, start), snapshot.length);
   builder.add(0, heap);
-  return builder.finish(snapshot.subarray(0, start), snapshot.length);
+  return builder.finish();
 }
 
 /** The patch that makes a base snapshot itself, from its header (the bytes before its heap) and length. */
@@ -192,12 +207,15 @@ export function applyMemoryPatch(patch: Uint8Array, base: Uint8Array): Uint8Arra
   const heap = snapshot.subarray(header.length);
   const baseHeap = base.subarray(heapOffset(base));
   heap.set(baseHeap.subarray(0, Math.min(baseHeap.length, heap.length)));
-  applyPatchRuns(patch, heap);
+  applyPatchRuns(patch, heap, baseHeap.length);
   return snapshot;
 }
 
-/** XORs a patch's runs into `heap`, which holds the base's heap (zero past it). */
-export function applyPatchRuns(given: Uint8Array, heap: Uint8Array): void {
+/**
+ * XORs a patch's runs into `heap`, which holds the base's heap, and zeros from `zeroFrom` (where
+ * the base's heap ends): there a run's bytes are the heap's own, and are copied rather than XORed.
+ */
+export function applyPatchRuns(given: Uint8Array, heap: Uint8Array, zeroFrom = heap.length): void {
   // Its runs are XORed a word at a time where they are aligned as the heap's words are: a patch
   // that crossed IPC may sit at any offset of its buffer.
   const patch = given.byteOffset % 4 === 0 ? given : given.slice();
@@ -207,7 +225,9 @@ export function applyPatchRuns(given: Uint8Array, heap: Uint8Array): void {
     const from = view.getUint32(at, true);
     const count = view.getUint32(at + 4, true);
     if (from + count > heap.length) throw new Error('the memory patch does not fit its snapshot');
-    xorInto(heap.subarray(from, from + count), patch.subarray(at + 8, at + 8 + count));
+    const split = Math.min(Math.max(zeroFrom, from), from + count);
+    xorInto(heap.subarray(from, split), patch.subarray(at + 8, at + 8 + split - from));
+    heap.set(patch.subarray(at + 8 + split - from, at + 8 + count), split);
     at += 8 + padded(count);
   }
 }

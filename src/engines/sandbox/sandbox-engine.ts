@@ -1,4 +1,4 @@
-import { open, readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import { isPackageName } from '../../shared/requests.ts';
 import type { ExecResult, LostItem, MachineRuntime } from '../../shared/types.ts';
@@ -15,7 +15,7 @@ import {
   type UpgradeReport,
 } from '../engine.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
-import { ImageVersionError, readImageHeader } from './machine-image-file.ts';
+import { ImageVersionError, readImageHeaderFile } from './machine-image-file.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
 import type { SandboxProcess, TakenSnapshot } from './sandbox-process.ts';
@@ -73,13 +73,12 @@ export class SandboxEngine implements Engine {
 
   async restore(snapshotPath: string): Promise<RestoreReport> {
     const clock = new PhaseClock();
-    const bytes = new Uint8Array(await readFile(snapshotPath));
-    clock.lap('host: image read');
-    const { pyodideVersion } = readImageHeader(bytes);
+    const { pyodideVersion } = await readImageHeaderFile(snapshotPath);
+    clock.lap('host: image header read');
     const runtime = this.runtimes.of(pyodideVersion);
     if (!runtime) throw new ImageVersionError(pyodideVersion, this.runtimes.versions);
     this.#runtime = runtime;
-    this.#attach(runtime.restore(this.#placement, this.#config, bytes));
+    this.#attach(runtime.restore(this.#placement, this.#config, snapshotPath));
     return { notices: (await this.#process!).notices };
   }
 
@@ -150,18 +149,19 @@ export class SandboxEngine implements Engine {
   async #write(path: string, made: TakenSnapshot['image'], lost: LostItem[], clock: PhaseClock): Promise<{ bytes: number }> {
     const { image, timings } = await made;
     clock.lap('sandbox, behind: messages crossing', timings);
-    const bytes = await this.#runtime!.encode(image, lost);
+    const parts = await this.#runtime!.encode(image, lost);
     clock.lap('host: compressed');
     const handle = await open(path, 'w', 0o600);
     try {
-      await handle.writeFile(bytes);
+      // One write per piece: writev of the same pieces took 20–190 ms where this takes 25 (80 MB).
+      for (const part of parts) for (let done = 0; done < part.length;) done += (await handle.write(part, done)).bytesWritten;
       clock.lap('host: written');
       await handle.sync();
       clock.lap('host: fsync');
     } finally {
       await handle.close();
     }
-    return { bytes: bytes.length };
+    return { bytes: parts.reduce((sum, part) => sum + part.length, 0) };
   }
 
   /**

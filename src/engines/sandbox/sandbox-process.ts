@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { SANDBOX_MALLOC_ENV } from '../../platform/malloc-env.ts';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import {
@@ -14,7 +16,19 @@ import {
 import type { InputRequest } from '../../shared/types.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { Mailbox } from './mailbox.ts';
-import type { BaseFile, ChildMessage, ExportedFiles, HostMessage, ImportNames, KernelFiles, LoadImage, MachineConfig, TakenImage } from './protocol.ts';
+import { fileIdentity, readAt, type ImageFile } from './machine-image-file.ts';
+import type {
+  BaseFile,
+  ChildMessage,
+  ExportedFiles,
+  HostMessage,
+  ImportNames,
+  KernelFiles,
+  LoadImage,
+  MachineConfig,
+  PatchPart,
+  TakenImage,
+} from './protocol.ts';
 
 /** How long a sandbox process may take to start Node before it is given up. */
 const SPAWN_TIMEOUT_MS = 30_000;
@@ -39,6 +53,24 @@ export interface TakenSnapshot {
   lost: Lost;
   timings: Record<string, number>;
   image: Promise<{ image: TakenImage; timings: Record<string, number> }>;
+}
+
+/** A machine's image file replaced between its reads. */
+class ImageChangedError extends EngineStartError {
+  constructor() {
+    super("the machine's image file was replaced while it loaded");
+  }
+}
+
+/** A patch's parts with the ranges of `image` they name read here. */
+async function readRanges(image: ImageFile, parts: PatchPart[]): Promise<Uint8Array[]> {
+  const file = await open(image.path, 'r');
+  try {
+    if (fileIdentity(await file.stat()) !== image.identity) throw new ImageChangedError();
+    return await Promise.all(parts.map((part) => (part instanceof Uint8Array ? part : readAt(file, part.at, part.length))));
+  } finally {
+    await file.close();
+  }
 }
 
 /**
@@ -129,18 +161,33 @@ export class SandboxProcess {
   /**
    * Boots the process's one machine: fresh with `kernel`, or from an image, whose kernel is
    * upgraded to `kernel` when that is given too. With `importNames`, the kernel is configured as
-   * part of the load: `config`'s limits, and the names it may auto-install.
+   * part of the load: `config`'s limits, and the names it may auto-install. `imageFile`: the
+   * image file whose ranges the image's patch names, lent to the sandbox for the load.
    */
   async load(
     config: MachineConfig,
     source: ({ image: LoadImage; kernel?: KernelFiles } | { kernel: KernelFiles }) & { importNames?: ImportNames },
+    imageFile?: ImageFile,
   ): Promise<void> {
     await this.#waiting;
     const clock = new PhaseClock();
-    const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
-    if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);
-    clock.lap('sandbox: messages crossing', reply.timings);
-    this.#notices = Array.isArray(reply.notices) ? reply.notices.map(String) : [];
+    const image = 'image' in source && 'patch' in source.image ? source.image : undefined;
+    try {
+      if (image?.patch.some((part) => !(part instanceof Uint8Array))) {
+        if (!imageFile) throw new Error("a patch that names ranges of its image file needs the file's path");
+        const lent = this.#mailbox.lend(imageFile.path);
+        if (lent && fileIdentity(statSync(lent)) !== imageFile.identity) throw new ImageChangedError();
+        // No file lent: its ranges cross as bytes.
+        if (!lent) image.patch = await readRanges(imageFile, image.patch);
+        clock.lap('host: image lent');
+      }
+      const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
+      if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);
+      clock.lap('sandbox: messages crossing', reply.timings);
+      this.#notices = Array.isArray(reply.notices) ? reply.notices.map(String) : [];
+    } finally {
+      this.#mailbox.unlend();
+    }
   }
 
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {

@@ -10,7 +10,7 @@ import { DEFAULT_POOL_IDLE_SECONDS } from '../engine.ts';
 import { PoolDemand } from '../pool-demand.ts';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import { detectIsolation, type Isolation } from './isolation.ts';
-import { encodeImage, readImage, readImageFiles, type ImageHeader } from './machine-image-file.ts';
+import { encodeImage, encodeImageParts, readImage, readImageFile, readImageFiles, type ImageFile, type ImageHeader } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
 import type { BaseFile, ImageMeta, ImportNames, KernelFiles, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, type PyodideRuntime } from './pyodide-runtimes.ts';
@@ -132,31 +132,38 @@ export class SandboxRuntime {
   /** A process holding a fresh machine with `config`'s limits. */
   async fresh(placement: SandboxPlacement, config: MachineConfig): Promise<SandboxProcess> {
     const base = await this.base();
-    return this.#acquire(placement, config, { image: { patch: base.freshPatch, base: base.file, files: base.files, meta: base.meta } });
+    return this.#acquire(placement, config, { image: { patch: [base.freshPatch], base: base.file, files: base.files, meta: base.meta } });
   }
 
   /**
-   * A process holding the machine of the image file `bytes`, with `config`'s limits. A machine an
-   * earlier build made has its kernel upgraded to this build's as it loads.
+   * A process holding the machine of the image file at `path`, with `config`'s limits. A machine
+   * an earlier build made has its kernel upgraded to this build's as it loads.
    */
-  async restore(placement: SandboxPlacement, config: MachineConfig, bytes: Uint8Array): Promise<SandboxProcess> {
+  async restore(placement: SandboxPlacement, config: MachineConfig, path: string): Promise<SandboxProcess> {
     const clock = new PhaseClock();
-    const stored = await readImage(bytes, this.pyodideVersion);
-    clock.lap('host: image decompressed');
+    const { header, memory, files, file } = await readImageFile(path, this.pyodideVersion);
+    clock.lap('host: image read and decompressed');
     const kernel = readKernelPackage();
-    // As a patch on its base, only what differs from it crosses into the sandbox.
-    const image: LoadImage = stored.base
-      ? { patch: stored.memory, base: await this.#baseFile(stored.base), files: stored.files, meta: stored.meta }
-      : { snapshot: stored.memory, files: stored.files, meta: stored.meta };
-    return this.#acquire(placement, config, { image, ...(stored.meta.kernel === kernel.id ? {} : { kernel: kernel.files }) });
+    const { meta } = header;
+    // As a patch on its base, only what differs from it goes to the sandbox; what is stored raw,
+    // the sandbox reads from the file itself.
+    const image: LoadImage = header.base
+      ? { patch: memory, base: await this.#baseFile(header.base), files, meta }
+      : { snapshot: (await readImage(new Uint8Array(await readFile(path)), this.pyodideVersion)).memory, files, meta };
+    return this.#acquire(placement, config, { image, ...(meta.kernel === kernel.id ? {} : { kernel: kernel.files }) }, file);
   }
 
   /** A process, from the pool where the placement allows, with `image` loaded and `config`'s limits. */
-  async #acquire(placement: SandboxPlacement, config: MachineConfig, source: { image: LoadImage; kernel?: KernelFiles }): Promise<SandboxProcess> {
+  async #acquire(
+    placement: SandboxPlacement,
+    config: MachineConfig,
+    source: { image: LoadImage; kernel?: KernelFiles },
+    imageFile?: ImageFile,
+  ): Promise<SandboxProcess> {
     const pooled = isDefaultPlacement(placement);
     const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
     try {
-      await sandbox.load(config, { ...source, importNames: await this.#importNames() });
+      await sandbox.load(config, { ...source, importNames: await this.#importNames() }, imageFile);
       return sandbox;
     } catch (error) {
       await sandbox.kill();
@@ -178,17 +185,17 @@ export class SandboxRuntime {
   }
 
   /**
-   * A machine's image file; its memory is stored as a patch on its base. Every machine a runtime
-   * holds runs this build's kernel: a restore upgraded any other. The image is handed over: its
-   * memory and files must not be read after.
+   * A machine's image file, in pieces to write one after the other; its memory is stored as a
+   * patch on its base. Every machine a runtime holds runs this build's kernel: a restore upgraded
+   * any other.
    */
-  async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array> {
+  async encode(image: TakenImage, lost: Array<{ name: string; reason: string }>): Promise<Uint8Array[]> {
     const files = image.files;
     const meta = { ...image.meta, kernel: readKernelPackage().id };
     try {
-      if ('patch' in image) return await encodeImage({ base: image.base, memory: image.patch, files, meta }, lost, true);
+      if ('patch' in image) return await encodeImageParts({ base: image.base, memory: image.patch, files, meta }, lost);
       const base = await this.base();
-      return await encodeImage({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost, true);
+      return await encodeImageParts({ base: base.id, memory: makeMemoryPatch(image.snapshot, await this.baseSnapshot(base.id)), files, meta }, lost);
     } finally {
       // The image crossed from the sandbox: tens of MiB, garbage once encoded.
       collectWhenQuiet();
@@ -347,8 +354,7 @@ export class SandboxRuntime {
       const meta = { ...image.meta, kernel: kernel.id };
       const base = await this.#withMemoryFile(id, { snapshot, files, meta });
       await mkdir(this.#cacheDir, { recursive: true, mode: 0o700 });
-      // The snapshot's 30 MiB leave this thread with the codec's, which ends after so large a job.
-      await writeFileAtomic(path, await encodeImage({ base: null, memory: snapshot, files, meta }, [], true));
+      await writeFileAtomic(path, await encodeImage({ base: null, memory: snapshot, files, meta }));
       return base;
     } finally {
       await sandbox.kill();

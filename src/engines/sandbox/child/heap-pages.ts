@@ -273,7 +273,12 @@ export class DifferingLines {
    */
   patch(header: Uint8Array, dead: PageRuns): Uint8Array {
     const builder = this.#builder;
-    builder.reset();
+    // Room for every differing line whole, with a run's head each: what a patch takes at most, short of joins' gaps.
+    builder.begin(
+      header,
+      header.length + this.#heap.length,
+      this.#lengths.reduce((sum, length) => sum + length + 8, 8 + header.length + 4),
+    );
     const heap = new Int32Array(this.#heap.buffer, this.#heap.byteOffset, this.#heap.length >>> 2);
     const base = new Int32Array(this.#base.buffer, this.#base.byteOffset, this.#used >>> 2);
     // Whole words only: a word that is partly alive is compared.
@@ -281,10 +286,13 @@ export class DifferingLines {
     let nextDead = 0;
     for (let l = 0; l < this.#lines.length; l++) {
       const first = this.#lines[l]! >>> 2;
-      const end = first + (this.#lengths[l]! >>> 2);
+      let end = first + (this.#lengths[l]! >>> 2);
       if (this.#baseAt[l]! < 0) {
         // Where the base is zero, the difference is the line itself, copied whole (its zero words
-        // too: zstd makes nothing of them), and its dead memory zero, as the base has it.
+        // too: zstd makes nothing of them), and its dead memory zero, as the base has it. The
+        // lines that follow it there are copied with it: memory grown past the base (a large
+        // object) is tens of MiB of such lines, which one at a time took 200 ms for 80 MB.
+        while (l + 1 < this.#lines.length && this.#baseAt[l + 1]! < 0 && this.#lines[l + 1]! >>> 2 === end) end += this.#lengths[++l]! >>> 2;
         builder.copyRun(first, heap, end - first);
         while (nextDead < deadWords.length && deadWords[nextDead]![1] <= first) nextDead++;
         for (let d = nextDead; d < deadWords.length && deadWords[d]![0] < end; d++)
@@ -316,7 +324,7 @@ export class DifferingLines {
         }
       }
     }
-    const patch = builder.finish(header, header.length + this.#heap.length);
+    const patch = builder.finish();
     // What a large difference took is given back: the machine keeps its memory to its own.
     if (this.#base.length > KEPT_BYTES) this.#base = Buffer.allocUnsafeSlow(64 << 10);
     builder.shrink(KEPT_BYTES);

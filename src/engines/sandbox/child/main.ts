@@ -14,6 +14,7 @@ import { proxiedObjects } from './proxy-references.ts';
 import { recordDynlibs } from './dynlibs.ts';
 import { archiveFiles, restoreFiles } from './fs-archive.ts';
 import { HostChannel } from './host-channel.ts';
+import { arrivedImage } from './lent-image.ts';
 import { PatchMaker } from './patch-maker.ts';
 import { installKernelDevice } from './kernel-device.ts';
 import { closeNetwork } from './no-network.ts';
@@ -50,7 +51,8 @@ let memoryLimit = Infinity;
 
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const clock = new PhaseClock();
-  const { config, image, kernel, importNames } = message;
+  const { config, kernel, importNames } = message;
+  const image = message.image && arrivedImage(message.image, mailbox!);
   const { instance: py, notices } = await (await loader).load({ image, kernel, outputLimit: config.outputLimit, clock });
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;

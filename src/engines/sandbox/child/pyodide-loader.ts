@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { PhaseClock } from '../../../platform/phase-timings.ts';
 import { applyMemoryPatch, applyPatchRuns, heapOffset, patchedSnapshot } from '../memory-patch.ts';
-import type { BaseFile, KernelFiles, LoadImage } from '../protocol.ts';
+import type { BaseFile, KernelFiles, ArrivedImage } from '../protocol.ts';
 import type { MemoryAccess } from './dead-memory.ts';
 import { BaseMemory, nonZeroRuns, unionRuns, writeSnapshotHeap, type PageRuns } from './heap-pages.ts';
 import { releaseProxied, trackProxies, type ProxyAccess } from './proxy-references.ts';
@@ -90,7 +90,7 @@ interface BootAhead {
  * or to upgrade the image's to.
  */
 export interface LoadRequest {
-  image?: LoadImage;
+  image?: ArrivedImage;
   kernel?: KernelFiles;
   outputLimit: number;
   /** Times the load's phases. */
@@ -413,7 +413,7 @@ function dirtyWith(memory: Uint8Array, dirty: PageRuns, written: BaseMemory | un
 }
 
 /** The memory of an image as loaded: sent whole, or a patch on the base snapshot file `base`. */
-function memoryOf(image: LoadImage, base: BaseMemory | undefined): MachineMemory {
+function memoryOf(image: ArrivedImage, base: BaseMemory | undefined): MachineMemory {
   if ('snapshot' in image) {
     const snapshot = aligned(image.snapshot);
     const start = heapOffset(snapshot);
@@ -435,7 +435,7 @@ function memoryOf(image: LoadImage, base: BaseMemory | undefined): MachineMemory
       // Past the base's heap, a grown memory is zero, as the patch expects.
       const heap = memory.subarray(0, heapLength);
       if (written !== base) base.writeHeap(heap, dirtyWith(memory, dirty, written, heapLength));
-      applyPatchRuns(patch, heap);
+      applyPatchRuns(patch, heap, base.heapLength);
     },
     whole: () => applyMemoryPatch(patch, base.bytes()),
   };
@@ -445,7 +445,7 @@ function memoryOf(image: LoadImage, base: BaseMemory | undefined): MachineMemory
 async function restoreWithDynlibs(
   start: StartPyodide,
   create: CreateModule,
-  image: LoadImage,
+  image: ArrivedImage,
   snapshot: Uint8Array,
   kernel: KernelFiles | undefined,
   clock: PhaseClock,
@@ -466,7 +466,7 @@ async function restoreWithDynlibs(
  * What a restore does once the heap is in: files, the packages Pyodide knows of, the kernel (and
  * its upgrade to `kernel`, when given).
  */
-function restored(instance: Pyodide, image: LoadImage, kernel: KernelFiles | undefined, clock: PhaseClock, withFiles = true): LoadedMachine {
+function restored(instance: Pyodide, image: ArrivedImage, kernel: KernelFiles | undefined, clock: PhaseClock, withFiles = true): LoadedMachine {
   if (withFiles) restoreFiles(instance.FS, image.files);
   Object.assign(instance.loadedPackages, image.meta.loadedPackages);
   instance._module.__hiwire_set(LOADED_PACKAGES_SLOT, instance.loadedPackages);
