@@ -36,6 +36,13 @@ export const KINDS: StateKind[] = [
     expected: String.raw`(b'\x00\xff', bytearray(b'ab'))`,
   },
   {
+    // A sandbox image stores memory that does not compress raw, and its sandbox reads it from the file.
+    kind: 'bytes that do not compress (3 MiB, random)',
+    setup: ['k_noise = __import__("random").Random(7).randbytes(3 << 20)'],
+    check: '(len(k_noise), __import__("hashlib").sha256(k_noise).hexdigest()[:16])',
+    expected: "(3145728, '1f1e5bf7700ec01b')",
+  },
+  {
     kind: 'nested containers with tuple keys',
     setup: ['k_nested = {"a": [1, {"b": (2, 3)}], (1, 2): "tuple key"}'],
     check: 'k_nested',

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
+import { readImageHeaderFile } from '../../src/engines/sandbox/machine-image-file.ts';
 import { CURRENT_PYODIDE } from '../../src/engines/sandbox/pyodide-runtimes.ts';
 import { sandboxChildDir } from '../../src/engines/sandbox/sandbox-assets.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
@@ -153,6 +154,21 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
     await manager.swap(trivial);
     assert.ok(manager.get(trivial).snapshot!.bytes < 300_000, `trivial machine takes ${manager.get(trivial).snapshot!.bytes} bytes`);
     assert.ok(bytes > manager.get(trivial).snapshot!.bytes);
+  });
+
+  it('stores memory that does not compress raw, which its sandbox reads from the image file lent to it for the load alone', async () => {
+    const name = (await manager.create({ engine: 'sandbox' })).name;
+    await run(manager, name, 'import hashlib, os\nnoise = os.urandom(6 << 20)\ndigest = hashlib.sha256(noise).hexdigest()');
+    await manager.swap(name);
+    const header = await readImageHeaderFile(join(manager.dataDir, 'machines', name, 'snapshot'));
+    const raw = header.memoryChunks!.filter((chunk) => chunk.codec === 'raw');
+    assert.ok(raw.length >= 5, `${raw.length} chunks of 1 MiB stored raw`);
+    assert.equal(valueOf((await run(manager, name, 'hashlib.sha256(noise).hexdigest() == digest, len(noise)')).result), '(True, 6291456)');
+    const mailboxes = join(manager.dataDir, 'engines', 'sandbox', CURRENT_PYODIDE.cacheFolder, 'mailboxes');
+    const lent = readdirSync(mailboxes).filter((mailbox) => readdirSync(join(mailboxes, mailbox)).includes('image'));
+    assert.deepEqual(lent, [], 'the image file is taken back once the machine is loaded');
+    await manager.swap(name);
+    assert.equal(valueOf((await run(manager, name, 'hashlib.sha256(noise).hexdigest() == digest')).result), 'True');
   });
 
   it('leaves nothing behind at a swap: no object kept alive by the process before, sys.path as it was', async () => {
