@@ -8,6 +8,7 @@ import { imageCodec } from '../../src/engines/sandbox/image-codec.ts';
 import {
   encodeImage,
   ImageVersionError,
+  NewerImageError,
   PreReleaseImageError,
   readImage,
   readImageFile,
@@ -180,8 +181,10 @@ describe('memory patches and machine image files', () => {
     assert.deepEqual(stored.files, files);
   });
 
-  it("rejects an image whose memory's chunks do not add up", async () => {
-    const bytes = await encodeImage({ base: 'base-1', memory: heapOf(1 << 20, 3), files: new Uint8Array(0), meta });
+  it("rejects an image whose memory's chunks do not add up, and refuses one of a later format, left as it is", async () => {
+    const memory = heapOf(2 << 20, 3);
+    randomFillSync(memory.subarray(1 << 20));
+    const bytes = await encodeImage({ base: 'base-1', memory, files: new Uint8Array(0), meta });
     // The same length, so that the header's length still holds.
     const damaged = Buffer.from(bytes);
     damaged.write('"codec":"lz4!"', damaged.indexOf('"codec":"zstd"'));
@@ -189,5 +192,20 @@ describe('memory patches and machine image files', () => {
     const cut = Buffer.from(bytes);
     cut.write('"length":1048575', cut.indexOf('"length":1048576'));
     await assert.rejects(readImage(cut, '0.29.0'), /chunks do not add up/);
+    const later = Buffer.from(bytes);
+    later.write('PERENNIAL-SANDBOX-IMAGE-4\n', 0);
+    await assert.rejects(readImage(later, '0.29.0'), (error: unknown) => {
+      assert.ok(error instanceof NewerImageError);
+      assert.equal(NewerImageError.errorCode, 'SnapshotVersionMismatch', "refused and left as it is, like another build's");
+      assert.match(error.message, /made by a newer Perennial \(sandbox image format 4; this one reads 2 and 3\)/);
+      return true;
+    });
+  });
+
+  it('writes format 2, which earlier builds read, when all the memory compresses', async () => {
+    const bytes = await encodeImage({ base: 'base-1', memory: heapOf(3 << 20, 3), files: new Uint8Array(0), meta });
+    assert.equal(new TextDecoder().decode(bytes.subarray(0, 26)), 'PERENNIAL-SANDBOX-IMAGE-2\n');
+    assert.equal(readImageHeader(bytes).memoryChunks!.length, 1, 'read as one zstd chunk');
+    assert.deepEqual((await readImage(bytes, '0.29.0')).memory, heapOf(3 << 20, 3));
   });
 });

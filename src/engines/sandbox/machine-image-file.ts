@@ -8,11 +8,13 @@ import type { ImageMeta } from './protocol.ts';
 import { CodedError } from '../../platform/coded-error.ts';
 
 /**
- * Format 3 stores the memory in chunks, compressed or raw (memory-chunks.ts); format 2 stored it as
- * one zstd frame, and is read as one such chunk.
+ * Format 3 stores the memory in chunks, compressed or raw (memory-chunks.ts); format 2 as one zstd
+ * frame, read as one such chunk. Both are written: format 2 where all the memory compresses.
  */
 const MAGIC = 'PERENNIAL-SANDBOX-IMAGE-3\n';
 const FORMAT_2_MAGIC = 'PERENNIAL-SANDBOX-IMAGE-2\n';
+/** Any format's magic, with its version. */
+const ANY_MAGIC = /^PERENNIAL-SANDBOX-IMAGE-(\d)\n/;
 /** Images of pre-release builds stored the memory as a whole XOR delta. */
 const OLD_MAGIC = 'PERENNIAL-SANDBOX-IMAGE-1\n';
 const ZSTD_LEVEL = 1;
@@ -53,6 +55,16 @@ export class PreReleaseImageError extends CodedError {
   }
 }
 
+/** A snapshot in a format of a later build: refused, and left as it is, for that build. */
+export class NewerImageError extends CodedError {
+  static override readonly errorCode = 'SnapshotVersionMismatch';
+  constructor(format: number) {
+    super(
+      `the machine's snapshot was made by a newer Perennial (sandbox image format ${format}; this one reads 2 and 3); it is left as it is: update Perennial`,
+    );
+  }
+}
+
 /** An image as stored: a base image's memory whole, a machine's as a patch on its base (see memory-patch.ts). */
 export interface StoredImage {
   base: string | null;
@@ -84,15 +96,15 @@ export async function encodeImageParts(image: StoredImage, lost: LostItem[] = []
     base: image.base,
     meta: image.meta,
     memoryLength,
-    memoryChunks: memory.chunks,
+    ...(memory.chunks ? { memoryChunks: memory.chunks } : {}),
     ...(memorySha256 ? { memorySha256 } : {}),
-    memoryBytes: memory.chunks.reduce((sum, chunk) => sum + chunk.stored, 0),
+    memoryBytes: memory.stored.reduce((sum, part) => sum + part.length, 0),
     filesBytes: files.length,
     lost,
   };
   const headerBytes = new TextEncoder().encode(JSON.stringify(header));
   const start = new Uint8Array(MAGIC.length + 4);
-  start.set(new TextEncoder().encode(MAGIC));
+  start.set(new TextEncoder().encode(memory.chunks ? MAGIC : FORMAT_2_MAGIC));
   new DataView(start.buffer).setUint32(MAGIC.length, headerBytes.length, true);
   return [start, headerBytes, ...memory.stored, files];
 }
@@ -108,6 +120,8 @@ function parseHeader(bytes: Uint8Array): { header: ImageHeader; memoryAt: number
   if (text(OLD_MAGIC.length) === OLD_MAGIC) throw new PreReleaseImageError();
   // Every format's magic has the same length.
   const magic = text(MAGIC.length);
+  const format = Number(ANY_MAGIC.exec(magic)?.[1]);
+  if (format > 3) throw new NewerImageError(format);
   if (bytes.length < MAGIC.length + 4 || (magic !== MAGIC && magic !== FORMAT_2_MAGIC)) throw new Error('not a Perennial sandbox snapshot (bad magic)');
   const headerLength = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 4).getUint32(0, true);
   const memoryAt = MAGIC.length + 4 + headerLength;
@@ -181,6 +195,13 @@ export async function readImageFile(
 export interface ImageFile {
   path: string;
   identity: string;
+}
+
+/** A machine's image file replaced between its reads: it is read again. */
+export class ImageChangedError extends Error {
+  constructor() {
+    super("the machine's image file was replaced while it loaded");
+  }
 }
 
 /** What tells one file, and one version of it, from another: a machine's file is replaced whole when it is saved. */

@@ -1,8 +1,8 @@
 import { imageCodec } from './image-codec.ts';
 
 /**
- * A machine image's memory as stored (image format 3): chunks of 1 MiB, each compressed with zstd,
- * or stored raw where compressing does not pay. Memory that holds random or already compressed
+ * A machine image's memory as stored where some of it does not compress (image format 3): chunks
+ * of 1 MiB, each compressed with zstd, or stored raw where compressing does not pay. Memory that holds random or already compressed
  * bytes took zstd 400 ms for 80 MB to save nothing, and as long again to decompress; a raw chunk
  * costs neither, and a sandbox reads it from the image file itself (see `PatchPart`).
  */
@@ -24,14 +24,21 @@ export interface MemoryChunk {
 /** A part of a memory section: bytes at hand, or `length` bytes at `at` of its image file, left there. */
 export type MemoryPart = Uint8Array | { at: number; length: number };
 
-/** `memory` as chunks, each with the bytes that store it. */
-export async function storeMemory(memory: Uint8Array, level: number): Promise<{ chunks: MemoryChunk[]; stored: Uint8Array[] }> {
+/**
+ * `memory` as stored: in chunks, each with the bytes that store it, where some of it does not
+ * compress; else as one zstd frame (`chunks` undefined), as images of format 2 store it, which
+ * nodes of earlier builds in a cluster can still read (see docs/cluster.md).
+ */
+export async function storeMemory(memory: Uint8Array, level: number): Promise<{ chunks?: MemoryChunk[]; stored: Uint8Array[] }> {
   const offThread = memory.length > OFF_THREAD_BYTES;
+  const whole: Uint8Array[] = [];
+  for (let at = 0; at < memory.length; at += CHUNK_BYTES) whole.push(memory.subarray(at, at + CHUNK_BYTES));
+  const worth = await Promise.all(whole.map((chunk) => worthCompressing(chunk, level)));
+  if (worth.every(Boolean)) return { stored: [await imageCodec.compress(memory, level, offThread)] };
   const chunks: MemoryChunk[] = [];
   const stored: Uint8Array[] = [];
-  for (let at = 0; at < memory.length; at += CHUNK_BYTES) {
-    const chunk = memory.subarray(at, at + CHUNK_BYTES);
-    const packed = (await worthCompressing(chunk, level)) ? await imageCodec.compress(chunk, level, offThread) : undefined;
+  for (const [i, chunk] of whole.entries()) {
+    const packed = worth[i] ? await imageCodec.compress(chunk, level, offThread) : undefined;
     const raw = !packed || packed.length > chunk.length * RAW_ABOVE;
     chunks.push({ length: chunk.length, stored: raw ? chunk.length : packed.length, codec: raw ? 'raw' : 'zstd' });
     stored.push(raw ? chunk : packed);

@@ -16,7 +16,7 @@ import {
 import type { InputRequest } from '../../shared/types.ts';
 import { sandboxCommand, type Isolation, type SandboxLaunch } from './isolation.ts';
 import { Mailbox } from './mailbox.ts';
-import { fileIdentity, readAt, type ImageFile } from './machine-image-file.ts';
+import { fileIdentity, ImageChangedError, readAt, type ImageFile } from './machine-image-file.ts';
 import type {
   BaseFile,
   ChildMessage,
@@ -53,13 +53,6 @@ export interface TakenSnapshot {
   lost: Lost;
   timings: Record<string, number>;
   image: Promise<{ image: TakenImage; timings: Record<string, number> }>;
-}
-
-/** A machine's image file replaced between its reads. */
-class ImageChangedError extends EngineStartError {
-  constructor() {
-    super("the machine's image file was replaced while it loaded");
-  }
 }
 
 /** A patch's parts with the ranges of `image` they name read here. */

@@ -10,7 +10,16 @@ import { DEFAULT_POOL_IDLE_SECONDS } from '../engine.ts';
 import { PoolDemand } from '../pool-demand.ts';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import { detectIsolation, type Isolation } from './isolation.ts';
-import { encodeImage, encodeImageParts, readImage, readImageFile, readImageFiles, type ImageFile, type ImageHeader } from './machine-image-file.ts';
+import {
+  encodeImage,
+  encodeImageParts,
+  ImageChangedError,
+  readImage,
+  readImageFile,
+  readImageFiles,
+  type ImageFile,
+  type ImageHeader,
+} from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
 import type { BaseFile, ImageMeta, ImportNames, KernelFiles, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
 import { pyodideDir, type PyodideRuntime } from './pyodide-runtimes.ts';
@@ -140,17 +149,24 @@ export class SandboxRuntime {
    * an earlier build made has its kernel upgraded to this build's as it loads.
    */
   async restore(placement: SandboxPlacement, config: MachineConfig, path: string): Promise<SandboxProcess> {
-    const clock = new PhaseClock();
-    const { header, memory, files, file } = await readImageFile(path, this.pyodideVersion);
-    clock.lap('host: image read and decompressed');
-    const kernel = readKernelPackage();
-    const { meta } = header;
-    // As a patch on its base, only what differs from it goes to the sandbox; what is stored raw,
-    // the sandbox reads from the file itself.
-    const image: LoadImage = header.base
-      ? { patch: memory, base: await this.#baseFile(header.base), files, meta }
-      : { snapshot: (await readImage(new Uint8Array(await readFile(path)), this.pyodideVersion)).memory, files, meta };
-    return this.#acquire(placement, config, { image, ...(meta.kernel === kernel.id ? {} : { kernel: kernel.files }) }, file);
+    for (let attempt = 1; ; attempt++) {
+      const clock = new PhaseClock();
+      const { header, memory, files, file } = await readImageFile(path, this.pyodideVersion);
+      clock.lap('host: image read and decompressed');
+      const kernel = readKernelPackage();
+      const { meta } = header;
+      // As a patch on its base, only what differs from it goes to the sandbox; what is stored raw,
+      // the sandbox reads from the file itself.
+      const image: LoadImage = header.base
+        ? { patch: memory, base: await this.#baseFile(header.base), files, meta }
+        : { snapshot: (await readImage(new Uint8Array(await readFile(path)), this.pyodideVersion)).memory, files, meta };
+      try {
+        return await this.#acquire(placement, config, { image, ...(meta.kernel === kernel.id ? {} : { kernel: kernel.files }) }, file);
+      } catch (error) {
+        // Saved again meanwhile (nothing saves a machine while it loads; this is a safeguard): the new file is the machine.
+        if (!(error instanceof ImageChangedError) || attempt === 3) throw error;
+      }
+    }
   }
 
   /** A process, from the pool where the placement allows, with `image` loaded and `config`'s limits. */
