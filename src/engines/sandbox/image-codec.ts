@@ -19,12 +19,14 @@ const IDLE_MS = 2_000;
  * the wasm package's speed, else to the thread, rather than hold up the server's other requests.
  */
 const HERE_BYTES = 4 << 20;
+/** Node's zstd output pieces are at least this large (its own default). */
+const MIN_CHUNK_BYTES = 16 << 10;
 type ZstdOptions = { params: Record<number, number>; pledgedSrcSize: number };
 type Done = (error: Error | null, result: Uint8Array) => void;
 const nativeZstd = zlib as {
-  zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array;
+  zstdDecompressSync?: (bytes: Uint8Array, options: { chunkSize: number }) => Uint8Array;
   zstdCompressSync?: (bytes: Uint8Array, options: ZstdOptions) => Uint8Array;
-  zstdDecompress?: (bytes: Uint8Array, done: Done) => void;
+  zstdDecompress?: (bytes: Uint8Array, options: { chunkSize: number }, done: Done) => void;
   zstdCompress?: (bytes: Uint8Array, options: ZstdOptions, done: Done) => void;
   constants: { ZSTD_c_compressionLevel?: number };
 };
@@ -36,7 +38,7 @@ const native =
         compressSync: nativeZstd.zstdCompressSync,
         decompressSync: nativeZstd.zstdDecompressSync,
         compress: promisify(nativeZstd.zstdCompress) as (bytes: Uint8Array, options: ZstdOptions) => Promise<Uint8Array>,
-        decompress: promisify(nativeZstd.zstdDecompress) as (bytes: Uint8Array) => Promise<Uint8Array>,
+        decompress: promisify(nativeZstd.zstdDecompress) as (bytes: Uint8Array, options: { chunkSize: number }) => Promise<Uint8Array>,
         options: (bytes: Uint8Array, level: number): ZstdOptions => ({ params: { [LEVEL_PARAMETER]: level }, pledgedSrcSize: bytes.length }),
       }
     : undefined;
@@ -100,8 +102,13 @@ class ImageCodec {
     const away = offThread ?? !(size !== undefined && size <= HERE_BYTES);
     if (!native && away) return this.#call({ op: 'decompress', bytes });
     // A copy of its own, aligned: Pyodide reads a snapshot's header as 32-bit words.
+    // Node's zstd writes its output 16 KiB at a time and joins the pieces, unless told how much
+    // comes: 2.7 times as long for 80 MB (measured, Node 22).
+    const options = { chunkSize: Math.max(size ?? 0, MIN_CHUNK_BYTES) };
     const out = await here(async () =>
-      aligned(native ? (away ? await native.decompress(bytes) : native.decompressSync(bytes)) : (await (zstdHere ??= loadZstd())).decompress(bytes)),
+      aligned(
+        native ? (away ? await native.decompress(bytes, options) : native.decompressSync(bytes, options)) : (await (zstdHere ??= loadZstd())).decompress(bytes),
+      ),
     );
     // Node's zstd returns what it could of a cut frame, without an error.
     if (size !== undefined && out.length !== size) throw new Error(`zstd: the data is damaged (${out.length} bytes of ${size})`);
