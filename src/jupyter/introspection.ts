@@ -71,14 +71,3 @@ export async function inspectReply(client: PerennialClient, machine: string, cod
   if (detailLevel > 0) lines.push(`Name:      ${info.name}`);
   return { status: 'ok', found: true, data: { 'text/plain': lines.join('\n') }, metadata: {} };
 }
-
-/** The indent the next line of an incomplete statement takes: the last line's, one more after a colon. */
-export function isCompleteIndent(code: string): string {
-  const last =
-    code
-      .split('\n')
-      .filter((line) => line.trim())
-      .at(-1) ?? '';
-  const indent = /^\s*/.exec(last)![0];
-  return last.trimEnd().endsWith(':') ? `${indent}    ` : indent;
-}

@@ -8,7 +8,8 @@ import type { CommDelivery, InputRequest } from '../shared/types.ts';
 import { CellMessages, type CellError, type Publish } from './cell-messages.ts';
 import type { ConnectionInfo } from './connection-file.ts';
 import { historyReply, type HistoryRequest } from './history.ts';
-import { completeReply, inspectReply, isCompleteIndent } from './introspection.ts';
+import { completeReply, inspectReply } from './introspection.ts';
+import { nextLineIndent } from '../shared/python-indent.ts';
 import { MessageCodec, PROTOCOL_VERSION, type Content, type JupyterMessage } from './messages.ts';
 import type { NotebookMachine } from './notebook-machine.ts';
 import type { Restarts } from './restarts.ts';
@@ -174,7 +175,7 @@ export class JupyterKernel {
       const code = String(message.content.code ?? '');
       const { info } = await this.#found();
       const status = await this.options.client.isComplete(info.name, code);
-      this.#reply(channel, message, status === 'incomplete' ? { status, indent: isCompleteIndent(code) } : { status });
+      this.#reply(channel, message, status === 'incomplete' ? { status, indent: nextLineIndent(code) } : { status });
     },
     history_request: async (message, channel) => {
       const { info } = await this.#found();

@@ -335,7 +335,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.equal((await finished(child)).code, 0);
   });
 
-  it('repl in a terminal: Tab completes from the machine and indents a continuation line, which shows "... "', async () => {
+  it('repl in a terminal: Tab completes from the machine; a continuation line shows "... ", indented as the block needs, and Tab indents it further', async () => {
     const terminal = new TerminalSession([process.execPath, CLI, '--data-dir', dataDir, 'repl'], { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON });
     const shows = (what: RegExp | string, description: string) =>
       eventually(() => (typeof what === 'string' ? terminal.screen.includes(what) : what.test(terminal.screen)), 20_000, description);
@@ -347,14 +347,27 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       await shows(/completion_target_value$/, 'the name completed');
       terminal.type(' + 1\r');
       await shows('21\r\n', 'the completed line run');
-      terminal.type('if completion_target_value:\r');
-      await shows(/\.\.\. $/, 'the continuation prompt');
+      // Typed as a person types it, unindented: the prompt indents after the colon, as Python's and IPython's do.
+      terminal.type('for i in range(3):\r');
+      await shows(/\.\.\. {5}$/, 'the continuation prompt, indented after the colon');
+      terminal.type('print("in" + "dented", i)\r');
+      await shows(/print\("in" \+ "dented", i\)\r*\n\.\.\. {5}$/, 'the next line at the same depth');
+      terminal.type('\r');
+      await shows('indented 2\r\n', 'the block run, ended by a line of indentation alone');
+      assert.match(terminal.screen, /indented 0\r\nindented 1\r\nindented 2/);
+      terminal.type('def seven():\r');
+      await shows(/def seven\(\):\r*\n\.\.\. {5}$/, 'the function body indented');
+      terminal.type('return 7\r');
+      await shows(/return 7\r*\n\.\.\. $/, 'the line after return back at the block above');
+      terminal.type('\r');
+      await eventually(() => terminal.screen.split('>>> ').length > 5, 20_000, 'the function defined');
+      terminal.type('if seven() == 7:\r');
+      await shows(/if seven\(\) == 7:\r*\n\.\.\. {5}$/, 'indented after the colon');
       // A key at a time, as typed: readline takes a Tab inside pasted text for text.
       terminal.type('\t');
-      await shows(/\.\.\. {5}$/, 'the indentation');
-      terminal.type('print("in" + "dented")\r\r');
-      await shows('indented\r\n', 'the indented block run');
-      assert.match(terminal.screen, /\.\.\. {5}print\("in" \+ "dented"\)/, 'Tab indented the line by four spaces');
+      await shows(/\.\.\. {9}$/, 'Tab indents a level further');
+      terminal.type('print("nested")\r\r');
+      await shows('nested\r\n', 'the more deeply indented block run');
     } finally {
       terminal.close();
     }

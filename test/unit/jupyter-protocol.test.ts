@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { isCompleteIndent, nameAt } from '../../src/jupyter/introspection.ts';
+import { nameAt } from '../../src/jupyter/introspection.ts';
+import { nextLineIndent } from '../../src/shared/python-indent.ts';
 import { BadMessageError, MessageCodec } from '../../src/jupyter/messages.ts';
 import { jupyterFolders } from '../../src/platform/jupyter-paths.ts';
 
@@ -26,10 +27,18 @@ describe('Jupyter protocol pieces', () => {
     assert.equal(nameAt('1 + ', 4), null);
   });
 
-  it('indents the next line of an incomplete statement', () => {
-    assert.equal(isCompleteIndent('for i in x:'), '    ');
-    assert.equal(isCompleteIndent('def f():\n    if x:'), '        ');
-    assert.equal(isCompleteIndent('def f():\n    y = (1,'), '    ');
+  it('indents the next line of an incomplete statement: a level more after a colon, one less after a line that ends its block', () => {
+    assert.equal(nextLineIndent('for i in x:'), '    ');
+    assert.equal(nextLineIndent('def f():\n    if x:'), '        ');
+    assert.equal(nextLineIndent('def f():\n    y = (1,'), '    ');
+    assert.equal(nextLineIndent('if x:  # a comment: with a colon'), '    ');
+    assert.equal(nextLineIndent('s = "ends with a colon:"  # and a comment'), '');
+    assert.equal(nextLineIndent("d = {'#': 1,"), '');
+    assert.equal(nextLineIndent('def f():\n    if x:\n        return 1'), '    ');
+    assert.equal(nextLineIndent('for i in x:\n    pass'), '');
+    assert.equal(nextLineIndent('while True:\n\tbreak'), '');
+    assert.equal(nextLineIndent('def f():\n    returned = 1'), '    ', 'a name that starts with return');
+    assert.equal(nextLineIndent('x = """a # b:"""'), '');
   });
 
   it("finds Jupyter's folders on each system as jupyter_core does", () => {

@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import type { EngineName } from '../../shared/requests.ts';
+import { nextLineIndent } from '../../shared/python-indent.ts';
 import { describeRuntime } from '../../shared/result-format.ts';
 import { isErrorResult, type ExecResult, type MachineInfo } from '../../shared/types.ts';
 import { ExitError } from '../errors.ts';
@@ -21,8 +22,9 @@ export interface ReplCommandOptions {
 
 /**
  * `perennial repl [NAME]`: an interactive prompt on a machine (a new one without NAME), as
- * Python's own. Lines gather until they form a whole statement (continuation lines show `... `);
- * a block pasted into a terminal runs whole, blank lines and all; Tab completes from the machine's
+ * Python's own. Lines gather until they form a whole statement (continuation lines show `... `,
+ * indented as the statement needs in a terminal); a block pasted into a terminal runs whole, blank
+ * lines and all; Tab completes from the machine's
  * namespace, or indents at the start of a line; Ctrl-C interrupts the running statement or drops
  * the line being typed; `exit()`, `quit()`, `sys.exit()` and Ctrl-D leave, and the machine stays.
  * A statement runs as long as it takes, unless `--timeout` says otherwise.
@@ -74,9 +76,11 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
       ctx.term.out.write('\nKeyboardInterrupt\n');
       prompt('>>> ');
     };
-    const prompt = (text: string) => {
+    /** `indent`: typed ahead on the line, as if by the person (a terminal's only: readline reads it as input elsewhere). */
+    const prompt = (text: string, indent = '') => {
       rl.setPrompt(text);
       rl.prompt();
+      if (indent && isTerminal) rl.write(indent);
     };
     rl.on('SIGINT', onInterrupt);
     process.on('SIGINT', onInterrupt);
@@ -86,7 +90,8 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
       while (!exit) {
         const typed = await lines.next();
         if (!typed) break;
-        if (typed.kind === 'line') buffer.push(typed.text);
+        // A line of spaces alone (the indentation typed ahead, kept) is a blank line: it ends the block.
+        if (typed.kind === 'line') buffer.push(typed.text.trim() ? typed.text : '');
         // Inside a paste, a blank line does not end the block: the paste's end does.
         if (typed.kind === 'line' && typed.pasted) continue;
         const code = buffer.join('\n');
@@ -97,7 +102,8 @@ export async function replCommand(ctx: CliContext, name: string | undefined, opt
         }
         // A paste's end ends its last block too, as the blank line after it would.
         if ((await client.isComplete(machine, typed.kind === 'paste-end' ? `${code}\n` : code)) === 'incomplete') {
-          prompt('... ');
+          // After a typed line only, with nothing typed after it: a pasted block brings its own indentation.
+          prompt('... ', typed.kind === 'line' && !lines.ahead ? nextLineIndent(code) : '');
           continue;
         }
         buffer = [];
@@ -176,6 +182,11 @@ class TypedLines {
     rl.on('close', () => this.#end());
     input.on('keypress', this.#onKey);
     terminal?.write(BRACKETED_PASTE_ON);
+  }
+
+  /** Whether more is typed already: lines read ahead, or a line begun. */
+  get ahead(): boolean {
+    return this.#queue.length > 0 || this.rl.line.length > 0;
   }
 
   next(): Promise<Typed | null> {
