@@ -87,13 +87,21 @@ export async function localServer(dataDir: string, options: LocalConnectionOptio
 
 /** The server described by server.json, if it is alive and answers. */
 export async function runningServer(dataDir: string): Promise<ServerInfo | null> {
+  const probe = await probeServer(dataDir);
+  return 'unreachable' in probe ? null : probe.running;
+}
+
+/** The server of server.json that answers, none, or one whose process runs but that does not answer, and why. */
+async function probeServer(dataDir: string): Promise<{ running: ServerInfo | null } | { unreachable: string; server: ServerInfo }> {
   const info = await readServerInfo(dataDir);
-  if (!info || !isProcessAlive(info.pid)) return null;
+  if (!info || !isProcessAlive(info.pid)) return { running: null };
   try {
     const response = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(5000) });
-    return response.ok ? info : null;
-  } catch {
-    return null;
+    return response.ok ? { running: info } : { unreachable: `it answered ${info.url}/health with HTTP ${response.status}`, server: info };
+  } catch (error) {
+    // fetch says "fetch failed"; what failed is its cause (refused, reset, timed out, no route).
+    const cause = (error as Error & { cause?: Error }).cause ?? (error as Error);
+    return { unreachable: cause.message, server: info };
   }
 }
 
@@ -162,9 +170,11 @@ async function startServer(dataDir: string, options: LocalConnectionOptions): Pr
   ];
   const spawnServer = () => spawnDetachedServer(dataDir, args);
   let child = spawnServer();
+  let unreachable: { unreachable: string; server: ServerInfo } | undefined;
   while (Date.now() < deadline) {
-    const info = await runningServer(dataDir);
-    if (info) return info;
+    const probe = await probeServer(dataDir);
+    if ('running' in probe && probe.running) return probe.running;
+    unreachable = 'unreachable' in probe ? probe : undefined;
     if (child.exitedAt !== undefined) {
       // A server that exits while no other process owns the data dir failed to start: say why.
       if ((await DataDirLock.owner(dataDir)) === null && (await runningServer(dataDir)) === null) {
@@ -177,6 +187,12 @@ async function startServer(dataDir: string, options: LocalConnectionOptions): Pr
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  // A server that runs and says where it listens, which this client cannot reach: a firewall, a
+  // proxy, another network namespace. Saying it did not start would send the person to a log that says it did.
+  if (unreachable)
+    throw new LocalServerUnavailableError(
+      `The Perennial server of ${dataDir} runs (pid ${unreachable.server.pid}) and says it listens on ${unreachable.server.url}, but this client cannot reach it: ${unreachable.unreachable}; see ${join(dataDir, 'server.log')}`,
+    );
   throw new LocalServerUnavailableError(
     `The Perennial server did not start on ${dataDir} within ${START_TIMEOUT_MS / 1000} s; see ${join(dataDir, 'server.log')}`,
   );

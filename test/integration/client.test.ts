@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -9,10 +12,44 @@ import { UnsupportedByBackendError } from '../../src/shared/perennial-client.ts'
 import { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { connectToLocalServer, runningServer } from '../../src/client/local-server-connection.ts';
 import { ReplConnection } from '../../src/client/repl-connection.ts';
+import { DataDirLock } from '../../src/platform/data-dir-lock.ts';
+import { writeServerInfo } from '../../src/platform/server-info.ts';
+import { VERSION } from '../../src/shared/version.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import type { OutputChunk } from '../../src/shared/types.ts';
 import { foreverVMOnlyProxy } from '../helpers/forevervm-only-proxy.ts';
 import { TEST_PYTHON, eventually, tempDataDir } from '../helpers/machines.ts';
+
+describe('a local server this client cannot reach', { timeout: 120_000 }, () => {
+  it('says that the server runs and where it says it listens, and why it cannot be reached, not that it did not start', async () => {
+    const data = await tempDataDir();
+    // What a server that listens where this client cannot connect leaves: the data dir held by a
+    // live process, and a server.json naming an address whose connections end at once.
+    const lock = await DataDirLock.acquire(data.dir);
+    const dropping = createNetServer((socket) => socket.destroy()).listen(0, '127.0.0.1');
+    await once(dropping, 'listening');
+    const url = `http://127.0.0.1:${(dropping.address() as AddressInfo).port}`;
+    await writeServerInfo(data.dir, { pid: process.pid, url, token: 't', version: VERSION, startedAt: new Date().toISOString(), background: true });
+    try {
+      await assert.rejects(connectToLocalServer(data.dir), (error: Error) => {
+        assert.match(
+          error.message,
+          new RegExp(
+            `runs \\(pid ${process.pid}\\) and says it listens on ${url}, but this client cannot reach it: (socket hang up|other side closed|read ECONNRESET)`,
+          ),
+        );
+        assert.ok(error.message.includes(join(data.dir, 'server.log')), 'the log named');
+        return true;
+      });
+      // The servers the client started (each refused the held data dir) are gone before it is let go.
+      await eventually(() => spawnSync('pgrep', ['-f', data.dir]).status === 1, 30_000, 'the servers the client started to exit');
+    } finally {
+      dropping.close();
+      await lock.release();
+      await data.cleanup();
+    }
+  });
+});
 
 describe('ForeverVM client and local server discovery', { timeout: 360_000 }, () => {
   let dataDir: string;
