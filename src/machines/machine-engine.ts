@@ -13,15 +13,19 @@ export interface EngineAhead {
   notices: string[];
 }
 
-/** The machine was deleted while something waited for it. */
+/** No machine has the name: it was deleted (while something waited for it, or before), or never was. */
 export class MachineGoneError extends CodedError {
   static override readonly errorCode = 'MachineNotFound';
-  /** `nearest`: the machine's name that the one asked for was likely meant to be. */
+  /** `nearest`: the machine's name that the one asked for was likely meant to be; `deleted`: the name is known to be a deleted machine's. */
   constructor(
     readonly machine: string,
-    nearest?: string,
+    { nearest, deleted = false }: { nearest?: string; deleted?: boolean } = {},
   ) {
-    super(`Machine ${machine} does not exist (it may have been deleted)${nearest ? `. Did you mean ${nearest}?` : ''}`);
+    super(
+      deleted
+        ? `Machine ${machine} was deleted; no other machine is given its name`
+        : `Machine ${machine} does not exist (it may have been deleted)${nearest ? `. Did you mean ${nearest}?` : ''}`,
+    );
   }
 }
 
@@ -108,7 +112,7 @@ export class MachineEngine {
     }
     if (this.context.isDeleted()) {
       await engine.stop();
-      throw new MachineGoneError(this.#name);
+      throw new MachineGoneError(this.#name, { deleted: true });
     }
     this.current = engine;
     this.dirty = false;

@@ -566,7 +566,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
   #machine(name: string): Machine {
     this.#assertOpen();
     const machine = this.#machines.get(name);
-    if (!machine) throw new MachineGoneError(name, nearestName(name, this.#machines.keys()));
+    if (!machine) throw new MachineGoneError(name, this.#store.wasDeleted(name) ? { deleted: true } : { nearest: nearestName(name, this.#machines.keys()) });
     return machine;
   }
 

@@ -220,9 +220,14 @@ export class MachineStore {
     await this.#retiring;
   }
 
+  /** Whether a machine of `name` was deleted here (its name is retired). */
+  wasDeleted(name: string): boolean {
+    return this.#retiredNames().has(name);
+  }
+
   /** Whether a machine here has or had `name`: a folder holds it, or a machine of that name was deleted. */
   isUsed(name: string): boolean {
-    return this.#retiredNames().has(name) || existsSync(this.dir(name));
+    return this.wasDeleted(name) || existsSync(this.dir(name));
   }
 
   #retiredNames(): Set<string> {

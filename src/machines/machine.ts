@@ -432,6 +432,6 @@ export class Machine {
   }
 
   #assertAlive(): void {
-    if (this.#deleted) throw new MachineGoneError(this.name);
+    if (this.#deleted) throw new MachineGoneError(this.name, { deleted: true });
   }
 }

@@ -320,6 +320,37 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.match(stderr, /Perennial REPL on machine \S+: \w+ engine, .*Python [\d.]+.*\. Ctrl-C interrupts; exit\(\) or Ctrl-D leaves/);
   });
 
+  it('a machine deleted under a REPL attached to it, then asked for by repl and exec: one line each, and the REPL ends', async () => {
+    await cli(['machine', 'new', '--engine', 'python', '--name', 'deleted-under-repl']);
+    const child = start(['repl', 'deleted-under-repl']);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d));
+    child.stdin!.write('kept = 41\nkept + 1\n');
+    await eventually(() => stdout.includes('42\n'), 20_000, 'the REPL to run');
+    assert.equal((await cli(['machine', 'rm', 'deleted-under-repl'])).code, 0);
+    child.stdin!.write('kept\n');
+    const repl = await finished(child);
+    assert.equal(repl.code, 1);
+    const said = stderr.split('\n').filter((line) => line.startsWith('perennial:'));
+    assert.deepEqual(said, [
+      'perennial: Machine deleted-under-repl was deleted; no other machine is given its name (perennial machine list shows every machine)',
+    ]);
+    assert.doesNotMatch(stderr, /keeps its state; come back with/, 'no way back is offered to a deleted machine');
+    for (const args of [
+      ['repl', 'deleted-under-repl'],
+      ['exec', '-m', 'deleted-under-repl', '1'],
+    ]) {
+      const again = await cli(args);
+      assert.equal(again.code, 1, args.join(' '));
+      assert.equal(
+        again.stderr,
+        'perennial: Machine deleted-under-repl was deleted; no other machine is given its name (perennial machine list shows every machine)\n',
+      );
+    }
+  });
+
   it("repl: a cell's input() asks at the prompt, and the question shows once", async () => {
     const child = start(['repl', '--engine', 'python']);
     let stdout = '';
