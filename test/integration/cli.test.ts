@@ -168,7 +168,8 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
   it('serve: runs the local server until Ctrl-C (any free port with --port 0, PERENNIAL_ENGINE for machines made without an engine, swapping idle machines after --idle-seconds), then saves its machines and removes server.json', async () => {
     const { dir, cleanup } = await tempDataDir();
     try {
-      const env: NodeJS.ProcessEnv = { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON, PERENNIAL_ENGINE: 'python' };
+      // A PATH without the perennial command, as on a fresh clone after npm start.
+      const env: NodeJS.ProcessEnv = { ...process.env, PATH: '/usr/bin:/bin', PERENNIAL_PYTHON: TEST_PYTHON, PERENNIAL_ENGINE: 'python' };
       delete env.MALLOC_MMAP_THRESHOLD_;
       const child = spawn(process.execPath, [CLI, '--data-dir', dir, 'serve', '--port', '0', '--idle-seconds', '1'], {
         env,
@@ -195,6 +196,12 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       const r = await done;
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stderr, /Perennial server listening on http:\/\/127\.0\.0\.1:\d+ \(data dir .*; new machines: python\)/);
+      assert.ok(
+        r.stderr.includes(
+          `No perennial command on your PATH yet: npm link in ${dirname(dirname(CLI))} puts it there; then, in another terminal: perennial exec 'x = 41; x + 1'`,
+        ),
+        r.stderr,
+      );
       assert.ok(!existsSync(infoPath), 'server.json is removed');
       const again = spawn(process.execPath, [CLI, '--data-dir', dir, 'exec', '-m', name, 'kept'], { env: { ...process.env, PERENNIAL_PYTHON: TEST_PYTHON } });
       again.stdin?.end();

@@ -1,4 +1,6 @@
-import { join } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { commandOnPath } from '../../platform/command-on-path.ts';
 import { runningServer, stopServer } from '../../client/local-server-connection.ts';
 import { CodedError } from '../../platform/coded-error.ts';
 import { collectWhenQuiet } from '../../platform/garbage-collection.ts';
@@ -153,6 +155,11 @@ function nodeSettings(dataDir: string, node: NodeCache, given: ClusterSettings |
   return given;
 }
 
+/** The folder of the package whose built CLI (dist/cli.js) runs, where `npm link` is run. */
+function packageRoot(): string {
+  return dirname(dirname(realpathSync(process.argv[1] ?? '.')));
+}
+
 /** What a person needs to connect: the URLs, where the token is, and a client line to copy. */
 function banner(ctx: CliContext, server: LocalServer, options: ServeCommandOptions): string {
   const token = join(ctx.dataDir, TOKEN_FILE);
@@ -170,6 +177,10 @@ function banner(ctx: CliContext, server: LocalServer, options: ServeCommandOptio
     `  For example: claude mcp add --transport http perennial ${server.url}/mcp --header ${bearer}`,
     `  ForeverVM clients: FOREVERVM_BASE_URL=${server.url} FOREVERVM_TOKEN=$(cat ${token})`,
     ...(options.port ? [] : ['  The port changes at each start; --port keeps one.']),
+    // Run from a clone (npm start), there is no `perennial` yet: the one way to get it, said where a newcomer looks.
+    ...(commandOnPath('perennial')
+      ? []
+      : [`  No perennial command on your PATH yet: npm link in ${packageRoot()} puts it there; then, in another terminal: perennial exec 'x = 41; x + 1'`]),
     '',
   ].join('\n');
 }
