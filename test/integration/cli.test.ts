@@ -123,7 +123,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.equal((await cli(['machine', 'rm', name])).code, 0);
     const gone = await cli(['exec', '-m', name, 'y']);
     assert.equal(gone.code, 1);
-    assert.match(gone.stderr, new RegExp(`Machine ${name} does not exist`));
+    assert.match(gone.stderr, new RegExp(`Machine ${name} was deleted; no other machine is given its name`));
   });
 
   it('machine fork, checkpoint, checkpoints, rollback', async () => {
