@@ -25,7 +25,8 @@ const restrict = (files, { mayImport, vscode = false }) => ({
         paths: vscode ? [] : [{ name: 'vscode', message: 'vscode may be imported only under src/extension/.' }],
         patterns: [
           ...ALL_LAYERS.filter((layer) => !mayImport.includes(layer)).map((layer) => ({
-            regex: `^\\.\\.?/(\\.\\./)*${layer}/`,
+            // The engines' descriptors are plain data every layer reads (src/engines/descriptor.ts).
+            regex: `^\\.\\.?/(\\.\\./)*${layer}/${layer === 'engines' ? '(?!descriptors?\\.ts$|\\w+/descriptor\\.ts$)' : ''}`,
             message: `This layer may not import from src/${layer}/ (see ARCHITECTURE.md).`,
           })),
           ...(mayImport.includes('client') && files.some((f) => f.startsWith('src/') && f !== 'src/client/**')

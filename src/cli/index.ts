@@ -1,3 +1,4 @@
+import { ENGINE_NAMES } from '../engines/descriptors.ts';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { defaultDataDir } from '../platform/data-dir.ts';
@@ -57,7 +58,7 @@ function buildProgram(): Command {
       historyFile: join(dataDir, 'repl_history'),
     };
   };
-  const engineOption = () => new Option('--engine <engine>', 'engine of a new machine').choices(['python', 'sandbox']);
+  const engineOption = () => new Option('--engine <engine>', 'engine of a new machine').choices(ENGINE_NAMES);
   const pythonOption = () =>
     new Option(
       '--python <path>',
@@ -91,8 +92,11 @@ function buildProgram(): Command {
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port; 0 or none: any free port (written to server.json)', portNumber)
     .addOption(
-      new Option('--engine <engine>', 'engine of machines created without one, as ForeverVM clients create them (default: sandbox where available)')
-        .choices(['python', 'sandbox'])
+      new Option(
+        '--engine <engine>',
+        `engine of machines created without one, as ForeverVM clients create them (default: the first of ${ENGINE_NAMES.join(', ')} available here)`,
+      )
+        .choices(ENGINE_NAMES)
         .env('PERENNIAL_ENGINE'),
     )
     .option('--timeout <seconds>', 'timeout of an instruction sent without one, as ForeverVM clients send them; 0: no limit (default 15)', timeoutSeconds)
@@ -157,7 +161,7 @@ function buildProgram(): Command {
     .description('run the MCP server on stdin/stdout (for MCP clients that start it); --backend chooses its machines')
     .addOption(
       new Option('--engine <engine>', "engine of the machines its tools create without one (default: the server's)")
-        .choices(['python', 'sandbox'])
+        .choices(ENGINE_NAMES)
         .env('PERENNIAL_ENGINE'),
     )
     .addOption(pythonOption())

@@ -12,13 +12,6 @@ import { sandboxChildDir } from './sandbox/sandbox-assets.ts';
 import { SandboxEngine, type SandboxRuntimes } from './sandbox/sandbox-engine.ts';
 import { defaultPackageSource, SandboxRuntime } from './sandbox/sandbox-runtime.ts';
 
-/** Default memory cap per engine, in MiB. */
-export const DEFAULT_MEMORY_MB: Record<EngineName, number> = {
-  // The python engine caps the data segment, which imports of numpy and friends already take ~250 MiB of.
-  python: 2048,
-  sandbox: 512,
-};
-
 /** The engines of one data dir, with what they share (the sandbox's pool and base image). */
 export interface EngineSet {
   readonly factories: Partial<Record<EngineName, EngineFactory>>;

@@ -1,3 +1,4 @@
+import { configuredEngine } from './machine-defaults.ts';
 import * as vscode from 'vscode';
 import { HttpClient } from '../client/http-client.ts';
 import { FOREVERVM_BASE_URL } from '../client/forevervm-config.ts';
@@ -79,8 +80,7 @@ export class Backends implements vscode.Disposable {
       return vscode.workspace.getConfiguration('perennial').get<number>('maxWarm') || undefined;
     },
     get engine() {
-      const engine = vscode.workspace.getConfiguration('perennial').get<string>('defaultEngine');
-      return engine === 'python' || engine === 'sandbox' ? engine : undefined;
+      return configuredEngine();
     },
   };
 

@@ -1,3 +1,4 @@
+import { ENGINES } from '../engines/descriptors.ts';
 import * as vscode from 'vscode';
 import { PackageSpec, type NewMachineOptions } from '../shared/requests.ts';
 import { describeRuntime } from '../shared/result-format.ts';
@@ -151,10 +152,9 @@ export async function newMachine(sources: Sources): Promise<MachineRef | undefin
   let options: NewMachineOptions = {};
   if (source.defaults) {
     const preferred = source.defaults.engine;
-    const engines = [
-      { label: 'sandbox' as const, detail: 'Pyodide in a locked-down process: isolated, swapped with exact memory snapshots' },
-      { label: 'python' as const, detail: 'Your own Python interpreter: your packages, native speed, not isolated' },
-    ].sort((a) => (a.label === preferred ? -1 : 1));
+    const engines = ENGINES.map(({ name, summary }) => ({ label: name, detail: summary[0]!.toUpperCase() + summary.slice(1) })).sort((a) =>
+      a.label === preferred ? -1 : 1,
+    );
     const engine = await vscode.window.showQuickPick(engines, { title: 'New Perennial machine', placeHolder: 'Engine' });
     if (!engine) return undefined;
     options = await source.defaults.of(engine.label);

@@ -1,3 +1,4 @@
+import { engineDescriptor, ENGINE_NAMES } from '../engines/descriptors.ts';
 import * as vscode from 'vscode';
 import type { EngineName, NewMachineOptions } from '../shared/requests.ts';
 
@@ -39,12 +40,13 @@ export class MachineDefaults implements vscode.Disposable {
 
   /** `perennial.defaultEngine`. */
   get engine(): EngineName {
-    return vscode.workspace.getConfiguration('perennial').get<string>('defaultEngine') === 'python' ? 'python' : 'sandbox';
+    return configuredEngine() ?? ENGINE_NAMES[0];
   }
 
   /** For a machine of `engine` (the default engine when none). */
   async of(engine: EngineName = this.engine): Promise<NewMachineOptions> {
-    return engine === 'python' ? { engine, ...(await this.#python()) } : { engine, ...sandboxOptions() };
+    const { takes } = engineDescriptor(engine);
+    return { engine, ...(takes.python ? await this.#python() : {}), ...machineSettings(takes) };
   }
 
   /**
@@ -53,7 +55,7 @@ export class MachineDefaults implements vscode.Disposable {
    * where an agent could write no file).
    */
   async forAgents(): Promise<Pick<NewMachineOptions, 'python' | 'network'> & { engine: EngineName }> {
-    return { engine: this.engine, ...(await this.#python()), network: sandboxOptions().network };
+    return { engine: this.engine, ...(await this.#python()), network: machineSettings({ network: true, workspace: false }).network };
   }
 
   /** `perennial.pythonPath`, else the Python extension's interpreter for this workspace, else none: the server finds one as its system has it. */
@@ -86,12 +88,19 @@ export class MachineDefaults implements vscode.Disposable {
 }
 
 /** The sandbox's network and workspace access, from the settings. */
-function sandboxOptions(): Pick<NewMachineOptions, 'network' | 'workspace' | 'workspaceWritable'> {
+/** The settings of new machines (`perennial.sandbox.*`, as the engine that first took them): those an engine `takes`. */
+function machineSettings(takes: { network: boolean; workspace: boolean }): Pick<NewMachineOptions, 'network' | 'workspace' | 'workspaceWritable'> {
   const settings = vscode.workspace.getConfiguration('perennial.sandbox');
   const access = settings.get<string>('workspaceAccess', 'read');
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   return {
-    network: settings.get<boolean>('network', false),
-    ...(access !== 'none' && folder?.scheme === 'file' ? { workspace: folder.fsPath, workspaceWritable: access === 'readwrite' } : {}),
+    ...(takes.network ? { network: settings.get<boolean>('network', false) } : {}),
+    ...(takes.workspace && access !== 'none' && folder?.scheme === 'file' ? { workspace: folder.fsPath, workspaceWritable: access === 'readwrite' } : {}),
   };
+}
+
+/** `perennial.defaultEngine`, when it names an engine. */
+export function configuredEngine(): EngineName | undefined {
+  const engine = vscode.workspace.getConfiguration('perennial').get<string>('defaultEngine');
+  return ENGINE_NAMES.find((name) => name === engine);
 }

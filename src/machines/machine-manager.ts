@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { EventEmitter } from 'node:events';
-import { DEFAULT_MEMORY_MB, openEngines, type EngineSet } from '../engines/index.ts';
+import { engineDescriptor, ENGINES } from '../engines/descriptors.ts';
+import { openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
 import { NameClaims, nearestName } from './machine-names.ts';
 import { forkManifest, newManifest, realWorkspace } from './new-manifests.ts';
@@ -89,7 +90,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     this.#options = {
       dataDir: options.dataDir,
       idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,
-      defaultEngine: options.defaultEngine ?? (this.#engines.factories.sandbox ? 'sandbox' : 'python'),
+      // The registry's first engine that is available here.
+      defaultEngine: options.defaultEngine ?? (ENGINES.find((engine) => this.#engines.factories[engine.name]) ?? ENGINES.at(-1)!).name,
       defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
       outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
       interruptGraceMs: options.interruptGraceMs ?? 2000,
@@ -177,9 +179,9 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     }
     // A machine that could not start is not made (a python machine with no interpreter).
     await this.#engines.assertStartable(engine, options);
-    const memoryMb = options.memoryMb ?? DEFAULT_MEMORY_MB[engine];
+    const memoryMb = options.memoryMb ?? engineDescriptor(engine).defaultMemoryMb;
     const workspace =
-      options.workspace && engine === 'sandbox'
+      options.workspace && engineDescriptor(engine).takes.workspace
         ? { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false }
         : undefined;
     return this.#names.named(options.name, async (name) => {
@@ -495,7 +497,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     }
     for (const { name, reason } of newer) this.#emit({ type: 'error', name, message: `Machine ${name} is left as it is: ${reason}.` });
     for (const entry of damaged) {
-      const manifest = await rebuildManifest(this.#store, entry, { engine: this.#options.defaultEngine, memoryMb: DEFAULT_MEMORY_MB });
+      const manifest = await rebuildManifest(this.#store, entry, { engine: this.#options.defaultEngine });
       this.#adopt(manifest).noteRebuilt();
       this.#emit({ type: 'error', name: manifest.name, message: manifest.rebuilt! });
     }

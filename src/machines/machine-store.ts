@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { EngineName } from '../shared/requests.ts';
 import { commitFile, tempPathFor, writeFileAtomic } from '../platform/atomic-file.ts';
 import { HistoryLog } from './history-log.ts';
 
@@ -18,7 +19,7 @@ export const ManifestSchema = z.looseObject({
   name: z.string(),
   createdAt: z.string(),
   tags: z.record(z.string(), z.string()),
-  engine: z.enum(['sandbox', 'python']),
+  engine: EngineName,
   memoryMb: z.number().int().positive(),
   /** python engine: the interpreter chosen at creation; empty means the default at each start. */
   python: z.string().optional(),

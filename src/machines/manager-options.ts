@@ -21,7 +21,7 @@ export interface MachineManagerOptions {
   maxWarm?: number;
   /** How the machines' warmth is measured against memory; default the system's (tests give their own). */
   memory?: Partial<Pick<WarmLimits, 'reserveBytes' | 'freeBytes'>>;
-  /** Default 'sandbox' when it is available, else 'python'. */
+  /** Default: the engines' registry's first that is available (src/engines/descriptors.ts). */
   defaultEngine?: EngineName;
   /** Default per-instruction timeout. Default 15 s. */
   defaultTimeoutSeconds?: number;

@@ -1,19 +1,13 @@
+import { engineDescriptor, ENGINES } from '../engines/descriptors.ts';
 import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { EngineName } from '../shared/requests.ts';
 import { ManifestSchema, type DamagedManifest, type MachineManifest, type MachineStore } from './machine-store.ts';
 
-/** What a rebuild takes from the engines when nothing on disk says it. */
+/** What a rebuild takes when nothing on disk says it: the engine (its descriptor has the memory cap). */
 export interface RebuildDefaults {
   engine: EngineName;
-  memoryMb: Record<EngineName, number>;
 }
-
-/** How each engine's snapshot file begins (the python kernel writes its own magic). */
-const SNAPSHOT_MAGIC: Array<[string, EngineName]> = [
-  ['PERENNIAL-PY-SNAPSHOT-', 'python'],
-  ['PERENNIAL-SANDBOX-IMAGE-', 'sandbox'],
-];
 
 /** Fields of a damaged manifest worth keeping when they still read; the rest comes from the disk. */
 const SALVAGED = ['createdAt', 'tags', 'engine', 'memoryMb', 'python', 'workspace', 'network', 'lastUsedAt'] as const;
@@ -45,7 +39,7 @@ export async function rebuildManifest(store: MachineStore, damaged: DamagedManif
     createdAt: kept.createdAt ?? firstUse,
     tags: kept.tags ?? {},
     engine,
-    memoryMb: kept.memoryMb ?? defaults.memoryMb[engine],
+    memoryMb: kept.memoryMb ?? engineDescriptor(engine).defaultMemoryMb,
     ...(kept.python ? { python: kept.python } : {}),
     ...(kept.workspace ? { workspace: kept.workspace } : {}),
     ...(kept.network ? { network: kept.network } : {}),
@@ -88,7 +82,7 @@ async function engineOfSnapshot(path: string): Promise<EngineName | undefined> {
     const head = new Uint8Array(32);
     const { bytesRead } = await file.read(head, 0, head.length, 0);
     const text = new TextDecoder().decode(head.subarray(0, bytesRead));
-    return SNAPSHOT_MAGIC.find(([magic]) => text.startsWith(magic))?.[1];
+    return ENGINES.find((engine) => text.startsWith(engine.snapshotMagic))?.name;
   } finally {
     await file.close();
   }

@@ -1,5 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
+import { engineDescriptor } from '../engines/descriptors.ts';
 import { InvalidRequestError, type EngineName, type NewMachineOptions } from '../shared/requests.ts';
 import type { MachineManifest } from './machine-store.ts';
 
@@ -12,6 +13,7 @@ export function newManifest(
   workspace?: MachineManifest['workspace'],
 ): MachineManifest {
   const now = new Date().toISOString();
+  const { takes } = engineDescriptor(engine);
   return {
     version: 1,
     name,
@@ -20,9 +22,9 @@ export function newManifest(
     engine,
     memoryMb,
     // Each engine takes its own options: a client may send both sets for whichever engine runs.
-    ...(options.python && engine === 'python' ? { python: options.python } : {}),
+    ...(options.python && takes.python ? { python: options.python } : {}),
     ...(workspace ? { workspace } : {}),
-    ...(options.network && engine === 'sandbox' ? { network: true } : {}),
+    ...(options.network && takes.network ? { network: true } : {}),
     nextSeq: 0,
     lastUsedAt: now,
     snapshot: null,

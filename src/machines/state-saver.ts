@@ -1,3 +1,4 @@
+import { engineDescriptor } from '../engines/descriptors.ts';
 import { unlink } from 'node:fs/promises';
 import { PhaseClock } from '../platform/phase-timings.ts';
 import type { CheckpointSource, CheckpointStore } from './checkpoint-store.ts';
@@ -148,10 +149,10 @@ export class StateSaver {
     return { seq: manifest.snapshot?.seq ?? this.context.queue.completedSeq + 1, snapshotPath, filesDir: this.ownFiles() };
   }
 
-  /** The python engine's working folder, which its snapshots do not hold; a sandbox machine's files are in its snapshot. */
+  /** The machine's own files where its engine keeps them beside its snapshot, which does not hold them; else none. */
   ownFiles(): string | null {
     const { manifest, store } = this.context;
-    return manifest.engine === 'python' ? store.filesDir(manifest.name) : null;
+    return engineDescriptor(manifest.engine).filesBesideSnapshot ? store.filesDir(manifest.name) : null;
   }
 
   /** Saves a changed state once the machine has been quiet for a while, and at the latest `saveWithinMs` after the change. */

@@ -3,6 +3,7 @@
  * and the machine manager all validate with these schemas, and their types are derived from them.
  * ForeverVM's shapes keep its snake_case names; Perennial's own use camelCase.
  */
+import { ENGINE_NAMES } from '../engines/descriptors.ts';
 import { z } from 'zod';
 import { CodedError } from '../platform/coded-error.ts';
 import { LockRecord } from '../platform/data-dir-lock.ts';
@@ -30,7 +31,8 @@ export function problemsOf(error: z.ZodError): string {
   return problems.join('; ');
 }
 
-export const EngineName = z.enum(['sandbox', 'python']);
+/** An engine's name: one of the engines' registry (src/engines/descriptors.ts). */
+export const EngineName = z.enum(ENGINE_NAMES);
 export type EngineName = z.infer<typeof EngineName>;
 
 /** ForeverVM's names: 16 URL-safe characters; any 1-64 of them are accepted. */

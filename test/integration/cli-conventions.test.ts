@@ -343,7 +343,7 @@ describe('errors a person can act on', { timeout: 360_000 }, () => {
       assert.match(
         r.stderr,
         new RegExp(
-          `^perennial: The Perennial server could not start on ${dir}: option '--engine <engine>' value 'bogus' from env 'PERENNIAL_ENGINE' is invalid\\. Allowed choices are python, sandbox\\.`,
+          `^perennial: The Perennial server could not start on ${dir}: option '--engine <engine>' value 'bogus' from env 'PERENNIAL_ENGINE' is invalid\\. Allowed choices are sandbox, python\\.`,
         ),
       );
       const log = readFileSync(join(dir, 'server.log'), 'utf8');

@@ -153,7 +153,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
   it('rejects bad arguments with a clear message', async () => {
     const badEngine = await cli(['machine', 'new', '--engine', 'bogus']);
     assert.equal(badEngine.code, 1);
-    assert.match(badEngine.stderr, /Allowed choices are python, sandbox/);
+    assert.match(badEngine.stderr, /Allowed choices are sandbox, python/);
     const badTag = await cli(['machine', 'new', '--tag', 'novalue']);
     assert.match(badTag.stderr, /expected key=value/);
     const badTimeout = await cli(['exec', '--timeout', '-1', '1']);
@@ -162,7 +162,7 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
     assert.match(badPort.stderr, /expected a port from 0 \(any free port\) to 65535/);
     const badDefault = await cliWith({ PERENNIAL_ENGINE: 'bogus' }, ['--data-dir', dataDir, 'serve']);
     assert.equal(badDefault.code, 1);
-    assert.match(badDefault.stderr, /value 'bogus' from env 'PERENNIAL_ENGINE' is invalid\. Allowed choices are python, sandbox/);
+    assert.match(badDefault.stderr, /value 'bogus' from env 'PERENNIAL_ENGINE' is invalid\. Allowed choices are sandbox, python/);
   });
 
   it('serve: runs the local server until Ctrl-C (any free port with --port 0, PERENNIAL_ENGINE for machines made without an engine, swapping idle machines after --idle-seconds), then saves its machines and removes server.json', async () => {

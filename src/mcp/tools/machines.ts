@@ -1,3 +1,4 @@
+import { ENGINES } from '../../engines/descriptors.ts';
 import { z } from 'zod';
 import { EngineName, NewMachineOptions, TagFilter } from '../../shared/requests.ts';
 import { MACHINE_VIEW_META } from '../machine-view.ts';
@@ -10,7 +11,9 @@ export const create = tool({
     'Creates a persistent Python REPL (a machine) and returns its name, the replId for the other tools. Its variables, imports and files survive until it is deleted.',
   inputSchema: z.object({
     name: NewMachineOptions.shape.name.describe('A name for it, such as what it is for (letters, digits, - and _); by default a readable one is made'),
-    engine: EngineName.optional().describe("sandbox (isolated Pyodide, the default) or python (the user's own interpreter)"),
+    engine: EngineName.optional().describe(
+      `${ENGINES.map(({ name, summary }) => `${name} (${summary})`).join('; or ')}; the server's default when none (the first available)`,
+    ),
     tags: NewMachineOptions.shape.tags.describe('Labels to find the REPL by later'),
     memoryMb: NewMachineOptions.shape.memoryMb,
   }),

@@ -1,0 +1,16 @@
+import type { EngineDescriptor } from './descriptor.ts';
+import { pythonDescriptor } from './python/descriptor.ts';
+import { sandboxDescriptor } from './sandbox/descriptor.ts';
+
+/** Every engine, the default for new machines first (where it is available). A new engine is a folder and a line here. */
+export const ENGINES = [sandboxDescriptor, pythonDescriptor] as const;
+
+/** An engine's name. */
+export type EngineName = (typeof ENGINES)[number]['name'];
+
+export const ENGINE_NAMES = ENGINES.map((engine) => engine.name) as [EngineName, ...EngineName[]];
+
+/** The engine named `name`. */
+export function engineDescriptor(name: EngineName): EngineDescriptor<EngineName> {
+  return ENGINES.find((engine) => engine.name === name)!;
+}
