@@ -182,8 +182,9 @@ async function startServer(dataDir: string, options: LocalConnectionOptions): Pr
         throw new LocalServerUnavailableError(`The Perennial server could not start on ${dataDir}: ${reason || 'it exited at once'} (its log: ${child.log})`);
       }
       // The data dir was still owned (another client's server is starting, or a stopping one has
-      // not let go yet). Give that a moment, then try again.
-      if (Date.now() - child.exitedAt > 1000) child = spawnServer();
+      // not let go yet). Give that a moment, then try again; not while its owner runs and says
+      // where it listens: another start cannot take the data dir from it.
+      if (Date.now() - child.exitedAt > 1000 && !unreachable) child = spawnServer();
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -211,7 +211,12 @@ describe('the npm package', { timeout: 600_000 }, () => {
         });
       try {
         const run = shell(tryOut!);
-        assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+        // The nodes' logs say why a step failed (one that timed out says nothing itself).
+        const logs = () =>
+          ['node-a.log', 'node-b.log']
+            .map((log) => `${log}:\n${existsSync(join(folder, log)) ? readFileSync(join(folder, log), 'utf8').slice(-2000) : '(none)'}`)
+            .join('\n');
+        assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}\n${logs()}`);
         assert.match(run.stdout, /^42$/m, 'through node b, from node a');
         assert.equal(run.stdout.trim().split('\n').at(-1), '41', 'on node b, after node a drained');
         assert.match(run.stdout, /NODE/);
