@@ -1,9 +1,9 @@
 /**
  * A third engine is a folder under src/engines/ and a line in each of the engines' two registries
- * (descriptors.ts: what it is; index.ts: how it starts): nothing else in Perennial changes. Proved
- * on a copy of this tree, built: a stub engine (the tests' fake, whose "Python" is a line language)
- * gets its folder and those two lines, and its machines are made, run, swapped, forked and listed
- * through the built CLI and MCP.
+ * (descriptors.ts: what it is, which every layer reads; index.ts: how it runs for a data dir):
+ * nothing else in Perennial changes. Proved on a copy of this tree, built: a stub engine (the
+ * tests' fake, whose "Python" is a line language) gets its folder and those two lines, and its
+ * machines are made, run, swapped, forked and listed through the built CLI and MCP.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -20,16 +20,7 @@ import { stopLocalServer } from '../../src/client/local-server-connection.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** `text` with `line` put after the line that matches `anchor`, which must be there once. */
-function withLineAfter(text: string, anchor: RegExp, line: string): string {
-  const lines = text.split('\n');
-  const at = lines.findIndex((l) => anchor.test(l));
-  assert.ok(at >= 0 && lines.findIndex((l, i) => i > at && anchor.test(l)) < 0, `one line matches ${anchor}`);
-  lines.splice(at + 1, 0, line);
-  return lines.join('\n');
-}
-
-describe('a third engine: a folder and a line in each registry', { timeout: 300_000 }, () => {
+describe('a third engine: a folder, and a line in each of the two registries', { timeout: 300_000 }, () => {
   let tree: string;
   let dataDir: string;
   let cleanup: () => Promise<void>;
@@ -78,18 +69,37 @@ describe('a third engine: a folder and a line in each registry', { timeout: 300_
         '',
       ].join('\n'),
     );
-    // A line in each registry (and the imports they need).
-    const descriptors = join(tree, 'src', 'engines', 'descriptors.ts');
-    let registry = readFileSync(descriptors, 'utf8').replace(
-      /export const ENGINES = \[(.*)\] as const;/,
-      'export const ENGINES = [$1, stubDescriptor] as const;',
+    writeFileSync(
+      join(folder, 'stub-in-data-dir.ts'),
+      [
+        "import type { EngineRuntime } from '../engine-runtime.ts';",
+        "import { stubDescriptor } from './descriptor.ts';",
+        "import { FakeEngine } from './stub-engine.ts';",
+        '',
+        'export function stubInDataDir(): EngineRuntime {',
+        '  return {',
+        '    name: stubDescriptor.name,',
+        '    factory: (options) => new FakeEngine(options, {}),',
+        "    status: () => ({ name: stubDescriptor.name, available: true, detail: 'a stub, in memory', warning: null, ready: 0 }),",
+        '    newestRuntime: () => undefined,',
+        '    snapshotRuntime: async () => undefined,',
+        '    assertStartable: async () => {},',
+        '    prewarm: () => {},',
+        '    close: async () => {},',
+        '  };',
+        '}',
+        '',
+      ].join('\n'),
     );
-    registry = `import { stubDescriptor } from './stub/descriptor.ts';\n${registry}`;
-    writeFileSync(descriptors, registry);
-    const index = join(tree, 'src', 'engines', 'index.ts');
-    let factories = withLineAfter(readFileSync(index, 'utf8'), /^ {4}factories: \{$/, '      stub: (engineOptions) => new FakeEngine(engineOptions, {}),');
-    factories = `import { FakeEngine } from './stub/stub-engine.ts';\n${factories}`;
-    writeFileSync(index, factories);
+    // A line in each registry (and the import it needs).
+    const register = (file: string, list: RegExp, entry: string, from: string) => {
+      const path = join(tree, 'src', 'engines', file);
+      const text = readFileSync(path, 'utf8');
+      assert.match(text, list, `${file} has its list`);
+      writeFileSync(path, `import { ${entry} } from '${from}';\n${text.replace(list, (found) => found.replace(/\]/, `, ${entry}]`))}`);
+    };
+    register('descriptors.ts', /export const ENGINES = \[[^\]]*\]/, 'stubDescriptor', './stub/descriptor.ts');
+    register('index.ts', /const IN_DATA_DIR.* = \[[^\]]*\]/, 'stubInDataDir', './stub/stub-in-data-dir.ts');
     execFileSync(process.execPath, [join(tree, 'scripts', 'build.mjs')], { cwd: tree, stdio: 'pipe' });
   });
 
@@ -98,7 +108,7 @@ describe('a third engine: a folder and a line in each registry', { timeout: 300_
     await cleanup();
   });
 
-  it('its machines are made, run, swapped, forked and listed through the CLI', async () => {
+  it('its machines are made, run, swapped, forked and listed through the CLI, which lists the engine too', async () => {
     const name = await must(['machine', 'new', '--engine', 'stub', '--name', 'third']);
     assert.equal(name, 'third');
     await must(['exec', '-m', name, 'answer = 41']);
@@ -114,6 +124,8 @@ describe('a third engine: a folder and a line in each registry', { timeout: 300_
     ]);
     const refused = await cli(['machine', 'new', '--engine', 'ruby']);
     assert.match(refused.stderr, /Allowed choices are sandbox, python, stub/);
+    const status = JSON.parse(await must(['status', '--json'])) as { engines: Array<{ name: string; detail: string }> };
+    assert.deepEqual(status.engines.at(-1), { ...status.engines.at(-1), name: 'stub', detail: 'a stub, in memory' });
   });
 
   it('and through MCP: made with the engine, run, listed', async () => {
