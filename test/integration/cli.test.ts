@@ -385,7 +385,9 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       await shows(/completion_target_value$/, 'the name completed');
       terminal.type(' + 1\r');
       await shows('21\r\n', 'the completed line run');
-      // Typed as a person types it, unindented: the prompt indents after the colon, as Python's and IPython's do.
+      // Typed as a person types it, unindented, once the prompt is back (typed ahead, a line is not
+      // indented): the prompt indents after the colon, as Python's and IPython's do.
+      await shows(/>>> $/, 'the prompt back');
       terminal.type('for i in range(3):\r');
       await shows(/\.\.\. {5}$/, 'the continuation prompt, indented after the colon');
       terminal.type('print("in" + "dented", i)\r');
@@ -393,12 +395,13 @@ describe('perennial CLI (built, through the local server it starts)', { timeout:
       terminal.type('\r');
       await shows('indented 2\r\n', 'the block run, ended by a line of indentation alone');
       assert.match(terminal.screen, /indented 0\r\nindented 1\r\nindented 2/);
+      await shows(/>>> $/, 'the prompt back');
       terminal.type('def seven():\r');
       await shows(/def seven\(\):\r*\n\.\.\. {5}$/, 'the function body indented');
       terminal.type('return 7\r');
       await shows(/return 7\r*\n\.\.\. $/, 'the line after return back at the block above');
       terminal.type('\r');
-      await eventually(() => terminal.screen.split('>>> ').length > 5, 20_000, 'the function defined');
+      await shows(/\.\.\. \r*\n>>> $/, 'the function defined, and the prompt back');
       terminal.type('if seven() == 7:\r');
       await shows(/if seven\(\) == 7:\r*\n\.\.\. {5}$/, 'indented after the colon');
       // A key at a time, as typed: readline takes a Tab inside pasted text for text.
