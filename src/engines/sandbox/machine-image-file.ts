@@ -3,8 +3,8 @@ import type { Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { LostItem } from '../../shared/types.ts';
 import { imageCodec } from './image-codec.ts';
-import { checkedChunks, joinParts, memoryParts, storeMemory, type MemoryChunk, type MemoryPart } from './memory-chunks.ts';
-import type { ImageMeta } from './protocol.ts';
+import { checkedChunks, concatBytes, memoryParts, storeMemory, type MemoryChunk } from './memory-chunks.ts';
+import type { ImageMeta, PatchPart } from './protocol.ts';
 import { CodedError } from '../../platform/coded-error.ts';
 
 /**
@@ -75,14 +75,7 @@ export interface StoredImage {
 
 /** A machine image on disk: magic, a JSON header, the memory's chunks and the archive of its files (zstd). */
 export async function encodeImage(image: StoredImage, lost: LostItem[] = []): Promise<Uint8Array> {
-  const parts = await encodeImageParts(image, lost);
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let position = 0;
-  for (const part of parts) {
-    out.set(part, position);
-    position += part.length;
-  }
-  return out;
+  return concatBytes(await encodeImageParts(image, lost));
 }
 
 /** The image's bytes in the pieces they come in, to be written one after the other: a large machine's are not copied once more into one. */
@@ -158,7 +151,8 @@ export async function readImageHeaderFile(path: string): Promise<ImageHeader> {
 export async function readImage(bytes: Uint8Array, expectedVersion: string): Promise<StoredImage & { lost: LostItem[] }> {
   const { header, memoryAt, files } = await readSections(bytes, expectedVersion);
   const read = (at: number, length: number) => within(bytes, at, length);
-  const memory = await joinParts(await memoryParts(header.memoryChunks!, memoryAt, read), read);
+  const parts = await memoryParts(header.memoryChunks!, memoryAt, read);
+  const memory = concatBytes(parts.map((part) => (part instanceof Uint8Array ? part : read(part.at, part.length))));
   return { base: header.base, memory, files, meta: header.meta, lost: header.lost };
 }
 
@@ -175,7 +169,7 @@ export async function readImageFiles(bytes: Uint8Array, expectedVersion: string)
 export async function readImageFile(
   path: string,
   expectedVersion: string,
-): Promise<{ header: ImageHeader; memory: MemoryPart[]; files: Uint8Array; file: ImageFile }> {
+): Promise<{ header: ImageHeader; memory: PatchPart[]; files: Uint8Array; file: ImageFile }> {
   const file = await open(path, 'r');
   try {
     const { header, memoryAt } = parseHeader(await readHeaderBytes(file));

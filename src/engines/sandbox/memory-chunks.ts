@@ -1,10 +1,12 @@
 import { imageCodec } from './image-codec.ts';
+import type { PatchPart } from './protocol.ts';
 
 /**
  * A machine image's memory as stored where some of it does not compress (image format 3): chunks
- * of 1 MiB, each compressed with zstd, or stored raw where compressing does not pay. Memory that holds random or already compressed
- * bytes took zstd 400 ms for 80 MB to save nothing, and as long again to decompress; a raw chunk
- * costs neither, and a sandbox reads it from the image file itself (see `PatchPart`).
+ * of 1 MiB, each compressed with zstd, or stored raw where compressing does not pay. Memory that
+ * holds random or already compressed bytes took zstd 400 ms for 80 MB to save nothing, and as long
+ * again to decompress; a raw chunk costs neither, and a sandbox reads it from the image file
+ * itself (see `PatchPart`).
  */
 const CHUNK_BYTES = 1 << 20;
 /** A chunk is judged by a sample from its middle this large: a few percent of its compressing. */
@@ -20,9 +22,6 @@ export interface MemoryChunk {
   stored: number;
   codec: 'zstd' | 'raw';
 }
-
-/** A part of a memory section: bytes at hand, or `length` bytes at `at` of its image file, left there. */
-export type MemoryPart = Uint8Array | { at: number; length: number };
 
 /**
  * `memory` as stored: in chunks, each with the bytes that store it, where some of it does not
@@ -62,9 +61,9 @@ export async function memoryParts(
   chunks: MemoryChunk[],
   start: number,
   read: (at: number, length: number) => Promise<Uint8Array> | Uint8Array,
-): Promise<MemoryPart[]> {
+): Promise<PatchPart[]> {
   const offThread = chunks.reduce((sum, chunk) => sum + chunk.length, 0) > OFF_THREAD_BYTES;
-  const parts: MemoryPart[] = [];
+  const parts: PatchPart[] = [];
   let at = start;
   for (const chunk of chunks) {
     if (chunk.codec === 'raw') parts.push({ at, length: chunk.length });
@@ -94,14 +93,14 @@ export function checkedChunks(chunks: unknown, memoryLength: number, memoryBytes
   return list;
 }
 
-/** Parts put together in one buffer of their own (aligned: Pyodide reads a snapshot's header as words), with file ranges read through `read`. */
-export async function joinParts(parts: MemoryPart[], read: (at: number, length: number) => Promise<Uint8Array> | Uint8Array): Promise<Uint8Array> {
+/** `parts` end to end, in one buffer of their own (aligned: Pyodide reads a snapshot's header as words): the only part itself where it is one. */
+export function concatBytes(parts: Uint8Array[]): Uint8Array {
   const [only] = parts;
-  if (parts.length === 1 && only instanceof Uint8Array && only.byteOffset === 0 && only.length === only.buffer.byteLength) return only;
+  if (parts.length === 1 && only!.byteOffset === 0 && only!.length === only!.buffer.byteLength) return only!;
   const whole = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let at = 0;
   for (const part of parts) {
-    whole.set(part instanceof Uint8Array ? part : await read(part.at, part.length), at);
+    whole.set(part, at);
     at += part.length;
   }
   return whole;

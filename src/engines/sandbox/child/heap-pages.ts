@@ -112,9 +112,12 @@ export class BaseMemory implements BaseMemoryLayout {
   readonly heapStart: number;
   readonly heapLength: number;
   readonly runs: PageRuns;
+  /** What a read says where the file ends before it should. */
+  readonly #short: string;
 
   constructor({ path, heapStart, heapLength, runs }: BaseMemoryLayout) {
     this.path = path;
+    this.#short = `the base memory file ${path} is shorter than it was`;
     this.heapStart = heapStart;
     this.heapLength = heapLength;
     this.runs = runs;
@@ -167,7 +170,7 @@ export class BaseMemory implements BaseMemoryLayout {
           const to = Math.min(run![1], end);
           for (let from = at; from < to; from += READ_BYTES) {
             const size = Math.min(READ_BYTES, to - from);
-            readFully(fd, chunk.subarray(0, size), this.heapStart + from, this.path);
+            readFully(fd, chunk.subarray(0, size), this.heapStart + from, this.#short);
             visit(from, from + size, chunk.subarray(0, size));
           }
           at = to;
@@ -190,18 +193,18 @@ export class BaseMemory implements BaseMemoryLayout {
   writeHeap(memory: Uint8Array, dirty: PageRuns): void {
     const fd = openSync(this.path, 'r');
     try {
-      writeHeap(memory, Math.min(this.heapLength, memory.length), this.runs, (into, from) => readFully(fd, into, this.heapStart + from, this.path), dirty);
+      writeHeap(memory, Math.min(this.heapLength, memory.length), this.runs, (into, from) => readFully(fd, into, this.heapStart + from, this.#short), dirty);
     } finally {
       closeSync(fd);
     }
   }
 }
 
-/** Reads `into.length` bytes of file `fd` from `position`. */
-function readFully(fd: number, into: Uint8Array, position: number, path: string): void {
+/** Reads `into.length` bytes of file `fd` from `position`; `short`: what to say where the file ends before. */
+export function readFully(fd: number, into: Uint8Array, position: number, short: string): void {
   for (let done = 0; done < into.length;) {
     const count = readSync(fd, into, done, into.length - done, position + done);
-    if (count === 0) throw new Error(`the base memory file ${path} is shorter than it was`);
+    if (count === 0) throw new Error(short);
     done += count;
   }
 }

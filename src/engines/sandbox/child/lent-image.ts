@@ -2,10 +2,11 @@
  * A load's image as it arrives: its patch comes in parts, some sent with the load, the rest (memory
  * stored raw) read here from the image file the host lent the sandbox (see `Mailbox.lend`).
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAILBOX_FILES } from '../mailbox.ts';
 import type { ArrivedImage, LoadImage, PatchPart } from '../protocol.ts';
+import { readFully } from './heap-pages.ts';
 
 /** `image` with its patch put together, reading what it names of the lent file in `mailbox`. */
 export function arrivedImage(image: LoadImage, mailbox: string): ArrivedImage {
@@ -24,11 +25,7 @@ function gatherPatch(parts: PatchPart[], mailbox: string): Uint8Array {
       if (part instanceof Uint8Array) patch.set(part, at);
       else {
         fd ??= openSync(join(mailbox, MAILBOX_FILES.image), 'r');
-        for (let done = 0; done < part.length;) {
-          const count = readSync(fd, patch, at + done, part.length - done, part.at + done);
-          if (count === 0) throw new Error('the image file is shorter than its header says');
-          done += count;
-        }
+        readFully(fd, patch.subarray(at, at + part.length), part.at, 'the image file is shorter than its header says');
       }
       at += part.length;
     }
