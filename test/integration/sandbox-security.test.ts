@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createSocket, type Socket as DatagramSocket } from 'node:dgram';
+import { isBuiltin } from 'node:module';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,10 +12,13 @@ import type { MachineManager } from '../../src/machines/machine-manager.ts';
 import { errorOf, eventually, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 
 const ESCAPES = new URL('../fixtures/sandbox-escapes.py', import.meta.url);
+/** A SQLite database holding the secret, made by the host's Python (the test's Node may have no node:sqlite). */
+const CANARY_DB_SCRIPT =
+  'import sqlite3, sys\nwith sqlite3.connect(sys.argv[1]) as db:\n    db.execute("create table canary(secret)")\n    db.execute("insert into canary values (?)", (sys.argv[2],))';
 
 /**
  * Every escape the research found, tried from inside a sandbox machine, and judged by evidence on
- * the host: canary files that must not be read or written, canary listeners (TCP, a Unix socket,
+ * the host: canary files (a text file, a SQLite database) that must not be read or written, canary listeners (TCP, a Unix socket,
  * UDP) that must see no connection or datagram, a canary environment secret, and host processes
  * that must survive. Both ways a sandbox runs are tried: with bubblewrap, and without it, as on
  * macOS and Windows, where the sandbox process's own fences are all there is.
@@ -38,6 +42,8 @@ for (const bubblewrap of [true, false]) {
     before(async () => {
       canaryDir = await mkdtemp(join(tmpdir(), 'perennial-canary-'));
       await writeFile(join(canaryDir, 'secret.txt'), fileSecret);
+      const made = spawnSync('python3', ['-c', CANARY_DB_SCRIPT, join(canaryDir, 'secret.db'), fileSecret], { encoding: 'utf8' });
+      assert.equal(made.status, 0, made.stderr);
       const canary = (socket: Socket) => {
         connections.push('connection');
         socket.on('data', (data) => connections.push(data.toString().split('\r\n')[0]!));
@@ -65,6 +71,7 @@ for (const bubblewrap of [true, false]) {
       const code = (await readFile(ESCAPES, 'utf8'))
         .replace('@CANARY_DIR@', canaryDir)
         .replace('@CANARY_FILE@', join(canaryDir, 'secret.txt'))
+        .replace('@CANARY_DB@', join(canaryDir, 'secret.db'))
         .replace('@PORT@', String((listener.address() as { port: number }).port))
         .replace('@UDP_PORT@', String(udpListener.address().port))
         .replace('@UNIX_SOCKET@', join(canaryDir, 'canary.sock'))
@@ -101,7 +108,15 @@ for (const bubblewrap of [true, false]) {
     });
 
     it('writes no host file and starts no process (no file appears in the canary folder)', async () => {
-      assert.deepEqual((await readdir(canaryDir)).sort(), ['canary.sock', 'secret.txt']);
+      assert.deepEqual((await readdir(canaryDir)).sort(), ['canary.sock', 'secret.db', 'secret.txt']);
+    });
+
+    it('opens no database file through node:sqlite and calls no native code through node:ffi, on the lines that have them', () => {
+      const sqlite = ['read canary db', 'write into canary dir', 'attach in canary dir', 'vacuum into canary dir'].map((what) => `js sqlite ${what}`);
+      for (const tried of [...sqlite, 'js import sqlite write into canary dir']) {
+        assert.match(outcome(tried), isBuiltin('node:sqlite') ? /raised .*node:sqlite is disabled in the sandbox/ : /raised /, tried);
+      }
+      assert.match(outcome('js ffi dlopen libc'), isBuiltin('node:ffi') ? /raised .*node:ffi is disabled in the sandbox/ : /raised /);
     });
 
     it("gets a clean environment: the host's variables are not there", () => {
@@ -136,21 +151,38 @@ for (const bubblewrap of [true, false]) {
         assert.ok(everything.includes(tried), `the attempt ${tried} ran`);
       }
       assert.deepEqual(connections, []);
+      assert.match(outcome('js permission has net'), /returned False/);
       // What a look-up or a listening socket would do leaves nothing on the host to see: their refusal is the evidence.
       for (const tried of ['js dns.lookup', 'js dns.promises.resolve4', 'js net.createServer listen']) {
         assert.match(outcome(tried), /this machine has no network access/, tried);
       }
     });
 
-    it('reaches the network when made with it: the same listener sees its request', async () => {
+    it('reaches the network when made with it, by every way: the same listener sees each request', async () => {
       const port = (listener.address() as { port: number }).port;
       const open = (await manager.create({ engine: 'sandbox', network: true })).name;
-      const fetched = await run(manager, open, `from pyodide.http import pyfetch\n(await pyfetch("http://127.0.0.1:${port}/made-with-network")).status`, {
-        timeoutSeconds: 30,
-      });
-      assert.equal(valueOf(fetched.result), '200');
-      // The canary answers as the connection opens: the request's line may reach it after the answer reached the machine.
-      await eventually(() => connections.some((line) => line.startsWith('GET /made-with-network')), 10_000, 'the listener to see the request');
+      const url = `http://127.0.0.1:${port}`;
+      // Node's own clients, as a package in the machine would use them: http.get, then a bare socket.
+      const throughNode = `(url, port) => new Promise((done, fail) => {
+        process.getBuiltinModule('node:http').get(url, (response) => {
+          response.resume();
+          const socket = process.getBuiltinModule('node:net').connect(port, '127.0.0.1', () => socket.end('GET /net-socket HTTP/1.0'));
+          socket.resume().on('error', fail).on('close', () => done(response.statusCode));
+        }).on('error', fail);
+      })`;
+      const code = [
+        'import js',
+        'from pyodide.http import pyfetch',
+        `seen = [(await pyfetch("${url}/net-pyfetch")).status, (await js.fetch("${url}/net-js-fetch")).status]`,
+        `seen.append(await js.eval(${JSON.stringify(throughNode)})("${url}/net-http", ${port}))`,
+        'seen, js.process.permission.has("net")',
+      ].join('\n');
+      const reached = await run(manager, open, code, { timeoutSeconds: 30 });
+      // Where the permission model covers the network (Node 25 on), the machine is given exactly that.
+      assert.equal(valueOf(reached.result), `([200, 200, 200], ${process.allowedNodeEnvironmentFlags.has('--allow-net') ? 'True' : 'False'})`);
+      // The canary answers as the connection opens: a request's line may reach it after the answer reached the machine.
+      for (const path of ['/net-pyfetch', '/net-js-fetch', '/net-http', '/net-socket'])
+        await eventually(() => connections.some((line) => line.startsWith(`GET ${path} `)), 10_000, `the listener to see ${path}`);
     });
 
     it('survives killing its own parent, coming back from its snapshot', async () => {

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { SANDBOX_MALLOC_ENV } from '../../platform/malloc-env.ts';
 import { PhaseClock } from '../../platform/phase-timings.ts';
 import {
   EngineExitedError,
@@ -93,13 +92,9 @@ export class SandboxProcess {
   /** `mailboxes`: the folder where the process's mailbox is made (and removed when it ends). */
   constructor(launch: Omit<SandboxLaunch, 'mailboxDir'>, isolation: Isolation, mailboxes: string) {
     this.#mailbox = new Mailbox(mailboxes);
-    const { command, args } = sandboxCommand({ ...launch, mailboxDir: this.#mailbox.dir }, isolation);
-    // A clean environment: nothing of the user's (tokens, paths) reaches the machine. glibc's
-    // per-thread arenas would hold ~40 MiB of V8's freed memory per machine: keep two, and give
-    // freed memory back, to the last page: ~2 MiB less per process than a 1 MiB threshold, for
-    // 1–2 ms on a 45 ms fib(27) (measured; V8's compiler allocates here, Python does not).
+    const { command, args, env } = sandboxCommand({ ...launch, mailboxDir: this.#mailbox.dir }, isolation);
     this.#child = spawn(command, args, {
-      env: { PATH: '/usr/bin:/bin', MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '0', MALLOC_TOP_PAD_: '0', ...SANDBOX_MALLOC_ENV },
+      env,
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
     });

@@ -15,9 +15,13 @@
  *   on one while the machine runs on. A thread would run without these guards (its own
  *   `process.kill`), so the code a machine runs gets a Worker that refuses, through `require`,
  *   `process.getBuiltinModule` and `import()` alike; only `startOwnWorker` holds the real one.
+ * - Builtins a machine has no use for that reach past the other fences: `node:sqlite` (Node 22
+ *   on) opens, attaches and writes database files at any path, ones the permission model refuses
+ *   to `fs` included (measured on 22, 24 and 26); `node:ffi` (Node 26) calls native code, which
+ *   the permission model refuses today. Every function they export refuses, by the same three ways.
  */
 import { constants as fsConstants } from 'node:fs';
-import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { createRequire, isBuiltin, syncBuiltinESMExports } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import type { Worker, WorkerOptions } from 'node:worker_threads';
 
@@ -75,6 +79,18 @@ const OwnWorker = workerThreads.Worker;
 workerThreads.Worker = function Worker() {
   throw new Error('threads are disabled in the sandbox');
 } as unknown as typeof OwnWorker;
+for (const name of ['node:sqlite', 'node:ffi'].filter((name) => isBuiltin(name))) {
+  const exports = createRequire(import.meta.url)(name) as Record<string, unknown>;
+  for (const key of Object.keys(exports).filter((key) => typeof exports[key] === 'function')) {
+    Object.defineProperty(exports, key, {
+      value: function closed() {
+        throw new Error(`${name} is disabled in the sandbox (${key})`);
+      },
+      writable: false,
+      configurable: false,
+    });
+  }
+}
 syncBuiltinESMExports();
 
 /** A thread of the sandbox's own, running the script at `path`. */

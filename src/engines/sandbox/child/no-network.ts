@@ -1,9 +1,10 @@
 /**
  * A machine made without network has none, whatever confines the process around it. Bubblewrap
  * gives it an empty network namespace where it works; elsewhere (macOS, Windows, Linux without
- * user namespaces) this is the fence, as Node's permission model does not cover the network
- * before Node 25. Python reaches the network only through the JS bridge to Node's builtins, and
- * every way there meets one of a few doors, closed here on the builtin modules themselves, so that
+ * user namespaces) this is the fence: Node's permission model covers the network only from Node
+ * 25 on, a second fence there (a machine made with network is given `--allow-net`, isolation.ts).
+ * Python reaches the network only through the JS bridge to Node's builtins, and every way there
+ * meets one of a few doors, closed here on the builtin modules themselves, so that
  * `require`, `process.getBuiltinModule` and `import()` all find them closed:
  * - a stream socket's `connect` (net, tls, http, https, http2, fetch, WebSocket, the `ws` package
  *   that Pyodide's socket emulation uses, Unix sockets) and a server's `listen`;
