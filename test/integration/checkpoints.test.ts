@@ -120,13 +120,17 @@ describe('fork, checkpoints and rollback', { timeout: 300_000 }, () => {
         assert.equal(autos.length, 10);
         assert.equal(await value(replId, 'total'), '22');
         // Back to the oldest kept, from a change not saved yet: saving that change as an automatic
-        // checkpoint must not prune the one being rolled back to. Both reach the machine at once
-        // (the rollback queued behind the change), so that no save after a quiet time (100 ms
-        // here) comes between them, as it could after a client's round trip.
-        const change = await server.manager.exec(replId, 'total = -1');
-        await server.manager.rollback(replId, autos[0]!.id);
-        const changed = await change.done;
+        // checkpoint must not prune the one being rolled back to. The rollback comes while the
+        // change runs, so that no save after a quiet time (100 ms here) comes between them, as it
+        // could after a client's round trip; it interrupts what runs, which the change waits for.
+        const change = 'try:\n    total = -1\n    print("changed", flush=True)\n    import time\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    pass';
+        const { seq } = await server.manager.exec(replId, change);
+        let rollback: Promise<unknown> | undefined;
+        const changed = await server.manager.follow(replId, seq, (chunk) => {
+          if (chunk.data === 'changed') rollback ??= server.manager.rollback(replId, autos[0]!.id);
+        });
         assert.ok(!('error' in changed), JSON.stringify(changed));
+        await rollback;
         assert.equal(await value(replId, 'total'), '13');
         await call('delete-python-repl', { replId });
       });
