@@ -118,10 +118,13 @@ describe('a third engine: a folder, and a line in each of the two registries', {
     const fork = await must(['machine', 'fork', name]);
     assert.equal(await must(['exec', '-m', fork, 'answer']), '41', 'the fork has its state');
     const listed = JSON.parse(await must(['machine', 'list', '--json'])) as Array<{ name: string; engine: string }>;
-    assert.deepEqual(listed.map((m) => [m.name, m.engine]).sort(), [
-      [fork, 'stub'],
-      [name, 'stub'],
-    ]);
+    assert.deepEqual(
+      listed.map((m) => [m.name, m.engine]).sort(),
+      [
+        [fork, 'stub'],
+        [name, 'stub'],
+      ].sort(),
+    );
     const refused = await cli(['machine', 'new', '--engine', 'ruby']);
     assert.match(refused.stderr, /Allowed choices are sandbox, python, stub/);
     const status = JSON.parse(await must(['status', '--json'])) as { engines: Array<{ name: string; detail: string }> };
