@@ -18,9 +18,9 @@ const CANARY_DB_SCRIPT =
 
 /**
  * Every escape the research found, tried from inside a sandbox machine, and judged by evidence on
- * the host: canary files (a text file, a SQLite database) that must not be read or written, canary listeners (TCP, a Unix socket,
- * UDP) that must see no connection or datagram, a canary environment secret, and host processes
- * that must survive. Both ways a sandbox runs are tried: with bubblewrap, and without it, as on
+ * the host: canary files (a text file, a SQLite database) that must not be read or written, canary
+ * listeners (TCP, a Unix socket, UDP) that must see no connection or datagram, a canary
+ * environment secret, and host processes that must survive. Both ways a sandbox runs are tried: with bubblewrap, and without it, as on
  * macOS and Windows, where the sandbox process's own fences are all there is.
  */
 for (const bubblewrap of [true, false]) {

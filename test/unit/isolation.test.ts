@@ -47,7 +47,7 @@ describe("the permission model's flags", () => {
 
 describe("a sandbox process's environment", () => {
   it('holds nothing of the host but a fixed PATH and the allocator settings', () => {
-    assert.deepEqual(Object.keys(sandboxEnv({ ...process.versions })).sort(), [
+    assert.deepEqual(Object.keys(sandboxEnv(false)).sort(), [
       'MALLOC_ARENA_MAX',
       'MALLOC_MMAP_THRESHOLD_',
       'MALLOC_TOP_PAD_',
@@ -57,6 +57,6 @@ describe("a sandbox process's environment", () => {
   });
 
   it("runs Electron's executable as Node, where the server runs on Electron (VS Code's)", () => {
-    assert.equal(sandboxEnv({ ...process.versions, electron: '43.0.0' }).ELECTRON_RUN_AS_NODE, '1');
+    assert.equal(sandboxEnv(true).ELECTRON_RUN_AS_NODE, '1');
   });
 });

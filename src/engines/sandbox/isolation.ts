@@ -97,20 +97,21 @@ function stackSizeKb(): number {
  * not). Under Electron (a server VS Code started, on its own runtime) the executable is Electron's,
  * which runs as Node only when told so.
  */
-export function sandboxEnv(versions: NodeJS.ProcessVersions = process.versions): NodeJS.ProcessEnv {
+export function sandboxEnv(electron: boolean): NodeJS.ProcessEnv {
   return {
     PATH: '/usr/bin:/bin',
     MALLOC_ARENA_MAX: '2',
     MALLOC_TRIM_THRESHOLD_: '0',
     MALLOC_TOP_PAD_: '0',
     ...SANDBOX_MALLOC_ENV,
-    ...('electron' in versions ? { ELECTRON_RUN_AS_NODE: '1' } : {}),
+    ...(electron ? { ELECTRON_RUN_AS_NODE: '1' } : {}),
   };
 }
 
 /** How a sandbox process starts: bubblewrap (when it works) around Node's permission model, in a clean environment. */
 export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { command: string; args: string[]; env: NodeJS.ProcessEnv } {
   const node = realpathSync(process.execPath);
+  const electron = 'electron' in process.versions;
   const readable = [launch.childDir, launch.pyodideDir, launch.mailboxDir, ...[launch.packageDir, launch.memoryDir].filter((dir) => dir !== undefined)];
   const nodeArgs = [
     ...permissionFlags(launch.network),
@@ -136,7 +137,7 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     launch.mailboxDir,
     ...(launch.network ? ['--network'] : []),
   ];
-  const env = sandboxEnv();
+  const env = sandboxEnv(electron);
   if (!isolation.bubblewrap) return { command: node, args: nodeArgs, env };
   const roBind = (path: string) => (existsSync(path) ? ['--ro-bind', path, path] : []);
   const args = [
@@ -152,7 +153,7 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     '--tmpfs',
     '/tmp',
     // Electron's executable reads its V8 snapshot, ICU data and libraries from its own folder.
-    ...roBind('electron' in process.versions ? dirname(node) : node),
+    ...roBind(electron ? dirname(node) : node),
     ...roBind('/lib'),
     ...roBind('/lib64'),
     ...roBind('/usr/lib'),

@@ -32,9 +32,10 @@ if (permission) {
     throw new Error('process.binding is disabled in the sandbox');
   };
 }
-createRequire(import.meta.url)('node:child_process').spawnSync = () => ({ status: 127, signal: null });
+const require = createRequire(import.meta.url);
+require('node:child_process').spawnSync = () => ({ status: 127, signal: null });
 
-const fs = createRequire(import.meta.url)('node:fs') as Record<string, unknown>;
+const fs = require('node:fs') as Record<string, unknown>;
 for (const name of Object.keys(fs)) {
   const original = fs[name];
   if (!name.endsWith('Sync') || typeof original !== 'function') continue;
@@ -74,13 +75,13 @@ const guarded = ((pid: number, signal?: string | number) => {
 Object.defineProperty(process, 'kill', { value: guarded, writable: false, configurable: false });
 Object.defineProperty(process, '_kill', { value: () => -1, writable: false, configurable: false });
 
-const workerThreads = createRequire(import.meta.url)('node:worker_threads') as { Worker: new (path: string, options?: WorkerOptions) => Worker };
+const workerThreads = require('node:worker_threads') as { Worker: new (path: string, options?: WorkerOptions) => Worker };
 const OwnWorker = workerThreads.Worker;
 workerThreads.Worker = function Worker() {
   throw new Error('threads are disabled in the sandbox');
 } as unknown as typeof OwnWorker;
 for (const name of ['node:sqlite', 'node:ffi'].filter((name) => isBuiltin(name))) {
-  const exports = createRequire(import.meta.url)(name) as Record<string, unknown>;
+  const exports = require(name) as Record<string, unknown>;
   for (const key of Object.keys(exports).filter((key) => typeof exports[key] === 'function')) {
     Object.defineProperty(exports, key, {
       value: function closed() {
