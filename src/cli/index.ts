@@ -209,11 +209,13 @@ function buildProgram(): Command {
     .action((options) => kernelCommand(context(), options));
   kernel
     .command('install')
-    .description("write a kernelspec where Jupyter finds it (the user's Jupyter folder unless told otherwise); needs neither Python nor Jupyter")
+    .description(
+      "write a kernelspec where Jupyter finds it (the user's Jupyter folder unless told otherwise); its notebooks run on your Python (--python, else the active environment's, else the first on PATH), or with --engine sandbox in the sandbox",
+    )
     .option('--user', "in the user's Jupyter folder (the default)")
     .option('--sys-prefix', "in the active virtual or conda environment's")
     .option('--prefix <dir>', 'in DIR/share/jupyter')
-    .option('--name <name>', "the kernel's name (default perennial, or perennial-MACHINE with --machine)")
+    .option('--name <name>', "the kernel's name (default perennial; perennial-sandbox with --engine sandbox, perennial-MACHINE with --machine)")
     .option('--display-name <text>', 'what Jupyter shows (default: Python (Perennial))')
     .addHelpText('after', "\nAnd the kernel's: --engine, --python (a new machine's), --machine NAME (every notebook on that one).")
     // --engine, --python and --machine are the kernel command's own too, which commander gives them to.

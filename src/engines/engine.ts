@@ -12,8 +12,13 @@ export interface EngineOptions {
   memoryMb: number;
   /** Bytes of stdout+stderr kept per instruction before the rest is replaced by a marker. */
   outputLimit: number;
-  /** Working directory of the machine's code. */
+  /** The machine's own folder on the host (`files/`): a python machine's code works in it, unless given `folder`. */
   workdir: string;
+  /**
+   * A host folder of the person's that the code works in (a notebook's): the python engine's
+   * working directory; the sandbox mounts it read-write, at the same path where it can.
+   */
+  folder?: string;
   /** python engine: the interpreter; sandbox engine ignores it. */
   python?: string;
   /** python engine: the folder of the machine's own environment, where its packages go (made at its first start). */

@@ -391,6 +391,11 @@ export class JupyterKernel {
     // A restart or a shutdown stops what this kernel runs, as in any kernel; the machine keeps its state.
     if (this.#running) await this.options.client.interrupt(name).catch(() => {});
     if (restart) return this.options.restarts.asked(name);
+    // A kernel's own machine (no notebook) is wanted no more once its kernel is shut down.
+    if (machine.throwaway) {
+      await this.options.client.delete(name).catch((error: Error) => this.options.log(`Machine ${name} stays: ${error.message}`));
+      return;
+    }
     // Nothing runs for this kernel any more: the machine goes to disk (never away), and comes back with the next kernel.
     await Promise.race([this.options.client.swap(name).catch(() => {}), new Promise((resolve) => setTimeout(resolve, 3000).unref())]);
   }

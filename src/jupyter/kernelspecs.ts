@@ -38,12 +38,18 @@ export class KernelSpecError extends CodedError {
   static override readonly errorCode = 'KernelSpec';
 }
 
-/** The name and display name a kernelspec gets when none is given. */
+/**
+ * The name and display name a kernelspec gets when none is given: `perennial`, "Python
+ * (Perennial)" for the person's own Python (the python engine, the default); the sandbox's and a
+ * pinned machine's say so, and have names of their own, so that each can be installed beside it.
+ */
 export function defaultKernelChoice(options: Partial<KernelSpecChoice>): KernelSpecChoice {
   const machine = options.machine === undefined ? null : NewMachineName.safeParse(options.machine);
   if (machine && !machine.success) throw new KernelSpecError(`--machine ${options.machine}: ${machine.error.issues[0]!.message}`);
-  const what = options.machine ? `machine ${options.machine}` : options.engine ? `${options.engine} engine` : null;
-  const name = options.name ?? (options.machine ? `perennial-${options.machine.toLowerCase().replace(/[^a-z0-9._-]/g, '-')}` : 'perennial');
+  const sandbox = options.engine === 'sandbox';
+  const what = options.machine ? `machine ${options.machine}` : sandbox ? 'sandbox' : null;
+  const suffix = options.machine ? options.machine.toLowerCase().replace(/[^a-z0-9._-]/g, '-') : sandbox ? 'sandbox' : null;
+  const name = options.name ?? (suffix ? `perennial-${suffix}` : 'perennial');
   const parsed = KernelName.safeParse(name);
   if (!parsed.success) throw new KernelSpecError(`--name ${name}: ${parsed.error.issues[0]!.message}`);
   return { ...options, name, displayName: options.displayName ?? `Python (Perennial${what ? `, ${what}` : ''})` };

@@ -161,6 +161,7 @@ export class MachineEngine {
       environment: store.environmentDir(this.#name),
       python: manifest.python,
       workspace: manifest.workspace,
+      ...(manifest.workdir ? { folder: manifest.workdir } : {}),
       network: manifest.network,
     });
     await engine.start();

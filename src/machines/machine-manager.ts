@@ -4,7 +4,7 @@ import { engineDescriptor, ENGINES } from '../engines/descriptors.ts';
 import { openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
 import { NameClaims, nearestName } from './machine-names.ts';
-import { forkManifest, newManifest, realWorkspace } from './new-manifests.ts';
+import { forkManifest, newManifest, realFolder } from './new-manifests.ts';
 import { MachineDetails } from './machine-details.ts';
 import { changesState, type KernelArgs, type KernelOp, type KernelResult } from '../engines/kernel-commands.ts';
 import type {
@@ -26,6 +26,7 @@ import {
   CheckpointRef,
   CompleteBody,
   ForkBody,
+  MachineUpdate,
   InvalidRequestError,
   NewMachineOptions,
   Packages,
@@ -182,10 +183,13 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     const memoryMb = options.memoryMb ?? engineDescriptor(engine).defaultMemoryMb;
     const workspace =
       options.workspace && engineDescriptor(engine).takes.workspace
-        ? { hostPath: await realWorkspace(options.workspace), writable: options.workspaceWritable ?? false }
+        ? { hostPath: await realFolder(options.workspace, 'workspace folder'), writable: options.workspaceWritable ?? false }
         : undefined;
+    if (workspace && options.workdir)
+      throw new InvalidRequestError('A machine works in one folder: give it a workdir or a workspace, not both');
+    const workdir = options.workdir ? await realFolder(options.workdir, 'working folder') : undefined;
     return this.#names.named(options.name, async (name) => {
-      const manifest = newManifest(name, engine, memoryMb, options, workspace);
+      const manifest = newManifest(name, engine, memoryMb, options, { workspace, workdir });
       await this.#store.create(manifest);
       await this.#claim(manifest);
       const machine = this.#adopt(manifest);
@@ -307,10 +311,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
   async fork(name: string, request: ForkBody = {}): Promise<MachineInfo> {
     this.#assertOpen();
     const origin = this.#machine(name);
-    const { tags } = parseRequest(ForkBody, request);
+    const { tags, workdir } = parseRequest(ForkBody, request);
     const merged = parseRequest(Tags, { ...origin.manifest.tags, forked_from: name, ...tags });
+    const folder = workdir === undefined ? origin.manifest.workdir : await this.#workdir(origin.manifest, workdir);
     return this.#names.named(undefined, async (forkName) => {
-      const manifest = forkManifest(origin.manifest, forkName, merged);
+      const manifest = forkManifest(origin.manifest, forkName, merged, folder);
       await origin.withSavedState(`fork machine ${name}`, (source) => createFork(this.#store, manifest, name, source));
       await this.#claim(manifest);
       const fork = this.#adopt(manifest);
@@ -319,6 +324,29 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       this.#emit({ type: 'created', machine: info });
       return info;
     });
+  }
+
+  /**
+   * Changes a machine's tags (a null value removes one) and the host folder it works in (null:
+   * its own again), in turn with its instructions; see `Machine.update`.
+   */
+  async update(name: string, request: MachineUpdate): Promise<MachineInfo> {
+    const machine = this.#machine(name);
+    const { tags, workdir } = parseRequest(MachineUpdate, request);
+    const kept = Object.entries({ ...machine.manifest.tags, ...tags }).filter((entry): entry is [string, string] => entry[1] !== null);
+    const change = {
+      tags: parseRequest(Tags, Object.fromEntries(kept)),
+      ...(workdir === undefined ? {} : { workdir: workdir === null ? null : await this.#workdir(machine.manifest, workdir) }),
+    };
+    await this.#fenced(name, () => this.#home.reserve(name));
+    await machine.update(change);
+    return this.#details.of(machine);
+  }
+
+  /** The folder a machine is to work in, resolved here; a sandbox machine with a workspace works there already. */
+  async #workdir(manifest: MachineManifest, path: string): Promise<string> {
+    if (manifest.workspace) throw new InvalidRequestError(`Machine ${manifest.name} works in its workspace (${manifest.workspace.hostPath}): it takes no other folder`);
+    return realFolder(path, 'working folder');
   }
 
   /** Takes a checkpoint of the machine's state now, with an optional label. */

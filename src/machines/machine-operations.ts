@@ -26,7 +26,8 @@ export const MACHINE_OPERATIONS: OperationWork = {
   listFiles: (manager, { name, path }) => manager.kernel(name, 'list_files', { path }),
   readFile: (manager, { name, path }) => manager.kernel(name, 'read_file', { path, limit: MAX_FILE_BYTES }),
   writeFile: (manager, { name, path, content, encoding }) => manager.kernel(name, 'write_file', { path, content: base64Content(content, encoding) }),
-  fork: (manager, { name, tags }) => manager.fork(name, tags ? { tags } : {}),
+  fork: (manager, { name, ...options }) => manager.fork(name, options),
+  update: (manager, { name, ...change }) => manager.update(name, change),
   checkpoint: (manager, { name, label }) => manager.checkpoint(name, label === undefined ? {} : { label }),
   checkpoints: (manager, { name }) => manager.checkpoints(name),
   deleteCheckpoint: async (manager, { name, checkpoint }) => {

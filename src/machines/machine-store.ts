@@ -25,6 +25,8 @@ export const ManifestSchema = z.looseObject({
   python: z.string().optional(),
   /** sandbox engine: the host folder mounted at /workspace. */
   workspace: z.object({ hostPath: z.string(), writable: z.boolean() }).optional(),
+  /** The host folder the machine works in (a notebook's), either engine; absent: its own folder. */
+  workdir: z.string().optional(),
   /** sandbox engine: network allowed. */
   network: z.boolean().optional(),
   nextSeq: z.number().int().nonnegative(),

@@ -41,6 +41,7 @@ export function manifestInfo(m: MachineManifest, state: MachineState): MachineIn
     runtime: m.runtime ?? null,
     upgradeTo: null,
     warnings: m.rebuilt ? [m.rebuilt] : [],
+    ...(m.workdir ? { workdir: m.workdir } : {}),
   };
 }
 
@@ -287,6 +288,34 @@ export class Machine {
       // Known before the engine stops, whose stop is what says the machine is swapped.
       this.#swappedOut = { at: new Date().toISOString(), reason };
       await this.#engine.stop();
+    }, true);
+  }
+
+  /**
+   * Gives the machine `tags` and, when `workdir` is given, that host folder to work in (null: its
+   * own), in turn with instructions. A warm machine that moves is saved and swapped out first: it
+   * comes back in the new folder, its working directory and the paths it kept under the old one
+   * moved there.
+   */
+  update(change: { tags: Record<string, string>; workdir?: string | null }): Promise<void> {
+    this.#assertAlive();
+    return this.#serial(async () => {
+      const workdir = change.workdir === undefined ? this.manifest.workdir : (change.workdir ?? undefined);
+      if (workdir !== this.manifest.workdir && this.#engine.current) {
+        this.#saver.cancel();
+        try {
+          await this.#saver.save();
+        } catch (error) {
+          throw new NotSavedError(`move machine ${this.name}`, (error as Error).message);
+        }
+        this.#swappedOut = { at: new Date().toISOString(), reason: `it moved to ${workdir ?? 'a folder of its own'}` };
+        await this.#engine.stop();
+      }
+      // In place: the machine's parts hold this manifest.
+      this.manifest.tags = change.tags;
+      if (workdir) this.manifest.workdir = workdir;
+      else delete this.manifest.workdir;
+      await this.store.save(this.manifest);
     }, true);
   }
 

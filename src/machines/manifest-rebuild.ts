@@ -10,7 +10,7 @@ export interface RebuildDefaults {
 }
 
 /** Fields of a damaged manifest worth keeping when they still read; the rest comes from the disk. */
-const SALVAGED = ['createdAt', 'tags', 'engine', 'memoryMb', 'python', 'workspace', 'network', 'lastUsedAt'] as const;
+const SALVAGED = ['createdAt', 'tags', 'engine', 'memoryMb', 'python', 'workspace', 'workdir', 'network', 'lastUsedAt'] as const;
 
 /**
  * Rebuilds the manifest of a machine whose `machine.json` is damaged or missing, from what is
@@ -31,7 +31,7 @@ export async function rebuildManifest(store: MachineStore, damaged: DamagedManif
     ...(snapshotEngine || kept.engine ? [] : [`engine (${engine})`]),
     ...(kept.tags ? [] : ['tags']),
     ...(kept.memoryMb ? [] : ['memory cap']),
-    ...(damaged.parsed === undefined ? ['interpreter, workspace and network options'] : []),
+    ...(damaged.parsed === undefined ? ['interpreter, folder and network options'] : []),
   ];
   const manifest: MachineManifest = {
     version: 1,
@@ -42,6 +42,7 @@ export async function rebuildManifest(store: MachineStore, damaged: DamagedManif
     memoryMb: kept.memoryMb ?? engineDescriptor(engine).defaultMemoryMb,
     ...(kept.python ? { python: kept.python } : {}),
     ...(kept.workspace ? { workspace: kept.workspace } : {}),
+    ...(kept.workdir ? { workdir: kept.workdir } : {}),
     ...(kept.network ? { network: kept.network } : {}),
     nextSeq: (history.at(-1)?.seq ?? -1) + 1,
     lastUsedAt: history.at(-1)?.startedAt ?? kept.lastUsedAt ?? firstUse,

@@ -10,7 +10,7 @@ export function newManifest(
   engine: EngineName,
   memoryMb: number,
   options: NewMachineOptions,
-  workspace?: MachineManifest['workspace'],
+  folders: Pick<MachineManifest, 'workspace' | 'workdir'> = {},
 ): MachineManifest {
   const now = new Date().toISOString();
   const { takes } = engineDescriptor(engine);
@@ -23,7 +23,8 @@ export function newManifest(
     memoryMb,
     // Each engine takes its own options: a client may send both sets for whichever engine runs.
     ...(options.python && takes.python ? { python: options.python } : {}),
-    ...(workspace ? { workspace } : {}),
+    ...(folders.workspace ? { workspace: folders.workspace } : {}),
+    ...(folders.workdir ? { workdir: folders.workdir } : {}),
     ...(options.network && takes.network ? { network: true } : {}),
     nextSeq: 0,
     lastUsedAt: now,
@@ -31,20 +32,24 @@ export function newManifest(
   };
 }
 
-/** The manifest of `name`, a fork of the machine `origin` describes, with `tags`: its own from here on. */
-export function forkManifest(origin: MachineManifest, name: string, tags: Record<string, string>): MachineManifest {
+/** The manifest of `name`, a fork of the machine `origin` describes, with `tags`, working in `workdir`: its own from here on. */
+export function forkManifest(origin: MachineManifest, name: string, tags: Record<string, string>, workdir: string | undefined): MachineManifest {
   const now = new Date().toISOString();
   const manifest: MachineManifest = { ...structuredClone(origin), name, createdAt: now, lastUsedAt: now, tags, nextSeq: 0, snapshot: null };
   delete manifest.rebuilt;
-  return manifest;
+  delete manifest.workdir;
+  return workdir ? { ...manifest, workdir } : manifest;
 }
 
-/** A sandbox machine's workspace folder, resolved on the server (a client's relative path means nothing here). */
-export async function realWorkspace(path: string): Promise<string> {
-  if (!isAbsolute(path)) throw new InvalidRequestError(`The workspace folder must be an absolute path, not ${path}`);
+/**
+ * A host folder a machine is given (`what`: "workspace", "working folder"), resolved on the
+ * server: a client's relative path means nothing here.
+ */
+export async function realFolder(path: string, what: string): Promise<string> {
+  if (!isAbsolute(path)) throw new InvalidRequestError(`The ${what} must be an absolute path, not ${path}`);
   const resolved = await realpath(path).catch(() => {
-    throw new InvalidRequestError(`The workspace folder ${path} does not exist`);
+    throw new InvalidRequestError(`The ${what} ${path} does not exist`);
   });
-  if (!(await stat(resolved)).isDirectory()) throw new InvalidRequestError(`The workspace ${path} is not a folder`);
+  if (!(await stat(resolved)).isDirectory()) throw new InvalidRequestError(`The ${what} ${path} is not a folder`);
   return resolved;
 }

@@ -9,10 +9,11 @@ import {
   FileEncoding,
   FilePath,
   FrontEndComm,
+  ForkBody,
   HistoryLast,
   MachineName,
+  MachineUpdate,
   Packages,
-  Tags,
   VariableName,
 } from './requests.ts';
 import type {
@@ -206,10 +207,19 @@ export const OPERATIONS = {
   fork: operation<MachineInfo>()({
     method: 'POST',
     path: '/v1/machine/{name}/fork',
-    // The fork's tags, on top of the origin's.
-    request: z.object({ ...machine, tags: Tags.optional() }),
-    args: (name: string, options: { tags?: Record<string, string> } = {}) => ({ name, ...options }),
+    // The fork's tags, on top of the origin's; the folder it works in, when not the origin's.
+    request: z.object({ ...machine, ...ForkBody.shape }),
+    args: (name: string, options: z.input<typeof ForkBody> = {}) => ({ name, ...options }),
     what: 'fork machines',
+    hosted: 'refused',
+  }),
+  /** Changes a machine's tags and the host folder it works in; a warm machine that moves is swapped out first and comes back there. */
+  update: operation<MachineInfo>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/update',
+    request: z.object({ ...machine, ...MachineUpdate.shape }),
+    args: (name: string, change: z.input<typeof MachineUpdate>) => ({ name, ...change }),
+    what: 'change machines',
     hosted: 'refused',
   }),
   /** Takes a checkpoint of the machine's state now. */

@@ -124,6 +124,12 @@ export const NewMachineOptions = z.object({
   /** sandbox engine: a host folder mounted at /workspace (read-only unless `workspaceWritable`). */
   workspace: z.string().min(1).max(4096).optional(),
   workspaceWritable: z.boolean().optional(),
+  /**
+   * A host folder the machine works in (a notebook's), on either engine: its working directory,
+   * where relative paths and imports go; a sandbox machine has it mounted read-write at the same
+   * path and reaches nothing else of the host.
+   */
+  workdir: z.string().min(1).max(4096).optional(),
   /** sandbox engine: let the machine reach the network. */
   network: z.boolean().optional(),
 });
@@ -186,6 +192,7 @@ export const NewMachineBody = z
     python: NewMachineOptions.shape.python,
     workspace: NewMachineOptions.shape.workspace,
     workspace_writable: z.boolean().optional(),
+    workdir: NewMachineOptions.shape.workdir,
     network: z.boolean().optional(),
   })
   .transform(({ memory_mb, workspace_writable, ...rest }): NewMachineOptions => ({ ...rest, memoryMb: memory_mb, workspaceWritable: workspace_writable }));
@@ -232,7 +239,16 @@ export type ReplClientMessage = z.infer<typeof ReplClientMessage>;
 // ---- Perennial's requests ----------------------------------------------------------------------
 
 /** `POST /v1/machine/{name}/fork`: tags for the fork, on top of the origin's. */
-export const ForkBody = z.object({ tags: Tags.optional() });
+export const ForkBody = z.object({ tags: Tags.optional(), workdir: NewMachineOptions.shape.workdir });
+/**
+ * A change to a machine: tags set (a null value removes one), and the host folder it works in
+ * (null: a folder of its own again).
+ */
+export const MachineUpdate = z.object({
+  tags: z.record(z.string(), z.string().nullable()).optional(),
+  workdir: z.string().min(1).max(4096).nullable().optional(),
+});
+export type MachineUpdate = z.infer<typeof MachineUpdate>;
 export type ForkBody = z.infer<typeof ForkBody>;
 /** A checkpoint's label: not a bare number, which would read as a checkpoint's id. */
 /** A Jupyter front end's comm message to a machine (`comm_info`: only the comms open, for `target_name` when given); buffers in base64. */

@@ -145,6 +145,8 @@ export interface MachineInfo {
   upgradeTo: MachineRuntime | null;
   /** Plain-words warnings: network isolation off, why the machine cannot be swapped out... */
   warnings: string[];
+  /** The host folder it works in (a notebook's); absent: a folder of its own. */
+  workdir?: string;
   /** While swapped out by this server: when, and why (idle, memory, the warm cap, asked). */
   swappedOut?: { at: string; reason: string };
   /**

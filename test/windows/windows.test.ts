@@ -152,14 +152,14 @@ describe(
 
     it('installs a Jupyter kernelspec whose argv runs on Windows; its kernel answers kernel_info and a cell', async () => {
       const prefix = join(outputs, 'jupyter prefix');
-      const install = await perennial('kernel', 'install', '--prefix', windowsPath(prefix), '--name', 'perennial-windows');
+      const install = await perennial('kernel', 'install', '--prefix', windowsPath(prefix), '--name', 'perennial-windows', '--engine', 'sandbox');
       assert.equal(install.code, 0, install.stderr);
       const spec = JSON.parse(readFileSync(join(prefix, 'share', 'jupyter', 'kernels', 'perennial-windows', 'kernel.json'), 'utf8')) as {
         argv: string[];
         interrupt_mode: string;
       };
       assert.equal(spec.argv[0]!.toLowerCase(), windowsPath(resolve(NODE_EXE!)).toLowerCase());
-      assert.deepEqual(spec.argv.slice(1), [windowsPath(CLI), '--data-dir', DATA_DIR, 'kernel', '--connection-file', '{connection_file}']);
+      assert.deepEqual(spec.argv.slice(1), [windowsPath(CLI), '--data-dir', DATA_DIR, 'kernel', '--connection-file', '{connection_file}', '--engine', 'sandbox']);
       assert.equal(spec.interrupt_mode, 'message');
 
       // Jupyter would run the argv; here Wine does, with the connection file Jupyter would write.

@@ -5,6 +5,7 @@ import { defaultKernelChoice, installKernelSpec, listKernelSpecs, removeKernelSp
 import { findNotebookMachine } from '../../jupyter/notebook-machine.ts';
 import { Restarts } from '../../jupyter/restarts.ts';
 import { jupyterFolders, prefixFolder } from '../../platform/jupyter-paths.ts';
+import { environmentPython, probePython, pythonCommands } from '../../platform/python-commands.ts';
 import { isProcessAlive, jupyterParentPid } from '../../platform/process-liveness.ts';
 import type { EngineName } from '../../shared/requests.ts';
 import { ExitError } from '../errors.ts';
@@ -33,6 +34,7 @@ export async function kernelCommand(ctx: CliContext, options: KernelOptions): Pr
   const connection = await readConnectionFile(connectionFile);
   const client = await ctx.openClient();
   const restarts = Restarts.beside(connectionFile, client);
+  const log = (line: string) => ctx.term.err.write(`[perennial kernel] ${line}\n`);
   const findMachine = async () => {
     const found = await findNotebookMachine(client, {
       pinned: options.machine,
@@ -41,9 +43,11 @@ export async function kernelCommand(ctx: CliContext, options: KernelOptions): Pr
       connectionFile,
       defaults: newMachineOptions(options),
     });
-    return { ...found, notes: [...found.notes, ...(await restarts.finish(found.info.name))] };
+    log(found.logged);
+    // A restart's own line says what the cells find; else, that the state came back.
+    const restarted = await restarts.finish(found.info.name);
+    return { ...found, notes: [...found.notes, ...(restarted.length ? restarted : found.cameBack ? [found.cameBack] : [])] };
   };
-  const log = (line: string) => ctx.term.err.write(`[perennial kernel] ${line}\n`);
   const kernel = await JupyterKernel.start({ connection, client, findMachine, restarts, log });
   const interrupt = () => void kernel.interrupt().catch((error: Error) => log(`interrupt failed: ${error.message}`));
   process.on('SIGINT', interrupt);
@@ -91,18 +95,38 @@ export async function kernelInstallCommand(ctx: CliContext, dataDirNamed: boolea
       throw new ExitError(2, 'perennial kernel install --sys-prefix: no virtual or conda environment is active (VIRTUAL_ENV, CONDA_PREFIX); use --prefix DIR');
     folder = folders.environment;
   }
-  const choice = defaultKernelChoice({
-    name: options.name,
-    displayName: options.displayName,
-    engine: options.engine,
-    python: options.python ?? (process.env.PERENNIAL_PYTHON || undefined),
-    machine: options.machine,
-  });
+  // A pinned machine is what it is: its engine and interpreter were chosen when it was made.
+  const engine = options.machine ? options.engine : (options.engine ?? 'python');
+  const python = engine === 'python' ? await kernelPython(options.python ?? (process.env.PERENNIAL_PYTHON || undefined)) : undefined;
+  const choice = defaultKernelChoice({ name: options.name, displayName: options.displayName, engine, python, machine: options.machine });
   const launcher = [process.execPath, resolve(process.argv[1]!), ...(dataDirNamed ? ['--data-dir', ctx.dataDir] : [])];
   const dir = await installKernelSpec(folder, choice, launcher);
   ctx.term.out.write(`${dir}\n`);
-  ctx.term.err.write(
-    `Installed the kernel "${choice.displayName}" (${choice.name}). Jupyter offers it for new notebooks; each notebook gets a machine of its own, which outlives every kernel.\n`,
+  const runs = options.machine
+    ? `Every notebook on it runs on machine ${options.machine}`
+    : python
+      ? `Its notebooks run on ${python}, with its packages, each on a machine of its own that outlives every kernel (not isolated: code runs as you; perennial kernel install --engine sandbox for a sandboxed kernel)`
+      : 'Its notebooks run in the sandbox (Pyodide, locked down, with only the folder of each notebook), each on a machine of its own that outlives every kernel';
+  ctx.term.err.write(`Installed the kernel "${choice.displayName}" (${choice.name}). ${runs}.\n`);
+}
+
+/**
+ * The interpreter a python-engine kernelspec names, as an absolute path (Jupyter may start the
+ * kernel with another PATH): the one named; else the active virtual or conda environment's, as
+ * `python -m ipykernel install` run in it would; else the first Python on PATH.
+ */
+async function kernelPython(named: string | undefined): Promise<string> {
+  const env = environmentPython();
+  const candidates = named ? [[named]] : [...(env ? [[env]] : []), ...pythonCommands()];
+  const tried: string[] = [];
+  for (const [command, ...args] of candidates) {
+    const found = await probePython(command!, args);
+    if (typeof found !== 'string') return found.executable;
+    tried.push(`${[command, ...args].join(' ')}: ${found}`);
+  }
+  throw new ExitError(
+    1,
+    `perennial kernel install: ${named ? `${named} cannot run notebooks (${tried[0]})` : `no Python 3.8 or newer found (${tried.join('; ')})`}; name one with --python, or install the sandbox's kernel: perennial kernel install --engine sandbox`,
   );
 }
 

@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { KERNEL_ROOT } from '../../kernel/kernel-package.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
-import type { FoundPython } from './find-python.ts';
+import type { FoundPython } from '../../platform/python-commands.ts';
 
 /** The file in an environment's site-packages that names its interpreter's package folders (environment.py). */
 const INTERPRETER_PTH = '_perennial_interpreter.pth';

@@ -21,7 +21,8 @@ import {
   type RestoreReport,
   type SnapshotReport,
 } from '../engine.ts';
-import { findPython, type FoundPython } from './find-python.ts';
+import { findPython } from './find-python.ts';
+import type { FoundPython } from '../../platform/python-commands.ts';
 import type { KernelProcesses, StartedKernel } from './kernel-processes.ts';
 import { machineEnvironment, type MachineEnvironment } from './machine-environment.ts';
 
@@ -179,8 +180,8 @@ export class PythonEngine implements Engine {
     });
     for (const stream of [child.stdout!, child.stderr!, child.stdio[4] as Readable]) stream.resume();
     await ready;
-    const { workdir, memoryMb, outputLimit } = this.#options;
-    await this.#call('assign', { workdir, memory_mb: memoryMb, output_limit: outputLimit, environment });
+    const { workdir, folder, memoryMb, outputLimit } = this.#options;
+    await this.#call('assign', { workdir: folder ?? workdir, memory_mb: memoryMb, output_limit: outputLimit, environment });
   }
 
   /** The kernel's first event, which says it is ready. */
@@ -264,7 +265,7 @@ export class PythonEngine implements Engine {
         `This machine has no environment of its own for packages${environment ? ` (${environment.error})` : ''}, and Perennial installs into no other: install into ${base.executable} yourself (${base.executable} -m pip install ${packages.join(' ')})`,
       );
     const pip = spawn(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', ...packages.flatMap(pipArguments)], {
-      cwd: this.#options.workdir,
+      cwd: this.#options.folder ?? this.#options.workdir,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

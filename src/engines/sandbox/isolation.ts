@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SANDBOX_MALLOC_ENV } from '../../platform/malloc-env.ts';
+import type { SandboxMount } from './protocol.ts';
 
 /** How a sandbox process is locked down on this host. */
 export interface Isolation {
@@ -21,7 +22,7 @@ export interface SandboxLaunch {
   packageDir?: string;
   /** Read-only base images' memory. */
   memoryDir?: string;
-  workspace?: { hostPath: string; writable: boolean };
+  workspace?: SandboxMount;
   /** The process's mailbox folder (mailbox.ts), read-only inside. */
   mailboxDir: string;
   /** Let the machine reach the network (off by default: closed in the process, and by bubblewrap where it works). */

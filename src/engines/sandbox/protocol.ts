@@ -81,11 +81,19 @@ export interface ImportNames {
   names: string[];
 }
 
+/** A host folder mounted in the machine, where its code works. */
+export interface SandboxMount {
+  hostPath: string;
+  writable: boolean;
+  /** Where in the machine; /workspace when absent. */
+  at?: string;
+}
+
 export interface MachineConfig {
   memoryMb: number;
   outputLimit: number;
-  /** Mounted at /workspace (and the working directory) when set. */
-  workspace?: { hostPath: string; writable: boolean };
+  /** Mounted (and the working directory) when set. */
+  workspace?: SandboxMount;
 }
 
 export type HostMessage =

@@ -16,6 +16,7 @@ import {
 } from '../engine.ts';
 import type { KernelArgs, KernelOp, KernelResult } from '../kernel-commands.ts';
 import { ImageVersionError, readImageHeaderFile } from './machine-image-file.ts';
+import { mountPoint } from './mount-point.ts';
 import type { MachineConfig } from './protocol.ts';
 import type { SandboxPlacement, SandboxRuntime } from './sandbox-runtime.ts';
 import type { SandboxProcess, TakenSnapshot } from './sandbox-process.ts';
@@ -54,8 +55,9 @@ export class SandboxEngine implements Engine {
     options: EngineOptions,
   ) {
     this.exited = new Promise((resolve) => (this.#resolveExit = resolve));
-    this.#config = { memoryMb: options.memoryMb, outputLimit: options.outputLimit, ...(options.workspace ? { workspace: options.workspace } : {}) };
-    this.#placement = { network: options.network ?? false, ...(options.workspace ? { workspace: options.workspace } : {}) };
+    const workspace = options.folder ? { hostPath: options.folder, writable: true, at: mountPoint(options.folder) } : options.workspace;
+    this.#config = { memoryMb: options.memoryMb, outputLimit: options.outputLimit, ...(workspace ? { workspace } : {}) };
+    this.#placement = { network: options.network ?? false, ...(workspace ? { workspace } : {}) };
   }
 
   get pid(): number | undefined {

@@ -21,7 +21,7 @@ import {
   type ImageHeader,
 } from './machine-image-file.ts';
 import { heapOffset, identityPatch, makeMemoryPatch } from './memory-patch.ts';
-import type { BaseFile, ImageMeta, ImportNames, KernelFiles, LoadImage, MachineConfig, MachineImage, TakenImage } from './protocol.ts';
+import type { BaseFile, ImageMeta, ImportNames, KernelFiles, LoadImage, MachineConfig, MachineImage, SandboxMount, TakenImage } from './protocol.ts';
 import { pyodideDir, type PyodideRuntime } from './pyodide-runtimes.ts';
 import { sandboxChildDir } from './sandbox-assets.ts';
 import { SandboxProcess } from './sandbox-process.ts';
@@ -62,7 +62,7 @@ export function defaultPackageSource(pyodide: PyodideRuntime, current: boolean, 
 /** Where a machine runs: the launch options that need a process of their own. */
 export interface SandboxPlacement {
   network: boolean;
-  workspace?: { hostPath: string; writable: boolean };
+  workspace?: SandboxMount;
 }
 
 /** The base image as the host keeps it: its memory stays in its file, which sandboxes read themselves. */

@@ -19,6 +19,7 @@ export interface EmscriptenFS {
   utime(path: string, atime: number, mtime: number): void;
   symlink(target: string, path: string): void;
   unlink(path: string): void;
+  lookupPath(path: string): { node: { mount: object } };
 }
 
 type Entry = { p: string; t: 'd'; m: number } | { p: string; t: 'l'; to: string } | { p: string; t: 'f'; m: number; o: number; n: number; mt: number };
@@ -27,12 +28,14 @@ export function archiveFiles(FS: EmscriptenFS, roots: string[]): Uint8Array {
   const entries: Entry[] = [];
   const chunks: Uint8Array[] = [];
   let offset = 0;
-  const walk = (path: string) => {
+  const walk = (path: string, mount: object) => {
     const stat = FS.lstat(path);
     if (FS.isLink(stat.mode)) entries.push({ p: path, t: 'l', to: FS.readlink(path) });
     else if (FS.isDir(stat.mode)) {
+      // A host folder mounted below (a notebook's) is the person's, never the machine's to keep.
+      if (FS.lookupPath(path).node.mount !== mount) return;
       entries.push({ p: path, t: 'd', m: stat.mode & 0o7777 });
-      for (const name of FS.readdir(path)) if (name !== '.' && name !== '..') walk(`${path === '/' ? '' : path}/${name}`);
+      for (const name of FS.readdir(path)) if (name !== '.' && name !== '..') walk(`${path === '/' ? '' : path}/${name}`, mount);
     } else if (FS.isFile(stat.mode)) {
       const data = FS.readFile(path);
       entries.push({ p: path, t: 'f', m: stat.mode & 0o7777, o: offset, n: data.length, mt: +stat.mtime });
@@ -46,7 +49,7 @@ export function archiveFiles(FS: EmscriptenFS, roots: string[]): Uint8Array {
     } catch {
       continue; // a root that does not exist (yet) has nothing to keep
     }
-    walk(root);
+    walk(root, FS.lookupPath(root).node.mount);
   }
   const header = new TextEncoder().encode(JSON.stringify(entries));
   const out = new Uint8Array(4 + header.length + offset);

@@ -8,6 +8,7 @@ import './harden.ts';
 import { collectGarbage } from '../../../platform/garbage-collection.ts';
 import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { heapOffset, makeMemoryPatch } from '../memory-patch.ts';
+import { WORKSPACE } from '../mount-point.ts';
 import type { ChildMessage, ExportedFiles, HostMessage, ImportNames, MachineConfig } from '../protocol.ts';
 import { blankDeadMemory, memoryInUse, memoryLayout } from './dead-memory.ts';
 import { proxiedObjects } from './proxy-references.ts';
@@ -84,14 +85,30 @@ function connect(instance: Pyodide, config: MachineConfig): DriverCall {
   instance.setInterruptBuffer(host.signals as unknown as Int32Array);
   installKernelDevice(instance.FS, host);
   let cwd = HOME;
-  if (config.workspace) {
-    instance.FS.mkdirTree('/workspace');
-    instance.mountNodeFS('/workspace', config.workspace.hostPath);
-    cwd = '/workspace';
-  }
+  if (config.workspace) cwd = mountWorkspace(instance, config.workspace);
   // Expressions, not imports: an import would bind its name in the user's namespace. One run
   // (chdir gives None): each costs Pyodide a compile.
   return instance.runPython(`__import__("os").chdir(${JSON.stringify(cwd)}) or ${DRIVER}.call`) as DriverCall;
+}
+
+/**
+ * Mounts the host folder where the config says, and answers where. A machine whose own files sit
+ * at that path (one moved into a folder it once had a copy of) keeps them: the folder goes at
+ * /workspace instead, since Pyodide mounts only over an empty folder.
+ */
+function mountWorkspace(instance: Pyodide, workspace: NonNullable<MachineConfig['workspace']>): string {
+  const mount = (at: string) => {
+    instance.FS.mkdirTree(at);
+    instance.mountNodeFS(at, workspace.hostPath);
+    return at;
+  };
+  const at = workspace.at ?? WORKSPACE;
+  try {
+    return mount(at);
+  } catch (error) {
+    if (at === WORKSPACE) throw error;
+    return mount(WORKSPACE);
+  }
 }
 
 type Reply = { ok: true; result: unknown } | { ok: false; error: string };
