@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const SCENARIOS = fileURLToPath(new URL('../jupyter/scenarios.py', import.meta.url));
 const PLUGIN_DIR = fileURLToPath(new URL('../jupyter/', import.meta.url));
 const KERNEL = 'perennial-test';
+const SANDBOX_KERNEL = 'perennial-test-sandbox';
 
 /**
  * Perennial as a Jupyter kernel (issue 51), through Jupyter's own clients from Debian:
@@ -43,6 +44,7 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       // Jupyter's other folders may hold a kernel of the same name: this test's alone.
       JUPYTER_PATH: '',
       PERENNIAL_KERNEL_NAME: KERNEL,
+      PERENNIAL_SANDBOX_KERNEL_NAME: SANDBOX_KERNEL,
       PERENNIAL_CLI: CLI,
       PERENNIAL_NODE: process.execPath,
       PERENNIAL_DATA_DIR: dataDir,
@@ -53,6 +55,8 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     };
     const installed = await cli(['kernel', 'install', '--name', KERNEL, '--engine', 'python', '--python', TEST_PYTHON]);
     assert.equal(installed.code, 0, installed.stderr);
+    const sandbox = await cli(['kernel', 'install', '--name', SANDBOX_KERNEL, '--engine', 'sandbox']);
+    assert.equal(sandbox.code, 0, sandbox.stderr);
   });
   after(async () => {
     await cli(['stop']);
@@ -79,19 +83,42 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       '-c',
       `from jupyter_client.kernelspec import KernelSpecManager as M; print(M().get_kernel_spec(${JSON.stringify(KERNEL)}).display_name)`,
     ]);
-    assert.equal(found.stdout.trim(), 'Python (Perennial, python engine)', found.stderr);
+    assert.equal(found.stdout.trim(), 'Python (Perennial)', found.stderr);
 
     const prefix = join(dataDir, 'prefix');
     const pinned = await cli(['kernel', 'install', '--prefix', prefix, '--machine', 'shared-state']);
     assert.equal(pinned.code, 0, pinned.stderr);
     assert.ok(existsSync(join(prefix, 'share', 'jupyter', 'kernels', 'perennial-shared-state', 'kernel.json')));
     const listed = await cli(['kernel', 'list']);
-    assert.match(listed.stdout, new RegExp(`${KERNEL} +Python \\(Perennial, python engine\\) +python engine`));
+    assert.match(listed.stdout, new RegExp(`${KERNEL} +Python \\(Perennial\\) +python engine`));
+    assert.match(listed.stdout, new RegExp(`${SANDBOX_KERNEL} +Python \\(Perennial, sandbox\\) +sandbox engine`));
     const both = await cli(['kernel', 'install', '--user', '--prefix', prefix]);
     assert.equal(both.code, 2);
     assert.match(both.stderr, /at most one of --user, --sys-prefix and --prefix/);
     const badName = await cli(['kernel', 'install', '--name', 'Bad Name']);
     assert.match(badName.stderr, /a kernel name is 1 to 64 lowercase letters/);
+
+    // As python -m ipykernel install in an environment: the python engine on the environment's
+    // interpreter (a venv's bin/python), named absolutely; the sandbox's has a name of its own.
+    const venv = join(dataDir, 'a venv');
+    await mkdir(join(venv, 'bin'), { recursive: true });
+    symlinkSync(TEST_PYTHON, join(venv, 'bin', 'python'));
+    const inVenv: NodeJS.ProcessEnv = { ...env, VIRTUAL_ENV: venv };
+    delete inVenv.PERENNIAL_PYTHON;
+    const person = await finished(
+      spawn(process.execPath, [CLI, '--data-dir', dataDir, 'kernel', 'install', '--name', 'perennial-venv'], { env: inVenv, stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
+    assert.equal(person.code, 0, person.stderr);
+    const venvSpec = JSON.parse(readFileSync(join(dataDir, 'jupyter', 'kernels', 'perennial-venv', 'kernel.json'), 'utf8')) as { argv: string[]; display_name: string };
+    assert.deepEqual(venvSpec.argv.slice(-4), ['--engine', 'python', '--python', join(venv, 'bin', 'python')]);
+    assert.equal(venvSpec.display_name, 'Python (Perennial)');
+    assert.match(person.stderr, /Its notebooks run on .*a venv\/bin\/python, with its packages/);
+    const noPython = await cli(['kernel', 'install', '--name', 'perennial-none', '--python', join(dataDir, 'no-python')]);
+    assert.equal(noPython.code, 1);
+    assert.match(noPython.stderr, /no-python cannot run notebooks \(.*not found\); name one with --python, or install the sandbox's kernel/);
+    const sandboxDefault = await cli(['kernel', 'install', '--prefix', prefix, '--engine', 'sandbox']);
+    assert.equal(sandboxDefault.code, 0, sandboxDefault.stderr);
+    assert.ok(existsSync(join(prefix, 'share', 'jupyter', 'kernels', 'perennial-sandbox', 'kernel.json')));
 
     const removedSpec = await cli(['kernel', 'install', '--name', 'perennial-gone']);
     assert.equal(removedSpec.code, 0, removedSpec.stderr);
@@ -131,6 +158,22 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.match(out, /shutdown swapped the machine out/);
     assert.match(out, /found x, a function and an import/);
     assert.match(out, /another notebook has a machine of its own/);
+  });
+
+  for (const [engine, name] of [
+    ['python', 'python_engine_folder'],
+    ['sandbox', 'sandbox_engine_folder'],
+  ] as const)
+    it(`jupyter_server, ${engine} engine: a notebook reads data.csv beside it and writes out.csv there, through a kill -9 and a Jupyter restart; renamed it keeps its machine, a copy gets a fork`, async () => {
+      const out = await scenario(name);
+      assert.match(out, /wrote out\.csv there/);
+      assert.match(out, /the state and the files hold/);
+      assert.match(out, /kept its machine after the server restarted/);
+      assert.match(out, /a copy of the notebook got a fork of its machine/);
+    });
+
+  it("another engine's kernelspec gives the notebook a machine of that engine, and says the first keeps its state", async () => {
+    assert.match(await scenario('other_engine'), /the first kept its state/);
   });
 
   it('an interrupt by message, and one by signal to the kernel process, stops the cell and keeps the state', async () => {

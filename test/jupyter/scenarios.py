@@ -9,16 +9,24 @@ Each scenario asserts; a failure is a traceback and a non-zero exit.
 
 import json
 import os
+import secrets
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
 
 import nbformat
 from ipykernel.tests.test_message_spec import references, validate_message
-from jupyter_client import KernelManager
+from jupyter_client import BlockingKernelClient, KernelManager
 from nbclient import NotebookClient
 
 KERNEL = os.environ["PERENNIAL_KERNEL_NAME"]
+# The same kernel on the sandbox engine (perennial kernel install --engine sandbox).
+SANDBOX_KERNEL = os.environ["PERENNIAL_SANDBOX_KERNEL_NAME"]
 NOTEBOOK_DIR = os.environ["NOTEBOOK_DIR"]
 TIMEOUT = 120
 
@@ -40,13 +48,25 @@ def cli(*args):
     return done.stdout
 
 
-def start(session_name=None):
+def machines(**tags):
+    """The machines carrying these tags, newest first."""
+    return json.loads(cli("machine", "list", "--json", *(f"--tag={k}={v}" for k, v in tags.items())))
+
+
+def notebook_machine(path):
+    """The machine of the notebook at ``path`` (absolute), which must be one."""
+    found = machines(**{"jupyter-notebook": path})
+    assert len(found) == 1, found
+    return found[0]
+
+
+def start(session_name=None, kernel=KERNEL):
     """A kernel as jupyter_server starts one for a notebook: in its folder, with its path."""
     env = dict(os.environ)
     env.pop("JPY_SESSION_NAME", None)
     if session_name:
         env["JPY_SESSION_NAME"] = session_name
-    km = KernelManager(kernel_name=KERNEL)
+    km = KernelManager(kernel_name=kernel)
     km.start_kernel(env=env, cwd=NOTEBOOK_DIR)
     kc = km.client()
     kc.start_channels()
@@ -131,7 +151,9 @@ def kernel_death():
     km, kc = start("work/analysis.ipynb")
     reply, messages = run(kc, "x = 41\ndef double(v):\n    return 2 * v\nimport json")
     assert reply["status"] == "ok", reply
-    assert "is new, and this notebook's" in stderr(messages), messages
+    # A brand-new machine is nothing a person needs to be told of in the notebook.
+    assert not [m for m in messages if m["msg_type"] == "stream"], messages
+    machine = notebook_machine(os.path.join(NOTEBOOK_DIR, "analysis.ipynb"))["name"]
     os.kill(km.provisioner.process.pid, signal.SIGKILL)
     km.provisioner.process.wait(TIMEOUT)
     kc.stop_channels()
@@ -140,8 +162,9 @@ def kernel_death():
     km, kc = start("work/analysis.ipynb")
     _, messages = run(kc, "x + 1")
     assert value(messages) == "42", messages
-    assert "are as the last kernel left them" in stderr(messages), messages
-    machine = stderr(messages).split("Machine ")[1].split(" ")[0]
+    assert stderr(messages) == (
+        f"[perennial] Machine {machine} is this notebook's machine: its variables, imports and functions are as the last kernel left them.\n"
+    ), messages
     stop(km, kc)
     listed = {m["name"]: m for m in json.loads(cli("machine", "list", "--json"))}
     assert listed[machine]["state"] == "swapped", listed[machine]
@@ -159,7 +182,7 @@ def kernel_death():
     km, kc = start(other)
     _, messages = run(kc, "'x' in dir()")
     assert value(messages) == "False", messages
-    assert f"this notebook's ({other})" in stderr(messages), messages
+    assert notebook_machine(other)["name"] != machine
     stop(km, kc)
     print("ok: another notebook has a machine of its own")
 
@@ -196,14 +219,15 @@ def deleted():
     """The notebook's machine deleted while its kernel runs: the cell says so, and the next one runs
     on a new machine for the notebook, which its first output names."""
     km, kc = start("deleted.ipynb")
-    _, messages = run(kc, "gone = 1")
-    machine = stderr(messages).split("Machine ")[1].split(" ")[0]
+    run(kc, "gone = 1")
+    path = os.path.join(NOTEBOOK_DIR, "deleted.ipynb")
+    machine = notebook_machine(path)["name"]
     cli("machine", "rm", "--force", machine)
     reply, _ = run(kc, "gone")
     assert reply["status"] == "error" and machine in reply["evalue"], reply
     reply, messages = run(kc, "'gone' in dir()")
     assert value(messages) == "False", messages
-    assert "is new, and this notebook's" in stderr(messages), messages
+    assert notebook_machine(path)["name"] != machine
     stop(km, kc)
     print("ok: a deleted machine is said; the next cell runs on a new machine for the notebook")
 
@@ -220,9 +244,10 @@ def restart():
     _, messages = run(kc, "'z' in dir()")
     assert value(messages) == "False", messages
     notes = stderr(messages)
-    assert "Restarted: a clean namespace" in notes, notes
+    # One line, the restart's: nothing else says the state came back.
+    assert notes.startswith("[perennial] Restarted: a clean namespace") and notes.count("\n") == 1, notes
     checkpoint = notes.split("checkpoint ")[1].split(" ")[0]
-    machine = notes.split("Machine ")[1].split(" ")[0]
+    machine = notebook_machine(os.path.join(NOTEBOOK_DIR, "restart.ipynb"))["name"]
     cli("rollback", machine, checkpoint)
     _, messages = run(kc, "z")
     assert value(messages) == "5", messages
@@ -340,9 +365,12 @@ def notebook():
         ),
         nbformat.v4.new_code_cell("1 / 0"),
     ]
+    throwaway = {m["name"] for m in machines() if "jupyter-kernel" in m["tags"]}
     NotebookClient(
         nb, kernel_name=KERNEL, timeout=TIMEOUT, allow_errors=True, resources={"metadata": {"path": NOTEBOOK_DIR}}
     ).execute()
+    # nbclient names no notebook: the kernel's own machine went with its shutdown.
+    assert {m["name"] for m in machines() if "jupyter-kernel" in m["tags"]} == throwaway
     printed, figure, shown, failed = (cell.outputs for cell in nb.cells)
     assert any(o.output_type == "stream" and "hello from a machine" in o.text for o in printed), printed
     assert any(o.output_type == "display_data" and "image/png" in o.data for o in figure), figure
@@ -359,6 +387,185 @@ def notebook():
     print(
         "ok: nbclient ran the notebook: stream, image/png, text/html, text/latex, application/json, an update, execute_result, error"
     )
+
+
+class JupyterServer:
+    """A jupyter_server with Perennial's kernels, driven through its REST API as front ends drive
+    it: sessions for notebooks (which start their kernels), contents saved, renamed and copied.
+    The cells run through a kernel client on the kernel's connection file."""
+
+    def __init__(self, root):
+        self.root = root
+        self.token = secrets.token_hex(8)
+        self.runtime = tempfile.mkdtemp(prefix="jupyter-runtime-")
+        self.process = None
+
+    def start(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        env = {**os.environ, "JUPYTER_RUNTIME_DIR": self.runtime, "JUPYTER_CONFIG_DIR": self.runtime}
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                "--no-browser",
+                "--allow-root",
+                f"--port={self.port}",
+                "--ip=127.0.0.1",
+                f"--ServerApp.token={self.token}",
+                f"--ServerApp.root_dir={self.root}",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                self.api("GET", "status")
+                return self
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline and self.process.poll() is None, "jupyter_server did not start"
+                time.sleep(0.2)
+
+    def stop(self):
+        """As Ctrl-C twice would: the server shuts its kernels down, then exits."""
+        self.process.terminate()
+        self.process.wait(TIMEOUT)
+
+    def api(self, method, path, body=None):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/api/{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+            text = answer.read()
+            return json.loads(text) if text else None
+
+    def open(self, path, kernel):
+        """A session for the notebook at ``path`` (from the root): its kernel, and a client of it."""
+        session = self.api("POST", "sessions", {"path": path, "name": path, "type": "notebook", "kernel": {"name": kernel}})
+        kernel_id = session["kernel"]["id"]
+        kc = BlockingKernelClient(connection_file=os.path.join(self.runtime, f"kernel-{kernel_id}.json"))
+        kc.load_connection_file()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=TIMEOUT)
+        return kernel_id, kc
+
+    def save(self, path, cells):
+        """Saves the notebook as a front end does: each cell with its source and the In [n] it ran as."""
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(code, execution_count=count) for code, count in cells]
+        self.api("PUT", f"contents/{path}", {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))})
+
+
+def kernel_pid(kernel_id):
+    """The process of the kernel Jupyter started with this id (its connection file names it)."""
+    found = subprocess.run(["pgrep", "-f", f"kernel-{kernel_id}.json"], capture_output=True, text=True)
+    return int(found.stdout.split()[0])
+
+
+def where_people_work(kernel):
+    """A notebook beside its data, through jupyter_server as front ends use it: the cells read the
+    CSV beside the notebook, write one beside it and import a module from its folder; after a kill
+    -9 of the kernel and a restart of Jupyter both still hold; renamed (jupyter_server's rename),
+    the notebook keeps its machine after the server restarts; a copy gets a fork of it."""
+    root = tempfile.mkdtemp(prefix="people-", dir=NOTEBOOK_DIR)
+    project = os.path.join(root, "project")
+    os.mkdir(project)
+    with open(os.path.join(project, "data.csv"), "w") as f:
+        f.write("city,people\nLyon,522\nNantes,320\n")
+    with open(os.path.join(project, "helpers.py"), "w") as f:
+        f.write("def total(rows):\n    return sum(int(r['people']) for r in rows)\n")
+    server = JupyterServer(root).start()
+    cells = [
+        "import csv, os, helpers\nrows = list(csv.DictReader(open('data.csv')))\nhelpers.total(rows)",
+        "with open('out.csv', 'w') as f:\n    f.write('total\\n%d\\n' % helpers.total(rows))\nos.getcwd()",
+    ]
+    try:
+        kernel_id, kc = server.open("project/analysis.ipynb", kernel)
+        ran = []
+        for code in cells:
+            reply, messages = run(kc, code)
+            assert reply["status"] == "ok", (reply, messages)
+            ran.append((code, reply["execution_count"]))
+        assert value(messages) == repr(project), messages
+        with open(os.path.join(project, "out.csv")) as f:
+            assert f.read() == "total\n842\n"
+        server.save("project/analysis.ipynb", ran)
+        machine = notebook_machine(os.path.join(project, "analysis.ipynb"))
+        assert machine["workdir"] == project, machine
+        os.kill(kernel_pid(kernel_id), signal.SIGKILL)
+        kc.stop_channels()
+        server.stop()
+        print(f"ok: the cells read data.csv beside the notebook and wrote out.csv there ({kernel})")
+
+        server.start()
+        _, kc = server.open("project/analysis.ipynb", kernel)
+        _, messages = run(kc, "helpers.total(rows), open('out.csv').read(), os.getcwd() == %r" % project)
+        assert value(messages) == "(842, 'total\\n842\\n', True)", messages
+        kc.stop_channels()
+        print("ok: after a kill -9 of the kernel and a restart of Jupyter, the state and the files hold")
+
+        server.api("PATCH", "contents/project/analysis.ipynb", {"path": "project/renamed.ipynb"})
+        server.stop()
+        server.start()
+        _, kc = server.open("project/renamed.ipynb", kernel)
+        _, messages = run(kc, "helpers.total(rows)")
+        assert value(messages) == "842", messages
+        assert "This notebook was " + os.path.join(project, "analysis.ipynb") in stderr(messages), messages
+        renamed = notebook_machine(os.path.join(project, "renamed.ipynb"))
+        assert renamed["name"] == machine["name"], (renamed, machine)
+        kc.stop_channels()
+        print("ok: renamed through jupyter_server, the notebook kept its machine after the server restarted")
+
+        copied = server.api("POST", "contents/project", {"copy_from": "project/renamed.ipynb"})["path"]
+        _, kc = server.open(copied, kernel)
+        _, messages = run(kc, "only_in_the_copy = 1\nhelpers.total(rows)")
+        assert value(messages) == "842", messages
+        assert "is a copy of" in stderr(messages), messages
+        fork = notebook_machine(os.path.join(root, copied))
+        assert fork["name"] != machine["name"] and fork["tags"]["forked_from"] == machine["name"], fork
+        kc.stop_channels()
+        _, kc = server.open("project/renamed.ipynb", kernel)
+        _, messages = run(kc, "'only_in_the_copy' in dir()")
+        assert value(messages) == "False", messages
+        kc.stop_channels()
+        print("ok: a copy of the notebook got a fork of its machine; the original's is its own")
+    finally:
+        if server.process.poll() is None:
+            server.stop()
+
+
+def python_engine_folder():
+    where_people_work(KERNEL)
+
+
+def sandbox_engine_folder():
+    where_people_work(SANDBOX_KERNEL)
+
+
+def other_engine():
+    """Choosing a kernelspec of another engine gives the notebook a machine of that kind; its
+    first output says so, and that the other machine still holds the earlier state."""
+    km, kc = start("two-kinds.ipynb")
+    run(kc, "kind = 'python'")
+    first = notebook_machine(os.path.join(NOTEBOOK_DIR, "two-kinds.ipynb"))
+    stop(km, kc)
+    km, kc = start("two-kinds.ipynb", kernel=SANDBOX_KERNEL)
+    _, messages = run(kc, "'kind' in dir()")
+    assert value(messages) == "False", messages
+    assert f"machine {first['name']} (python engine) still holds its earlier state" in stderr(messages), messages
+    stop(km, kc)
+    km, kc = start("two-kinds.ipynb")
+    _, messages = run(kc, "kind")
+    assert value(messages) == "'python'", messages
+    stop(km, kc)
+    print("ok: another engine's kernelspec gave the notebook a machine of that engine; the first kept its state")
 
 
 if __name__ == "__main__":
