@@ -125,6 +125,8 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
     tooltip.appendMarkdown(
       `- runtime: ${describeRuntime(machine.runtime)}${machine.upgradeTo ? ` (${describeRuntime(machine.upgradeTo)} available: Upgrade Machine)` : ''}\n`,
     );
+  // Absent: a folder of the machine's own.
+  if (machine.workdir) tooltip.appendMarkdown(`- works in: ${machine.workdir}\n`);
   if (machine.memoryMb) tooltip.appendMarkdown(`- memory cap: ${machine.memoryMb} MiB\n`);
   if (machine.snapshot) tooltip.appendMarkdown(`- last snapshot: ${(machine.snapshot.bytes / 1024).toFixed(0)} KiB\n`);
   for (const warning of machine.warnings) tooltip.appendMarkdown(`\n⚠ ${warning}\n`);

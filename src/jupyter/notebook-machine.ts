@@ -80,7 +80,9 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
   const tags = { ...choice.defaults.tags, ...tag, ...(notebook ? {} : { [EXPIRES_TAG]: THROWAWAY_RULE }) };
   const info = await client.create({ ...choice.defaults, workdir: folder, tags });
   const notes = other
-    ? [`Machine ${info.name} is this notebook's on the ${info.engine} engine, new; machine ${other.name} (${other.engine} engine) still holds its earlier state.`]
+    ? [
+        `Machine ${info.name} is this notebook's on the ${info.engine} engine, new; machine ${other.name} (${other.engine} engine) still holds its earlier state.`,
+      ]
     : [];
   const logged = notebook
     ? `Machine ${info.name} is new, and this notebook's (${notebook}); it works in ${folder}.`
@@ -105,14 +107,21 @@ async function pinnedMachine(client: PerennialClient, name: string, defaults: Ne
 }
 
 /** The notebook's machine found by its tag: moved to the notebook's folder when it works elsewhere (made by an earlier build). */
-async function cameBackTo(client: PerennialClient, found: MachineInfo, folder: string, notebook: string | undefined): Promise<Omit<NotebookMachine, 'throwaway'>> {
+async function cameBackTo(
+  client: PerennialClient,
+  found: MachineInfo,
+  folder: string,
+  notebook: string | undefined,
+): Promise<Omit<NotebookMachine, 'throwaway'>> {
   const what = notebook ? "this notebook's machine" : "this kernel's machine";
   const logged = `Machine ${found.name} is ${what}${notebook ? ` (${notebook})` : ''}.`;
   if (found.workdir === folder) return { info: found, notes: [], cameBack: cameBackLine(found, what), logged };
   const info = await client.update(found.name, { workdir: folder });
   return {
     info,
-    notes: [`Machine ${info.name} is ${what}, and works in ${folder} now${found.workdir ? ` (it worked in ${found.workdir})` : ''}: relative paths are the notebook's.`],
+    notes: [
+      `Machine ${info.name} is ${what}, and works in ${folder} now${found.workdir ? ` (it worked in ${found.workdir})` : ''}: relative paths are the notebook's.`,
+    ],
     cameBack: cameBackLine(info, what),
     logged,
   };
@@ -132,7 +141,9 @@ interface EarlierMachine {
 async function earlierMachine(client: PerennialClient, notebook: string, defaults: NewMachineOptions): Promise<EarlierMachine | undefined> {
   const cells = await ranCells(notebook);
   if (!cells.length) return undefined;
-  const candidates = (await client.list()).filter((info) => info.tags[NOTEBOOK_TAG] && ofKind(info, defaults) && info.nextSeq >= Math.min(...cells.map((c) => c.count)));
+  const candidates = (await client.list()).filter(
+    (info) => info.tags[NOTEBOOK_TAG] && ofKind(info, defaults) && info.nextSeq >= Math.min(...cells.map((c) => c.count)),
+  );
   let best: { info: MachineInfo; matched: number } | undefined;
   for (const info of candidates) {
     const matched = matchingCells(await client.history(info.name, 1000).catch(() => []), cells);

@@ -126,6 +126,8 @@ export class MachineCheckpoints {
         throw new NotSavedError(`roll machine ${this.#name} back`, error.message);
       });
       notes.push(...lost);
+      if (manifest.workdir)
+        notes.push(`The files of ${manifest.workdir}, where it works, are yours and stay as they are now: a rollback returns the machine's own state.`);
     } catch (error) {
       void ahead.then(({ engine }) => engine.stop()).catch(() => {});
       slot.current ??= old;

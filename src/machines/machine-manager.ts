@@ -185,8 +185,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       options.workspace && engineDescriptor(engine).takes.workspace
         ? { hostPath: await realFolder(options.workspace, 'workspace folder'), writable: options.workspaceWritable ?? false }
         : undefined;
-    if (workspace && options.workdir)
-      throw new InvalidRequestError('A machine works in one folder: give it a workdir or a workspace, not both');
+    if (workspace && options.workdir) throw new InvalidRequestError('A machine works in one folder: give it a workdir or a workspace, not both');
     const workdir = options.workdir ? await realFolder(options.workdir, 'working folder') : undefined;
     return this.#names.named(options.name, async (name) => {
       const manifest = newManifest(name, engine, memoryMb, options, { workspace, workdir });
@@ -345,7 +344,8 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
 
   /** The folder a machine is to work in, resolved here; a sandbox machine with a workspace works there already. */
   async #workdir(manifest: MachineManifest, path: string): Promise<string> {
-    if (manifest.workspace) throw new InvalidRequestError(`Machine ${manifest.name} works in its workspace (${manifest.workspace.hostPath}): it takes no other folder`);
+    if (manifest.workspace)
+      throw new InvalidRequestError(`Machine ${manifest.name} works in its workspace (${manifest.workspace.hostPath}): it takes no other folder`);
     return realFolder(path, 'working folder');
   }
 

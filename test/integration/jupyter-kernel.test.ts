@@ -106,10 +106,16 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     const inVenv: NodeJS.ProcessEnv = { ...env, VIRTUAL_ENV: venv };
     delete inVenv.PERENNIAL_PYTHON;
     const person = await finished(
-      spawn(process.execPath, [CLI, '--data-dir', dataDir, 'kernel', 'install', '--name', 'perennial-venv'], { env: inVenv, stdio: ['ignore', 'pipe', 'pipe'] }),
+      spawn(process.execPath, [CLI, '--data-dir', dataDir, 'kernel', 'install', '--name', 'perennial-venv'], {
+        env: inVenv,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
     );
     assert.equal(person.code, 0, person.stderr);
-    const venvSpec = JSON.parse(readFileSync(join(dataDir, 'jupyter', 'kernels', 'perennial-venv', 'kernel.json'), 'utf8')) as { argv: string[]; display_name: string };
+    const venvSpec = JSON.parse(readFileSync(join(dataDir, 'jupyter', 'kernels', 'perennial-venv', 'kernel.json'), 'utf8')) as {
+      argv: string[];
+      display_name: string;
+    };
     assert.deepEqual(venvSpec.argv.slice(-4), ['--engine', 'python', '--python', join(venv, 'bin', 'python')]);
     assert.equal(venvSpec.display_name, 'Python (Perennial)');
     assert.match(person.stderr, /Its notebooks run on .*a venv\/bin\/python, with its packages/);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import { MachineManager, type MachineManagerOptions, type ManagerEvent } from '../../src/machines/machine-manager.ts';
@@ -306,6 +306,40 @@ describe('the machine layer, over a fake engine', () => {
     const left = (await manager.checkpoints(name)).filter((c) => c.auto).at(-1)!;
     await manager.rollback(name, left.id);
     assert.equal(await value(name, 'x'), '2');
+  });
+
+  it("moves a machine into a person's folder: saved and swapped out first, back there with its state; tags set and removed; a fork takes a folder of its own choosing; a full disk refuses the move", async () => {
+    const name = await open();
+    const folder = await mkdtemp(join(dataDir, 'notebooks-'));
+    const other = await mkdtemp(join(dataDir, 'copies-'));
+    await value(name, 'x = 1');
+    await manager.update(name, { tags: { notebook: 'a.ipynb', drop: 'me' } });
+    assert.equal(manager.get(name).state, 'warm', 'a change of tags alone leaves the machine running');
+    const moved = await manager.update(name, { workdir: folder, tags: { drop: null } });
+    assert.deepEqual([moved.workdir, moved.tags, moved.state, moved.swappedOut?.reason], [folder, { notebook: 'a.ipynb' }, 'swapped', `it moved to ${folder}`]);
+    assert.equal(await value(name, 'x'), '1');
+    assert.equal(made.at(-1)!.options.folder, folder, 'the next engine works in the folder');
+    const manifest = JSON.parse(await readFile(join(dataDir, 'machines', name, 'machine.json'), 'utf8')) as { workdir?: string };
+    assert.equal(manifest.workdir, folder);
+
+    await manager.checkpoint(name, { label: 'there' });
+    const { notes } = await manager.rollback(name, 'there');
+    assert.deepEqual(notes, [`The files of ${folder}, where it works, are yours and stay as they are now: a rollback returns the machine's own state.`]);
+
+    assert.equal((await manager.fork(name)).workdir, folder, 'a fork works where its origin does, unless told otherwise');
+    assert.equal((await manager.fork(name, { workdir: other })).workdir, other);
+    await assert.rejects(manager.update(name, { workdir: 'relative/path' }), /The working folder must be an absolute path/);
+    await assert.rejects(manager.update(name, { workdir: join(folder, 'missing') }), /The working folder .* does not exist/);
+    await assert.rejects(manager.update(name, { tags: { 'bad key': 'x' } }), /bad tag key/);
+
+    faults.snapshot = 'ENOSPC';
+    await value(name, 'x = 2');
+    await assert.rejects(manager.update(name, { workdir: null }), /ENOSPC/);
+    assert.deepEqual([manager.get(name).workdir, manager.get(name).state], [folder, 'warm'], 'nothing changed');
+    delete faults.snapshot;
+    assert.equal((await manager.update(name, { workdir: null })).workdir, undefined);
+    assert.equal(await value(name, 'x'), '2');
+    assert.equal(made.at(-1)!.options.folder, undefined, 'back in a folder of its own');
   });
 
   it('on a full disk, refuses a swap and a checkpoint, says why, and loses nothing', async () => {

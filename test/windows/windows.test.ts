@@ -159,7 +159,16 @@ describe(
         interrupt_mode: string;
       };
       assert.equal(spec.argv[0]!.toLowerCase(), windowsPath(resolve(NODE_EXE!)).toLowerCase());
-      assert.deepEqual(spec.argv.slice(1), [windowsPath(CLI), '--data-dir', DATA_DIR, 'kernel', '--connection-file', '{connection_file}', '--engine', 'sandbox']);
+      assert.deepEqual(spec.argv.slice(1), [
+        windowsPath(CLI),
+        '--data-dir',
+        DATA_DIR,
+        'kernel',
+        '--connection-file',
+        '{connection_file}',
+        '--engine',
+        'sandbox',
+      ]);
       assert.equal(spec.interrupt_mode, 'message');
 
       // Jupyter would run the argv; here Wine does, with the connection file Jupyter would write.

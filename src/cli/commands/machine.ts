@@ -87,11 +87,15 @@ function runtimeCell(machine: MachineInfo): string {
   return `${describeRuntime(machine.runtime)}${machine.upgradeTo ? '*' : ''}`;
 }
 
-/** The machines, one a line; in a cluster, with the node that runs each ("-": none now, the next use takes it). */
+/**
+ * The machines, one a line; in a cluster, with the node that runs each ("-": none now, the next
+ * use takes it); where any works in a folder of the person's (a notebook's), that folder ("-": its own).
+ */
 function formatTable(machines: MachineInfo[]): string {
   const cluster = machines.some((m) => m.node !== undefined);
+  const folders = machines.some((m) => m.workdir !== undefined);
   return table([
-    ['NAME', 'ENGINE', 'RUNTIME', 'STATE', 'INSTRUCTIONS', ...(cluster ? ['NODE'] : []), 'CREATED', 'TAGS'],
+    ['NAME', 'ENGINE', 'RUNTIME', 'STATE', 'INSTRUCTIONS', ...(cluster ? ['NODE'] : []), ...(folders ? ['WORKS IN'] : []), 'CREATED', 'TAGS'],
     ...machines.map((m) => [
       m.name,
       m.engine,
@@ -99,6 +103,7 @@ function formatTable(machines: MachineInfo[]): string {
       m.state,
       String(m.nextSeq),
       ...(cluster ? [m.node ?? '-'] : []),
+      ...(folders ? [m.workdir ?? '-'] : []),
       m.createdAt.replace('T', ' ').slice(0, 19),
       Object.entries(m.tags)
         .map(([k, v]) => `${k}=${v}`)

@@ -13,7 +13,7 @@ const PYODIDE_TREE = ['/lib', '/dev', '/proc', '/home/pyodide', '/usr', '/bin'];
  * `/c/Users/ada`). A folder that would cover Pyodide's own files, or the root, goes at /workspace.
  */
 export function mountPoint(hostPath: string, platform: NodeJS.Platform = process.platform): string {
-  const path = platform === 'win32' ? msysPath(hostPath) : posix.normalize(hostPath);
+  const path = platform === 'win32' ? msysPath(hostPath) : posix.normalize(hostPath).replace(/(.)\/+$/, '$1');
   if (!path || path === '/' || ['/tmp', ...PYODIDE_TREE].includes(path)) return WORKSPACE;
   return PYODIDE_TREE.some((top) => path.startsWith(`${top}/`)) ? WORKSPACE : path;
 }
