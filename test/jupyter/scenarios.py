@@ -448,7 +448,9 @@ class JupyterServer:
 
     def open(self, path, kernel):
         """A session for the notebook at ``path`` (from the root): its kernel, and a client of it."""
-        session = self.api("POST", "sessions", {"path": path, "name": path, "type": "notebook", "kernel": {"name": kernel}})
+        session = self.api(
+            "POST", "sessions", {"path": path, "name": path, "type": "notebook", "kernel": {"name": kernel}}
+        )
         kernel_id = session["kernel"]["id"]
         kc = BlockingKernelClient(connection_file=os.path.join(self.runtime, f"kernel-{kernel_id}.json"))
         kc.load_connection_file()
@@ -460,7 +462,11 @@ class JupyterServer:
         """Saves the notebook as a front end does: each cell with its source and the In [n] it ran as."""
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_code_cell(code, execution_count=count) for code, count in cells]
-        self.api("PUT", f"contents/{path}", {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))})
+        self.api(
+            "PUT",
+            f"contents/{path}",
+            {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))},
+        )
 
 
 def kernel_pid(kernel_id):
@@ -506,7 +512,7 @@ def where_people_work(kernel):
 
         server.start()
         _, kc = server.open("project/analysis.ipynb", kernel)
-        _, messages = run(kc, "helpers.total(rows), open('out.csv').read(), os.getcwd() == %r" % project)
+        _, messages = run(kc, f"helpers.total(rows), open('out.csv').read(), os.getcwd() == {project!r}")
         assert value(messages) == "(842, 'total\\n842\\n', True)", messages
         kc.stop_channels()
         print("ok: after a kill -9 of the kernel and a restart of Jupyter, the state and the files hold")
