@@ -71,7 +71,9 @@ export class CellMessages {
     let error: CellError | null = null;
     if (view.error !== null) {
       const exception = tracebackException(view.error);
-      error = { ename: exception.name, evalue: exception.message, traceback: view.error.trimEnd().split('\n') };
+      // IPython's, where the machine has it: what ipykernel sends.
+      const traceback = result.data?.traceback ?? view.error.trimEnd().split('\n');
+      error = { ename: exception.name, evalue: exception.message, traceback };
       this.publish('error', { ...error });
     } else if (value) this.publish('execute_result', { execution_count: executionCount, data: value.data, metadata: value.metadata });
     else if (view.value !== null) this.publish('execute_result', { execution_count: executionCount, data: { 'text/plain': view.value }, metadata: {} });

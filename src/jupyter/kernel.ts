@@ -353,7 +353,8 @@ export class JupyterKernel {
 
   #abort(message: JupyterMessage, channel: ZmtpSocket): void {
     this.#publish('status', { execution_state: 'busy' }, message);
-    this.#reply(channel, message, { status: 'aborted', execution_count: this.#count });
+    // As ipykernel answers: no number, so that front ends show the cell as never run (In [ ]).
+    this.#reply(channel, message, { status: 'aborted' });
     this.#publish('status', { execution_state: 'idle' }, message);
   }
 

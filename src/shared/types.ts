@@ -71,6 +71,8 @@ export interface ResultData {
   notices?: string[];
   /** The output reached the cap (`limit` bytes): `dropped` more bytes were left out, and a marker says so in the output. */
   truncated?: { limit: number; dropped: number };
+  /** An error's traceback as IPython shows it in Jupyter (coloured, cells as `In [n]`), where the machine has IPython: its lines. */
+  traceback?: string[];
   [key: string]: unknown;
 }
 

@@ -182,6 +182,10 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.match(await scenario('other_engine'), /the first kept its state/);
   });
 
+  it("ipykernel's look: an IPython traceback naming cells by In [n], a cell after an error aborted without a number", async () => {
+    assert.match(await scenario('ipython_look'), /aborted, with no number/);
+  });
+
   it('an interrupt by message, and one by signal to the kernel process, stops the cell and keeps the state', async () => {
     assert.match(await scenario('interrupt'), /by message and by signal, state kept/);
   });

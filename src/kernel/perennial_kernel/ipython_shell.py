@@ -214,6 +214,32 @@ def _shell_class():
     return _SHELL_CLASS
 
 
+def jupyter_traceback(shell, exc, cells, skipped):
+    """The traceback as ipykernel sends it to a Jupyter front end: IPython's, coloured, each cell
+    named by its ``In [n]`` (``cells``: the kernel's cell file names, ``<cell N>`` for In [N+1]),
+    without the first ``skipped`` frames (the kernel's own). None where IPython cannot make it."""
+    try:
+        from IPython.core import ultratb
+
+        names = shell.compile._filename_map
+        for filename in cells:
+            number = filename[len("<cell ") : -1]
+            if filename.startswith("<cell ") and number.isdigit():
+                names.setdefault(filename, int(number) + 1)
+        formatters = getattr(shell, "_perennial_jupyter_tb", None)
+        if formatters is None:
+            # The shell's own stay uncoloured: they write the text other surfaces show.
+            formatters = shell._perennial_jupyter_tb = (
+                ultratb.AutoFormattedTB(mode="Context", color_scheme="Neutral"),
+                ultratb.SyntaxTB(color_scheme="Neutral"),
+            )
+        if isinstance(exc, SyntaxError):  # as IPython shows a cell that does not compile: where, not how
+            return formatters[1].structured_traceback(type(exc), exc, [])
+        return formatters[0].structured_traceback(type(exc), exc, exc.__traceback__, tb_offset=skipped)
+    except Exception:  # an IPython this does not know: the plain traceback stands
+        return None
+
+
 def hidden_names(shell, ns):
     """The names the shell put in the namespace (``In``, ``Out``, ``get_ipython``, ...), which are
     not the user's variables."""

@@ -30,6 +30,8 @@ for _feature in __import__("__future__").all_feature_names:
 _CO_COROUTINE = 0x80
 
 
+# The modules of the kernel's own objects ("perennial_kernel."), which a snapshot leaves out.
+_OWN_MODULES = __name__.rpartition(".")[0] + "."
 # The kernel's own frames, which a user's traceback leaves out.
 _KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -173,6 +175,7 @@ class Kernel:
         self.displays.reset()
         self.images = []
         result = {}
+        styled = None
         started = time.perf_counter()
         self.running = True
         shell = self.shell or (
@@ -197,6 +200,7 @@ class Kernel:
         except BaseException as exc:  # a cell may raise anything, even SystemExit
             self.running = False
             result = {"error": _format_exception(exc)}
+            styled = self._jupyter_traceback(exc)
         finally:
             self.running = False
         try:
@@ -221,12 +225,30 @@ class Kernel:
         if self.lost:
             data["lost"] = self.lost
             self.lost = []
+        if "error" in result and styled:
+            data["traceback"] = styled
         if "error" not in result:
             result["data"] = data or None
         elif data:
             result["data"] = data
         result["runtime_ms"] = int((time.perf_counter() - started) * 1000)
         return result
+
+    def _jupyter_traceback(self, exc):
+        """The error as IPython shows it in Jupyter, where the machine has IPython (a misused magic
+        and a cell that needs IPython keep their one line)."""
+        if isinstance(exc, ipython_shell.IPythonMissing) or ipython_shell.usage_error(exc):
+            return None
+        try:
+            shell = self.ipython()
+        except Exception:  # an IPython that cannot start: the plain traceback stands
+            return None
+        if shell is None:
+            return None
+        skipped, tb = 0, exc.__traceback__
+        while tb is not None and os.path.dirname(tb.tb_frame.f_code.co_filename) == _KERNEL_DIR:
+            skipped, tb = skipped + 1, tb.tb_next
+        return ipython_shell.jupyter_traceback(shell, exc, self.cells, skipped)
 
     def _display_value(self, value, text, png):
         """The value as IPython would show it, where that is more than its repr: HTML for a
@@ -318,8 +340,14 @@ class Kernel:
     # -- swap ------------------------------------------------------------------------------------
 
     def snapshot(self, path):
-        """Saves the namespace to ``path``; returns what it could not keep."""
-        names = [n for n in self.user_namespace() if not (n.startswith("__") and n.endswith("__"))]
+        """Saves the namespace to ``path``; returns what it could not keep. A name that holds one
+        of the kernel's own objects (``_`` after ``get_ipython()``) is not the user's to keep, nor
+        to be told of: the next kernel makes its own."""
+        names = [
+            n
+            for n, v in self.user_namespace().items()
+            if not (n.startswith("__") and n.endswith("__")) and not type(v).__module__.startswith(_OWN_MODULES)
+        ]
         modules = {n: self.ns[n].__name__ for n in names if isinstance(self.ns[n], types.ModuleType)}
         values = save_order(self.ns, [n for n in names if n not in modules])
         process, unkept = process_state.capture(self)
