@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const FOLDERS = ['src', 'bench', 'test'];
-// Earlier builds' kernels and data dirs, kept as they were written.
-const KEPT_AS_WRITTEN = new Set(['test/fixtures/builds', 'test/fixtures/data-dirs', 'node_modules']);
+// Earlier builds' kernels and data dirs, and others' test suites (test/vendor), kept as they were written.
+const KEPT_AS_WRITTEN = new Set(['test/fixtures/builds', 'test/fixtures/data-dirs', 'test/vendor', 'node_modules']);
 
 const settings = {
   // The kernel runs on the person's interpreter, from Python 3.8: newer syntax is a finding.

@@ -22,6 +22,8 @@ export class CellMessages {
   #stream: { name: StreamName; text: string } | null = null;
   #flush: NodeJS.Immediate | undefined;
   #value: Pick<DisplayBundle, 'data' | 'metadata'> | undefined;
+  /** What IPython's pager showed (`obj?`): the `page` payloads of the cell's `execute_reply`. */
+  readonly pages: Content[] = [];
 
   constructor(private readonly publish: Publish) {}
 
@@ -38,6 +40,10 @@ export class CellMessages {
     if (!('data' in entry)) return this.publish('clear_output', { wait: entry.wait });
     if (entry.result) {
       this.#value = entry;
+      return;
+    }
+    if (entry.page) {
+      this.pages.push({ source: 'page', data: entry.data, start: 0 });
       return;
     }
     this.publish(entry.update ? 'update_display_data' : 'display_data', { data: entry.data, metadata: entry.metadata, transient: entry.transient ?? {} });

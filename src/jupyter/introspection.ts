@@ -63,11 +63,16 @@ export async function inspectReply(client: PerennialClient, machine: string, cod
     // A name the namespace does not hold is not found, as IPython answers it.
     return { status: 'ok', found: false, data: {}, metadata: {} };
   }
+  // As IPython's `?`, and with detail (`??`) its source in the docstring's place where there is one.
+  const source = detailLevel > 0 && info.source ? info.source.trimEnd() : null;
   const lines = [
     ...(info.signature ? [`Signature: ${info.name}${info.signature}`] : []),
-    ...(info.doc ? [`Docstring:${info.doc.includes('\n') ? '\n' : ' '}${info.doc}`] : ['Docstring: <no docstring>']),
+    ...(source
+      ? [`Source:\n${source}`, ...(info.file ? [`File:      ${info.file}`] : [])]
+      : info.doc
+        ? [`Docstring:${info.doc.includes('\n') ? '\n' : ' '}${info.doc}`]
+        : ['Docstring: <no docstring>']),
     `Type:      ${info.type}`,
   ];
-  if (detailLevel > 0) lines.push(`Name:      ${info.name}`);
   return { status: 'ok', found: true, data: { 'text/plain': lines.join('\n') }, metadata: {} };
 }

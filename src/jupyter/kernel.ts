@@ -313,7 +313,9 @@ export class JupyterKernel {
       const error = cell.end(result, count);
       if (error) return this.#failed(message, channel, error, count);
       const expressions = await this.#userExpressions(machine.info.name, content.user_expressions);
-      this.#reply(channel, message, { status: 'ok', execution_count: count, payload: [], user_expressions: expressions });
+      const next = result.data?.next_input;
+      const payload = [...cell.pages, ...(next ? [{ source: 'set_next_input', ...next }] : [])];
+      this.#reply(channel, message, { status: 'ok', execution_count: count, payload, user_expressions: expressions });
     } catch (failure) {
       // The machine could not be reached or made: the cell says why, as an exception of its own.
       // One deleted meanwhile is the notebook's no more: the next cell finds (or makes) the notebook's machine again.

@@ -30,6 +30,8 @@ export interface DisplayBundle {
   transient?: { display_id?: string };
   update?: boolean;
   result?: boolean;
+  /** IPython's pager (`obj?`): a Jupyter front end shows it in its pager (a `page` payload), other surfaces as a display. */
+  page?: boolean;
   afterOutput: number;
 }
 
@@ -73,6 +75,8 @@ export interface ResultData {
   truncated?: { limit: number; dropped: number };
   /** An error's traceback as IPython shows it in Jupyter (coloured, cells as `In [n]`), where the machine has IPython: its lines. */
   traceback?: string[];
+  /** What the cell asked a Jupyter front end to put in the next cell (IPython's `set_next_input`). */
+  next_input?: { text: string; replace: boolean };
   [key: string]: unknown;
 }
 
@@ -201,6 +205,10 @@ export interface ObjectInfo {
   type: string;
   signature: string | null;
   doc: string | null;
+  /** Its source (IPython's `??`), where Python has it; absent from an earlier build's kernel. */
+  source?: string | null;
+  /** The file it was defined in (`<cell N>` for a cell). */
+  file?: string | null;
 }
 
 /** A named, listed state of a machine, to roll back to. */

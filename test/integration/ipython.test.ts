@@ -35,12 +35,17 @@ describe('IPython syntax, magics and display on the python engine, whose interpr
     assert.equal(valueOf((await run(fixture.manager, name, 'list(t_lines)')).result), "['a', 'b']");
   });
 
-  it('gives get_ipython() a working shell, automagic and ? help', async () => {
+  it("gives get_ipython() a working shell, automagic and ? help (IPython's pager as a display)", async () => {
     const shell = await run(fixture.manager, name, 'from IPython.core.interactiveshell import InteractiveShell\nisinstance(get_ipython(), InteractiveShell)');
     assert.equal(valueOf(shell.result), 'True');
     const cwd = valueOf((await run(fixture.manager, name, 'import os\nos.getcwd()')).result);
     assert.equal(valueOf((await run(fixture.manager, name, 'pwd')).result), cwd);
-    assert.match((await run(fixture.manager, name, 't_x?')).stdout, /Type:\s+int/);
+    // IPython's pager: a display marked for Jupyter's pager, which every other surface shows as text.
+    const help = await run(fixture.manager, name, 't_x?');
+    assert.equal(help.stdout, '');
+    const [page] = displays(help.result);
+    assert.equal(page?.page, true);
+    assert.match(String(page?.data['text/plain']), /Type:\s+int/);
   });
 
   it('keeps the value repr, and adds what IPython shows for it: %precision, pretty text, HTML', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { TEST_PYTHON, tempDataDir } from '../helpers/machines.ts';
@@ -11,6 +11,7 @@ import { finished, type CliRun } from '../helpers/processes.ts';
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const SCENARIOS = fileURLToPath(new URL('../jupyter/scenarios.py', import.meta.url));
 const PLUGIN_DIR = fileURLToPath(new URL('../jupyter/', import.meta.url));
+const VENDOR_DIR = fileURLToPath(new URL('../vendor/', import.meta.url));
 const KERNEL = 'perennial-test';
 const SANDBOX_KERNEL = 'perennial-test-sandbox';
 
@@ -136,9 +137,7 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.match(missing.stderr, /no Perennial kernel called perennial-gone/);
   });
 
-  it("ipykernel's message-spec suite passes, but for what only IPython's own kernel does", async () => {
-    // Left out: test_kernel_info_request holds implementation_version to IPython's (2.1 or later), test_single_payload
-    // needs ipykernel's set_next_input payload, test_oinfo_detail its "Source:" section.
+  it("ipykernel's message-spec suite passes whole: every test, kernel_info held to Perennial's version rather than IPython's", async () => {
     const run = await python([
       '-m',
       'pytest',
@@ -149,14 +148,27 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       '-q',
       '--rootdir',
       PLUGIN_DIR,
-      '-k',
-      'not kernel_info_request and not single_payload and not oinfo_detail',
       '--pyargs',
       'ipykernel.tests.test_message_spec',
     ]);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
-    assert.match(run.stdout, /(\d+) passed/);
-    assert.ok(Number(/(\d+) passed/.exec(run.stdout)![1]) >= 20, run.stdout);
+    assert.match(run.stdout, /^(\d+) passed in /m);
+    assert.doesNotMatch(run.stdout, /skipped|deselected|failed/);
+    assert.ok(Number(/^(\d+) passed/m.exec(run.stdout)![1]) >= 23, run.stdout);
+  });
+
+  it("Jupyter's kernel conformance suite (jupyter_kernel_test) passes every test on the default kernel: the python engine on the person's Python", async () => {
+    const run = await finished(
+      spawn(TEST_PYTHON, ['-m', 'unittest', '-v', 'kernel_conformance'], {
+        env: { ...env, PYTHONPATH: `${PLUGIN_DIR}${delimiter}${VENDOR_DIR}` },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
+    // unittest reports on stderr.
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /^Ran 12 tests in /m);
+    assert.doesNotMatch(run.stderr, /skipped/);
+    assert.match(run.stderr, /^OK$/m, 'nothing skipped, nothing failed');
   });
 
   it('a notebook kernel killed with kill -9, then the server stopped: each new kernel for the notebook has its state; shutdown swaps it out', async () => {

@@ -55,7 +55,7 @@ class Displays:
         self._used = 0
         self._dropped = 0
 
-    def publish(self, data, metadata=None, transient=None, update=False, result=False):
+    def publish(self, data, metadata=None, transient=None, update=False, result=False, page=False):
         data = {mime: _jsonable(mime, value) for mime, value in data.items()}
         if _WIDGET_VIEW in data and "text/plain" not in data:
             data["text/plain"] = _widget_text(data[_WIDGET_VIEW])
@@ -68,6 +68,8 @@ class Displays:
             entry["update"] = True
         if result:
             entry["result"] = True
+        if page:
+            entry["page"] = True
         self._add(entry)
 
     def comm(self, msg_type, content, metadata, buffers):

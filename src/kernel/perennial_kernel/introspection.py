@@ -82,6 +82,10 @@ def complete(ns, code, cursor):
     return {"matches": matches, "start": cursor - len(token)}
 
 
+# What an inspection gives of an object's source (IPython's ``??``) at most.
+_MAX_SOURCE = 100_000
+
+
 def inspect_name(ns, expr):
     import inspect
 
@@ -90,11 +94,21 @@ def inspect_name(ns, expr):
         signature = str(inspect.signature(value))
     except (TypeError, ValueError):
         signature = None
+    try:
+        source = inspect.getsource(value)[:_MAX_SOURCE]
+    except (TypeError, OSError):  # a builtin, or code whose text is gone
+        source = None
+    try:
+        file = inspect.getsourcefile(value) or inspect.getfile(value)
+    except TypeError:
+        file = None
     return {
         "name": expr,
         "type": _type_name(value),
         "signature": signature,
         "doc": inspect.getdoc(value),
+        "source": source,
+        "file": file,
     }
 
 

@@ -119,7 +119,15 @@ def make_shell(kernel):
         shell.user_ns_hidden.pop(name, None)
     sys.modules["__main__"] = kernel.module
     shell.register_magic_function(_pip_magic(shell), "line", "pip")
+    shell.set_hook("show_in_pager", _pager)
     return shell
+
+
+def _pager(shell, shown, start=0, screen_lines=0):
+    """IPython's pager (``obj?``, ``%magic``'s help): what it would page (text, or a MIME bundle
+    from ``?``), as a display the cell gives, marked for a Jupyter front end's pager (a ``page``
+    payload); other surfaces show its text. Never a terminal's pager: a machine has none."""
+    shell.kernel.displays.publish(shown if isinstance(shown, dict) else {"text/plain": shown}, page=True)
 
 
 def _pip_magic(shell):
@@ -184,6 +192,11 @@ def _shell_class():
             if self.kernel is not None:  # None while IPython sets itself up
                 process_state.record_magic(self.kernel.magics, magic_name, line)
             return result
+
+        def set_next_input(self, s, replace=False):
+            # What a Jupyter front end puts in the next cell: one per cell, the last asked.
+            if self.kernel is not None:
+                self.kernel.next_input = {"text": s, "replace": replace}
 
         def enable_matplotlib(self, gui=None):
             # Refused before matplotlib switches to a backend it cannot show.

@@ -78,6 +78,8 @@ class Kernel:
         self.future_flags = getattr(adopt, "future_flags", 0)
         self.cells = dict(getattr(adopt, "cells", {}))
         self.images = []
+        # What the running cell asked a Jupyter front end to put in the next cell (``set_next_input``).
+        self.next_input = None
         # Where the machine started: a snapshot's paths under it move with the machine (a fork).
         self.workdir = getattr(adopt, "workdir", None) or os.getcwd()
         self.lost = list(getattr(adopt, "lost", []))
@@ -174,6 +176,7 @@ class Kernel:
         self.sink.reset()
         self.displays.reset()
         self.images = []
+        self.next_input = None
         result = {}
         styled = None
         started = time.perf_counter()
@@ -227,6 +230,8 @@ class Kernel:
             self.lost = []
         if "error" in result and styled:
             data["traceback"] = styled
+        if self.next_input is not None:
+            data["next_input"] = self.next_input
         if "error" not in result:
             result["data"] = data or None
         elif data:
