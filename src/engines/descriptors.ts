@@ -10,6 +10,9 @@ export type EngineName = (typeof ENGINES)[number]['name'];
 
 export const ENGINE_NAMES = ENGINES.map((engine) => engine.name) as [EngineName, ...EngineName[]];
 
+/** The engine that runs a person's own interpreter, with their packages: what a person's notebook runs on by default. */
+export const PERSONS_ENGINE: EngineName = ENGINES.find((engine) => engine.takes.python)!.name;
+
 /** The engine named `name`. */
 export function engineDescriptor(name: EngineName): EngineDescriptor<EngineName> {
   return ENGINES.find((engine) => engine.name === name)!;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../platform/atomic-file.ts';
 import { CodedError } from '../platform/coded-error.ts';
+import { PERSONS_ENGINE } from '../engines/descriptors.ts';
 import { EngineName, NewMachineName } from '../shared/requests.ts';
 
 /** What a Perennial kernelspec records of itself in `metadata.perennial`; `version` 1. */
@@ -40,15 +41,17 @@ export class KernelSpecError extends CodedError {
 
 /**
  * The name and display name a kernelspec gets when none is given: `perennial`, "Python
- * (Perennial)" for the person's own Python (the python engine, the default); the sandbox's and a
- * pinned machine's say so, and have names of their own, so that each can be installed beside it.
+ * (Perennial)" for the person's own Python (the default); another engine's (`perennial-sandbox`)
+ * and a pinned machine's say so, and have names of their own, so that each can be installed
+ * beside it.
  */
 export function defaultKernelChoice(options: Partial<KernelSpecChoice>): KernelSpecChoice {
   const machine = options.machine === undefined ? null : NewMachineName.safeParse(options.machine);
   if (machine && !machine.success) throw new KernelSpecError(`--machine ${options.machine}: ${machine.error.issues[0]!.message}`);
-  const sandbox = options.engine === 'sandbox';
-  const what = options.machine ? `machine ${options.machine}` : sandbox ? 'sandbox' : null;
-  const suffix = options.machine ? options.machine.toLowerCase().replace(/[^a-z0-9._-]/g, '-') : sandbox ? 'sandbox' : null;
+  // Another engine than the person's own Python says which it is.
+  const other = options.engine && options.engine !== PERSONS_ENGINE ? options.engine : null;
+  const what = options.machine ? `machine ${options.machine}` : other;
+  const suffix = options.machine ? options.machine.toLowerCase().replace(/[^a-z0-9._-]/g, '-') : other;
   const name = options.name ?? (suffix ? `perennial-${suffix}` : 'perennial');
   const parsed = KernelName.safeParse(name);
   if (!parsed.success) throw new KernelSpecError(`--name ${name}: ${parsed.error.issues[0]!.message}`);

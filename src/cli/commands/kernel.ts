@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { engineDescriptor, PERSONS_ENGINE } from '../../engines/descriptors.ts';
 import { readConnectionFile } from '../../jupyter/connection-file.ts';
 import { JupyterKernel } from '../../jupyter/kernel.ts';
 import { defaultKernelChoice, installKernelSpec, listKernelSpecs, removeKernelSpec } from '../../jupyter/kernelspecs.ts';
@@ -96,8 +97,9 @@ export async function kernelInstallCommand(ctx: CliContext, dataDirNamed: boolea
     folder = folders.environment;
   }
   // A pinned machine is what it is: its engine and interpreter were chosen when it was made.
-  const engine = options.machine ? options.engine : (options.engine ?? 'python');
-  const python = engine === 'python' ? await kernelPython(options.python ?? (process.env.PERENNIAL_PYTHON || undefined)) : undefined;
+  const engine = options.machine ? options.engine : (options.engine ?? PERSONS_ENGINE);
+  const python =
+    engine && engineDescriptor(engine).takes.python ? await kernelPython(options.python ?? (process.env.PERENNIAL_PYTHON || undefined)) : undefined;
   const choice = defaultKernelChoice({ name: options.name, displayName: options.displayName, engine, python, machine: options.machine });
   const launcher = [process.execPath, resolve(process.argv[1]!), ...(dataDirNamed ? ['--data-dir', ctx.dataDir] : [])];
   const dir = await installKernelSpec(folder, choice, launcher);
