@@ -11,7 +11,7 @@ import { historyReply, type HistoryRequest } from './history.ts';
 import { completeReply, inspectReply } from './introspection.ts';
 import { nextLineIndent } from '../shared/python-indent.ts';
 import { MessageCodec, PROTOCOL_VERSION, type Content, type JupyterMessage } from './messages.ts';
-import type { NotebookMachine } from './notebook-machine.ts';
+import type { NotebookMachine } from '../notebooks/notebook-machine.ts';
 import type { Restarts } from './restarts.ts';
 import { ZmtpSocket, type ZmtpPeer } from './zmtp.ts';
 

@@ -3,7 +3,7 @@ import { engineDescriptor, PERSONS_ENGINE } from '../../engines/descriptors.ts';
 import { readConnectionFile } from '../../jupyter/connection-file.ts';
 import { JupyterKernel } from '../../jupyter/kernel.ts';
 import { defaultKernelChoice, installKernelSpec, listKernelSpecs, removeKernelSpec } from '../../jupyter/kernelspecs.ts';
-import { findNotebookMachine } from '../../jupyter/notebook-machine.ts';
+import { findNotebookMachine } from '../../notebooks/notebook-machine.ts';
 import { Restarts } from '../../jupyter/restarts.ts';
 import { jupyterFolders, prefixFolder } from '../../platform/jupyter-paths.ts';
 import { environmentPython, probePython, pythonCommands } from '../../platform/python-commands.ts';
