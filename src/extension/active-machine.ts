@@ -1,3 +1,4 @@
+import { dirname } from 'node:path';
 import * as vscode from 'vscode';
 import { chooseMachine } from './machine-commands.ts';
 import { allSources, type MachineRef, type Sources } from './machine-source.ts';
@@ -51,9 +52,14 @@ export class ActiveMachine implements vscode.Disposable {
     return this.machine ?? this.choose();
   }
 
-  /** Asks which machine to use (or to create one), and makes it active. */
+  /**
+   * Asks which machine to use (or to create one), and makes it active. A new one works where
+   * VS Code's Python REPL runs an editor's code: the file's workspace folder, else the file's.
+   */
   async choose(): Promise<MachineRef | undefined> {
-    const machine = await chooseMachine(this.sources, 'Perennial: Select Active Machine', 'Machine to run code in');
+    const file = vscode.window.activeTextEditor?.document.uri;
+    const folder = file?.scheme === 'file' ? (vscode.workspace.getWorkspaceFolder(file)?.uri.fsPath ?? dirname(file.fsPath)) : undefined;
+    const machine = await chooseMachine(this.sources, 'Perennial: Select Active Machine', 'Machine to run code in', folder);
     if (machine) await this.set(machine);
     return machine;
   }

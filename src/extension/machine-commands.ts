@@ -1,9 +1,10 @@
-import { ENGINES } from '../engines/descriptors.ts';
+import { engineDescriptor, ENGINES } from '../engines/descriptors.ts';
 import * as vscode from 'vscode';
 import { PackageSpec, type NewMachineOptions } from '../shared/requests.ts';
 import { describeRuntime } from '../shared/result-format.ts';
 import type { MachineInfo, UpgradeResult } from '../shared/types.ts';
 import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
+import type { MachineDefaults } from './machine-defaults.ts';
 import type { CheckpointNode, MachineNode } from './machines-tree.ts';
 import type { OutputPanel } from './output-panel.ts';
 
@@ -122,12 +123,12 @@ async function pickMachine(sources: Sources, placeHolder: string): Promise<Machi
   return (await vscode.window.showQuickPick(picks, { placeHolder }))?.ref;
 }
 
-/** Asks for one of the machines or a new one (made with `newMachine`). */
-export async function chooseMachine(sources: Sources, title: string, placeHolder: string): Promise<MachineRef | undefined> {
+/** Asks for one of the machines or a new one (made with `newMachine`, working in `workdir` when given). */
+export async function chooseMachine(sources: Sources, title: string, placeHolder: string, workdir?: string): Promise<MachineRef | undefined> {
   const create = { label: '$(add) New Machine…', ref: undefined };
   const picked = await vscode.window.showQuickPick([...(await machinePicks(sources)), create], { title, placeHolder });
   if (!picked) return undefined;
-  return picked.ref ?? newMachine(sources);
+  return picked.ref ?? newMachine(sources, workdir);
 }
 
 /** Every backend's machines as quick-pick items; a backend that cannot be reached lists none. */
@@ -144,20 +145,26 @@ function machinePick(source: MachineSource, machine: MachineInfo): vscode.QuickP
 }
 
 /**
- * Creates a machine on the backend `perennial.backend` names: asks for the engine (local only)
- * and tags, and returns the new machine.
+ * Creates a machine on the backend `perennial.backend` names: asks for the engine (local only,
+ * the person's first), a python machine's interpreter, and tags, and returns the new machine. One
+ * made to run an editor's code (`workdir`: the file's workspace folder) works there.
  */
-export async function newMachine(sources: Sources): Promise<MachineRef | undefined> {
+export async function newMachine(sources: Sources, workdir?: string): Promise<MachineRef | undefined> {
   const source = activeSource(sources);
   let options: NewMachineOptions = {};
   if (source.defaults) {
-    const preferred = source.defaults.engine;
+    const preferred = source.defaults.personsEngine;
     const engines = ENGINES.map(({ name, summary }) => ({ label: name, detail: summary[0]!.toUpperCase() + summary.slice(1) })).sort((a) =>
       a.label === preferred ? -1 : 1,
     );
     const engine = await vscode.window.showQuickPick(engines, { title: 'New Perennial machine', placeHolder: 'Engine' });
     if (!engine) return undefined;
-    options = await source.defaults.of(engine.label);
+    options = await source.defaults.of(engine.label, workdir);
+    if (engineDescriptor(engine.label).takes.python) {
+      const python = await pickInterpreter(source.defaults);
+      if (python === undefined) return undefined;
+      options = { ...options, python };
+    }
   }
   const tagText = await vscode.window.showInputBox({
     title: `New Perennial machine (${source.label})`,
@@ -172,6 +179,24 @@ export async function newMachine(sources: Sources): Promise<MachineRef | undefin
 export async function createDefaultMachine(sources: Sources, tags: Record<string, string>): Promise<MachineRef> {
   const source = activeSource(sources);
   return create(source, { ...(await source.defaults?.of()), tags });
+}
+
+/**
+ * Asks which interpreter a python machine runs, the default first (every interpreter the
+ * settings, the Python extension and the PATH know, or one browsed to); undefined when the person
+ * gave up.
+ */
+async function pickInterpreter(defaults: MachineDefaults): Promise<string | undefined> {
+  const known = await defaults.interpreters();
+  const browse = { label: '$(folder-opened) Browse…', detail: 'An interpreter elsewhere on this computer', path: undefined };
+  const picked = await vscode.window.showQuickPick([...known.map(({ path, detail }) => ({ label: path, detail, path })), browse], {
+    title: 'New Perennial machine: its Python',
+    placeHolder: known.length ? 'The interpreter it runs, with its packages' : 'No interpreter found: browse to one',
+  });
+  if (!picked) return undefined;
+  if (picked.path) return picked.path;
+  const [file] = (await vscode.window.showOpenDialog({ title: 'Python interpreter', canSelectMany: false, openLabel: 'Use this Python' })) ?? [];
+  return file?.fsPath;
 }
 
 /** The backend `perennial.backend` names. */

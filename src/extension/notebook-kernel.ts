@@ -1,4 +1,4 @@
-import { posix } from 'node:path';
+import { dirname, posix } from 'node:path';
 import * as vscode from 'vscode';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { DisplayEntry, OutputChunk, StreamName } from '../shared/types.ts';
@@ -6,6 +6,7 @@ import { chooseMachine, createDefaultMachine, reporting } from './machine-comman
 import { askInInputBox } from './input-box.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
 import { cellOutputs, runningOutputs, streamItem } from './notebook-outputs.ts';
+import { findNotebookMachine } from '../notebooks/notebook-machine.ts';
 
 /** VS Code's own ipynb support: no Jupyter extension needed. */
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -27,6 +28,8 @@ export class NotebookKernel implements vscode.Disposable {
   readonly #queues = new Map<string, Promise<void>>();
   /** Executions of each notebook that have not ended, so that an interrupt can end the queued ones. */
   readonly #pending = new Map<string, Set<CellRun>>();
+  /** Each notebook's machine as found in this window, by URI (a renamed notebook is looked for again). */
+  readonly #found = new Map<string, MachineRef>();
 
   constructor(
     private readonly sources: Sources,
@@ -51,10 +54,50 @@ export class NotebookKernel implements vscode.Disposable {
 
   /** The machine a notebook runs in, when it has one; never creates one. */
   machineOf(notebook: vscode.NotebookDocument): MachineRef | undefined {
-    const ref = (ipynbMetadata(notebook)?.[METADATA_KEY] ?? this.#remembered()[notebook.uri.toString()]) as MachineRef | undefined;
-    return ref && typeof ref.name === 'string' && (ref.source === 'local' || ref.source === 'forevervm') && !this.sources[ref.source].isGone(ref.name)
-      ? { source: ref.source, name: ref.name }
-      : undefined;
+    const found = this.#found.get(notebook.uri.toString());
+    if (found && !this.sources[found.source].isGone(found.name)) return found;
+    const ref = this.#named(notebook);
+    return ref && !this.sources[ref.source].isGone(ref.name) ? { source: ref.source, name: ref.name } : undefined;
+  }
+
+  /** The machine the notebook's metadata (or, unsaved, the workspace state) names. */
+  #named(notebook: vscode.NotebookDocument): NamedMachine | undefined {
+    const ref = (ipynbMetadata(notebook)?.[METADATA_KEY] ?? this.#remembered()[notebook.uri.toString()]) as NamedMachine | undefined;
+    return ref && typeof ref.name === 'string' && (ref.source === 'local' || ref.source === 'forevervm') ? ref : undefined;
+  }
+
+  /**
+   * The machine a notebook runs in this window, found at its first cell: one the person chose
+   * for it (Select Notebook Machine), as chosen; a notebook file's, the notebook's machine on the
+   * local server as every front end finds it (`findNotebookMachine`: by its path, following a
+   * rename, forked for a copy, working in its folder), of the engine a person's notebook runs on;
+   * else (an untitled notebook, hosted ForeverVM) the one its metadata names, or a new one. The
+   * lines its first output says come with it.
+   */
+  async #machineFor(notebook: vscode.NotebookDocument): Promise<{ machine: MachineRef; notes: string[] }> {
+    const known = this.machineOf(notebook);
+    if (known && this.#found.has(notebook.uri.toString())) return { machine: known, notes: [] };
+    const named = this.#named(notebook);
+    const { local } = this.sources;
+    const onServer = notebook.uri.scheme === 'file' && local.defaults && named?.source !== 'forevervm' && !named?.chosen;
+    if (!onServer) {
+      const machine = known ?? (await this.#assign(notebook, await createDefaultMachine(this.sources, { notebook: posix.basename(notebook.uri.path) })));
+      this.#found.set(notebook.uri.toString(), machine);
+      return { machine, notes: [] };
+    }
+    const path = notebook.uri.fsPath;
+    const found = await findNotebookMachine(await local.client(), {
+      sessionName: path,
+      cwd: dirname(path),
+      ...(named ? { named: named.name } : {}),
+      defaults: await local.defaults!.of(local.defaults!.personsEngine),
+    });
+    this.log.info(found.logged);
+    const machine: MachineRef = { source: 'local', name: found.info.name };
+    if (named?.name !== machine.name) await this.#assign(notebook, machine);
+    this.#found.set(notebook.uri.toString(), machine);
+    void local.refresh();
+    return { machine, notes: [...found.notes, ...(found.cameBack ? [found.cameBack] : [])] };
   }
 
   dispose(): void {
@@ -68,9 +111,9 @@ export class NotebookKernel implements vscode.Disposable {
     this.#pending.set(notebook.uri.toString(), pending);
     for (const run of runs) pending.add(run);
     let machine: MachineRef;
+    let notes: string[];
     try {
-      machine =
-        this.machineOf(notebook) ?? (await this.#assign(notebook, await createDefaultMachine(this.sources, { notebook: posix.basename(notebook.uri.path) })));
+      ({ machine, notes } = await this.#machineFor(notebook));
     } catch (error) {
       for (const run of runs) run.fail(`Perennial could not start a machine for this notebook: ${(error as Error).message}`);
       return;
@@ -84,7 +127,8 @@ export class NotebookKernel implements vscode.Disposable {
       let failed = false;
       for (const run of runs) {
         if (failed) run.skip();
-        else if (!run.ended) failed = !(await run.run(this.sources, machine));
+        // What the person needs to know of the machine goes before the first cell's output.
+        else if (!run.ended) failed = !(await run.run(this.sources, machine, notes.splice(0)));
         pending.delete(run);
       }
       if (!pending.size) this.#pending.delete(notebook.uri.toString());
@@ -108,7 +152,10 @@ export class NotebookKernel implements vscode.Disposable {
     if (!notebook) return undefined;
     const machine =
       given ?? (await chooseMachine(this.sources, 'Perennial: Select Notebook Machine', `Machine for ${posix.basename(notebook.uri.path)} to run in`));
-    if (machine) await this.#assign(notebook, machine);
+    if (!machine) return undefined;
+    // Chosen by the person: the notebook runs there as it is, whatever becomes of the file.
+    await this.#assign(notebook, { ...machine, chosen: true });
+    this.#found.set(notebook.uri.toString(), machine);
     return machine;
   }
 
@@ -130,20 +177,23 @@ export class NotebookKernel implements vscode.Disposable {
   }
 
   /** Names `machine` in the notebook's metadata (saved with the file) and in the workspace state. */
-  async #assign(notebook: vscode.NotebookDocument, machine: MachineRef): Promise<MachineRef> {
+  async #assign(notebook: vscode.NotebookDocument, machine: NamedMachine): Promise<MachineRef> {
     await this.state.update(STATE_KEY, { ...this.#remembered(), [notebook.uri.toString()]: machine });
     const metadata = notebook.metadata as { metadata?: Record<string, unknown> };
     const edit = new vscode.WorkspaceEdit();
     edit.set(notebook.uri, [vscode.NotebookEdit.updateNotebookMetadata({ ...metadata, metadata: { ...metadata.metadata, [METADATA_KEY]: machine } })]);
     if (!(await vscode.workspace.applyEdit(edit))) this.log.warn(`could not name machine ${machine.name} in the metadata of ${notebook.uri.toString()}`);
     this.log.info(`notebook ${notebook.uri.toString()} runs in ${machine.source} machine ${machine.name}`);
-    return machine;
+    return { source: machine.source, name: machine.name };
   }
 
-  #remembered(): Record<string, MachineRef> {
-    return this.state.get<Record<string, MachineRef>>(STATE_KEY) ?? {};
+  #remembered(): Record<string, NamedMachine> {
+    return this.state.get<Record<string, NamedMachine>>(STATE_KEY) ?? {};
   }
 }
+
+/** A notebook's machine as its metadata names it; `chosen`: the person picked it (Select Notebook Machine), rather than it being the notebook's own. */
+type NamedMachine = MachineRef & { chosen?: boolean };
 
 /** The ipynb file's own metadata (kernelspec, language_info, …), as VS Code's ipynb support keeps it. */
 function ipynbMetadata(notebook: vscode.NotebookDocument): Record<string, unknown> | undefined {
@@ -157,11 +207,13 @@ class CellRun {
   /** Output edits are applied one after another, so that they land in the order they came. */
   #edits: Promise<unknown> = Promise.resolve();
   #layoutQueued = false;
+  /** What Perennial says before the cell's own output (the machine came back, moved, was forked). */
+  #noted: vscode.NotebookCellOutput[] = [];
 
   constructor(private readonly execution: vscode.NotebookCellExecution) {}
 
-  /** Runs the cell; answers whether it succeeded. */
-  async run(sources: Sources, machine: MachineRef): Promise<boolean> {
+  /** Runs the cell, its output after `notes` (what the person needs to know of the machine); answers whether it succeeded. */
+  async run(sources: Sources, machine: MachineRef, notes: string[] = []): Promise<boolean> {
     const { execution } = this;
     this.started = true;
     execution.start(Date.now());
@@ -169,6 +221,15 @@ class CellRun {
     const code = execution.cell.document.getText();
     let stream: { name: StreamName; output: vscode.NotebookCellOutput } | undefined;
     const chunks: OutputChunk[] = [];
+    this.#noted = notes.length
+      ? [
+          new vscode.NotebookCellOutput([streamItem('stderr', notes.map((note) => `[perennial] ${note}\n`).join(''))], {
+            outputType: 'stream',
+            stream: 'stderr',
+          }),
+        ]
+      : [];
+    if (this.#noted.length) this.#edit(() => execution.replaceOutput(this.#noted));
     const entries: DisplayEntry[] = [];
     const onDisplay = (entry: DisplayEntry) => {
       entries.push(entry);
@@ -200,7 +261,7 @@ class CellRun {
       ).run(machine.name, code, { timeoutSeconds: timeout, onOutput, onInput: askInInputBox, onDisplay });
       execution.executionOrder = seq + 1;
       // Its streams were shown as they came; what it displayed goes in its place among them.
-      this.#edit(() => execution.replaceOutput(cellOutputs(chunks, result, seq + 1)));
+      this.#edit(() => execution.replaceOutput([...this.#noted, ...cellOutputs(chunks, result, seq + 1)]));
       return this.#end(!('error' in result));
     } catch (error) {
       const gone = error instanceof ForeverVMError && error.code === 'MachineNotFound';
@@ -234,7 +295,7 @@ class CellRun {
     this.#layoutQueued = true;
     this.#edit(() => {
       this.#layoutQueued = false;
-      return this.execution.replaceOutput(runningOutputs(chunks, entries));
+      return this.execution.replaceOutput([...this.#noted, ...runningOutputs(chunks, entries)]);
     });
   }
 

@@ -28,8 +28,10 @@ export interface MachineChoice {
   sessionName?: string;
   /** The kernel's working folder: Jupyter starts it in the notebook's. */
   cwd: string;
-  /** The connection file, whose name carries the kernel's id. */
-  connectionFile: string;
+  /** The connection file, whose name carries the kernel's id: a Jupyter kernel's, which a front end that names no notebook gets a machine by. */
+  connectionFile?: string;
+  /** The machine the notebook file itself names (VS Code keeps it in the notebook's metadata): its machine, unless the file was copied or moved. */
+  named?: string;
   /** What a machine made for the notebook is made with. */
   defaults: NewMachineOptions;
 }
@@ -68,13 +70,17 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
     };
   }
   const notebook = choice.sessionName ? notebookPath(choice.sessionName, choice.cwd) : undefined;
+  if (!notebook && !choice.connectionFile) throw new Error('A machine is found for a notebook, or for a Jupyter kernel: neither was named');
   const folder = await realpath(notebook ? dirname(notebook) : choice.cwd).catch(() => choice.cwd);
-  const tag: Record<string, string> = notebook ? { [NOTEBOOK_TAG]: tagValue(notebook) } : { [KERNEL_TAG]: kernelId(choice.connectionFile) };
+  const tag: Record<string, string> = notebook ? { [NOTEBOOK_TAG]: tagValue(notebook) } : { [KERNEL_TAG]: kernelId(choice.connectionFile!) };
   const tagged = await client.list(tag);
   const found = tagged.find((info) => ofKind(info, choice.defaults));
   if (found) return { ...(await cameBackTo(client, found, folder, notebook)), throwaway: !notebook };
   const other = tagged[0];
-  const earlier = notebook && !other ? await earlierMachine(client, notebook, choice.defaults) : undefined;
+  const earlier =
+    notebook && !other
+      ? ((await namedMachine(client, choice.named, notebook, choice.defaults)) ?? (await earlierMachine(client, notebook, choice.defaults)))
+      : undefined;
   if (notebook && earlier) return { ...(await followed(client, earlier, notebook, folder, tag)), throwaway: false };
   if (!notebook) await removeForgotten(client);
   const tags = { ...choice.defaults.tags, ...tag, ...(notebook ? {} : { [EXPIRES_TAG]: THROWAWAY_RULE }) };
@@ -130,8 +136,22 @@ async function cameBackTo(
 /** The machine of the notebook this one was (renamed, moved) or is a copy of. */
 interface EarlierMachine {
   info: MachineInfo;
-  /** Its notebook's path, as its tag has it. */
-  path: string;
+  /** Its notebook's path, as its tag has it; none for a machine made by a front end that kept no path (VS Code before 0.4), which this notebook takes. */
+  path?: string;
+}
+
+/** The machine the notebook's own file names, when it is there and of the kind asked for. */
+async function namedMachine(
+  client: PerennialClient,
+  name: string | undefined,
+  notebook: string,
+  defaults: NewMachineOptions,
+): Promise<EarlierMachine | undefined> {
+  if (!name) return undefined;
+  const info = await client.get(name).catch(() => null);
+  if (!info || !ofKind(info, defaults)) return undefined;
+  const path = info.tags[NOTEBOOK_TAG];
+  return path === notebook ? undefined : { info, ...(path ? { path } : {}) };
 }
 
 /**
@@ -171,7 +191,7 @@ async function followed(
 ): Promise<Omit<NotebookMachine, 'throwaway'>> {
   const { info: origin, path } = earlier;
   // A path named by its hash cannot be looked for: treated as still there, so nothing is taken from it.
-  const stillThere = path.startsWith('sha256:') || existsSync(path);
+  const stillThere = path !== undefined && (path.startsWith('sha256:') || existsSync(path));
   if (stillThere) {
     const info = await client.fork(origin.name, { tags: tag, workdir: folder });
     return {
@@ -184,9 +204,13 @@ async function followed(
   const info = await client.update(origin.name, { tags: tag, workdir: folder });
   return {
     info,
-    notes: [`This notebook was ${path}: its machine ${info.name} came with it, and works in ${folder}.`],
+    notes: [
+      path
+        ? `This notebook was ${path}: its machine ${info.name} came with it, and works in ${folder}.`
+        : `Machine ${info.name}, which this notebook names, works in ${folder} now: relative paths are the notebook's.`,
+    ],
     cameBack: cameBackLine(info, "this notebook's machine"),
-    logged: `Machine ${info.name} followed its notebook from ${path} to ${notebook}.`,
+    logged: `Machine ${info.name} followed its notebook${path ? ` from ${path}` : ''} to ${notebook}.`,
   };
 }
 

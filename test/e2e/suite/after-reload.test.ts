@@ -22,7 +22,11 @@ suite('Perennial notebook kernel, after a window reload', () => {
     const { file, machine } = before();
     const notebook = await openWithPerennial(file);
     await runCells(notebook, 6, 7);
-    assert.deepEqual(textOutputs(notebook.cellAt(6)), ['82']);
+    // The first cell of the window says, once, that the state came back.
+    assert.deepEqual(textOutputs(notebook.cellAt(6)), [
+      `[perennial] Machine ${machine} is this notebook's machine: its variables, imports and functions are as the last kernel left them.\n`,
+      '82',
+    ]);
     assert.equal(machineOf(notebook).name, machine);
     await shownInOutputs(6, '82');
     await screenshot('notebook-after-reload');

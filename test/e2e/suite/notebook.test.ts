@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { suiteChanges } from './changes.ts';
 import { NOTEBOOK_CELLS, machineOf, openWithPerennial, runCells, shownInOutputs, textOutputs, writeNotebook } from './notebooks.ts';
+import { invoke, invokeJson } from './tools.ts';
 import { count, eventually, screenshot, TREE_ROWS, ui } from './workbench.ts';
 
 /**
@@ -130,6 +131,60 @@ suite('Perennial notebook kernel', () => {
       new vscode.Position(0, 12),
     );
     assert.ok(completions.items.some((item) => (typeof item.label === 'string' ? item.label : item.label.label) === 'notebook_total'));
+    await vscode.window.showNotebookDocument(notebook);
+  });
+
+  test('a notebook works in its folder: it reads data.csv beside it and writes out.csv there; renamed it keeps its machine, a copy gets a fork', async () => {
+    const folder = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'beside');
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, 'data.csv'), 'city,rain_mm\nLyon,831\nOslo,763\n');
+    const first = join(folder, 'rain.ipynb');
+    writeNotebook(first, [
+      "import csv, os\nrows = list(csv.DictReader(open('data.csv')))\nopen('out.csv', 'w').write(str(len(rows)))\nos.getcwd()",
+      'len(rows)',
+      "'copy' in globals()",
+    ]);
+    let opened = await openWithPerennial(first);
+    await runCells(opened, 0, 1);
+    assert.deepEqual(textOutputs(opened.cellAt(0)), [`'${folder}'`], 'a new machine says nothing, and works in the folder');
+    assert.equal(readFileSync(join(folder, 'out.csv'), 'utf8'), '2');
+    const machine = machineOf(opened).name;
+    type Listed = { repls: Array<{ name: string; workdir?: string }> };
+    const tagged = (notebookPath: string) => invokeJson<Listed>('list-python-repls', { tags: { 'jupyter-notebook': notebookPath } });
+    const [mine] = (await tagged(first)).repls;
+    assert.deepEqual(
+      [mine?.name, mine?.workdir],
+      [machine, folder],
+      "tagged as the Jupyter kernel tags a notebook's machine: one machine whatever the front end",
+    );
+    await opened.save();
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+
+    const renamed = join(folder, 'renamed.ipynb');
+    await vscode.workspace.fs.rename(vscode.Uri.file(first), vscode.Uri.file(renamed));
+    opened = await openWithPerennial(renamed);
+    await runCells(opened, 1, 2);
+    assert.deepEqual(textOutputs(opened.cellAt(1)), ['2'], 'the state came with it');
+    assert.equal(machineOf(opened).name, machine);
+    assert.deepEqual(
+      (await tagged(renamed)).repls.map((m) => m.name),
+      [machine],
+    );
+    await opened.save();
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+
+    const copy = join(folder, 'copy.ipynb');
+    await vscode.workspace.fs.copy(vscode.Uri.file(renamed), vscode.Uri.file(copy));
+    const copied = await openWithPerennial(copy);
+    await runCells(copied, 1, 2);
+    const notes = textOutputs(copied.cellAt(1));
+    assert.match(notes[0] ?? '', /This notebook is a copy of .*renamed\.ipynb: machine \S+, its own, is a fork of that notebook's machine/);
+    assert.equal(notes.at(-1), '2');
+    const fork = machineOf(copied).name;
+    assert.notEqual(fork, machine);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    await screenshot('notebook-copy-forked');
+    changes.onEnd(() => invoke('delete-python-repl', { replId: fork }));
     await vscode.window.showNotebookDocument(notebook);
   });
 

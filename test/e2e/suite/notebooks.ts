@@ -28,7 +28,8 @@ export function writeNotebook(file: string, sources: string[]): void {
 
 /** The machine a notebook runs in, as its metadata names it. */
 export function machineOf(notebook: vscode.NotebookDocument): { source: 'local' | 'forevervm'; name: string } {
-  return (notebook.metadata as { metadata: { perennial: { source: 'local' | 'forevervm'; name: string } } }).metadata.perennial;
+  const { source, name } = (notebook.metadata as { metadata: { perennial: { source: 'local' | 'forevervm'; name: string } } }).metadata.perennial;
+  return { source, name };
 }
 
 /** Opens the notebook in an editor and picks the Perennial kernel for it, as from the kernel picker. */
