@@ -190,6 +190,12 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       assert.match(out, /a copy of the notebook got a fork of its machine/);
     });
 
+  it('notebooks as people write them (CSVs beside them, files written, pandas, plots, HTML, shell, errors) give the same outputs on ipykernel and on Perennial, cell by cell', async () => {
+    const out = await scenario('real_notebooks');
+    assert.match(out, /sales\.ipynb gave the same outputs/);
+    assert.match(out, /tools\.ipynb gave the same outputs/);
+  });
+
   it("another engine's kernelspec gives the notebook a machine of that engine, and says the first keeps its state", async () => {
     assert.match(await scenario('other_engine'), /the first kept its state/);
   });

@@ -9,6 +9,7 @@ Each scenario asserts; a failure is a traceback and a non-zero exit.
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -408,6 +409,76 @@ def ipython_look():
     assert aborted == {"status": "aborted"}, aborted
     stop(km, kc)
     print("ok: an IPython traceback naming the cells by In [n]; the cell after it aborted, with no number")
+
+
+# Notebooks as people write them, beside their data: each is run through nbclient on ipykernel
+# (Debian's, kernel "python3") and on Perennial's kernel, which must give the same outputs. No
+# widget: Debian's ipywidgets (6) opens comms in a form nbclient refuses on either kernel.
+REAL_NOTEBOOKS = {
+    "sales": [
+        "import pandas as pd\ndf = pd.read_csv('sales.csv')\ndf.head(3)",
+        "total = df['amount'].sum()\nprint(f'total: {total}')",
+        "by_region = df.groupby('region')['amount'].sum()\nby_region.to_csv('by_region.csv')\nopen('by_region.csv').read()",
+        "%matplotlib inline\nimport matplotlib.pyplot as plt\ndf.plot(x='month', y='amount')\nplt.show()",
+        "from IPython.display import HTML, display\ndisplay(HTML('<h3>Done</h3>'))\nlen(df)",
+        "df['missing']",
+        "print('after the error')",
+    ],
+    "tools": [
+        "from helpers import clean\nclean('  Lyon ')",
+        "import sys\nprint('to stderr', file=sys.stderr)\nsquares = [i ** 2 for i in range(6)]\nsquares",
+        "!head -n 2 sales.csv",
+        "from IPython.display import Markdown, display\ndisplay(Markdown('**bold**'))\n{'a': [1, 2], 'b': None}",
+        "def ratio(a, b):\n    return a / b\nratio(1, 0)",
+    ],
+}
+
+
+def comparable(cell):
+    """A cell's outputs in the terms two kernels must agree on: streams, values, displays'
+    text, errors, figures; object addresses masked."""
+
+    def text(data):
+        plain = data.get("text/plain", "")
+        return re.sub(r"0x[0-9a-f]+", "0x…", plain)
+
+    shown = []
+    for output in cell.outputs:
+        kind = output.output_type
+        if kind == "stream":
+            if shown and shown[-1][0] == output.name:  # how text is cut into messages is the kernel's
+                shown[-1] = (output.name, shown[-1][1] + output.text)
+            else:
+                shown.append((output.name, output.text))
+        elif kind == "error":
+            shown.append(("error", output.ename, output.evalue))
+        elif any(mime.startswith("image/") for mime in output.data):
+            shown.append(("figure",))
+        else:
+            shown.append((kind, text(output.data), sorted(output.data)))
+    return shown
+
+
+def real_notebooks():
+    """The notebooks above, through nbclient on ipykernel and on Perennial's kernel, in a folder
+    with their data: the same outputs, cell by cell."""
+    folder = tempfile.mkdtemp(prefix="real-", dir=NOTEBOOK_DIR)
+    with open(os.path.join(folder, "sales.csv"), "w") as f:
+        f.write("month,region,amount\n1,north,120\n2,south,80\n3,north,95\n4,east,130\n")
+    with open(os.path.join(folder, "helpers.py"), "w") as f:
+        f.write("def clean(text):\n    return text.strip().upper()\n")
+    for name, sources in REAL_NOTEBOOKS.items():
+        runs = {}
+        for kernel in ("python3", KERNEL):
+            nb = nbformat.v4.new_notebook()
+            nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+            NotebookClient(
+                nb, kernel_name=kernel, timeout=TIMEOUT, allow_errors=True, resources={"metadata": {"path": folder}}
+            ).execute()
+            runs[kernel] = [comparable(cell) for cell in nb.cells]
+        for index, (theirs, ours) in enumerate(zip(runs["python3"], runs[KERNEL])):
+            assert theirs == ours, f"{name}, cell {index}: ipykernel {theirs!r}, Perennial {ours!r}"
+        print(f"ok: {name}.ipynb gave the same outputs on ipykernel and on Perennial, cell by cell")
 
 
 class JupyterServer:
