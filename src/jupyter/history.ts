@@ -1,27 +1,14 @@
-import { z } from 'zod';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import { HistoryLast } from '../shared/requests.ts';
 import type { HistoryEntry } from '../shared/types.ts';
 import type { Content } from './messages.ts';
-
-/** `history_request`'s content: the last `n` cells, a range of them, or those matching a glob. */
-export const HistoryRequest = z.looseObject({
-  output: z.boolean().default(false),
-  hist_access_type: z.enum(['tail', 'range', 'search']).default('tail'),
-  n: z.number().int().nullish(),
-  start: z.number().int().nullish(),
-  stop: z.number().int().nullish(),
-  pattern: z.string().nullish(),
-  unique: z.boolean().default(false),
-});
-export type HistoryRequest = z.input<typeof HistoryRequest>;
+import type { HistoryRequest } from './requests.ts';
 
 /** The machine's history is one session; a cell's line number is its In [n]: its instruction's number plus one. */
 const SESSION = 1;
 
 /** `history_reply` from the machine's history (every surface's instructions, not only this kernel's). */
-export async function historyReply(client: PerennialClient, machine: string, content: HistoryRequest): Promise<Content> {
-  const request = HistoryRequest.parse(content);
+export async function historyReply(client: PerennialClient, machine: string, request: HistoryRequest): Promise<Content> {
   const most = HistoryLast.maxValue ?? 1000;
   const last = request.hist_access_type === 'tail' ? Math.min(Math.max(request.n ?? 10, 1), most) : most;
   let entries = (await client.history(machine, last)).filter((entry) => entry.code.trim());

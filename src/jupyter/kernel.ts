@@ -1,18 +1,18 @@
-import { tracebackException } from '../shared/result-format.ts';
 import { VERSION } from '../shared/version.ts';
-import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { z } from 'zod';
 import type { FrontEndComm } from '../shared/requests.ts';
 import type { CommDelivery, InputRequest } from '../shared/types.ts';
-import { CellMessages, type CellError, type Publish } from './cell-messages.ts';
+import { CellMessages } from './cell-messages.ts';
 import type { ConnectionInfo } from './connection-file.ts';
-import { historyReply, type HistoryRequest } from './history.ts';
+import { executeCell } from './execution.ts';
+import { historyReply } from './history.ts';
 import { completeReply, inspectReply } from './introspection.ts';
 import { nextLineIndent } from '../shared/python-indent.ts';
 import { MessageCodec, PROTOCOL_VERSION, type Content, type JupyterMessage } from './messages.ts';
 import type { NotebookMachine } from '../notebooks/notebook-machine.ts';
 import type { Restarts } from './restarts.ts';
+import { CommInfoRequest, CompleteRequest, contentOf, ExecuteRequest, HistoryRequest, InspectRequest, IsCompleteRequest, ShutdownRequest } from './requests.ts';
 import { ZmtpSocket, type ZmtpPeer } from './zmtp.ts';
 
 export interface KernelOptions {
@@ -47,7 +47,7 @@ export class JupyterKernel {
   #arrived = 0;
   #abortBelow = 0;
   /** The number of the last stored execution: its instruction's on the machine, plus one. */
-  #count = 0;
+  readonly #count = { value: 0 };
   #noted = false;
   #machine: Promise<NotebookMachine> | undefined;
   #warming: Promise<void> | undefined;
@@ -162,28 +162,29 @@ export class JupyterKernel {
     kernel_info_request: async (message, channel) => this.#reply(channel, message, await this.#kernelInfo()),
     execute_request: (message, channel) => this.#execute(message, channel),
     complete_request: async (message, channel) => {
-      const { code, cursor_pos } = textAndCursor(message.content);
+      const { code, cursor_pos } = contentOf(CompleteRequest, message);
       const { info } = await this.#found();
-      this.#reply(channel, message, await completeReply(this.options.client, info.name, code, cursor_pos));
+      this.#reply(channel, message, await completeReply(this.options.client, info.name, code, cursor_pos ?? [...code].length));
     },
     inspect_request: async (message, channel) => {
-      const { code, cursor_pos } = textAndCursor(message.content);
+      const { code, cursor_pos, detail_level } = contentOf(InspectRequest, message);
       const { info } = await this.#found();
-      this.#reply(channel, message, await inspectReply(this.options.client, info.name, code, cursor_pos, Number(message.content.detail_level ?? 0)));
+      this.#reply(channel, message, await inspectReply(this.options.client, info.name, code, cursor_pos ?? [...code].length, detail_level));
     },
     is_complete_request: async (message, channel) => {
-      const code = String(message.content.code ?? '');
+      const { code } = contentOf(IsCompleteRequest, message);
       const { info } = await this.#found();
       const status = await this.options.client.isComplete(info.name, code);
       this.#reply(channel, message, status === 'incomplete' ? { status, indent: nextLineIndent(code) } : { status });
     },
     history_request: async (message, channel) => {
+      const request = contentOf(HistoryRequest, message);
       const { info } = await this.#found();
-      this.#reply(channel, message, await historyReply(this.options.client, info.name, message.content as HistoryRequest));
+      this.#reply(channel, message, await historyReply(this.options.client, info.name, request));
     },
     comm_info_request: async (message, channel) => {
-      const targetName = typeof message.content.target_name === 'string' ? { target_name: message.content.target_name } : {};
-      const { comms } = await this.#deliver(message, { msg_type: 'comm_info', content: targetName });
+      const { target_name } = contentOf(CommInfoRequest, message);
+      const { comms } = await this.#deliver(message, { msg_type: 'comm_info', content: target_name === undefined ? {} : { target_name } });
       this.#reply(channel, message, { status: 'ok', comms });
     },
     comm_open: (message) => this.#comm(message),
@@ -199,7 +200,7 @@ export class JupyterKernel {
       this.#reply(channel, message, { status: 'ok' });
     },
     shutdown_request: async (message, channel) => {
-      const restart = message.content.restart === true;
+      const { restart } = contentOf(ShutdownRequest, message);
       await this.#shutdown(restart);
       this.#reply(channel, message, { status: 'ok', restart });
       this.#publish('shutdown_reply', { status: 'ok', restart }, message);
@@ -272,64 +273,19 @@ export class JupyterKernel {
   }
 
   async #execute(message: JupyterMessage, channel: ZmtpSocket): Promise<void> {
-    const content = message.content;
-    const code = String(content.code ?? '');
-    const silent = content.silent === true;
-    const counted = !silent && content.store_history !== false;
-    const publish: Publish = silent ? () => {} : (type, body, extra) => this.#publish(type, body, message, extra);
-    const cell = new CellMessages(publish);
-    let count = this.#count;
-    let inputSent = false;
-    let notes: string[] = [];
-    // The cell's input first, as front ends expect, then what Perennial says before its output.
-    const sendInput = () => {
-      if (inputSent) return;
-      inputSent = true;
-      publish('execute_input', { code, execution_count: count });
-      cell.notes(notes);
-    };
-    try {
-      const machine = await this.#found();
-      // A silent execute (a front end's own) shows nothing: the notes wait for the first cell shown.
-      if (!silent) notes = this.#firstNotes(machine);
-      if (!code.trim()) {
-        sendInput();
-        return this.#reply(channel, message, { status: 'ok', execution_count: count, payload: [], user_expressions: {} });
-      }
-      this.#running = true;
-      const { result } = await this.options.client
-        .run(machine.info.name, code, {
-          timeoutSeconds: 0,
-          onQueued: (seq) => {
-            // Counted from 1 as in Jupyter (and in Perennial's VS Code notebooks): the machine's own numbers start at 0.
-            if (counted) count = this.#count = seq + 1;
-            sendInput();
-          },
-          onOutput: (chunk) => cell.output(chunk),
-          onDisplay: (entry) => cell.display(entry),
-          ...(content.allow_stdin === true ? { onInput: (request: InputRequest, signal: AbortSignal) => this.#ask(message, request, signal) } : {}),
-        })
-        .finally(() => (this.#running = false));
-      const error = cell.end(result, count);
-      if (error) return this.#failed(message, channel, error, count);
-      const expressions = await this.#userExpressions(machine.info.name, content.user_expressions);
-      const next = result.data?.next_input;
-      const payload = [...cell.pages, ...(next ? [{ source: 'set_next_input', ...next }] : [])];
-      this.#reply(channel, message, { status: 'ok', execution_count: count, payload, user_expressions: expressions });
-    } catch (failure) {
-      // The machine could not be reached or made: the cell says why, as an exception of its own.
-      // One deleted meanwhile is the notebook's no more: the next cell finds (or makes) the notebook's machine again.
-      if (failure instanceof ForeverVMError && failure.code === 'MachineNotFound') this.#machine = undefined;
-      sendInput();
-      const error = { ename: 'PerennialError', evalue: (failure as Error).message, traceback: [`PerennialError: ${(failure as Error).message}`] };
-      publish('error', error);
-      this.#failed(message, channel, error, count);
-    }
-  }
-
-  #failed(message: JupyterMessage, channel: ZmtpSocket, error: CellError, count: number): void {
-    if (message.content.stop_on_error !== false) this.#abortBelow = this.#arrived;
-    this.#reply(channel, message, { status: 'error', execution_count: count, ...error });
+    const request = contentOf(ExecuteRequest, message);
+    const { reply, failed, machineGone } = await executeCell(request, (type, body, extra) => this.#publish(type, body, message, extra), {
+      client: this.options.client,
+      machine: () => this.#found(),
+      takeNotes: (machine) => this.#firstNotes(machine),
+      count: this.#count,
+      ask: (question, signal) => this.#ask(message, question, signal),
+      running: (on) => (this.#running = on),
+    });
+    // One deleted meanwhile is the notebook's no more: the next cell finds (or makes) the notebook's machine again.
+    if (machineGone) this.#machine = undefined;
+    if (failed && request.stop_on_error) this.#abortBelow = this.#arrived;
+    this.#reply(channel, message, reply);
   }
 
   /** What the kernel's first cell says before its output: which machine, whether it came back, a restart's checkpoint. */
@@ -337,20 +293,6 @@ export class JupyterKernel {
     if (this.#noted) return [];
     this.#noted = true;
     return machine.notes;
-  }
-
-  /** `user_expressions`: each evaluated on the machine after the cell, its value as text. */
-  async #userExpressions(name: string, expressions: unknown): Promise<Content> {
-    const entries = typeof expressions === 'object' && expressions ? Object.entries(expressions as Record<string, unknown>) : [];
-    const values: Content = {};
-    for (const [key, expression] of entries) {
-      const { result } = await this.options.client.run(name, String(expression), { timeoutSeconds: 0 });
-      if ('error' in result) {
-        const { name: ename, message: evalue } = tracebackException(result.error);
-        values[key] = { status: 'error', ename, evalue, traceback: result.error.trimEnd().split('\n') };
-      } else values[key] = { status: 'ok', data: { 'text/plain': result.value ?? 'None' }, metadata: {} };
-    }
-    return values;
   }
 
   #abort(message: JupyterMessage, channel: ZmtpSocket): void {
@@ -416,12 +358,6 @@ export class JupyterKernel {
     const topic = Buffer.from(`kernel.${this.#codec.session}.${msgType}`);
     this.#channels.iopub.publish(this.#codec.encode(msgType, content, parent, [topic], extra.metadata, extra.buffers));
   }
-}
-
-function textAndCursor(content: Content): { code: string; cursor_pos: number } {
-  const code = String(content.code ?? '');
-  const cursor = Number(content.cursor_pos);
-  return { code, cursor_pos: Number.isInteger(cursor) && cursor >= 0 ? cursor : [...code].length };
 }
 
 function errorContent(error: Error): { status: 'error'; ename: string; evalue: string; traceback: string[] } {

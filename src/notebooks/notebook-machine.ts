@@ -123,12 +123,11 @@ async function cameBackTo(
   const logged = `Machine ${found.name} is ${what}${notebook ? ` (${notebook})` : ''}.`;
   if (found.workdir === folder) return { info: found, notes: [], cameBack: cameBackLine(found, what), logged };
   const info = await client.update(found.name, { workdir: folder });
+  const was = found.workdir ? ` (it worked in ${found.workdir})` : '';
   return {
     info,
-    notes: [
-      `Machine ${info.name} is ${what}, and works in ${folder} now${found.workdir ? ` (it worked in ${found.workdir})` : ''}: relative paths are the notebook's.`,
-    ],
-    cameBack: cameBackLine(info, what),
+    notes: [`Machine ${info.name} is ${what}${withState(info)}, and works in ${folder} now${was}: relative paths are the notebook's.`],
+    cameBack: null,
     logged,
   };
 }
@@ -206,12 +205,17 @@ async function followed(
     info,
     notes: [
       path
-        ? `This notebook was ${path}: its machine ${info.name} came with it, and works in ${folder}.`
-        : `Machine ${info.name}, which this notebook names, works in ${folder} now: relative paths are the notebook's.`,
+        ? `This notebook was ${path}: its machine ${info.name} came with it${withState(info)}, and works in ${folder}.`
+        : `Machine ${info.name}, which this notebook names${withState(info)}, works in ${folder} now: relative paths are the notebook's.`,
     ],
-    cameBack: cameBackLine(info, "this notebook's machine"),
+    cameBack: null,
     logged: `Machine ${info.name} followed its notebook${path ? ` from ${path}` : ''} to ${notebook}.`,
   };
+}
+
+/** What a line that says the machine moved adds when the machine has state: one line says both. */
+function withState(info: MachineInfo): string {
+  return info.nextSeq > 0 ? ', with its variables, imports and functions as the last kernel left them' : '';
 }
 
 function cameBackLine(info: MachineInfo, what: string): string | null {

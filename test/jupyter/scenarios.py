@@ -615,7 +615,10 @@ def where_people_work(kernel):
         _, kc = server.open("project/renamed.ipynb", kernel)
         _, messages = run(kc, "helpers.total(rows)")
         assert value(messages) == "842", messages
-        assert "This notebook was " + os.path.join(project, "analysis.ipynb") in stderr(messages), messages
+        assert stderr(messages) == (
+            f"[perennial] This notebook was {os.path.join(project, 'analysis.ipynb')}: its machine {machine['name']} came with it, "
+            f"with its variables, imports and functions as the last kernel left them, and works in {project}.\n"
+        ), messages
         renamed = notebook_machine(os.path.join(project, "renamed.ipynb"))
         assert renamed["name"] == machine["name"], (renamed, machine)
         kc.stop_channels()

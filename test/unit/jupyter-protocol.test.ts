@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { nameAt } from '../../src/jupyter/introspection.ts';
 import { nextLineIndent } from '../../src/shared/python-indent.ts';
 import { BadMessageError, MessageCodec } from '../../src/jupyter/messages.ts';
+import { contentOf, ExecuteRequest, InspectRequest } from '../../src/jupyter/requests.ts';
 import { jupyterFolders } from '../../src/platform/jupyter-paths.ts';
 
 describe('Jupyter protocol pieces', () => {
@@ -18,6 +19,19 @@ describe('Jupyter protocol pieces', () => {
     assert.throws(() => ours.decode([Buffer.from('no delimiter')]), /no delimiter/);
     // An empty key signs nothing, and any signature is taken.
     assert.equal(new MessageCodec('', 'hmac-sha256').decode(frames).content.code, '1');
+  });
+
+  it("reads each request's content by its schema: ipykernel's defaults for what is left out, a clear error for what is wrong", () => {
+    const request = (msg_type: string, content: Record<string, unknown>) => ({ header: { msg_type }, content }) as unknown as Parameters<typeof contentOf>[1];
+    assert.deepEqual(contentOf(ExecuteRequest, request('execute_request', { code: '1' })), {
+      code: '1',
+      silent: false,
+      user_expressions: {},
+      allow_stdin: false,
+      stop_on_error: true,
+    });
+    assert.throws(() => contentOf(ExecuteRequest, request('execute_request', { code: 5 })), /^RequestError: execute_request: code: /);
+    assert.throws(() => contentOf(InspectRequest, request('inspect_request', { code: 'x', detail_level: 3 })), /inspect_request: detail_level/);
   });
 
   it('inspects the name under the cursor, else the callable whose parentheses hold it', () => {

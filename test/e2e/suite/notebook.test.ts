@@ -164,7 +164,14 @@ suite('Perennial notebook kernel', () => {
     await vscode.workspace.fs.rename(vscode.Uri.file(first), vscode.Uri.file(renamed));
     opened = await openWithPerennial(renamed);
     await runCells(opened, 1, 2);
-    assert.deepEqual(textOutputs(opened.cellAt(1)), ['2'], 'the state came with it');
+    assert.deepEqual(
+      textOutputs(opened.cellAt(1)),
+      [
+        `[perennial] This notebook was ${first}: its machine ${machine} came with it, with its variables, imports and functions as the last kernel left them, and works in ${folder}.\n`,
+        '2',
+      ],
+      'the state came with it, and one line says so',
+    );
     assert.equal(machineOf(opened).name, machine);
     assert.deepEqual(
       (await tagged(renamed)).repls.map((m) => m.name),
