@@ -1,7 +1,8 @@
 import { dirname } from 'node:path';
 import * as vscode from 'vscode';
-import { chooseMachine } from './machine-commands.ts';
+import { chooseMachine } from './machine-picker.ts';
 import { allSources, type MachineRef, type Sources } from './machine-source.ts';
+import { COMMANDS } from './commands.ts';
 
 const STATE_KEY = 'perennial.activeMachine';
 
@@ -18,12 +19,12 @@ export class ActiveMachine implements vscode.Disposable {
     private readonly sources: Sources,
   ) {
     this.#item.name = 'Perennial machine';
-    this.#item.command = 'perennial.selectMachine';
+    this.#item.command = COMMANDS.selectMachine;
     this.#subscriptions = [
       this.#item,
       // With a machine (from a keybinding or another extension), no question is asked: a name
       // is a local machine's, or { source, name }.
-      vscode.commands.registerCommand('perennial.selectMachine', (machine?: string | MachineRef) =>
+      vscode.commands.registerCommand(COMMANDS.selectMachine, (machine?: string | MachineRef) =>
         machine ? this.set(typeof machine === 'string' ? { source: 'local', name: machine } : machine) : this.choose(),
       ),
       // A machine deleted anywhere (the view, Copilot, the CLI) stops being the active one.

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { Backends } from './backends.ts';
+import { COMMANDS } from './commands.ts';
 
 /**
  * "Perennial: Set ForeverVM Token" asks for the token and keeps it in SecretStorage, never in
@@ -7,7 +8,7 @@ import type { Backends } from './backends.ts';
  */
 export function registerTokenCommands(backends: Backends): vscode.Disposable {
   // A token passed as an argument (from another extension or a script) is stored without asking.
-  const set = vscode.commands.registerCommand('perennial.setForeverVMToken', async (given?: string) => {
+  const set = vscode.commands.registerCommand(COMMANDS.setForeverVMToken, async (given?: string) => {
     const token =
       typeof given === 'string' && given.trim()
         ? given
@@ -22,7 +23,7 @@ export function registerTokenCommands(backends: Backends): vscode.Disposable {
     await backends.setToken(token.trim());
     void vscode.window.showInformationMessage('Perennial: ForeverVM token saved.');
   });
-  const remove = vscode.commands.registerCommand('perennial.removeForeverVMToken', async () => {
+  const remove = vscode.commands.registerCommand(COMMANDS.removeForeverVMToken, async () => {
     await backends.removeToken();
     void vscode.window.showInformationMessage('Perennial: ForeverVM token removed.');
   });

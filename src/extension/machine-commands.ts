@@ -1,12 +1,13 @@
-import { engineDescriptor, ENGINES } from '../engines/descriptors.ts';
 import * as vscode from 'vscode';
-import { PackageSpec, type NewMachineOptions } from '../shared/requests.ts';
+import { PackageSpec } from '../shared/requests.ts';
 import { describeRuntime } from '../shared/result-format.ts';
-import type { MachineInfo, UpgradeResult } from '../shared/types.ts';
+import type { UpgradeResult } from '../shared/types.ts';
+import { COMMANDS } from './commands.ts';
+import { newMachine, pickMachine } from './machine-picker.ts';
 import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
-import type { MachineDefaults } from './machine-defaults.ts';
 import type { CheckpointNode, MachineNode } from './machines-tree.ts';
 import type { OutputPanel } from './output-panel.ts';
+import { reporting } from './reporting.ts';
 
 /**
  * The machine commands of the view and the palette: new, fork, interrupt, delete, take a
@@ -19,17 +20,17 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
     return 'kind' in given ? { source: given.source.id, name: given.machine.name } : given;
   };
   return vscode.Disposable.from(
-    vscode.commands.registerCommand('perennial.refresh', () =>
+    vscode.commands.registerCommand(COMMANDS.refresh, () =>
       reporting(log, 'refresh the machines', () => Promise.all(allSources(sources).map((source) => source.refresh()))),
     ),
-    vscode.commands.registerCommand('perennial.newMachine', () => reporting(log, 'create a machine', () => newMachine(sources))),
-    vscode.commands.registerCommand('perennial.deleteMachine', (node?: MachineNode | MachineRef) =>
+    vscode.commands.registerCommand(COMMANDS.newMachine, () => reporting(log, 'create a machine', () => newMachine(sources))),
+    vscode.commands.registerCommand(COMMANDS.deleteMachine, (node?: MachineNode | MachineRef) =>
       reporting(log, 'delete the machine', async () => {
         const machine = await target(node, 'Machine to delete');
         if (machine) await deleteMachine(sources[machine.source], machine.name);
       }),
     ),
-    vscode.commands.registerCommand('perennial.interrupt', (node?: MachineNode | MachineRef) =>
+    vscode.commands.registerCommand(COMMANDS.interrupt, (node?: MachineNode | MachineRef) =>
       reporting(log, 'interrupt the machine', async () => {
         const machine = await target(node, 'Machine to interrupt');
         if (!machine) return;
@@ -37,7 +38,7 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
         void vscode.window.setStatusBarMessage(`Perennial: interrupted ${machine.name}`, 4000);
       }),
     ),
-    vscode.commands.registerCommand('perennial.forkMachine', (node?: MachineNode | MachineRef) =>
+    vscode.commands.registerCommand(COMMANDS.forkMachine, (node?: MachineNode | MachineRef) =>
       reporting(log, 'fork the machine', async () => {
         const machine = await target(node, 'Machine to fork');
         if (!machine) return undefined;
@@ -48,7 +49,7 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
         return { source: source.id, name: fork.name } satisfies MachineRef;
       }),
     ),
-    vscode.commands.registerCommand('perennial.installPackages', (node?: MachineNode | MachineRef, packages?: string[]) =>
+    vscode.commands.registerCommand(COMMANDS.installPackages, (node?: MachineNode | MachineRef, packages?: string[]) =>
       reporting(log, 'install packages', async () => {
         const machine = await target(node, 'Machine to install packages into');
         const wanted = packages ?? (machine && (await askPackages(machine.name)));
@@ -61,7 +62,7 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
         return installed;
       }),
     ),
-    vscode.commands.registerCommand('perennial.takeCheckpoint', (node?: MachineNode | MachineRef, label?: string) =>
+    vscode.commands.registerCommand(COMMANDS.takeCheckpoint, (node?: MachineNode | MachineRef, label?: string) =>
       reporting(log, 'take a checkpoint', async () => {
         const machine = await target(node, 'Machine to checkpoint');
         if (!machine) return undefined;
@@ -78,7 +79,7 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
         return checkpoint;
       }),
     ),
-    vscode.commands.registerCommand('perennial.rollback', (node?: CheckpointNode | MachineNode | MachineRef, checkpoint?: string) =>
+    vscode.commands.registerCommand(COMMANDS.rollback, (node?: CheckpointNode | MachineNode | MachineRef, checkpoint?: string) =>
       reporting(log, 'roll the machine back', async () => {
         const chosen =
           node && 'kind' in node && node.kind === 'checkpoint'
@@ -87,127 +88,17 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
         if (chosen) await rollback(sources[chosen.source], chosen.name, chosen.checkpoint, panel);
       }),
     ),
-    vscode.commands.registerCommand('perennial.upgradeMachine', (node?: MachineNode | MachineRef) =>
+    vscode.commands.registerCommand(COMMANDS.upgradeMachine, (node?: MachineNode | MachineRef) =>
       reporting(log, 'upgrade the machine', async () => {
         const machine = await target(node, 'Machine to upgrade');
         return machine && upgrade(sources[machine.source], machine.name, panel);
       }),
     ),
-    vscode.commands.registerCommand('perennial.copyMachineName', async (node?: MachineNode | MachineRef) => {
+    vscode.commands.registerCommand(COMMANDS.copyMachineName, async (node?: MachineNode | MachineRef) => {
       const machine = await target(node, 'Machine whose name to copy');
       if (machine) await vscode.env.clipboard.writeText(machine.name);
     }),
   );
-}
-
-/** Runs a command's work; a failure becomes a notification with a way to the details. */
-export async function reporting<T>(log: vscode.LogOutputChannel, what: string, work: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await work();
-  } catch (error) {
-    log.error(`could not ${what}: ${(error as Error).stack ?? error}`);
-    // Not waited for: the command ends now, whenever the notification is dismissed.
-    void vscode.window.showErrorMessage(`Perennial could not ${what}: ${(error as Error).message}`, 'Show Log').then((choice) => choice && log.show());
-    return undefined;
-  }
-}
-
-async function pickMachine(sources: Sources, placeHolder: string): Promise<MachineRef | undefined> {
-  const picks = await machinePicks(sources);
-  if (!picks.length) {
-    void vscode.window
-      .showInformationMessage('There are no machines yet.', 'New Machine')
-      .then((choice) => choice && vscode.commands.executeCommand('perennial.newMachine'));
-    return undefined;
-  }
-  return (await vscode.window.showQuickPick(picks, { placeHolder }))?.ref;
-}
-
-/** Asks for one of the machines or a new one (made with `newMachine`, working in `workdir` when given). */
-export async function chooseMachine(sources: Sources, title: string, placeHolder: string, workdir?: string): Promise<MachineRef | undefined> {
-  const create = { label: '$(add) New Machine…', ref: undefined };
-  const picked = await vscode.window.showQuickPick([...(await machinePicks(sources)), create], { title, placeHolder });
-  if (!picked) return undefined;
-  return picked.ref ?? newMachine(sources, workdir);
-}
-
-/** Every backend's machines as quick-pick items; a backend that cannot be reached lists none. */
-async function machinePicks(sources: Sources): Promise<Array<vscode.QuickPickItem & { ref: MachineRef }>> {
-  const lists = await Promise.all(
-    allSources(sources).map(async (source) => (await source.list().catch((): MachineInfo[] => [])).map((machine) => machinePick(source, machine))),
-  );
-  return lists.flat();
-}
-
-function machinePick(source: MachineSource, machine: MachineInfo): vscode.QuickPickItem & { ref: MachineRef } {
-  const details = [...Object.entries(machine.tags).map(([k, v]) => `${k}=${v}`), machine.engine, machine.state];
-  return { label: machine.name, description: details.join(' · '), ref: { source: source.id, name: machine.name } };
-}
-
-/**
- * Creates a machine on the backend `perennial.backend` names: asks for the engine (local only,
- * the person's first), a python machine's interpreter, and tags, and returns the new machine. One
- * made to run an editor's code (`workdir`: the file's workspace folder) works there.
- */
-export async function newMachine(sources: Sources, workdir?: string): Promise<MachineRef | undefined> {
-  const source = activeSource(sources);
-  let options: NewMachineOptions = {};
-  if (source.defaults) {
-    const preferred = source.defaults.personsEngine;
-    const engines = ENGINES.map(({ name, summary }) => ({ label: name, detail: summary[0]!.toUpperCase() + summary.slice(1) })).sort((a) =>
-      a.label === preferred ? -1 : 1,
-    );
-    const engine = await vscode.window.showQuickPick(engines, { title: 'New Perennial machine', placeHolder: 'Engine' });
-    if (!engine) return undefined;
-    options = await source.defaults.of(engine.label, workdir);
-    if (engineDescriptor(engine.label).takes.python) {
-      const python = await pickInterpreter(source.defaults);
-      if (python === undefined) return undefined;
-      options = { ...options, python };
-    }
-  }
-  const tagText = await vscode.window.showInputBox({
-    title: `New Perennial machine (${source.label})`,
-    prompt: 'Tags (optional), e.g. project=demo, owner=me',
-    validateInput: (text) => (parseTags(text) ? undefined : 'Write tags as key=value, separated by commas'),
-  });
-  if (tagText === undefined) return undefined;
-  return create(source, { ...options, tags: parseTags(tagText)! });
-}
-
-/** A machine on the active backend with the engine `perennial.defaultEngine` names, asking nothing. */
-export async function createDefaultMachine(sources: Sources, tags: Record<string, string>): Promise<MachineRef> {
-  const source = activeSource(sources);
-  return create(source, { ...(await source.defaults?.of()), tags });
-}
-
-/**
- * Asks which interpreter a python machine runs, the default first (every interpreter the
- * settings, the Python extension and the PATH know, or one browsed to); undefined when the person
- * gave up.
- */
-async function pickInterpreter(defaults: MachineDefaults): Promise<string | undefined> {
-  const known = await defaults.interpreters();
-  const browse = { label: '$(folder-opened) Browse…', detail: 'An interpreter elsewhere on this computer', path: undefined };
-  const picked = await vscode.window.showQuickPick([...known.map(({ path, detail }) => ({ label: path, detail, path })), browse], {
-    title: 'New Perennial machine: its Python',
-    placeHolder: known.length ? 'The interpreter it runs, with its packages' : 'No interpreter found: browse to one',
-  });
-  if (!picked) return undefined;
-  if (picked.path) return picked.path;
-  const [file] = (await vscode.window.showOpenDialog({ title: 'Python interpreter', canSelectMany: false, openLabel: 'Use this Python' })) ?? [];
-  return file?.fsPath;
-}
-
-/** The backend `perennial.backend` names. */
-function activeSource(sources: Sources): MachineSource {
-  return vscode.workspace.getConfiguration('perennial').get<string>('backend') === 'forevervm' ? sources.forevervm : sources.local;
-}
-
-async function create(source: MachineSource, options: NewMachineOptions): Promise<MachineRef> {
-  const { name } = await (await source.client()).create(options);
-  await source.refresh();
-  return { source: source.id, name };
 }
 
 async function deleteMachine(source: MachineSource, name: string): Promise<void> {
@@ -293,18 +184,4 @@ async function askPackages(machine: string): Promise<string[] | undefined> {
     },
   });
   return text?.split(/\s+/).filter(Boolean);
-}
-
-/** `k=v, k2=v2` as tags; null when malformed. */
-function parseTags(text: string): Record<string, string> | null {
-  const tags: Record<string, string> = {};
-  for (const part of text
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean)) {
-    const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(part);
-    if (!match) return null;
-    tags[match[1]!] = match[2]!;
-  }
-  return tags;
 }

@@ -2,11 +2,13 @@ import { dirname, posix } from 'node:path';
 import * as vscode from 'vscode';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { DisplayEntry, OutputChunk, StreamName } from '../shared/types.ts';
-import { chooseMachine, createDefaultMachine, reporting } from './machine-commands.ts';
+import { chooseMachine, createDefaultMachine } from './machine-picker.ts';
+import { reporting } from './reporting.ts';
 import { askInInputBox } from './input-box.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
 import { cellOutputs, runningOutputs, streamItem } from './notebook-outputs.ts';
 import { findNotebookMachine } from '../notebooks/notebook-machine.ts';
+import { COMMANDS } from './commands.ts';
 
 /** VS Code's own ipynb support: no Jupyter extension needed. */
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -45,10 +47,10 @@ export class NotebookKernel implements vscode.Disposable {
     this.#subscriptions = [
       this.#controller,
       // With a machine (from a keybinding or a script), no question is asked.
-      vscode.commands.registerCommand('perennial.notebook.selectMachine', (machine?: MachineRef) =>
+      vscode.commands.registerCommand(COMMANDS.selectNotebookMachine, (machine?: MachineRef) =>
         reporting(log, "choose the notebook's machine", () => this.#choose(machine)),
       ),
-      vscode.commands.registerCommand('perennial.notebook.restart', () => reporting(log, 'restart the notebook', () => this.#restart())),
+      vscode.commands.registerCommand(COMMANDS.restartNotebook, () => reporting(log, 'restart the notebook', () => this.#restart())),
     ];
   }
 

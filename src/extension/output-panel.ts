@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { viewResult, type ResultNote } from '../shared/result-format.ts';
 import type { DisplayBundle, ExecResult } from '../shared/types.ts';
+import { COMMANDS } from './commands.ts';
 
 /** One instruction as the panel shows it. */
 interface Entry {
@@ -37,7 +38,7 @@ export class OutputPanel implements vscode.Disposable {
   #panel?: vscode.WebviewPanel;
   #entries: Entry[] = [];
   #nextId = 1;
-  readonly #subscription = vscode.commands.registerCommand('perennial.showOutput', () => this.show(false));
+  readonly #subscription = vscode.commands.registerCommand(COMMANDS.showOutput, () => this.show(false));
 
   constructor(private readonly icon: vscode.Uri) {}
 

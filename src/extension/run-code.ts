@@ -5,6 +5,7 @@ import type { ActiveMachine } from './active-machine.ts';
 import type { MachineRef, Sources } from './machine-source.ts';
 import type { OutputPanel } from './output-panel.ts';
 import { askInInputBox } from './input-box.ts';
+import { COMMANDS } from './commands.ts';
 
 const CELL_MARKER = /^#\s*%%/;
 
@@ -23,7 +24,7 @@ export function registerRunCommands(sources: Sources, active: ActiveMachine, pan
   };
   // Plain commands rather than text-editor commands: their promise reaches executeCommand's caller.
   return vscode.Disposable.from(
-    vscode.commands.registerCommand('perennial.runSelection', async () => {
+    vscode.commands.registerCommand(COMMANDS.runSelection, async () => {
       const editor = vscode.window.activeTextEditor;
       if (!editor) return;
       const { selection, document } = editor;
@@ -36,7 +37,7 @@ export function registerRunCommands(sources: Sources, active: ActiveMachine, pan
         editor.selection = new vscode.Selection(next, next);
       }
     }),
-    vscode.commands.registerCommand('perennial.runCell', async (line?: number) => {
+    vscode.commands.registerCommand(COMMANDS.runCell, async (line?: number) => {
       const editor = vscode.window.activeTextEditor;
       if (!editor) return;
       const range = cellAt(editor.document, line ?? editor.selection.active.line);
@@ -109,7 +110,7 @@ async function reportFailure(
   if (error instanceof ForeverVMError && error.status === 401) {
     void vscode.window
       .showErrorMessage('Perennial: the server refused the token. For ForeverVM, set a valid token.', 'Set ForeverVM Token')
-      .then((choice) => choice && vscode.commands.executeCommand('perennial.setForeverVMToken'));
+      .then((choice) => choice && vscode.commands.executeCommand(COMMANDS.setForeverVMToken));
     return;
   }
   const next = error instanceof ForeverVMError && error.code === 'Unreachable' ? ' Is the Perennial server running? It is started on demand; see the log.' : '';
@@ -129,7 +130,7 @@ function cellLenses(document: vscode.TextDocument): vscode.CodeLens[] {
   const lenses: vscode.CodeLens[] = [];
   for (let line = 0; line < document.lineCount; line++) {
     if (!CELL_MARKER.test(document.lineAt(line).text)) continue;
-    lenses.push(new vscode.CodeLens(new vscode.Range(line, 0, line, 0), { title: '$(play) Run Cell', command: 'perennial.runCell', arguments: [line] }));
+    lenses.push(new vscode.CodeLens(new vscode.Range(line, 0, line, 0), { title: '$(play) Run Cell', command: COMMANDS.runCell, arguments: [line] }));
   }
   return lenses;
 }
