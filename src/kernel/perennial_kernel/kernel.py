@@ -245,7 +245,8 @@ class Kernel:
         if isinstance(exc, ipython_shell.IPythonMissing) or ipython_shell.usage_error(exc):
             return None
         try:
-            shell = self.ipython()
+            # An interrupt's result must be back within the grace period: IPython is not loaded for it.
+            shell = self.shell if isinstance(exc, KeyboardInterrupt) else self.ipython()
         except Exception:  # an IPython that cannot start: the plain traceback stands
             return None
         if shell is None:
