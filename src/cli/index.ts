@@ -3,24 +3,7 @@ import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
-import { execCommand } from './commands/exec.ts';
-import { installCommand, type InstallOptions } from './commands/install.ts';
-import { checkpointCommand, checkpointsCommand, rollbackCommand } from './commands/checkpoint.ts';
-import {
-  machineForkCommand,
-  machineListCommand,
-  machineNewCommand,
-  machineRemoveCommand,
-  machineSwapCommand,
-  machineUpgradeCommand,
-} from './commands/machine.ts';
-import { replCommand } from './commands/repl.ts';
-import { serveCommand } from './commands/serve.ts';
-import { stopCommand } from './commands/stop.ts';
-import { mcpCommand } from './commands/mcp.ts';
-import { statusCommand } from './commands/status.ts';
-import { kernelCommand, kernelInstallCommand, kernelListCommand, kernelRemoveCommand } from './commands/kernel.ts';
-import { loginCommand } from './commands/login.ts';
+import type { InstallOptions } from './commands/install.ts';
 import { hostedClient } from '../client/forevervm-config.ts';
 import { serverClient, type CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
@@ -30,6 +13,26 @@ import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
 import { errorCodeOf } from '../platform/coded-error.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
+
+/**
+ * The commands' modules, each loaded when one of its commands runs: a command loads only its own
+ * code (a Jupyter kernel's start, which Jupyter waits for, does not load the server's or MCP's).
+ */
+const COMMAND_MODULES = {
+  checkpoint: () => import('./commands/checkpoint.ts'),
+  exec: () => import('./commands/exec.ts'),
+  install: () => import('./commands/install.ts'),
+  kernel: () => import('./commands/kernel.ts'),
+  login: () => import('./commands/login.ts'),
+  machine: () => import('./commands/machine.ts'),
+  mcp: () => import('./commands/mcp.ts'),
+  repl: () => import('./commands/repl.ts'),
+  serve: () => import('./commands/serve.ts'),
+  status: () => import('./commands/status.ts'),
+  stop: () => import('./commands/stop.ts'),
+};
+const lazy = <Name extends keyof typeof COMMAND_MODULES>(name: Name): ReturnType<(typeof COMMAND_MODULES)[Name]> =>
+  COMMAND_MODULES[name]() as ReturnType<(typeof COMMAND_MODULES)[Name]>;
 
 function buildProgram(): Command {
   const program = new Command('perennial')
@@ -74,7 +77,7 @@ function buildProgram(): Command {
     .addOption(pythonOption())
     .option('-t, --timeout <seconds>', 'interrupt the code after this long; 0: no limit (default 15)', timeoutSeconds)
     .option('--images <dir>', 'save figures as PNG files in this folder (default: perennial-figures/MACHINE in the temporary folder)')
-    .action((code: string, options) => execCommand(context(), code, options));
+    .action((code: string, options) => lazy('exec').then(({ execCommand }) => execCommand(context(), code, options)));
 
   program
     .command('repl')
@@ -84,7 +87,7 @@ function buildProgram(): Command {
     .addOption(pythonOption())
     .option('-t, --timeout <seconds>', 'interrupt each statement after this long (default: no limit, as in Python)', timeoutSeconds)
     .option('--images <dir>', 'save figures as PNG files in this folder (default: perennial-figures/MACHINE in the temporary folder)')
-    .action((name: string | undefined, options) => replCommand(context(), name, options));
+    .action((name: string | undefined, options) => lazy('repl').then(({ replCommand }) => replCommand(context(), name, options)));
 
   program
     .command('serve')
@@ -149,12 +152,12 @@ function buildProgram(): Command {
       positiveInteger,
     )
     .option('--drain', "instead of serving: hand every machine of the cluster's node serving the data dir (or --server) to the other nodes, then stop it")
-    .action((options) => serveCommand(context(), options));
+    .action((options) => lazy('serve').then(({ serveCommand }) => serveCommand(context(), options)));
 
   program
     .command('stop')
     .description("stop the data dir's local server (one you or a command started); it saves every machine first")
-    .action(() => stopCommand(context()));
+    .action(() => lazy('stop').then(({ stopCommand }) => stopCommand(context())));
 
   program
     .command('mcp')
@@ -184,20 +187,20 @@ function buildProgram(): Command {
       'an MCP call that runs code, for a client that takes no task, answers by then with the output so far while the code runs on (default 40, under the 60 s MCP clients wait; 0: at its end)',
       answerWithinSeconds,
     )
-    .action((options) => mcpCommand(context(), options));
+    .action((options) => lazy('mcp').then(({ mcpCommand }) => mcpCommand(context(), options)));
 
   program
     .command('status')
     .description('the local server (or, with --backend forevervm, the hosted account) and its machines')
     .option('--json', 'print JSON')
-    .action((options) => statusCommand(context(), options));
+    .action((options) => lazy('status').then(({ statusCommand }) => statusCommand(context(), options)));
 
   program
     .command('login')
     .description('save a ForeverVM token for --backend forevervm (in the ForeverVM CLI config file)')
     .option('--token <token>', 'the token (default: ask, or read stdin)')
     .option('--base-url <url>', 'the ForeverVM API (default https://api.forevervm.com)')
-    .action((options) => loginCommand(context(), options));
+    .action((options) => lazy('login').then(({ loginCommand }) => loginCommand(context(), options)));
 
   const kernel = program
     .command('kernel')
@@ -206,7 +209,7 @@ function buildProgram(): Command {
     .option('--machine <name>', "run on this machine, whichever notebook (default: the notebook's own); with install, the kernelspec's")
     .addOption(engineOption())
     .addOption(pythonOption())
-    .action((options) => kernelCommand(context(), options));
+    .action((options) => lazy('kernel').then(({ kernelCommand }) => kernelCommand(context(), options)));
   kernel
     .command('install')
     .description(
@@ -220,19 +223,21 @@ function buildProgram(): Command {
     .addHelpText('after', "\nAnd the kernel's: --engine, --python (a new machine's), --machine NAME (every notebook on that one).")
     // --engine, --python and --machine are the kernel command's own too, which commander gives them to.
     .action((options) =>
-      kernelInstallCommand(context(), program.opts().dataDir !== undefined || !!process.env.PERENNIAL_HOME, { ...kernel.opts(), ...options }),
+      lazy('kernel').then(({ kernelInstallCommand }) =>
+        kernelInstallCommand(context(), program.opts().dataDir !== undefined || !!process.env.PERENNIAL_HOME, { ...kernel.opts(), ...options }),
+      ),
     );
   kernel
     .command('list')
     .description('the Perennial kernels Jupyter finds, and where')
     .option('--json', 'print JSON')
-    .action((options) => kernelListCommand(context(), options));
+    .action((options) => lazy('kernel').then(({ kernelListCommand }) => kernelListCommand(context(), options)));
   kernel
     .command('remove')
     .alias('rm')
     .description('remove a Perennial kernelspec (the machines of its notebooks stay)')
     .argument('<name>')
-    .action((name: string) => kernelRemoveCommand(context(), name));
+    .action((name: string) => lazy('kernel').then(({ kernelRemoveCommand }) => kernelRemoveCommand(context(), name)));
 
   const machine = program.command('machine').description('create, list, fork, swap and remove machines');
   machine
@@ -246,49 +251,51 @@ function buildProgram(): Command {
     .option('--workspace <dir>', 'sandbox engine: mount this folder at /workspace (read-only)')
     .option('--workspace-write', 'sandbox engine: mount the workspace read-write')
     .option('--network', 'sandbox engine: let the machine reach the network')
-    .action((options) => machineNewCommand(context(), options));
+    .action((options) => lazy('machine').then(({ machineNewCommand }) => machineNewCommand(context(), options)));
   machine
     .command('list')
     .alias('ls')
     .description('list machines, newest first')
     .option('--tag <key=value>', 'only machines with this tag (repeatable; all must match)', collectTag)
     .option('--json', 'print JSON')
-    .action((options) => machineListCommand(context(), options));
+    .action((options) => lazy('machine').then(({ machineListCommand }) => machineListCommand(context(), options)));
   machine
     .command('fork')
     .description("make a new machine with this one's state now, and print its name")
     .argument('<name>')
     .option('--tag <key=value>', "tag the fork (repeatable), on top of the origin's tags and forked_from", collectTag)
-    .action((name: string, options) => machineForkCommand(context(), name, options));
+    .action((name: string, options) => lazy('machine').then(({ machineForkCommand }) => machineForkCommand(context(), name, options)));
   machine
     .command('upgrade')
     .description('move a machine made on an older runtime (Pyodide) onto the newest, keeping a checkpoint of the state before')
     .argument('<name>')
-    .action((name: string) => machineUpgradeCommand(context(), name));
+    .action((name: string) => lazy('machine').then(({ machineUpgradeCommand }) => machineUpgradeCommand(context(), name)));
   machine
     .command('rm')
     .description('delete machines and all their files')
     .argument('<names...>')
     .option('-f, --force', 'also a machine that runs an instruction (it is stopped)')
-    .action((names: string[], options: { force?: boolean }) => machineRemoveCommand(context(), names, options));
+    .action((names: string[], options: { force?: boolean }) =>
+      lazy('machine').then(({ machineRemoveCommand }) => machineRemoveCommand(context(), names, options)),
+    );
   machine
     .command('swap')
     .description('swap machines out to disk now')
     .argument('<names...>')
-    .action((names: string[]) => machineSwapCommand(context(), names));
+    .action((names: string[]) => lazy('machine').then(({ machineSwapCommand }) => machineSwapCommand(context(), names)));
 
   program
     .command('checkpoint')
     .description("save a machine's state now as a checkpoint, and print its id")
     .argument('<name>')
     .option('--label <label>', 'a name to roll back to it by')
-    .action((name: string, options) => checkpointCommand(context(), name, options));
+    .action((name: string, options) => lazy('checkpoint').then(({ checkpointCommand }) => checkpointCommand(context(), name, options)));
   program
     .command('checkpoints')
     .description("list a machine's checkpoints, oldest first (taken ones, and the newest automatic ones)")
     .argument('<name>')
     .option('--json', 'print JSON')
-    .action((name: string, options) => checkpointsCommand(context(), name, options));
+    .action((name: string, options) => lazy('checkpoint').then(({ checkpointsCommand }) => checkpointsCommand(context(), name, options)));
   program
     .command('install')
     .description(
@@ -301,14 +308,16 @@ function buildProgram(): Command {
     )
     .option('-r, --requirement <file>', 'python machine: install what this requirements file lists')
     .option('-f, --find-links <dir>', 'python machine: look for the packages in this folder of wheels too (a computer without a package index)')
-    .action((name: string, packages: string[], options: InstallOptions) => installCommand(context(), name, packages, options));
+    .action((name: string, packages: string[], options: InstallOptions) =>
+      lazy('install').then(({ installCommand }) => installCommand(context(), name, packages, options)),
+    );
 
   program
     .command('rollback')
     .description('return a machine to a checkpoint (by id or label); what runs is interrupted first')
     .argument('<name>')
     .argument('<checkpoint>')
-    .action((name: string, checkpoint: string) => rollbackCommand(context(), name, checkpoint));
+    .action((name: string, checkpoint: string) => lazy('checkpoint').then(({ rollbackCommand }) => rollbackCommand(context(), name, checkpoint)));
 
   return program;
 }

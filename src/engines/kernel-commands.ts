@@ -24,6 +24,8 @@ export interface KernelCommands {
   complete: { args: { code: string; cursor: number }; result: Completions };
   inspect: { args: { expr: string }; result: ObjectInfo };
   is_complete: { args: { code: string }; result: Completeness };
+  /** IPython's shell started now, as a Jupyter kernel's is, where the machine has IPython. */
+  start_ipython: { args: Record<string, never>; result: { available: boolean } };
   /** A fresh namespace; files and packages stay. */
   reset: { args: Record<string, never>; result: ResetResult };
   /** A front end's comm message, handled by its comm's code (which may change the state). */
@@ -41,7 +43,7 @@ export type KernelArgs<Op extends KernelOp> = KernelCommands[Op]['args'];
 export type KernelResult<Op extends KernelOp> = KernelCommands[Op]['result'];
 
 /** The commands after which the machine has something new to save. */
-const CHANGES_STATE: ReadonlySet<KernelOp> = new Set<KernelOp>(['write_file', 'reset', 'comm']);
+const CHANGES_STATE: ReadonlySet<KernelOp> = new Set<KernelOp>(['write_file', 'reset', 'comm', 'start_ipython']);
 
 export function changesState(op: KernelOp): boolean {
   return CHANGES_STATE.has(op);

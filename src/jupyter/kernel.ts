@@ -98,6 +98,8 @@ export class JupyterKernel {
       (machine) => {
         // A machine found (again) has its say in the next cell shown.
         this.#noted = false;
+        // As ipykernel's: IPython's shell runs (its names, its tracebacks); queued before the first cell.
+        this.options.client.startIPython(machine.info.name).catch((error: Error) => this.options.log(`IPython not started: ${error.message}`));
         return machine;
       },
       (error: unknown) => {

@@ -41,6 +41,7 @@ export const MACHINE_OPERATIONS: OperationWork = {
   isComplete: (manager, { name, code }) => manager.kernel(name, 'is_complete', { code }),
   complete: (manager, { name, code, cursor }) => manager.complete(name, { code, cursor }),
   comm: (manager, { name, message }) => manager.kernel(name, 'comm', { message }),
+  startIPython: async (manager, { name }) => (await manager.kernel(name, 'start_ipython', {})).available,
 };
 
 /** Operation `op` on `manager`'s machines: `request` checked against the table's schema, then the work. */

@@ -297,6 +297,16 @@ export const OPERATIONS = {
     what: 'check code',
     hosted: 'emulated',
   }),
+  /** Starts the machine's IPython shell, as a Jupyter kernel does (IPython's names, syntax and tracebacks from here on, across swaps too); answers whether the machine has IPython. */
+  startIPython: operation<boolean>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/ipython',
+    request: z.object(machine),
+    args: (name: string) => ({ name }),
+    field: 'available',
+    what: 'start IPython',
+    hosted: 'refused',
+  }),
   /** A Jupyter front end's comm message, handled by the comm's code on the machine (ipywidgets); answers what that printed and displayed. */
   comm: operation<CommDelivery>()({
     method: 'POST',

@@ -27,6 +27,8 @@ def command_handlers(kernel):
         "complete": _hidden(lambda m: introspection.complete(kernel.ns, m["code"], m["cursor"])),
         "inspect": _hidden(lambda m: introspection.inspect_name(kernel.ns, m["expr"])),
         "is_complete": lambda m: introspection.is_complete(m["code"]),
+        # As a Jupyter kernel starts its shell: IPython's syntax, names (In, Out) and tracebacks.
+        "start_ipython": lambda m: {"available": kernel.ipython() is not None},
         "reset": lambda m: kernel.reset(),
         "comm": lambda m: kernel.deliver_comm(m["message"]),
         "refresh_imports": lambda m: importlib.invalidate_caches(),

@@ -82,7 +82,8 @@ def complete(ns, code, cursor):
     return {"matches": matches, "start": cursor - len(token)}
 
 
-# What an inspection gives of an object's source (IPython's ``??``) at most.
+# What an inspection gives of an object's source (a notebook's ``??``) at most; the hosted
+# emulation sends this module as an instruction, which must not name the interactive shell.
 _MAX_SOURCE = 100_000
 
 

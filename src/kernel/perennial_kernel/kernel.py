@@ -240,16 +240,12 @@ class Kernel:
         return result
 
     def _jupyter_traceback(self, exc):
-        """The error as IPython shows it in Jupyter, where the machine has IPython (a misused magic
-        and a cell that needs IPython keep their one line)."""
-        if isinstance(exc, ipython_shell.IPythonMissing) or ipython_shell.usage_error(exc):
-            return None
-        try:
-            # An interrupt's result must be back within the grace period: IPython is not loaded for it.
-            shell = self.shell if isinstance(exc, KeyboardInterrupt) else self.ipython()
-        except Exception:  # an IPython that cannot start: the plain traceback stands
-            return None
-        if shell is None:
+        """The error as IPython shows it in Jupyter, where IPython's shell runs (a Jupyter kernel
+        starts it: ``start_ipython``); a misused magic and a cell that needs IPython keep their one
+        line. Never loaded for it: an interrupt's result must be back within the grace period, and
+        the shell's names would appear in the namespace of a machine that never asked for them."""
+        shell = self.shell
+        if shell is None or isinstance(exc, ipython_shell.IPythonMissing) or ipython_shell.usage_error(exc):
             return None
         skipped, tb = 0, exc.__traceback__
         while tb is not None and os.path.dirname(tb.tb_frame.f_code.co_filename) == _KERNEL_DIR:
@@ -367,6 +363,8 @@ class Kernel:
             "workdir": self.workdir,
             "sys_path": sys.path,
             "future_flags": self.future_flags,
+            # A machine whose IPython shell ran (a Jupyter kernel's) gets it again when restored.
+            "ipython": self.shell is not None,
         }
         try:
             size, lost, saved = snapshot_file.write(path, items, meta)
@@ -409,6 +407,11 @@ class Kernel:
         within = eval("lambda load: load()", self.ns)
         with restoring(meta.get("cache_tag")):
             snapshot_file.load_segments(blob, meta.get("segments", []), lost, place, within)
+        if meta.get("ipython"):
+            try:
+                self.ipython()
+            except Exception as exc:  # the namespace came back; only IPython's shell did not
+                lost.append({"name": "IPython", "reason": f"its shell did not start again: {short_error(exc)}"})
         process_state.apply(self, process, lost)
         if not transfer:
             self.lost = lost

@@ -58,7 +58,9 @@ export const inspect = tool({
       ...(info.signature ? [`Signature: ${info.name.split('.').at(-1)}${info.signature}`] : []),
       ...(info.doc ? ['', info.doc] : []),
     ];
-    return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...info } };
+    // As the schema says: the source (IPython's `??`, for a Jupyter front end) is not this tool's.
+    const { name: shown, type, signature, doc } = info;
+    return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { name: shown, type, signature, doc } };
   },
 });
 
