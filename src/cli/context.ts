@@ -36,13 +36,15 @@ export interface MachineFlags {
   python?: string;
   workspace?: string;
   workspaceWrite?: boolean;
+  /** `machine new --workdir`: the folder it works in. */
+  workdir?: string;
   network?: boolean;
 }
 
 /**
  * What a machine a command creates is made with. The interpreter is `--python`, else
- * `PERENNIAL_PYTHON` as this command sees it, and a workspace is resolved against this command's
- * folder: both are sent with the request, so that they hold even when the server that makes the
+ * `PERENNIAL_PYTHON` as this command sees it, and a workspace or a workdir is resolved against
+ * this command's folder: both are sent with the request, so that they hold even when the server that makes the
  * machine was started earlier, elsewhere, with another environment. Each engine takes its own
  * options and ignores the other's.
  */
@@ -52,6 +54,7 @@ export function newMachineOptions(flags: MachineFlags, env: NodeJS.ProcessEnv = 
     ...(flags.engine ? { engine: flags.engine } : {}),
     ...(python ? { python } : {}),
     ...(flags.workspace ? { workspace: resolve(flags.workspace), workspaceWritable: flags.workspaceWrite ?? false } : {}),
+    ...(flags.workdir ? { workdir: resolve(flags.workdir) } : {}),
     ...(flags.network ? { network: true } : {}),
   };
 }

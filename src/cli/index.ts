@@ -250,6 +250,7 @@ function buildProgram(): Command {
     .addOption(pythonOption())
     .option('--workspace <dir>', 'sandbox engine: mount this folder at /workspace (read-only)')
     .option('--workspace-write', 'sandbox engine: mount the workspace read-write')
+    .option('--workdir <dir>', 'either engine: work in this folder (relative paths and imports are its; the sandbox mounts it read-write at the same path)')
     .option('--network', 'sandbox engine: let the machine reach the network')
     .action((options) => lazy('machine').then(({ machineNewCommand }) => machineNewCommand(context(), options)));
   machine

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Engine, EngineFactory } from '../engines/engine.ts';
 import type { MachineState } from '../shared/types.ts';
 import type { InstructionQueue } from './instruction-queue.ts';
@@ -154,6 +155,10 @@ export class MachineEngine {
 
   async #start(): Promise<Engine> {
     const { manifest, store } = this.context;
+    // A folder removed or renamed behind the machine's back leaves it working in its own, and saying so.
+    const folder = manifest.workdir && existsSync(manifest.workdir) ? manifest.workdir : undefined;
+    if (manifest.workdir && !folder)
+      this.context.notices.add(`${manifest.workdir}, where this machine works, is gone: it works in a folder of its own until given another.`);
     const engine = this.context.createEngine({
       memoryMb: manifest.memoryMb,
       outputLimit: this.context.outputLimit,
@@ -161,7 +166,7 @@ export class MachineEngine {
       environment: store.environmentDir(this.#name),
       python: manifest.python,
       workspace: manifest.workspace,
-      ...(manifest.workdir ? { folder: manifest.workdir } : {}),
+      ...(folder ? { folder } : {}),
       network: manifest.network,
     });
     await engine.start();

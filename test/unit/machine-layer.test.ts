@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import { MachineManager, type MachineManagerOptions, type ManagerEvent } from '../../src/machines/machine-manager.ts';
@@ -340,6 +340,13 @@ describe('the machine layer, over a fake engine', () => {
     assert.equal((await manager.update(name, { workdir: null })).workdir, undefined);
     assert.equal(await value(name, 'x'), '2');
     assert.equal(made.at(-1)!.options.folder, undefined, 'back in a folder of its own');
+
+    // A folder removed behind its back: the machine runs in its own, and says so once.
+    await manager.update(name, { workdir: other });
+    await rm(other, { recursive: true });
+    const { result } = await manager.run(name, 'x');
+    assert.deepEqual(result.data?.notices, [`${other}, where this machine works, is gone: it works in a folder of its own until given another.`]);
+    assert.equal(made.at(-1)!.options.folder, undefined);
   });
 
   it('on a full disk, refuses a swap and a checkpoint, says why, and loses nothing', async () => {
