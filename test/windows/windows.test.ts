@@ -197,7 +197,7 @@ describe(
       };
       assert.equal(answered.implementation, 'perennial');
       assert.equal(answered.language, 'python');
-      assert.equal(answered.status, 'ok');
+      assert.equal(answered.status, 'ok', JSON.stringify(answered.outputs));
       const printed = answered.outputs
         .filter((o) => o.type === 'stream')
         .map((o) => o.content.text as string)
