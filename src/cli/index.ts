@@ -4,10 +4,8 @@ import { Command, Option } from 'commander';
 import { defaultDataDir } from '../platform/data-dir.ts';
 import { DataDirLockedError } from '../platform/data-dir-lock.ts';
 import type { InstallOptions } from './commands/install.ts';
-import { hostedClient } from '../client/forevervm-config.ts';
-import { serverClient, type CliContext } from './context.ts';
+import type { CliContext } from './context.ts';
 import { ExitError } from './errors.ts';
-import { connectToLocalServer } from '../client/local-server-connection.ts';
 import { answerWithinSeconds, collectTag, inlineImageCount, portNumber, positiveInteger, positiveNumber, taskAfterSeconds, timeoutSeconds } from './options.ts';
 import { processTerminal } from './result-printer.ts';
 import { VERSION } from '../shared/version.ts';
@@ -55,7 +53,12 @@ function buildProgram(): Command {
       dataDir,
       backend: global.backend,
       server: global.server,
-      openClient: async () => (global.server ? serverClient(global.server) : global.backend === 'forevervm' ? hostedClient() : connectToLocalServer(dataDir)),
+      // Loaded when a command needs a client: not for --help, nor in a kernel's first second.
+      openClient: async () => {
+        if (global.server) return (await import('./context.ts')).serverClient(global.server);
+        if (global.backend === 'forevervm') return (await import('../client/forevervm-config.ts')).hostedClient();
+        return (await import('../client/local-server-connection.ts')).connectToLocalServer(dataDir);
+      },
       term: processTerminal,
       stdin: process.stdin,
       historyFile: join(dataDir, 'repl_history'),

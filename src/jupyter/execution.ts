@@ -9,7 +9,7 @@ import type { ExecuteRequest } from './requests.ts';
 
 /** What a cell's execution needs of its kernel. */
 export interface ExecutionContext {
-  client: PerennialClient;
+  client(): Promise<PerennialClient>;
   /** The notebook's machine (found, or made). */
   machine(): Promise<NotebookMachine>;
   /** What the kernel's first shown cell says of the machine: the notes, once. */
@@ -53,6 +53,7 @@ export async function executeCell(request: ExecuteRequest, publish: Publish, con
   };
   try {
     const machine = await context.machine();
+    const client = await context.client();
     // A silent execute (a front end's own) shows nothing: the notes wait for the first cell shown.
     if (!silent) notes = context.takeNotes(machine);
     if (!code.trim()) {
@@ -60,7 +61,7 @@ export async function executeCell(request: ExecuteRequest, publish: Publish, con
       return { reply: { status: 'ok', execution_count: count, payload: [], user_expressions: {} }, failed: false, machineGone: false };
     }
     context.running(true);
-    const { result } = await context.client
+    const { result } = await client
       .run(machine.info.name, code, {
         timeoutSeconds: 0,
         onQueued: (seq) => {
@@ -75,7 +76,7 @@ export async function executeCell(request: ExecuteRequest, publish: Publish, con
       .finally(() => context.running(false));
     const error = cell.end(result, count);
     if (error) return failure(error, count, false);
-    const expressions = await userExpressions(context.client, machine.info.name, request.user_expressions);
+    const expressions = await userExpressions(client, machine.info.name, request.user_expressions);
     const next = result.data?.next_input;
     const payload = [...cell.pages, ...(next ? [{ source: 'set_next_input', ...next }] : [])];
     return { reply: { status: 'ok', execution_count: count, payload, user_expressions: expressions }, failed: false, machineGone: false };

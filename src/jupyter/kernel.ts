@@ -17,7 +17,8 @@ import { ZmtpSocket, type ZmtpPeer } from './zmtp.ts';
 
 export interface KernelOptions {
   connection: ConnectionInfo;
-  client: PerennialClient;
+  /** The server's client: connected once the channels are bound, which answer Jupyter's heartbeat at once (a server that starts takes seconds); connected again after a failure. */
+  client: () => Promise<PerennialClient>;
   /** Finds (or makes) the notebook's machine: once, and again after it failed or the machine was deleted. */
   findMachine: () => Promise<NotebookMachine>;
   restarts: Restarts;
@@ -99,7 +100,10 @@ export class JupyterKernel {
         // A machine found (again) has its say in the next cell shown.
         this.#noted = false;
         // As ipykernel's: IPython's shell runs (its names, its tracebacks); queued before the first cell.
-        this.options.client.startIPython(machine.info.name).catch((error: Error) => this.options.log(`IPython not started: ${error.message}`));
+        void this.options
+          .client()
+          .then((client) => client.startIPython(machine.info.name))
+          .catch((error: Error) => this.options.log(`IPython not started: ${error.message}`));
         return machine;
       },
       (error: unknown) => {
@@ -113,7 +117,7 @@ export class JupyterKernel {
   /** Stops the running cell; the machine keeps its state (an interrupt by signal comes here). */
   async interrupt(): Promise<void> {
     const { info } = await this.#found();
-    await this.options.client.interrupt(info.name);
+    await (await this.options.client()).interrupt(info.name);
   }
 
   async close(): Promise<void> {
@@ -166,23 +170,23 @@ export class JupyterKernel {
     complete_request: async (message, channel) => {
       const { code, cursor_pos } = contentOf(CompleteRequest, message);
       const { info } = await this.#found();
-      this.#reply(channel, message, await completeReply(this.options.client, info.name, code, cursor_pos ?? [...code].length));
+      this.#reply(channel, message, await completeReply(await this.options.client(), info.name, code, cursor_pos ?? [...code].length));
     },
     inspect_request: async (message, channel) => {
       const { code, cursor_pos, detail_level } = contentOf(InspectRequest, message);
       const { info } = await this.#found();
-      this.#reply(channel, message, await inspectReply(this.options.client, info.name, code, cursor_pos ?? [...code].length, detail_level));
+      this.#reply(channel, message, await inspectReply(await this.options.client(), info.name, code, cursor_pos ?? [...code].length, detail_level));
     },
     is_complete_request: async (message, channel) => {
       const { code } = contentOf(IsCompleteRequest, message);
       const { info } = await this.#found();
-      const status = await this.options.client.isComplete(info.name, code);
+      const status = await (await this.options.client()).isComplete(info.name, code);
       this.#reply(channel, message, status === 'incomplete' ? { status, indent: nextLineIndent(code) } : { status });
     },
     history_request: async (message, channel) => {
       const request = contentOf(HistoryRequest, message);
       const { info } = await this.#found();
-      this.#reply(channel, message, await historyReply(this.options.client, info.name, request));
+      this.#reply(channel, message, await historyReply(await this.options.client(), info.name, request));
     },
     comm_info_request: async (message, channel) => {
       const { target_name } = contentOf(CommInfoRequest, message);
@@ -223,7 +227,7 @@ export class JupyterKernel {
 
   async #deliver(message: JupyterMessage, comm: z.input<typeof FrontEndComm>): Promise<CommDelivery> {
     const { info } = await this.#found();
-    const delivery = await this.options.client.comm(info.name, comm);
+    const delivery = await (await this.options.client()).comm(info.name, comm);
     const cell = new CellMessages((type, body, extra) => this.#publish(type, body, message, extra));
     for (const event of delivery.events) {
       if ('stream' in event) cell.text(event.stream, event.text);
@@ -235,7 +239,7 @@ export class JupyterKernel {
 
   async #kernelInfo(): Promise<Content> {
     const machine = await this.#found().catch(() => null);
-    const python = machine ? this.#pythonVersion(machine) : '3';
+    const python = machine ? this.#pythonVersion(machine, await this.options.client()) : '3';
     const where = machine ? `machine ${machine.info.name} (${machine.info.engine} engine)` : 'a Perennial machine';
     return {
       status: 'ok',
@@ -261,8 +265,7 @@ export class JupyterKernel {
    * its first cell would start it) for the next ask, and this one is answered at once, since front
    * ends ask again when an answer is slow.
    */
-  #pythonVersion(machine: NotebookMachine): string {
-    const { client } = this.options;
+  #pythonVersion(machine: NotebookMachine, client: PerennialClient): string {
     const name = machine.info.name;
     if (!machine.info.runtime && !this.#warming) {
       this.#warming = client
@@ -335,16 +338,17 @@ export class JupyterKernel {
     const machine = await this.#found().catch(() => null);
     if (!machine) return;
     const name = machine.info.name;
+    const client = await this.options.client();
     // A restart or a shutdown stops what this kernel runs, as in any kernel; the machine keeps its state.
-    if (this.#running) await this.options.client.interrupt(name).catch(() => {});
+    if (this.#running) await client.interrupt(name).catch(() => {});
     if (restart) return this.options.restarts.asked(name);
     // A kernel's own machine (no notebook) is wanted no more once its kernel is shut down.
     if (machine.throwaway) {
-      await this.options.client.delete(name).catch((error: Error) => this.options.log(`Machine ${name} stays: ${error.message}`));
+      await client.delete(name).catch((error: Error) => this.options.log(`Machine ${name} stays: ${error.message}`));
       return;
     }
     // Nothing runs for this kernel any more: the machine goes to disk (never away), and comes back with the next kernel.
-    await Promise.race([this.options.client.swap(name).catch(() => {}), new Promise((resolve) => setTimeout(resolve, 3000).unref())]);
+    await Promise.race([client.swap(name).catch(() => {}), new Promise((resolve) => setTimeout(resolve, 3000).unref())]);
   }
 
   #reply(channel: ZmtpSocket, parent: JupyterMessage, content: Content): void {

@@ -15,14 +15,11 @@ const RestartAsked = z.looseObject({ version: z.literal(1), machine: z.string(),
  * being asked leaves no such file: the next one finds the machine as it was.
  */
 export class Restarts {
-  constructor(
-    private readonly file: string,
-    private readonly client: PerennialClient,
-  ) {}
+  constructor(private readonly file: string) {}
 
   /** Beside `connectionFile`: a name Jupyter's own clean-up of `kernel-*.json` files leaves alone. */
-  static beside(connectionFile: string, client: PerennialClient): Restarts {
-    return new Restarts(`${connectionFile.replace(/\.json$/, '')}.perennial-restart`, client);
+  static beside(connectionFile: string): Restarts {
+    return new Restarts(`${connectionFile.replace(/\.json$/, '')}.perennial-restart`);
   }
 
   async asked(machine: string): Promise<void> {
@@ -30,12 +27,12 @@ export class Restarts {
   }
 
   /** Carries out a restart asked of the kernel before this one: the lines its first output says. */
-  async finish(machine: string): Promise<string[]> {
+  async finish(client: PerennialClient, machine: string): Promise<string[]> {
     const asked = await this.#read();
     if (!asked || asked.machine !== machine) return [];
     const label = `before restart ${asked.at.slice(0, 19).replace('T', ' ')}`;
-    const checkpoint = await this.client.checkpoint(machine, label);
-    const { cleared } = await this.client.reset(machine);
+    const checkpoint = await client.checkpoint(machine, label);
+    const { cleared } = await client.reset(machine);
     await rm(this.file, { force: true });
     return [
       `Restarted: a clean namespace (${cleared} name${cleared === 1 ? '' : 's'} cleared; files and packages stay). ` +

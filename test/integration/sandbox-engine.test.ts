@@ -4,9 +4,11 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
 import { readImageHeaderFile } from '../../src/engines/sandbox/machine-image-file.ts';
+import { detectIsolation } from '../../src/engines/sandbox/isolation.ts';
 import { CURRENT_PYODIDE } from '../../src/engines/sandbox/pyodide-runtimes.ts';
 import { sandboxChildDir } from '../../src/engines/sandbox/sandbox-assets.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
@@ -326,6 +328,22 @@ describe('sandbox engine', { timeout: 240_000 }, () => {
       const name = (await manager.create({ engine: 'sandbox', workspace, workspaceWritable: true })).name;
       await run(manager, name, 'open("result.txt", "w").write("written in the sandbox")');
       assert.equal(await readFile(join(workspace, 'result.txt'), 'utf8'), 'written in the sandbox');
+    });
+
+    it("works in a folder that holds Pyodide's install and the sandbox's own code (a checkout, a home folder), which stay read-only", async () => {
+      const checkout = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+      const name = (await manager.create({ engine: 'sandbox', workdir: checkout })).name;
+      assert.equal(
+        valueOf((await run(manager, name, 'import json, os\nos.getcwd(), json.load(open("package.json"))["name"]')).result),
+        `('${checkout}', 'perennial-repl')`,
+      );
+      if (!detectIsolation().bubblewrap) return; // Node's permission model grants a folder with all it holds
+      const stray = join(checkout, 'node_modules', 'pyodide', 'written-by-a-machine');
+      try {
+        assert.match(errorOf((await run(manager, name, `open(${JSON.stringify(stray)}, 'w').write('x')`)).result), /OSError|Read-only|Errno/);
+      } finally {
+        await rm(stray, { force: true });
+      }
     });
 
     it('reaches the network only when the machine was created with it allowed', async () => {

@@ -21,10 +21,11 @@ print(
             "implementation": info["implementation"],
             "language": info["language_info"]["name"],
             "status": reply["content"]["status"],
+            "reply": reply["content"],
             "outputs": [
                 {"type": m["msg_type"], "content": m["content"]}
                 for m in outputs
-                if m["msg_type"] in ("stream", "execute_result")
+                if m["msg_type"] in ("stream", "execute_result", "error")
             ],
         }
     )

@@ -193,11 +193,12 @@ describe(
         implementation: string;
         language: string;
         status: string;
+        reply: Record<string, unknown>;
         outputs: Array<{ type: string; content: Record<string, unknown> }>;
       };
       assert.equal(answered.implementation, 'perennial');
       assert.equal(answered.language, 'python');
-      assert.equal(answered.status, 'ok', JSON.stringify(answered.outputs));
+      assert.equal(answered.status, 'ok', `${JSON.stringify(answered)}\n${readFileSync(join(outputs, 'kernel.log'), 'utf8')}`);
       const printed = answered.outputs
         .filter((o) => o.type === 'stream')
         .map((o) => o.content.text as string)

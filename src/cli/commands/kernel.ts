@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { HttpClient } from '../../client/http-client.ts';
 import { engineDescriptor, PERSONS_ENGINE } from '../../engines/descriptors.ts';
 import { readConnectionFile } from '../../jupyter/connection-file.ts';
 import { JupyterKernel } from '../../jupyter/kernel.ts';
@@ -33,11 +34,18 @@ export async function kernelCommand(ctx: CliContext, options: KernelOptions): Pr
     throw new ExitError(2, 'perennial kernel: Jupyter starts it with --connection-file FILE; to make it a kernel Jupyter offers: perennial kernel install');
   const connectionFile = resolve(options.connectionFile);
   const connection = await readConnectionFile(connectionFile);
-  const client = await ctx.openClient();
-  const restarts = Restarts.beside(connectionFile, client);
+  const restarts = Restarts.beside(connectionFile);
   const log = (line: string) => ctx.term.err.write(`[perennial kernel] ${line}\n`);
+  // Connected once the kernel listens: Jupyter's clients give a kernel a second to answer its heartbeat.
+  let connecting: Promise<HttpClient> | undefined;
+  const client = () =>
+    (connecting ??= ctx.openClient().catch((error: unknown) => {
+      connecting = undefined;
+      throw error;
+    }));
   const findMachine = async () => {
-    const found = await findNotebookMachine(client, {
+    const server = await client();
+    const found = await findNotebookMachine(server, {
       pinned: options.machine,
       sessionName: process.env.JPY_SESSION_NAME || undefined,
       cwd: process.cwd(),
@@ -46,7 +54,7 @@ export async function kernelCommand(ctx: CliContext, options: KernelOptions): Pr
     });
     log(found.logged);
     // A restart's own line says what the cells find; else, that the state came back.
-    const restarted = await restarts.finish(found.info.name);
+    const restarted = await restarts.finish(server, found.info.name);
     return { ...found, notes: [...found.notes, ...(restarted.length ? restarted : found.cameBack ? [found.cameBack] : [])] };
   };
   const kernel = await JupyterKernel.start({ connection, client, findMachine, restarts, log });
@@ -66,7 +74,7 @@ export async function kernelCommand(ctx: CliContext, options: KernelOptions): Pr
   await Promise.race([kernel.stopped, orphaned]);
   process.off('SIGINT', interrupt);
   await kernel.close();
-  await client.close();
+  await (await connecting?.catch(() => undefined))?.close();
 }
 
 export interface KernelInstallOptions {

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, isAbsolute, relative } from 'node:path';
 import { SANDBOX_MALLOC_ENV } from '../../platform/malloc-env.ts';
 import type { SandboxMount } from './protocol.ts';
 
@@ -109,6 +109,19 @@ export function sandboxEnv(electron: boolean): NodeJS.ProcessEnv {
   };
 }
 
+/**
+ * The folders of `dirs` that none of the others holds. Node's permission model loses a granted
+ * folder itself (not what it holds) once a folder in it is granted too: a notebook's folder that
+ * holds Perennial's data dir, or Pyodide's install, could not be mounted.
+ */
+function outermost(dirs: string[]): string[] {
+  const inside = (dir: string, other: string) => {
+    const path = relative(other, dir);
+    return path !== '' && !path.startsWith('..') && !isAbsolute(path);
+  };
+  return [...new Set(dirs)].filter((dir) => !dirs.some((other) => inside(dir, other)));
+}
+
 /** How a sandbox process starts: bubblewrap (when it works) around Node's permission model, in a clean environment. */
 export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { command: string; args: string[]; env: NodeJS.ProcessEnv } {
   const node = realpathSync(process.execPath);
@@ -116,9 +129,8 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
   const readable = [launch.childDir, launch.pyodideDir, launch.mailboxDir, ...[launch.packageDir, launch.memoryDir].filter((dir) => dir !== undefined)];
   const nodeArgs = [
     ...permissionFlags(launch.network),
-    ...readable.map((dir) => `--allow-fs-read=${dir.replace(/\/$/, '')}/*`),
     // `dir/*` grants the folder itself too; giving both forms trips an assertion in Node 20.
-    ...(launch.workspace ? [`--allow-fs-read=${launch.workspace.hostPath}/*`] : []),
+    ...outermost([...readable, ...(launch.workspace ? [launch.workspace.hostPath] : [])]).map((dir) => `--allow-fs-read=${dir.replace(/[\\/]$/, '')}/*`),
     ...(launch.workspace?.writable ? [`--allow-fs-write=${launch.workspace.hostPath}/*`] : []),
     // The process makes a snapshot's patch on a thread of its own (see child/harden.ts).
     '--allow-worker',
@@ -140,7 +152,16 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
   ];
   const env = sandboxEnv(electron);
   if (!isolation.bubblewrap) return { command: node, args: nodeArgs, env };
-  const roBind = (path: string) => (existsSync(path) ? ['--ro-bind', path, path] : []);
+  const binds = [
+    // Electron's executable reads its V8 snapshot, ICU data and libraries from its own folder.
+    ...[electron ? dirname(node) : node, '/lib', '/lib64', '/usr/lib', '/usr/lib64', ...readable]
+      .filter((path) => existsSync(path))
+      .map((path) => ({ path, flag: '--ro-bind' })),
+    ...(launch.workspace ? [{ path: launch.workspace.hostPath, flag: launch.workspace.writable ? '--bind' : '--ro-bind' }] : []),
+  ];
+  // A folder before the folders in it, which keep their own binding: Pyodide's install in a
+  // person's folder (a checkout of theirs) stays read-only in it.
+  binds.sort((a, b) => a.path.length - b.path.length);
   const args = [
     '--unshare-all',
     // No reaper process: nothing in the sandbox may start a process, so there is nothing to reap.
@@ -153,14 +174,7 @@ export function sandboxCommand(launch: SandboxLaunch, isolation: Isolation): { c
     // First, so that binds below /tmp stay visible.
     '--tmpfs',
     '/tmp',
-    // Electron's executable reads its V8 snapshot, ICU data and libraries from its own folder.
-    ...roBind(electron ? dirname(node) : node),
-    ...roBind('/lib'),
-    ...roBind('/lib64'),
-    ...roBind('/usr/lib'),
-    ...roBind('/usr/lib64'),
-    ...readable.flatMap(roBind),
-    ...(launch.workspace ? [launch.workspace.writable ? '--bind' : '--ro-bind', launch.workspace.hostPath, launch.workspace.hostPath] : []),
+    ...binds.flatMap(({ path, flag }) => [flag, path, path]),
     '--proc',
     '/proc',
     '--dev',
