@@ -220,9 +220,14 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     assert.match(await scenario('stdin'), /answered through stdin/);
   });
 
-  it("ipywidgets over comms both ways: the widget's comm opens, the front end's messages reach its code, comm_info lists it", async () => {
-    assert.match(await scenario('widgets'), /slider moved to 7/);
+  it("ipywidgets 6 (Debian's) over comms both ways: the widget's comm opens, the front end's messages reach its code, comm_info lists it", async () => {
+    assert.match(await scenario('widgets'), /ipywidgets 6 .*slider moved to 7/);
   });
+
+  for (const version of [7, 8])
+    it(`ipywidgets ${version} over comms: a slider moved reaches the machine; interact's value is in its Output widget, which moving its slider updates`, async () => {
+      assert.match(await scenario(`widgets_${version}`), new RegExp(`ipywidgets ${version} .*interact`));
+    });
 
   it('drops what no client should send (not ZMTP, another key, not Jupyter) and answers on', async () => {
     assert.match(await scenario('bad_peers'), /answers on/);

@@ -292,40 +292,96 @@ def comm_message(kc, msg_type, content):
         messages.append(reply)
 
 
-def widgets():
-    """ipywidgets (Debian's) over comms both ways: the widget's comm opens, the front end's version
-    handshake and a slider moved reach the machine, comm_info lists the comm, interact runs."""
-    km, kc = start("widgets.ipynb")
-    _, messages = run(kc, "import ipywidgets as w\nslider = w.IntSlider(value=3)\ndisplay(slider)")
+# ipywidgets 7 and 8, vendored (Debian has 6 only): a folder of each, put first on the machine's sys.path.
+VENDORED_WIDGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vendor")
+
+
+def widgets(version=None):
+    """ipywidgets over comms both ways: the widget's comm opens, the front end's version
+    handshake and a slider moved reach the machine, comm_info lists the comm, interact runs, and
+    (ipywidgets 7 and 8) moving interact's slider updates its Output widget. ``version``: a vendored
+    ipywidgets (7, 8) instead of Debian's (6)."""
+    km, kc = start(f"widgets-{version or 6}.ipynb")
+    if version:
+        folders = [os.path.join(VENDORED_WIDGETS, f"ipywidgets{version}"), VENDORED_WIDGETS]
+        run(kc, f"import sys\nsys.path[:0] = {folders!r}")
+    _, messages = run(kc, "import ipywidgets as w\nslider = w.IntSlider(value=3)\ndisplay(slider)\nw.__version__")
+    assert value(messages).startswith(f"'{version or 6}."), messages
     opened = [m for m in messages if m["msg_type"] == "comm_open" and m["content"]["target_name"] == "jupyter.widget"]
-    slider = next(m["content"] for m in opened if m["content"]["data"].get("_model_name") == "IntSliderModel")
-    assert slider["data"]["value"] == 3, slider
+    # ipywidgets 6 opens a comm with the state as its data; 7 and 8 under "state".
+    state = lambda content: content["data"].get("state", content["data"])  # noqa: E731
+    slider = next(m["content"] for m in opened if state(m["content"])["_model_name"] == "IntSliderModel")
+    assert state(slider)["value"] == 3, slider
     view = next(m["content"]["data"] for m in messages if m["msg_type"] == "display_data")
     assert view["application/vnd.jupyter.widget-view+json"]["model_id"] == slider["comm_id"], view
     assert "IntSlider" in view["text/plain"], view
 
-    version = comm_message(kc, "comm_open", {"comm_id": "v1", "target_name": "jupyter.widget.version", "data": {}})
-    sent = [m["content"] for m in version if m["msg_type"] == "comm_msg"]
-    assert sent and "version" in sent[0]["data"], version
-    comm_message(kc, "comm_msg", {"comm_id": "v1", "data": {"validated": True}})
+    if not version:  # ipywidgets 6 checks its version with the front end's; 7 and 8 do not
+        handshake = comm_message(
+            kc, "comm_open", {"comm_id": "v1", "target_name": "jupyter.widget.version", "data": {}}
+        )
+        sent = [m["content"] for m in handshake if m["msg_type"] == "comm_msg"]
+        assert sent and "version" in sent[0]["data"], handshake
+        comm_message(kc, "comm_msg", {"comm_id": "v1", "data": {"validated": True}})
 
-    comm_message(
-        kc, "comm_msg", {"comm_id": slider["comm_id"], "data": {"method": "backbone", "sync_data": {"value": 7}}}
+    # As each version's front end sends a moved slider.
+    moved = (
+        {"method": "update", "state": {"value": 7}, "buffer_paths": []}
+        if version
+        else {"method": "backbone", "sync_data": {"value": 7}}
     )
-    _, messages = run(kc, "slider.value, w.Widget._version_validated")
-    assert value(messages) == "(7, True)", messages
+    comm_message(kc, "comm_msg", {"comm_id": slider["comm_id"], "data": moved})
+    _, messages = run(kc, "slider.value")
+    assert value(messages) == "7", messages
 
     reply = shell_reply(kc, kc.comm_info(target_name="jupyter.widget"))
     assert reply["content"]["comms"][slider["comm_id"]] == {"target_name": "jupyter.widget"}, reply
 
-    reply, messages = run(kc, "w.interact(lambda n: n * 2, n=4)")
+    reply, messages = run(kc, "shown = w.interact(lambda n: n * 2, n=4)")
     assert reply["status"] == "ok", reply
-    shown = [m["content"]["data"].get("text/plain") for m in messages if m["msg_type"] == "display_data"]
-    assert "8" in shown, messages
+    if version:
+        models = {
+            m["content"]["comm_id"]: m["content"]["data"]["state"] for m in messages if m["msg_type"] == "comm_open"
+        }
+        output = next(comm for comm, state in models.items() if state["_model_name"] == "OutputModel")
+        n = next(comm for comm, state in models.items() if state["_model_name"] == "IntSliderModel")
+        assert outputs_text(messages, output) == "8", messages
+        shown = [
+            m for m in messages if m["msg_type"] == "display_data" and m["content"]["data"].get("text/plain") == "8"
+        ]
+        assert not shown, "interact's value is in its Output widget, not in the cell's output"
+        moved = comm_message(
+            kc, "comm_msg", {"comm_id": n, "data": {"method": "update", "state": {"value": 5}, "buffer_paths": []}}
+        )
+        assert outputs_text(moved, output) == "10", moved
+    else:
+        shown = [m["content"]["data"].get("text/plain") for m in messages if m["msg_type"] == "display_data"]
+        assert "8" in shown, messages
     comm_message(kc, "comm_close", {"comm_id": slider["comm_id"], "data": {}})
     assert slider["comm_id"] not in shell_reply(kc, kc.comm_info(target_name="jupyter.widget"))["content"]["comms"]
     stop(km, kc)
-    print("ok: ipywidgets over comms: opened, version handshake, slider moved to 7, comm_info, interact, closed")
+    print(f"ok: ipywidgets {version or 6} over comms: opened, slider moved to 7, comm_info, interact, closed")
+
+
+def outputs_text(messages, output):
+    """The text/plain of what the last update of Output widget ``output`` among ``messages`` holds."""
+    states = [
+        m["content"]["data"]["state"]
+        for m in messages
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == output
+        and "outputs" in m["content"]["data"].get("state", {})
+    ]
+    assert states, messages
+    return "".join(o["data"]["text/plain"] for o in states[-1]["outputs"] if o["output_type"] == "display_data")
+
+
+def widgets_7():
+    widgets(7)
+
+
+def widgets_8():
+    widgets(8)
 
 
 def bad_peers():

@@ -78,6 +78,8 @@ class Comm:
 
     def on_msg(self, callback):
         self._msg_callback = callback
+        # A widget sets its handler so: an Output widget is watched for ``with out:`` from then on.
+        comm_manager().kernel.output_widgets.track(callback)
 
     def on_close(self, callback):
         self._close_callback = callback

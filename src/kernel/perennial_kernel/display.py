@@ -43,11 +43,13 @@ class Displays:
     notebook can put it in its place. Past ``limit`` characters a cell's bundles are dropped, and
     one entry says how many."""
 
-    def __init__(self, sink, show=None):
+    def __init__(self, sink, show=None, widgets=None):
         """``show``: called with each entry as it comes, for a surface that shows them while the
-        cell still runs (the driver sends it to the host after the output before it)."""
+        cell still runs (the driver sends it to the host after the output before it). ``widgets``:
+        ipywidgets' Output widgets, whose ``with out:`` takes what is displayed inside it."""
         self._sink = sink
         self._show = show
+        self._widgets = widgets
         self.reset()
 
     def reset(self):
@@ -59,6 +61,8 @@ class Displays:
         data = {mime: _jsonable(mime, value) for mime, value in data.items()}
         if _WIDGET_VIEW in data and "text/plain" not in data:
             data["text/plain"] = _widget_text(data[_WIDGET_VIEW])
+        if not (result or page or update) and self._widgets is not None and self._widgets.display(data, metadata or {}):
+            return
         if not self._room(data):
             return
         entry = {"data": data, "metadata": metadata or {}, "output_chars": self._sink.written}
@@ -97,6 +101,8 @@ class Displays:
             self.reset()
 
     def clear(self, wait=False):
+        if self._widgets is not None and self._widgets.clear(wait):
+            return
         self._add({"clear": True, "wait": bool(wait), "output_chars": self._sink.written})
 
     def _add(self, entry):

@@ -17,6 +17,7 @@ from . import comms, ipython_shell, process_state, snapshot_file
 from .display import Displays, has_rich_repr, install_display, mime_bundle
 from .figures import capture_figures, close_figures, install_pyplot_hook, repr_png
 from .output import DEFAULT_OUTPUT_LIMIT, OutputSink, short_error, stream_writer
+from .output_widgets import PARENT, OutputWidgets
 from .pickling import save_order
 from .questions import install_questions
 from .reducers import forget_parsed_cells, restoring
@@ -69,7 +70,9 @@ class Kernel:
             self.module = adopt.module
         sys.modules["__main__"] = self.module
         self.ns = self.module.__dict__
-        self.sink = OutputSink(send_output, output_limit)
+        # ipywidgets' Output widgets, which take what runs inside ``with out:`` (``output_widgets``).
+        self.output_widgets = OutputWidgets()
+        self.sink = OutputSink(send_output, output_limit, self.output_widgets)
         self.stdout = stream_writer(self.sink, "stdout", fds[0], getattr(adopt, "stdout", None))
         self.stderr = stream_writer(self.sink, "stderr", fds[1], getattr(adopt, "stderr", None))
         sys.stdout, sys.stderr = self.stdout, self.stderr
@@ -84,7 +87,7 @@ class Kernel:
         self.workdir = getattr(adopt, "workdir", None) or os.getcwd()
         self.lost = list(getattr(adopt, "lost", []))
         self._loop = getattr(adopt, "_loop", None)
-        self.displays = Displays(self.sink, show)
+        self.displays = Displays(self.sink, show, self.output_widgets)
         # IPython's shell, once a cell needs it (``ipython_shell``), and the magics that set its
         # state, for a swap to replay (``process_state``).
         self.shell = None
@@ -108,6 +111,15 @@ class Kernel:
             # A sandbox machine installs IPython after the kernel started.
             builtins.get_ipython = self.ipython
         return self.shell
+
+    def get_parent(self):
+        """The parent message ipywidgets' ``with out:`` takes its ``msg_id`` from (ipywidgets 8), as
+        ipykernel's kernel answers it; ``_parent_header`` is the same for ipywidgets 7."""
+        return PARENT
+
+    @property
+    def _parent_header(self):
+        return PARENT
 
     @staticmethod
     def format_exception(exc):

@@ -18,9 +18,11 @@ class OutputSink:
     ``send(stream, text)`` is called with coalesced text; the host splits it into line chunks.
     """
 
-    def __init__(self, send, limit=DEFAULT_OUTPUT_LIMIT):
+    def __init__(self, send, limit=DEFAULT_OUTPUT_LIMIT, widgets=None):
         self._send = send
         self.limit = limit
+        # ipywidgets' Output widgets (``output_widgets``): text printed inside ``with out:`` is theirs.
+        self._widgets = widgets
         self._lock = threading.RLock()
         self._pending = []  # [stream, [parts], size]
         self._used = 0
@@ -41,7 +43,7 @@ class OutputSink:
             self._dropped = 0
 
     def write(self, stream, text):
-        if not text:
+        if not text or (self._widgets is not None and self._widgets.stream(stream, text)):
             return
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         with self._lock:
@@ -103,6 +105,8 @@ class OutputSink:
             return dropped
 
     def _flush_locked(self):
+        if self._widgets is not None:
+            self._widgets.flush()
         if self._pending:
             stream, parts, _ = self._pending
             self._pending = []
