@@ -85,6 +85,27 @@ await writeFile(
     `<meta http-equiv="Content-Security-Policy" content="${csp}"><title>Perennial</title><style>${style}</style></head>` +
     `<body><script>${script}</script></body></html>`,
 );
+// The notebook renderer of ipywidgets (VS Code loads it into a notebook's output page as an ES
+// module): ipywidgets' controls bundled, their style sheets (fonts inline) in the script, so that
+// it fetches nothing. The libraries' own CSS imports are left out: the renderer adds the sheet
+// of the line a widget is of (src/widgets/styles.ts).
+const fonts = { '.css': 'css', '.woff2': 'dataurl', '.woff': 'dataurl', '.ttf': 'dataurl', '.eot': 'dataurl', '.svg': 'dataurl', '.png': 'dataurl' };
+const WIDGET_STYLES = { 7: await view('src/widgets/widgets-7.css', fonts), 8: await view('src/widgets/widgets-8.css', fonts) };
+await build({
+  entryPoints: { 'widgets/renderer': 'src/widgets/renderer.ts' },
+  outdir: outdir.pathname,
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  minify: true,
+  charset: 'ascii',
+  logLevel: 'warning',
+  loader: { '.css': 'empty', '.svg': 'text' },
+  define: { WIDGET_STYLES: JSON.stringify(WIDGET_STYLES), 'process.env.NODE_ENV': '"production"' },
+  // html-manager's embedding code sets webpack's asset path, which no page here has.
+  banner: { js: 'var __webpack_public_path__ = "";' },
+});
 // The kernel package: its modules only (a python engine run from src/ leaves __pycache__ beside them).
 const kernelSource = new URL('../src/kernel/perennial_kernel/', import.meta.url);
 const kernelOut = new URL('perennial_kernel/', outdir);

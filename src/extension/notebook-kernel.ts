@@ -9,6 +9,8 @@ import type { MachineRef, Sources } from './machine-source.ts';
 import { cellOutputs, runningOutputs, streamItem } from './notebook-outputs.ts';
 import { findNotebookMachine } from '../notebooks/notebook-machine.ts';
 import { COMMANDS } from './commands.ts';
+import { NotebookWidgets } from './notebook-widgets.ts';
+import type { CommMessage } from '../shared/widget-state.ts';
 
 /** VS Code's own ipynb support: no Jupyter extension needed. */
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -32,6 +34,8 @@ export class NotebookKernel implements vscode.Disposable {
   readonly #pending = new Map<string, Set<CellRun>>();
   /** Each notebook's machine as found in this window, by URI (a renamed notebook is looked for again). */
   readonly #found = new Map<string, MachineRef>();
+  /** The notebooks' live widgets, their comms carried between the machine and the widget renderer. */
+  readonly #widgets: NotebookWidgets;
 
   constructor(
     private readonly sources: Sources,
@@ -44,8 +48,19 @@ export class NotebookKernel implements vscode.Disposable {
     this.#controller.detail = 'Runs the notebook in a Perennial machine, named in its metadata';
     this.#controller.executeHandler = (cells, notebook) => this.#execute(cells, notebook);
     this.#controller.interruptHandler = (notebook) => this.#interrupt(notebook);
+    this.#widgets = new NotebookWidgets(
+      {
+        deliver: async (notebook, comm) => {
+          const machine = this.machineOf(notebook);
+          return machine && (await this.sources[machine.source].client()).comm(machine.name, comm);
+        },
+        show: (cell, outputs) => this.#show(cell, outputs),
+      },
+      log,
+    );
     this.#subscriptions = [
       this.#controller,
+      this.#widgets,
       // With a machine (from a keybinding or a script), no question is asked.
       vscode.commands.registerCommand(COMMANDS.selectNotebookMachine, (machine?: MachineRef) =>
         reporting(log, "choose the notebook's machine", () => this.#choose(machine)),
@@ -130,7 +145,7 @@ export class NotebookKernel implements vscode.Disposable {
       for (const run of runs) {
         if (failed) run.skip();
         // What the person needs to know of the machine goes before the first cell's output.
-        else if (!run.ended) failed = !(await run.run(this.sources, machine, notes.splice(0)));
+        else if (!run.ended) failed = !(await run.run(this.sources, machine, notes.splice(0), (comm) => this.#widgets.fromMachine(notebook, comm, run.cell)));
         pending.delete(run);
       }
       if (!pending.size) this.#pending.delete(notebook.uri.toString());
@@ -140,6 +155,16 @@ export class NotebookKernel implements vscode.Disposable {
       turn.catch(() => {}),
     );
     await turn;
+  }
+
+  /** Outputs added to a cell outside its runs (what a widget's code printed), its number and state as they were. */
+  async #show(cell: vscode.NotebookCell, outputs: vscode.NotebookCellOutput[]): Promise<void> {
+    const summary = cell.executionSummary;
+    const execution = this.#controller.createNotebookCellExecution(cell);
+    execution.executionOrder = summary?.executionOrder;
+    execution.start(summary?.timing?.startTime);
+    await execution.appendOutput(outputs);
+    execution.end(summary?.success, summary?.timing?.endTime);
   }
 
   async #interrupt(notebook: vscode.NotebookDocument): Promise<void> {
@@ -214,8 +239,15 @@ class CellRun {
 
   constructor(private readonly execution: vscode.NotebookCellExecution) {}
 
-  /** Runs the cell, its output after `notes` (what the person needs to know of the machine); answers whether it succeeded. */
-  async run(sources: Sources, machine: MachineRef, notes: string[] = []): Promise<boolean> {
+  get cell(): vscode.NotebookCell {
+    return this.execution.cell;
+  }
+
+  /**
+   * Runs the cell, its output after `notes` (what the person needs to know of the machine), its
+   * widgets' comm messages to `onComm`; answers whether it succeeded.
+   */
+  async run(sources: Sources, machine: MachineRef, notes: string[], onComm: (comm: CommMessage) => void): Promise<boolean> {
     const { execution } = this;
     this.started = true;
     execution.start(Date.now());
@@ -234,6 +266,10 @@ class CellRun {
     if (this.#noted.length) this.#edit(() => execution.replaceOutput(this.#noted));
     const entries: DisplayEntry[] = [];
     const onDisplay = (entry: DisplayEntry) => {
+      if ('comm' in entry) {
+        onComm(entry.comm);
+        return;
+      }
       entries.push(entry);
       this.#showRunning(chunks, entries);
     };

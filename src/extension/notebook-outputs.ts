@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { tracebackException, viewResult } from '../shared/result-format.ts';
-import { figureImages, type DisplayBundle, type DisplayEntry, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
+import { figureImages, type CommDelivery, type DisplayBundle, type DisplayEntry, type ExecResult, type OutputChunk, type StreamName } from '../shared/types.ts';
 
 /** MIME types a bundle is shown as, richest first, as Jupyter picks them; text/plain last. */
 const MIME_ORDER = [
@@ -38,6 +38,23 @@ export function runningOutputs(chunks: OutputChunk[], entries: DisplayEntry[]): 
   return new ShownOutputs(chunks, entries).outputs(false);
 }
 
+/** What a widget's code printed and displayed outside any cell (a button's handler), as outputs: its comm messages are the widgets'. */
+export function deliveredOutputs(events: CommDelivery['events']): vscode.NotebookCellOutput[] {
+  const chunks: OutputChunk[] = [];
+  const entries: DisplayEntry[] = [];
+  for (const event of events) {
+    if ('stream' in event)
+      chunks.push(
+        ...event.text
+          .replace(/\n$/, '')
+          .split('\n')
+          .map((data) => ({ stream: event.stream, data, seq: 0 })),
+      );
+    else if (!('comm' in event.display)) entries.push({ ...event.display, afterOutput: chunks.length } as DisplayEntry);
+  }
+  return runningOutputs(chunks, entries);
+}
+
 /**
  * Streams and displays laid out as Jupyter does: `clear_output()` clears what came before (with
  * `wait`, once the next output comes), and a bundle with `update` replaces the one of its `display_id`.
@@ -70,7 +87,7 @@ class ShownOutputs {
   }
 
   #place(entry: DisplayEntry): void {
-    // A widget's messages: VS Code's own notebooks have no comm channel, so the widget shows in its text form.
+    // A widget's messages go to the widget renderer (notebook-widgets.ts), not into the outputs.
     if ('comm' in entry) return;
     if (!('data' in entry)) {
       if (entry.wait) this.#clearWaiting = true;

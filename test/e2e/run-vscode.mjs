@@ -98,10 +98,11 @@ function frameCounts(page, selector) {
 
 /**
  * What a test asks of the workbench's page (the extension host cannot see it): click an element (in any frame),
- * type into one and press Enter (`type: {into, text}`), read the text of elements, count elements.
+ * type into one and press Enter (`type: {into, text}`), press a key on the last (`press: {on, key}`),
+ * read the text of elements, count elements.
  * The answer goes to $PERENNIAL_E2E_UI/<id>.json, which the test polls.
  */
-async function uiAction(page, { click, dispatch, type, text, count }) {
+async function uiAction(page, { click, dispatch, type, press, text, count }) {
   try {
     // A click event on the last match in any frame, without scrolling to it: a view a chat scrolled away.
     if (dispatch) {
@@ -113,6 +114,12 @@ async function uiAction(page, { click, dispatch, type, text, count }) {
       // In whichever frame has it: webviews and MCP App views live in nested frames.
       const frame = page.frames()[(await frameCounts(page, click)).findIndex((n) => n > 0)] ?? page.mainFrame();
       await frame.locator(click).first().click({ timeout: 10_000 });
+    }
+    if (press) {
+      // A key on the last match in any frame: a slider's handle in a notebook's output.
+      const index = (await frameCounts(page, press.on)).findLastIndex((n) => n > 0);
+      if (index < 0) throw new Error(`nothing matches ${press.on}`);
+      await page.frames()[index].locator(press.on).last().press(press.key, { timeout: 10_000 });
     }
     if (type) {
       const field = page.locator(type.into).first();

@@ -195,6 +195,59 @@ suite('Perennial notebook kernel', () => {
     await vscode.window.showNotebookDocument(notebook);
   });
 
+  test('ipywidgets show live: a slider moved changes the value on the machine, interact updates its output; their state is saved with the notebook', async () => {
+    // ipywidgets 8 as the test vendors it (Debian has ipywidgets 6, which no front end of today shows).
+    const vendor = join(vscode.extensions.getExtension('perennial.perennial-repl')!.extensionPath, 'test', 'vendor');
+    const widgets = join(process.env.PERENNIAL_E2E_WORKSPACE!, 'widgets.ipynb');
+    writeNotebook(widgets, [
+      `import sys\nsys.path[:0] = ${JSON.stringify([join(vendor, 'ipywidgets8'), vendor])}\nimport ipywidgets as w\nslider = w.IntSlider(value=3, description='level')\nslider`,
+      'slider.value',
+      "shown = w.interact(lambda n: f'twice {n} is {2 * n}', n=4)",
+    ]);
+    const opened = await openWithPerennial(widgets);
+    await runCells(opened, 0, 1);
+    const handles = '.widget-slider .noUi-handle';
+    await eventually(async () => ((await count(handles)) === 1 ? true : undefined), 'the slider in the output');
+    await screenshot('widgets-slider');
+    await ui({ press: { on: handles, key: 'ArrowRight' } });
+    await eventually(async () => {
+      await runCells(opened, 1, 2);
+      return textOutputs(opened.cellAt(1)).join('') === '4' || undefined;
+    }, 'the moved slider on the machine');
+
+    await runCells(opened, 2, 3);
+    const output = '.widget-output';
+    await eventually(async () => ((await ui({ text: output })).some((text) => text.includes('twice 4 is 8')) ? true : undefined), "interact's output");
+    await ui({ press: { on: `.widget-interact ${handles}`, key: 'ArrowRight' } });
+    await eventually(
+      async () => ((await ui({ text: output })).some((text) => text.includes('twice 5 is 10')) ? true : undefined),
+      "interact's output, updated",
+    );
+    await screenshot('widgets-interact');
+
+    await opened.save();
+    type Saved = { metadata: { widgets?: Record<string, { state: Record<string, { model_name: string; state: { value?: number } }> }> } };
+    const saved = JSON.parse(readFileSync(widgets, 'utf8')) as Saved;
+    const models = Object.values(saved.metadata.widgets?.['application/vnd.jupyter.widget-state+json']?.state ?? {});
+    assert.deepEqual(
+      models
+        .filter((m) => m.model_name === 'IntSliderModel')
+        .map((m) => m.state.value)
+        .sort(),
+      [4, 5],
+      'the sliders as they were left, saved as Jupyter saves widgets',
+    );
+    // Opened again (a renderer of its own, started late): the widgets as they were, still live.
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    await vscode.window.showNotebookDocument(opened);
+    await eventually(async () => ((await count(handles)) === 2 ? true : undefined), 'the widgets shown again');
+    await ui({ press: { on: `.widget-interact ${handles}`, key: 'ArrowRight' } });
+    await eventually(async () => ((await ui({ text: output })).some((text) => text.includes('twice 6 is 12')) ? true : undefined), 'interact, live again');
+    changes.onEnd(() => invoke('delete-python-repl', { replId: machineOf(opened).name }));
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    await vscode.window.showNotebookDocument(notebook);
+  });
+
   test('the machine is named in the saved notebook and shown in the Machines view; then the window reloads', async () => {
     // After the reload, cell 6 (x * 2) finds x.
     await runCells(notebook, 0, 1);

@@ -37,7 +37,13 @@ let actions = 0;
  * Acts on the workbench page through the runner (see run-vscode.mjs): clicks, or fires a click
  * event on the last match in any frame (`dispatch`), or types; then reads the text of what matches.
  */
-export async function ui(action: { click?: string; dispatch?: string; type?: { into: string; text: string }; text?: string }): Promise<string[]> {
+export async function ui(action: {
+  click?: string;
+  dispatch?: string;
+  type?: { into: string; text: string };
+  press?: { on: string; key: string };
+  text?: string;
+}): Promise<string[]> {
   return (await page(action)).text;
 }
 
@@ -50,6 +56,7 @@ async function page(action: {
   click?: string;
   dispatch?: string;
   type?: { into: string; text: string };
+  press?: { on: string; key: string };
   text?: string;
   count?: string;
 }): Promise<{ text: string[]; count: number }> {
