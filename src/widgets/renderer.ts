@@ -22,23 +22,29 @@ export const activate: ActivationFunction = (context) => {
   const manager = new WidgetManager(post);
   context.onDidReceiveMessage?.((message: ToRenderer) => void manager.receive(message));
   // Started late (the first widget shown), or again (the notebook reopened): the models so far.
-  post({ type: 'ready' });
+  // Where there is no extension to ask (a diff of the notebook), there are none.
+  if (context.postMessage) post({ type: 'ready' });
+  else void manager.receive({ type: 'models', models: {}, live: [] });
   const shown = new Map<string, () => void>();
   return {
     async renderOutputItem(item, element) {
       shown.get(item.id)?.();
       element.replaceChildren();
       const { model_id: id } = item.json() as { model_id?: string };
-      await manager.modelsKnown;
-      if (!id || !manager.has_model(id)) {
-        element.textContent = 'This widget is gone: its kernel stopped before the notebook was saved with its state. Run the cell again.';
+      if (!id || !(await manager.known(id))) {
+        element.textContent = 'This widget is not here: its machine no longer has it, and the notebook was saved without it. Run its cell again.';
         return;
       }
-      const view = await manager.create_view(await manager.get_model(id));
-      await manager.display_view(view, element);
-      // VS Code sizes the output by what is there when this returns: a box's children come after it.
-      await allShown(view);
-      shown.set(item.id, () => view.remove());
+      try {
+        const view = await manager.create_view(await manager.get_model(id));
+        await manager.display_view(view, element);
+        // VS Code sizes the output by what is there when this returns: a box's children come after it.
+        await allShown(view);
+        shown.set(item.id, () => view.remove());
+      } catch (error) {
+        // A model or view that could not be made: a widget library not shipped, a broken state.
+        element.textContent = error instanceof Error ? error.message : String(error);
+      }
     },
     disposeOutputItem(id) {
       for (const [item, remove] of shown) {

@@ -4,6 +4,8 @@ import type { CommMessage, FromRenderer, SavedModel, ToRenderer } from '../share
 import { useWidgetStyle } from './styles.ts';
 
 type Post = (message: FromRenderer) => void;
+/** How long a view waits for the message that opens its model. */
+const MODEL_WAIT_MS = 5000;
 type JsonObject = Record<string, unknown>;
 type Buffers = ArrayBuffer[] | ArrayBufferView[];
 
@@ -19,8 +21,10 @@ export class WidgetManager extends HTMLManager {
   readonly #waiting = new Map<number, ICallbacks | undefined>();
   #next = 1;
   /** Resolves once the extension has said which models the notebook has. */
-  readonly modelsKnown: Promise<void>;
+  readonly #modelsKnown: Promise<void>;
   #known!: () => void;
+  /** Outputs waiting for a model whose comm is on its way (a view can come before its model's message). */
+  readonly #awaited = new Map<string, Array<() => void>>();
 
   constructor(private readonly post: Post) {
     super({
@@ -33,7 +37,28 @@ export class WidgetManager extends HTMLManager {
           ),
         ),
     });
-    this.modelsKnown = new Promise((resolve) => (this.#known = resolve));
+    this.#modelsKnown = new Promise((resolve) => (this.#known = resolve));
+  }
+
+  /**
+   * Whether the notebook has model `id`: once the extension has said which it has, or the
+   * machine's message that opens it has come, which a few seconds see to (the view and the
+   * message travel apart).
+   */
+  async known(id: string): Promise<boolean> {
+    await this.#modelsKnown;
+    if (this.has_model(id)) return true;
+    return new Promise<boolean>((resolve) => {
+      const waiting = this.#awaited.get(id) ?? [];
+      this.#awaited.set(id, waiting);
+      waiting.push(() => resolve(true));
+      setTimeout(() => resolve(this.has_model(id)), MODEL_WAIT_MS);
+    });
+  }
+
+  #arrived(id: string): void {
+    for (const resolve of this.#awaited.get(id) ?? []) resolve();
+    this.#awaited.delete(id);
   }
 
   /** A message of the extension's: the notebook's models, a comm message of the machine's, a message of ours taken. */
@@ -46,8 +71,9 @@ export class WidgetManager extends HTMLManager {
       return;
     }
     if (message.type === 'models') {
-      await Promise.all(Object.entries(message.models).map(([id, model]) => this.#restore(id, model, message.live.includes(id))));
+      const restored = Object.entries(message.models).map(([id, model]) => this.#restore(id, model, message.live.includes(id)));
       this.#known();
+      await Promise.all(restored);
       return;
     }
     await this.#fromMachine(message.comm);
@@ -70,7 +96,9 @@ export class WidgetManager extends HTMLManager {
     const msg = { content: comm.content, metadata: comm.metadata, buffers: comm.buffers.map((b) => new DataView(fromBase64(b).buffer)) };
     if (comm.msg_type === 'comm_open') {
       if (this.has_model(id)) return;
-      await this.handle_comm_open(this.#comm(id, String(comm.content.target_name)), msg as never);
+      const made = this.handle_comm_open(this.#comm(id, String(comm.content.target_name)), msg as never);
+      this.#arrived(id);
+      await made;
       return;
     }
     const known = this.#comms.get(id);
@@ -120,6 +148,8 @@ type Send = (msgType: CommMessage['msg_type'], content: JsonObject, callbacks?: 
 class RendererComm implements IClassicComm {
   #onMessage: ((msg: unknown) => void) | undefined;
   #onClose: ((msg: unknown) => void) | undefined;
+  /** What came before its model was made (a box's children follow its opening at once): given to it when it listens. */
+  #early: unknown[] = [];
 
   constructor(
     readonly comm_id: string,
@@ -141,6 +171,7 @@ class RendererComm implements IClassicComm {
 
   on_msg(callback: (msg: unknown) => void): void {
     this.#onMessage = callback;
+    for (const msg of this.#early.splice(0)) callback(msg);
   }
 
   on_close(callback: (msg: unknown) => void): void {
@@ -148,7 +179,8 @@ class RendererComm implements IClassicComm {
   }
 
   handle(msg: unknown): void {
-    this.#onMessage?.(msg);
+    if (this.#onMessage) this.#onMessage(msg);
+    else this.#early.push(msg);
   }
 
   closed(msg: unknown): void {

@@ -22,7 +22,7 @@ const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * with a data dir of its own, on a real PostgreSQL and an S3-compatible bucket (s3rver). Any node
  * answers for any machine; a machine goes where it is asked for when its node is gone.
  */
-describe('a cluster of nodes', { timeout: 300_000 }, () => {
+describe('a cluster of nodes', { timeout: 600_000 }, () => {
   let cluster: TestClusterNodes;
   let engines: ClusterEngines;
   let directory: ClusterDirectory;

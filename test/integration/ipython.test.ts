@@ -145,6 +145,29 @@ describe('IPython syntax, magics and display on the python engine, whose interpr
     assert.match(wide.stdout, /column_11/);
   });
 
+  it("loads IPython extensions with %load_ext, whose magics work as in IPython, and again after a swap: line_profiler's %lprun, memory_profiler's %memit", async () => {
+    await run(
+      fixture.manager,
+      name,
+      '%load_ext line_profiler\n%load_ext memory_profiler\ndef t_work(n):\n    total = 0\n    for i in range(n):\n        total += i\n    return total',
+    );
+    const check = async () => {
+      // %lprun gives its report to IPython's pager: a display here, as Jupyter's pager shows it; the
+      // loop's two lines ran 1000 times each. (It cites no source: line_profiler reads the source
+      // of IPython's and ipykernel's cell files only, and a machine's are named <cell N>.)
+      const profiled = await run(fixture.manager, name, '%lprun -f t_work t_work(1000)');
+      assert.ok(!('error' in profiled.result), JSON.stringify(profiled.result));
+      const report = String(displays(profiled.result)[0]?.data['text/plain']);
+      assert.match(report, /Line #\s+Hits\s+Time/);
+      assert.equal(report.match(/^\s+\d+\s+1000\s/gm)?.length, 2, report);
+      const memory = await run(fixture.manager, name, '%memit t_work(1000)');
+      assert.match(memory.stdout, /peak memory: [\d.]+ MiB, increment: /);
+    };
+    await check();
+    await fixture.manager.swap(name);
+    await check();
+  });
+
   it("keeps the user's variables across a swap, and not IPython's own (In, Out, get_ipython), nor names one of them lost", async () => {
     // `_` is the shell now: the kernel's own object, which a swap leaves out without a word.
     await run(fixture.manager, name, 'get_ipython()');

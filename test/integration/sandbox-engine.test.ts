@@ -67,7 +67,7 @@ function bumpSideModule(): Buffer {
   ]);
 }
 
-describe('sandbox engine', { timeout: 240_000 }, () => {
+describe('sandbox engine', { timeout: 480_000 }, () => {
   const fixture = managerFixture({ saveDelayMs: 60_000 });
   let manager: MachineManager;
 

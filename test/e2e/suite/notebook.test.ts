@@ -225,6 +225,9 @@ suite('Perennial notebook kernel', () => {
     );
     await screenshot('widgets-interact');
 
+    // Moving a widget changes no cell, as in JupyterLab: the widgets' state goes into the file with
+    // the next save of a changed notebook (a cell run again), whatever an auto-save wrote before.
+    await runCells(opened, 1, 2);
     await opened.save();
     type Saved = { metadata: { widgets?: Record<string, { state: Record<string, { model_name: string; state: { value?: number } }> }> } };
     const saved = JSON.parse(readFileSync(widgets, 'utf8')) as Saved;
@@ -235,7 +238,7 @@ suite('Perennial notebook kernel', () => {
         .map((m) => m.state.value)
         .sort(),
       [4, 5],
-      'the sliders as they were left, saved as Jupyter saves widgets',
+      `the sliders as they were left, saved as Jupyter saves widgets: ${JSON.stringify(models.map((m) => [m.model_name, m.state.value]))}`,
     );
     // Opened again (a renderer of its own, started late): the widgets as they were, still live.
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
