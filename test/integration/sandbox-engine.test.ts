@@ -87,8 +87,8 @@ describe('sandbox engine', { timeout: 480_000 }, () => {
 
   it('keeps no process ready for one machine, fills its pool from the second machine made or swapped in, and empties it when idle', async () => {
     const { dir, cleanup } = await tempDataDir();
-    // Long enough for the pool to fill before it is emptied.
-    const server = await LocalServer.start({ dataDir: dir, poolIdleSeconds: 10 });
+    // Long enough for the pool to fill before it is emptied, on a loaded machine too (10 s was not).
+    const server = await LocalServer.start({ dataDir: dir, poolIdleSeconds: 30 });
     const own = server.manager;
     const ready = () => own.engineStatus().find((e) => e.name === 'sandbox')!.ready;
     try {
@@ -104,7 +104,7 @@ describe('sandbox engine', { timeout: 480_000 }, () => {
       assert.equal(valueOf((await run(own, second, '1 + 1')).result), '2');
       await own.swap(first);
       await own.swap(second);
-      await eventually(() => ready() === 0 && sandboxProcesses().length === 0, 60_000, 'the pool to empty once idle');
+      await eventually(() => ready() === 0 && sandboxProcesses().length === 0, 120_000, 'the pool to empty once idle');
       assert.equal(valueOf((await run(own, first, '6 * 7')).result), '42', 'a machine still swaps in, from a new process');
     } finally {
       await server.close();
