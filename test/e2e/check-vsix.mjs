@@ -54,8 +54,10 @@ try {
   const welcome = page.getByRole('button', { name: 'New Machine' }).first();
   await welcome.waitFor({ timeout: 30_000 });
   await welcome.click();
-  // Engine (sandbox is offered first), then no tags; each prompt is waited for before answering.
+  // Engine sandbox (the person's own Python is offered first in a trusted workspace), then no
+  // tags; each prompt is waited for before answering.
   await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'sandbox' }).first().waitFor();
+  await page.keyboard.type('sandbox');
   await page.keyboard.press('Enter');
   await page.locator('.quick-input-widget', { hasText: 'Tags (optional)' }).waitFor();
   await page.keyboard.press('Enter');
