@@ -43,6 +43,9 @@ class OutputWidgets:
 
     def stream(self, name, text):
         """Takes printed text for the innermost widget inside ``with``; False when there is none."""
+        # Every write of every cell comes here: without a widget inside ``with``, no lock is taken.
+        if not self._inside:
+            return False
         with self._lock:
             if not self._inside:
                 return False
@@ -79,6 +82,8 @@ class OutputWidgets:
     def flush(self):
         """Sends the pending text to its widget: one stream output, joined to the last when it is
         of the same stream, as a notebook shows it."""
+        if self._pending is None:
+            return
         with self._lock:
             if self._pending is None:
                 return
