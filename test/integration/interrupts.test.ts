@@ -163,7 +163,7 @@ while True:
         // A long cell takes the sandbox a while to read before it begins: the interrupt comes meanwhile.
         const code = `${'pass\n'.repeat(20_000)}import time\ntime.sleep(60)`;
         const { done } = await manager.exec(machine, code, { timeoutSeconds: 0 });
-        await eventually(() => manager.get(machine).state === 'busy', 5000, 'busy');
+        await eventually(() => manager.get(machine).state === 'busy', 60_000, 'busy');
         manager.interrupt(machine);
         assert.match(errorOf(await done), /KeyboardInterrupt/);
         assert.equal(valueOf((await run(manager, machine, '"alive"')).result), "'alive'");
