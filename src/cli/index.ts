@@ -28,6 +28,7 @@ const COMMAND_MODULES = {
   serve: () => import('./commands/serve.ts'),
   status: () => import('./commands/status.ts'),
   stop: () => import('./commands/stop.ts'),
+  team: () => import('./commands/team.ts'),
 };
 const lazy = <Name extends keyof typeof COMMAND_MODULES>(name: Name): ReturnType<(typeof COMMAND_MODULES)[Name]> =>
   COMMAND_MODULES[name]() as ReturnType<(typeof COMMAND_MODULES)[Name]>;
@@ -287,6 +288,83 @@ function buildProgram(): Command {
     .description('swap machines out to disk now')
     .argument('<names...>')
     .action((names: string[]) => lazy('machine').then(({ machineSwapCommand }) => machineSwapCommand(context(), names)));
+
+  machine
+    .command('share')
+    .description('team server: let a person (or everyone) read a machine of yours, or run code on it with --run')
+    .argument('<name>')
+    .argument('<person>', 'a person of the team, or everyone')
+    .option('--run', 'let them run code too (default: read its variables, history and output)')
+    .action((name: string, person: string, options: { run?: boolean }) =>
+      lazy('team').then(({ machineShareCommand }) => machineShareCommand(context(), name, person, options)),
+    );
+  machine
+    .command('unshare')
+    .description('team server: end a share')
+    .argument('<name>')
+    .argument('<person>', 'a person of the team, or everyone')
+    .action((name: string, person: string) => lazy('team').then(({ machineUnshareCommand }) => machineUnshareCommand(context(), name, person)));
+  machine
+    .command('give')
+    .description("team server: make a machine another person's (its owner, or the operator for one who left); its shares end")
+    .argument('<name>')
+    .argument('<person>')
+    .action((name: string, person: string) => lazy('team').then(({ machineGiveCommand }) => machineGiveCommand(context(), name, person)));
+
+  const team = program.command('team').description('a server for a team: people, their keys, quotas (see docs/team.md)');
+  team
+    .command('init')
+    .description("make the local server a team's: OWNER is its first admin and owns its machines; prints OWNER's first key")
+    .requiredOption('--owner <name>', 'the first admin')
+    .action((options: { owner: string }) => lazy('team').then(({ teamInitCommand }) => teamInitCommand(context(), options)));
+  const person = team.command('person').description("the team's people");
+  person
+    .command('add')
+    .argument('<name>')
+    .option('--admin', 'an admin: runs the team (people, keys, quotas, the audit log)')
+    .option('--subject <sub>', "who they sign in as at the team's identity provider (OpenID Connect's sub)")
+    .action((name: string, options) => lazy('team').then(({ personAddCommand }) => personAddCommand(context(), name, options)));
+  person
+    .command('list')
+    .option('--json', 'print JSON')
+    .action((options) => lazy('team').then(({ personListCommand }) => personListCommand(context(), options)));
+  person
+    .command('remove')
+    .description('take a person out of the team and revoke their keys; their machines are kept')
+    .argument('<name>')
+    .action((name: string) => lazy('team').then(({ personRemoveCommand }) => personRemoveCommand(context(), name)));
+  const key = team.command('key').description('keys: bearer tokens of a person, with scopes and an expiry');
+  key
+    .command('create')
+    .description('make a key (your own, or with --person as an admin) and print it, this once')
+    .requiredOption('--name <name>', 'what it is for ("laptop", "ci")')
+    .option('--person <name>', 'whose (an admin); default: yours')
+    .option('--scopes <list>', 'read, run, manage, admin, separated by commas', 'read,run,manage')
+    .option('--expires <when>', 'a date, or a span such as 30d or 12h')
+    .action((options) => lazy('team').then(({ keyCreateCommand }) => keyCreateCommand(context(), options)));
+  key
+    .command('list')
+    .option('--person <name>', "an admin: another person's")
+    .option('--json', 'print JSON')
+    .action((options) => lazy('team').then(({ keyListCommand }) => keyListCommand(context(), options)));
+  key
+    .command('revoke')
+    .argument('<id>')
+    .action((id: string) => lazy('team').then(({ keyRevokeCommand }) => keyRevokeCommand(context(), id)));
+  const quota = team
+    .command('quota')
+    .description("a quota: yours, or with --person (an admin) anyone's")
+    .option('--person <name>')
+    .option('--json', 'print JSON')
+    .action((options) => lazy('team').then(({ quotaCommand }) => quotaCommand(context(), options)));
+  quota
+    .command('set')
+    .description("set a person's quota (--person), or the default")
+    .option('--person <name>')
+    .option('--machines <n>', 'machines they may own', positiveInteger)
+    .option('--warm-memory-mb <n>', 'memory their warm machines may hold, MiB', positiveInteger)
+    .option('--disk-mb <n>', 'disk their machines may keep, MiB', positiveInteger)
+    .action((options) => lazy('team').then(({ quotaSetCommand }) => quotaSetCommand(context(), options)));
 
   program
     .command('checkpoint')

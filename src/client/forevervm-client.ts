@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { fieldsInQuery, OperationClient, OPERATIONS, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import { fieldsInQuery, OperationClient, OPERATIONS, type HttpRoute, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
 import type { NewMachineBody } from '../shared/requests.ts';
 import {
   KEEPALIVE_HEADER,
@@ -158,8 +158,13 @@ export class ForeverVMClient extends OperationClient {
   // ---- Perennial extensions -------------------------------------------------------------------
 
   /** Operation `op` of the table (shared/operations.ts) over HTTP: its path, then its query or body, and its answer unwrapped. */
-  async operation<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {
-    const { method, path, field, what } = OPERATIONS[op];
+  operation<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {
+    return this.call(OPERATIONS[op], request) as Promise<OperationResult<K>>;
+  }
+
+  /** The request `route` defines (a table's: the machines' operations, the team's requests), made of `request`'s fields. */
+  async call(route: HttpRoute, request: object): Promise<unknown> {
+    const { method, path, field, what } = route;
     const fields: Record<string, unknown> = { ...request };
     const target = path.replace(/\{(\w+)\}/g, (_, key: string) => {
       const segment = encodeURIComponent(String(fields[key]));
@@ -177,7 +182,7 @@ export class ForeverVMClient extends OperationClient {
       body = Object.fromEntries(rest);
     }
     const answer = await this.#extension<Record<string, unknown>>(what, method, query ? `${target}?${query}` : target, body);
-    return (field ? answer[field] : answer) as OperationResult<K>;
+    return field ? answer[field] : answer;
   }
 
   protected carry<K extends OperationName>(op: K, request: OperationInput<K>): Promise<OperationResult<K>> {

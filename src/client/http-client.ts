@@ -5,6 +5,7 @@ import { ForeverVMClient, type ForeverVMClientOptions } from './forevervm-client
 import { ForeverVMEmulation, fromListing } from './forevervm-emulation.ts';
 import { UnsupportedByBackendError, type PerennialClient, type RunOptions } from '../shared/perennial-client.ts';
 import { ReplConnection } from './repl-connection.ts';
+import { TEAM_REQUESTS, type TeamRequestInput, type TeamRequestName, type TeamRequestResult } from '../shared/team-requests.ts';
 
 /** A machine's WebSocket REPL is closed after this long without an instruction. */
 const REPL_IDLE_MS = 60_000;
@@ -126,6 +127,11 @@ export class HttpClient extends OperationClient implements PerennialClient {
 
   events(onEvent: (event: MachineEvent) => void, signal: AbortSignal): Promise<void> {
     return this.#native(() => this.#wire.events(onEvent, signal));
+  }
+
+  /** One of the team's requests (`team-requests.ts`): a team's server answers them. */
+  team<K extends TeamRequestName>(name: K, request: TeamRequestInput<K>): Promise<TeamRequestResult<K>> {
+    return this.#native(() => this.#wire.call(TEAM_REQUESTS[name], request) as Promise<TeamRequestResult<K>>);
   }
 
   async close(): Promise<void> {

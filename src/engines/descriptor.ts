@@ -18,6 +18,11 @@ export interface EngineDescriptor<Name extends string = string> {
    * rather than inside the snapshot.
    */
   readonly filesBesideSnapshot: boolean;
+  /**
+   * Its machines reach nothing of the host but what they are given (the sandbox): on a team's
+   * server, people make machines of these engines only; the others run as the server's user.
+   */
+  readonly confined: boolean;
   /** The options of a new machine it takes beyond the common ones; the others are dropped, as a client may send both sets. */
   readonly takes: { readonly python: boolean; readonly network: boolean; readonly workspace: boolean };
 }

@@ -171,7 +171,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     this.#engines.prewarm();
   }
 
-  async create(request: NewMachineOptions = {}): Promise<MachineInfo> {
+  /**
+   * `made`, when given, is awaited once the machine exists and before anyone is told of it (a
+   * team's server records whose it is); when it throws, the machine is removed and its error given.
+   */
+  async create(request: NewMachineOptions = {}, made?: (name: string) => Promise<void>): Promise<MachineInfo> {
     this.#assertOpen();
     const options = parseRequest(NewMachineOptions, request);
     const engine = options.engine ?? this.#options.defaultEngine;
@@ -192,6 +196,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       await this.#store.create(manifest);
       await this.#claim(manifest);
       const machine = this.#adopt(manifest);
+      await this.#made(name, made);
       const info = this.#details.of(machine);
       this.#emit({ type: 'created', machine: info });
       return info;
@@ -307,7 +312,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
    * machine's exact memory), the origin's tags plus `forked_from` and `tags`. The two share
    * nothing afterwards: the fork's snapshot is a hard link to a file the origin only ever replaces.
    */
-  async fork(name: string, request: ForkBody = {}): Promise<MachineInfo> {
+  async fork(name: string, request: ForkBody = {}, made?: (name: string) => Promise<void>): Promise<MachineInfo> {
     this.#assertOpen();
     const origin = this.#machine(name);
     const { tags, workdir } = parseRequest(ForkBody, request);
@@ -319,10 +324,21 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       await this.#claim(manifest);
       const fork = this.#adopt(manifest);
       await fork.save();
+      await this.#made(forkName, made);
       const info = this.#details.of(fork);
       this.#emit({ type: 'created', machine: info });
       return info;
     });
+  }
+
+  /** Awaits `made` for a machine just made; when it throws, the machine goes, unannounced. */
+  async #made(name: string, made: ((name: string) => Promise<void>) | undefined): Promise<void> {
+    try {
+      await made?.(name);
+    } catch (error) {
+      await this.delete(name).catch(() => {});
+      throw error;
+    }
   }
 
   /**

@@ -1,4 +1,4 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
@@ -24,24 +24,19 @@ export async function loadOrCreateToken(dataDir: string, shared?: (proposed: str
 }
 
 /**
- * Who may talk to the local server: requests that carry the token (an `Authorization: Bearer`
- * header, or `_forevervm_jwt` in the query, which browsers' WebSockets need), addressed to this
- * host by its loopback name (no DNS rebinding), and not sent by a foreign web page.
+ * Which requests reach the local server at all: addressed to this host by its loopback name (no
+ * DNS rebinding), not sent by a foreign web page, and carrying a credential (an `Authorization:
+ * Bearer` header, or `_forevervm_jwt` in the query, which browsers' WebSockets need), whose
+ * holder the team then names (`Team.authenticate`).
  */
 export class AccessPolicy {
-  readonly #token: Buffer;
   #hosts = new Set<string>();
 
   /**
    * `anyHost`: a cluster's node listening beyond loopback, reached by other nodes and through load
    * balancers by names of their own; the token guards it, as it guards every request.
    */
-  constructor(
-    token: string,
-    private readonly anyHost = false,
-  ) {
-    this.#token = Buffer.from(token);
-  }
+  constructor(private readonly anyHost = false) {}
 
   /**
    * Called once the port is known; `host` is the interface listened on, when not loopback, and
@@ -53,8 +48,8 @@ export class AccessPolicy {
     if (advertised) this.#hosts.add(new URL(advertised).host.toLowerCase());
   }
 
-  /** Throws the ForeverVMError that answers a request that may not pass. */
-  check(req: IncomingMessage): void {
+  /** The credential a request presents; throws the ForeverVMError that answers one that may not pass. */
+  credential(req: IncomingMessage): string {
     const host = (req.headers.host ?? '').toLowerCase();
     if (!this.anyHost && !this.#hosts.has(host))
       throw new ForeverVMError(403, 'Forbidden', `Requests must be addressed to this machine (Host ${host || 'missing'} is not allowed)`);
@@ -62,13 +57,14 @@ export class AccessPolicy {
     if (origin && !this.#hosts.has(originHost(origin)) && !(this.anyHost && originHost(origin) === host))
       throw new ForeverVMError(403, 'Forbidden', `Requests from ${origin} are not allowed`);
     const presented = bearer(req) ?? requestUrl(req).searchParams.get('_forevervm_jwt');
-    if (!presented || !this.#matches(presented)) throw new ForeverVMError(401, 'Unauthorized', 'A valid bearer token is required');
+    if (!presented) throw unauthorized();
+    return presented;
   }
+}
 
-  #matches(presented: string): boolean {
-    const candidate = Buffer.from(presented);
-    return candidate.length === this.#token.length && timingSafeEqual(candidate, this.#token);
-  }
+/** The answer to a request without a credential the server takes. */
+export function unauthorized(): ForeverVMError {
+  return new ForeverVMError(401, 'Unauthorized', 'A valid bearer token is required');
 }
 
 function bearer(req: IncomingMessage): string | null {

@@ -1,10 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { MachineManager } from '../machines/machine-manager.ts';
+import type { CallerMachines } from './caller-machines.ts';
 import { ExecBody, ListBody, MachineName, NewMachineBody, parseRequest } from '../shared/requests.ts';
 import { KEEPALIVE_HEADER, type ExecResponse, type ForeverVMMachine, type MachineInfo, type ResultResponse, type StreamResultLine } from '../shared/types.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { pathSegment, readJson, sendJson } from './http-io.ts';
-import { localAccount } from './machine-answers.ts';
 
 /** Silence after which a result stream that asked for it gets a blank line. */
 const KEEPALIVE_MS = 10_000;
@@ -27,36 +26,41 @@ export function toForeverVMMachine(info: MachineInfo): ForeverVMMachine {
   };
 }
 
-export type Handler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
+/** A route's work: `machines` are those the request's caller may reach. */
+export type Handler = (req: IncomingMessage, res: ServerResponse, params: string[], machines: CallerMachines) => Promise<void>;
 
 /** The ForeverVM endpoints (`forevervm-api.md`), as [method, path pattern, handler]. */
-export function foreverVMRoutes(manager: MachineManager, keepAliveMs = KEEPALIVE_MS): Array<[string, RegExp, Handler]> {
+export function foreverVMRoutes(keepAliveMs = KEEPALIVE_MS): Array<[string, RegExp, Handler]> {
   return [
-    ['GET', /^\/v1\/whoami$/, async (_req, res) => sendJson(res, 200, localAccount())],
+    ['GET', /^\/v1\/whoami$/, async (_req, res, _params, machines) => sendJson(res, 200, await machines.whoami())],
     [
       'POST',
       /^\/v1\/machine\/new$/,
-      async (req, res) => {
-        const info = await manager.create(parseRequest(NewMachineBody, await readJson(req)));
+      async (req, res, _params, machines) => {
+        const info = await machines.create(parseRequest(NewMachineBody, await readJson(req)));
         sendJson(res, 200, { machine_name: info.name });
       },
     ],
     [
       'POST',
       /^\/v1\/machine\/list$/,
-      async (req, res) => {
+      async (req, res, _params, machines) => {
         const body = parseRequest(ListBody, await readJson(req));
-        sendJson(res, 200, { machines: (await manager.listEverywhere(body.tags)).map(toForeverVMMachine) });
+        sendJson(res, 200, { machines: (await machines.listEverywhere(body.tags)).map(toForeverVMMachine) });
       },
     ],
-    ['GET', /^\/v1\/machine\/list$/, async (_req, res) => sendJson(res, 200, { machines: (await manager.listEverywhere()).map(toForeverVMMachine) })],
+    [
+      'GET',
+      /^\/v1\/machine\/list$/,
+      async (_req, res, _params, machines) => sendJson(res, 200, { machines: (await machines.listEverywhere()).map(toForeverVMMachine) }),
+    ],
     [
       'POST',
       /^\/v1\/machine\/([^/]+)\/exec$/,
-      async (req, res, [raw]) => {
+      async (req, res, [raw], machines) => {
         const name = machineName(raw!);
         const body = parseRequest(ExecBody, await readJson(req));
-        const { seq, interrupted } = await manager.exec(name, body.instruction.code, {
+        const { seq, interrupted } = await machines.exec(name, body.instruction.code, {
           timeoutSeconds: body.instruction.timeout_seconds,
           interrupt: body.interrupt,
         });
@@ -67,19 +71,20 @@ export function foreverVMRoutes(manager: MachineManager, keepAliveMs = KEEPALIVE
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/exec\/(\d{1,15})\/result$/,
-      async (_req, res, [raw, seq]) => {
+      async (_req, res, [raw, seq], machines) => {
         const name = machineName(raw!);
-        const answer: ResultResponse = { instruction_id: Number(seq), result: await manager.result(name, Number(seq)) };
+        const answer: ResultResponse = { instruction_id: Number(seq), result: await machines.result(name, Number(seq)) };
         sendJson(res, 200, answer);
       },
     ],
     [
       'GET',
       /^\/v1\/machine\/([^/]+)\/exec\/(\d{1,15})\/stream-result$/,
-      async (req, res, [raw, seqText]) => {
+      async (req, res, [raw, seqText], machines) => {
         const name = machineName(raw!);
         const seq = Number(seqText);
-        if (!manager.instruction(name, seq)) await manager.result(name, seq); // 404 before streaming
+        await machines.require(name, 'read');
+        if (!machines.manager.instruction(name, seq)) await machines.result(name, seq); // 404 before streaming
         res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
         let lastWrite = Date.now();
         const write = (text: string) => {
@@ -90,7 +95,7 @@ export function foreverVMRoutes(manager: MachineManager, keepAliveMs = KEEPALIVE
         const keepAlive = req.headers[KEEPALIVE_HEADER] ? setInterval(() => Date.now() - lastWrite >= keepAliveMs && write('\n'), keepAliveMs / 4) : undefined;
         const line = (message: StreamResultLine) => write(JSON.stringify(message) + '\n');
         try {
-          const result = await manager.follow(name, seq, (chunk) => line({ type: 'output', chunk, instruction_id: seq }));
+          const result = await machines.follow(name, seq, (chunk) => line({ type: 'output', chunk, instruction_id: seq }));
           line({ type: 'result', instruction_id: seq, result });
         } finally {
           clearInterval(keepAlive);

@@ -6,7 +6,7 @@ import { removeServerInfo, writeServerInfo } from '../platform/server-info.ts';
 import { NodeCacheError, readNodeCache } from '../platform/node-cache.ts';
 import { MachineManager, type MachineManagerOptions } from '../machines/machine-manager.ts';
 import { VERSION } from '../shared/version.ts';
-import { AccessPolicy, loadOrCreateToken } from './access.ts';
+import { AccessPolicy, loadOrCreateToken, unauthorized } from './access.ts';
 import { foreverVMRoutes, machineName, type Handler } from './forevervm-api.ts';
 import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
@@ -20,7 +20,13 @@ import { MAX_BODY_BYTES, parseRequest, StopRequest } from '../shared/requests.ts
 import type { LockRecord } from '../platform/data-dir-lock.ts';
 import { JSON_RPC_PARSE_ERROR, McpHttpEndpoints, rpcError } from '../mcp/http-endpoints.ts';
 import { InProcessClient } from './in-process-client.ts';
+import { CallerMachines } from './caller-machines.ts';
+import { Team } from '../team/team.ts';
+import { FileTeamStore } from '../team/team-store.ts';
+import { OPERATOR, type Principal } from '../team/principal.ts';
+import type { McpCaller } from '../mcp/http-endpoints.ts';
 import { perennialRoutes } from './perennial-api.ts';
+import { teamRoutes } from './team-api.ts';
 import { serveRepl } from './repl-socket.ts';
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -83,22 +89,25 @@ export class LocalServer {
   #active = 0;
   #lastActivity = Date.now();
 
+  /** Each caller's MCP client, by who they are: the machines as they may reach them. */
+  readonly #mcpCallers = new Map<string, McpCaller>();
+
   private constructor(
     readonly manager: MachineManager,
     readonly token: string,
+    readonly team: Team,
     private readonly http: Server,
     private readonly access: AccessPolicy,
     { heartbeatMs, taskAfterMs, answerWithinMs }: Pick<LocalServerOptions, 'heartbeatMs' | 'taskAfterMs' | 'answerWithinMs'>,
     readonly cluster: ClusterNode | undefined,
   ) {
-    const local = new InProcessClient(manager);
-    const client = cluster ? cluster.client(local) : local;
-    this.#mcp = new McpHttpEndpoints(client, token, { progressHeartbeatMs: heartbeatMs, taskAfterMs, answerWithinMs });
+    this.#mcp = new McpHttpEndpoints(token, { progressHeartbeatMs: heartbeatMs, taskAfterMs, answerWithinMs });
     this.stopRequested = new Promise((resolve) => (this.#requestStop = resolve));
     const stop: [string, RegExp, Handler] = [
       'POST',
       /^\/v1\/server\/stop$/,
-      async (req, res) => {
+      async (req, res, _params, caller) => {
+        if (caller.principal.kind !== 'operator') throw new ForeverVMError(403, 'Forbidden', "Only the server's operator (its own token) stops it");
         const request = parseRequest(StopRequest, await readJson(req));
         if (request.drain && !cluster) throw new ForeverVMError(400, 'BadRequest', 'Only a node of a cluster drains: this server runs its machines alone');
         sendJson(res, 202, { stopping: true });
@@ -107,7 +116,7 @@ export class LocalServer {
         this.#requestStop(request);
       },
     ];
-    this.#routes = [...foreverVMRoutes(manager, heartbeatMs), ...perennialRoutes(manager), ...this.#mcpRoutes(), stop];
+    this.#routes = [...foreverVMRoutes(heartbeatMs), ...perennialRoutes(), ...teamRoutes(), ...this.#mcpRoutes(), stop];
     http.on('request', (req, res) => void this.#handle(req, res));
     http.on('upgrade', (req, socket, head) => void this.#upgrade(req, socket, head));
   }
@@ -127,13 +136,16 @@ export class LocalServer {
     try {
       const token = await loadOrCreateToken(options.dataDir, cluster && ((proposed) => cluster.token(proposed)));
       const host = options.host ?? DEFAULT_HOST;
-      const access = new AccessPolicy(token, cluster !== undefined && !isLoopback(host));
+      const team = new Team(new FileTeamStore(options.dataDir), token, VERSION);
+      // A team document this build cannot read stops the start here, before anything is served.
+      await team.enabled();
+      const access = new AccessPolicy(cluster !== undefined && !isLoopback(host));
       const http = createServer();
       // Long polls for results may wait as long as instructions run.
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
       http.keepAliveTimeout = KEEP_ALIVE_HELD_MS;
-      const server = new LocalServer(manager, token, http, access, options, cluster);
+      const server = new LocalServer(manager, token, team, http, access, options, cluster);
       await new Promise<void>((resolve, reject) => {
         http.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, options.port ?? 0)));
         http.listen(options.port ?? 0, host, () => resolve());
@@ -208,10 +220,10 @@ export class LocalServer {
         sendJson(res, 200, { ok: true });
         return;
       }
-      this.access.check(req);
+      const caller = await this.#caller(req);
       const path = requestUrl(req).pathname;
       await this.#route(req, path, {
-        here: () => this.#serve(req, res, path),
+        here: () => this.#serve(req, res, path, caller),
         there: async (url) => forwardRequest(req, res, url, await readBody(req)),
       });
     } catch (error) {
@@ -219,15 +231,35 @@ export class LocalServer {
     }
   }
 
+  /** The machines as the request's caller may reach them; 401 for a credential no one holds. */
+  async #caller(req: IncomingMessage): Promise<CallerMachines> {
+    const principal = await this.team.authenticate(this.access.credential(req));
+    if (!principal) throw unauthorized();
+    return new CallerMachines(this.manager, this.team, principal);
+  }
+
+  /** The MCP client of `principal`, made once each: its tasks and sessions are its own. */
+  #mcpCaller(principal: Principal): McpCaller {
+    const id = principal.kind === 'operator' ? 'operator' : `person ${principal.person}`;
+    let caller = this.#mcpCallers.get(id);
+    if (!caller) {
+      const local = new InProcessClient(new CallerMachines(this.manager, this.team, principal));
+      // A person's calls to machines on other nodes are not yet carried for them: their MCP reaches this node's only.
+      const client = this.cluster && principal === OPERATOR ? this.cluster.client(local) : local;
+      this.#mcpCallers.set(id, (caller = { id, client }));
+    }
+    return caller;
+  }
+
   /** Answers the request with this server's route for it. */
-  async #serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  async #serve(req: IncomingMessage, res: ServerResponse, path: string, caller: CallerMachines): Promise<void> {
     let pathMatched = false;
     for (const [method, pattern, handler] of this.#routes) {
       const match = pattern.exec(path);
       if (!match) continue;
       pathMatched = true;
       if (method !== req.method) continue;
-      await handler(req, res, match.slice(1));
+      await handler(req, res, match.slice(1), caller);
       return;
     }
     throw pathMatched
@@ -240,7 +272,7 @@ export class LocalServer {
     this.#upgrading.add(socket);
     socket.once('close', () => this.#upgrading.delete(socket));
     try {
-      this.access.check(req);
+      const caller = await this.#caller(req);
       const path = requestUrl(req).pathname;
       const match = REPL_PATH.exec(path);
       if (!match) throw new ForeverVMError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');
@@ -249,7 +281,7 @@ export class LocalServer {
         here: async () =>
           this.#sockets.handleUpgrade(req, socket, head, (ws) => {
             this.#track(ws);
-            serveRepl(ws, this.manager, name);
+            serveRepl(ws, caller, name);
           }),
         there: (url) => forwardUpgrade(req, socket, head, url),
       });
@@ -271,21 +303,21 @@ export class LocalServer {
 
   /** MCP over Streamable HTTP (`/mcp`) and legacy SSE (`/sse`, `/messages`); same access checks. */
   #mcpRoutes(): Array<[string, RegExp, Handler]> {
-    const streamable: Handler = async (req, res) => {
+    const streamable: Handler = async (req, res, _params, caller) => {
       const body = req.method === 'POST' ? await mcpBody(req, res) : { message: undefined };
-      if (body) await this.#mcp.handleStreamable(req, res, body.message);
+      if (body) await this.#mcp.handleStreamable(req, res, body.message, this.#mcpCaller(caller.principal));
     };
     return [
       ['POST', /^\/mcp$/, streamable],
       ['GET', /^\/mcp$/, streamable],
       ['DELETE', /^\/mcp$/, streamable],
-      ['GET', /^\/sse$/, async (req, res) => this.#mcp.openSse(req, res)],
+      ['GET', /^\/sse$/, async (req, res, _params, caller) => this.#mcp.openSse(req, res, this.#mcpCaller(caller.principal))],
       [
         'POST',
         /^\/messages$/,
-        async (req, res) => {
+        async (req, res, _params, caller) => {
           const body = await mcpBody(req, res);
-          if (body) this.#mcp.postSseMessage(req, res, body.message);
+          if (body) this.#mcp.postSseMessage(req, res, body.message, this.#mcpCaller(caller.principal));
         },
       ],
     ];

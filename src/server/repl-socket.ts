@@ -1,5 +1,5 @@
 import type { RawData, WebSocket } from 'ws';
-import type { MachineManager } from '../machines/machine-manager.ts';
+import type { CallerMachines } from './caller-machines.ts';
 import type { DisplayEntry, InputAnswerer, ReplServerMessage } from '../shared/types.ts';
 import { InvalidRequestError, ReplClientMessage, parseRequest, type ReplExecMessage } from '../shared/requests.ts';
 import { toForeverVMError } from './machine-answers.ts';
@@ -11,7 +11,8 @@ import { toForeverVMError } from './machine-answers.ts';
  * instruction sent with `input: true` asks this socket its `input()` questions, and one sent with
  * `displays: true` sends what it displays as it displays it.
  */
-export function serveRepl(socket: WebSocket, manager: MachineManager, requested: string): void {
+export function serveRepl(socket: WebSocket, machines: CallerMachines, requested: string): void {
+  const { manager } = machines;
   const send = (message: ReplServerMessage) => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(message));
   };
@@ -47,7 +48,7 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
 
   async function open(): Promise<string | undefined> {
     try {
-      const name = requested === 'new' ? (await manager.create()).name : manager.get(requested).name;
+      const name = requested === 'new' ? (await machines.create()).name : (await machines.require(requested, 'run'), manager.get(requested).name);
       leaves(name);
       send({ type: 'connected', machine_name: name });
       return name;
@@ -90,10 +91,10 @@ export function serveRepl(socket: WebSocket, manager: MachineManager, requested:
     try {
       const onInput = message.input ? asker(() => queued) : undefined;
       const onDisplay = message.displays ? (entry: DisplayEntry) => send({ type: 'display', instruction_id: queued ?? -1, entry }) : undefined;
-      const { seq } = await manager.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds, onInput, onDisplay });
+      const { seq } = await machines.exec(name, message.instruction.code, { timeoutSeconds: message.instruction.timeout_seconds, onInput, onDisplay });
       queued = seq;
       send({ type: 'exec_received', seq, request_id: message.request_id });
-      const result = await manager.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));
+      const result = await machines.follow(name, seq, (chunk) => send({ type: 'output', chunk, instruction_id: seq }));
       send({ type: 'result', instruction_id: seq, result });
     } catch (error) {
       // The reason first, as a message (the ForeverVM protocol's error frame carries only a code).

@@ -16,6 +16,7 @@ import {
   Packages,
   VariableName,
 } from './requests.ts';
+import type { Right } from './machine-rights.ts';
 import type {
   CheckpointInfo,
   CommDelivery,
@@ -42,17 +43,30 @@ import type {
  * what hosted ForeverVM does instead (`forevervm-emulation.ts`) all come from `OPERATIONS`; the
  * work is the machines layer's (`machine-operations.ts`).
  */
-export interface Operation<Args extends unknown[], Request extends z.ZodObject, Result, Hosted extends HostedBehaviour = HostedBehaviour> {
+/**
+ * A request as it crosses HTTP, whatever it is about: its route (`{field}`: a path segment, the
+ * request's field; the other fields go in the query for GET and DELETE, arrays repeated, or the
+ * JSON body), its schema, and where the answer wraps the result. The server's routes and the
+ * HTTP client read it, for the machines' operations and the team's alike.
+ */
+export interface HttpRoute<Request extends z.ZodObject = z.ZodObject> {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  /** `{field}`: a path segment, the request's field; the other fields go in the query (GET, DELETE, arrays repeated) or the JSON body. */
   readonly path: string;
   readonly request: Request;
-  /** The request a caller's arguments make. */
-  readonly args: (...args: Args) => z.input<Request>;
   /** Where the answer wraps the result (`{"variables": [...]}`), the field that holds it. */
   readonly field?: string;
   /** What a backend that lacks it cannot do, in words ("list variables"). */
   readonly what: string;
+}
+
+export interface Operation<Args extends unknown[], Request extends z.ZodObject, Result, Hosted extends HostedBehaviour = HostedBehaviour> extends HttpRoute<Request> {
+  /**
+   * What the caller must hold on the machine it names (`machine-rights.ts`); a list shows only
+   * the machines the caller may read, and a fork, which reads its origin, is its maker's.
+   */
+  readonly right: Right;
+  /** The request a caller's arguments make. */
+  readonly args: (...args: Args) => z.input<Request>;
   /**
    * On a backend with only the ForeverVM protocol (hosted ForeverVM): done another way
    * (`ForeverVMEmulation.operations`, which must have exactly these), or refused, in `what`'s words.
@@ -65,7 +79,7 @@ export interface Operation<Args extends unknown[], Request extends z.ZodObject, 
 export type HostedBehaviour = 'emulated' | 'refused';
 
 /** Whether an operation's fields outside its path go in the query (GET, DELETE), rather than a JSON body. */
-export function fieldsInQuery(method: Operation<unknown[], z.ZodObject, unknown>['method']): boolean {
+export function fieldsInQuery(method: HttpRoute['method']): boolean {
   return method === 'GET' || method === 'DELETE';
 }
 
@@ -89,6 +103,7 @@ export const OPERATIONS = {
   /** Machines carrying every given tag, newest first, with their details; `here`: only those this server runs (in a cluster, this node). */
   list: operation<MachineInfo[]>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machines',
     request: z.object({ tag: z.array(TagPair).default([]), here: z.stringbool().optional() }),
     args: (tags: Record<string, string> = {}, options: { here?: boolean } = {}) => ({
@@ -102,6 +117,7 @@ export const OPERATIONS = {
   /** A machine's details. */
   get: operation<MachineInfo>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machine/{name}',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -111,6 +127,7 @@ export const OPERATIONS = {
   /** Deletes a machine with all its state and files. */
   delete: operation<true>()({
     method: 'DELETE',
+    right: 'own',
     path: '/v1/machine/{name}',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -121,6 +138,7 @@ export const OPERATIONS = {
   /** Stops the running instruction and cancels what waits; the state is kept. */
   interrupt: operation<InterruptResult>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/interrupt',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -130,6 +148,7 @@ export const OPERATIONS = {
   /** Swaps the machine out to disk now. */
   swap: operation<MachineInfo>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/swap',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -139,6 +158,7 @@ export const OPERATIONS = {
   /** The machine's variables: name, type, a short repr. */
   variables: operation<VariableSummary[]>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machine/{name}/variables',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -149,6 +169,7 @@ export const OPERATIONS = {
   /** One variable's full repr (bounded). */
   variable: operation<VariableDetail>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machine/{name}/variables/{variable}',
     request: z.object({ ...machine, variable: VariableName }),
     args: (name: string, variable: string) => ({ name, variable }),
@@ -158,6 +179,7 @@ export const OPERATIONS = {
   /** The instructions the machine ran, oldest first (the last `last`). */
   history: operation<HistoryEntry[]>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machine/{name}/history',
     request: z.object({ ...machine, last: z.coerce.number().pipe(HistoryLast).optional() }),
     args: (name: string, last?: number) => ({ name, last }),
@@ -168,6 +190,7 @@ export const OPERATIONS = {
   /** Pyodide packages for sandbox machines, pip for python ones, into the machine only; answers what was installed. */
   installPackages: operation<string>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/packages',
     request: z.object({ ...machine, packages: Packages }),
     args: (name: string, packages: string[]) => ({ name, packages }),
@@ -178,6 +201,7 @@ export const OPERATIONS = {
   /** A folder inside the machine (its working directory when `path` is empty). */
   listFiles: operation<FileListing>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machine/{name}/files',
     // Empty: the machine's working directory.
     request: z.object({ ...machine, path: z.string().max(4096).default('') }),
@@ -188,6 +212,7 @@ export const OPERATIONS = {
   /** A file inside the machine, as base64. */
   readFile: operation<FileContent>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machine/{name}/files/content',
     request: z.object({ ...machine, path: FilePath }),
     args: (name: string, path: string) => ({ name, path }),
@@ -197,6 +222,7 @@ export const OPERATIONS = {
   /** Writes a file inside the machine, making its folders. */
   writeFile: operation<WrittenFile>()({
     method: 'PUT',
+    right: 'run',
     path: '/v1/machine/{name}/files/content',
     request: z.object({ ...machine, path: FilePath, content: z.string(), encoding: FileEncoding.default('utf8') }),
     args: (name: string, path: string, content: string, encoding: FileEncoding = 'utf8') => ({ name, path, content, encoding }),
@@ -206,6 +232,7 @@ export const OPERATIONS = {
   /** A new machine with this one's state now; its tags plus `forked_from` and `tags`. */
   fork: operation<MachineInfo>()({
     method: 'POST',
+    right: 'read',
     path: '/v1/machine/{name}/fork',
     // The fork's tags, on top of the origin's; the folder it works in, when not the origin's.
     request: z.object({ ...machine, ...ForkBody.shape }),
@@ -216,6 +243,7 @@ export const OPERATIONS = {
   /** Changes a machine's tags and the host folder it works in; a warm machine that moves is swapped out first and comes back there. */
   update: operation<MachineInfo>()({
     method: 'POST',
+    right: 'own',
     path: '/v1/machine/{name}/update',
     request: z.object({ ...machine, ...MachineUpdate.shape }),
     args: (name: string, change: z.input<typeof MachineUpdate>) => ({ name, ...change }),
@@ -225,6 +253,7 @@ export const OPERATIONS = {
   /** Takes a checkpoint of the machine's state now. */
   checkpoint: operation<CheckpointInfo>()({
     method: 'POST',
+    right: 'own',
     path: '/v1/machine/{name}/checkpoints',
     request: z.object({ ...machine, label: CheckpointLabel.optional() }),
     args: (name: string, label?: string) => ({ name, label }),
@@ -234,6 +263,7 @@ export const OPERATIONS = {
   /** The machine's checkpoints, oldest first: named ones, and the newest automatic ones. */
   checkpoints: operation<CheckpointInfo[]>()({
     method: 'GET',
+    right: 'read',
     path: '/v1/machine/{name}/checkpoints',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -244,6 +274,7 @@ export const OPERATIONS = {
   /** Deletes a checkpoint (by id or label). */
   deleteCheckpoint: operation<true>()({
     method: 'DELETE',
+    right: 'own',
     path: '/v1/machine/{name}/checkpoints/{checkpoint}',
     request: z.object({ ...machine, checkpoint: CheckpointRef }),
     args: (name: string, checkpoint: string) => ({ name, checkpoint }),
@@ -254,6 +285,7 @@ export const OPERATIONS = {
   /** Returns the machine to a checkpoint (by id or label); what runs is interrupted first. */
   rollback: operation<RollbackResult>()({
     method: 'POST',
+    right: 'own',
     path: '/v1/machine/{name}/rollback',
     request: z.object({ ...machine, checkpoint: CheckpointRef }),
     args: (name: string, checkpoint: string) => ({ name, checkpoint }),
@@ -263,6 +295,7 @@ export const OPERATIONS = {
   /** Moves a machine made on an older runtime (a sandbox machine on an older Pyodide) onto the newest, keeping a checkpoint of the state it leaves to roll back to. */
   upgrade: operation<UpgradeResult>()({
     method: 'POST',
+    right: 'own',
     path: '/v1/machine/{name}/upgrade',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -272,6 +305,7 @@ export const OPERATIONS = {
   /** Clears the namespace (every variable, function, import); files and packages stay. */
   reset: operation<ResetResult>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/reset',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -281,6 +315,7 @@ export const OPERATIONS = {
   /** Type, signature and docstring of a variable or a dotted path from one; nothing is called. */
   inspect: operation<ObjectInfo>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/inspect',
     request: z.object({ ...machine, expression: DottedName }),
     args: (name: string, expression: string) => ({ name, expression }),
@@ -290,6 +325,7 @@ export const OPERATIONS = {
   /** Whether `code` is a whole statement, for an interactive prompt. */
   isComplete: operation<Completeness>()({
     method: 'POST',
+    right: 'read',
     path: '/v1/machine/{name}/is-complete',
     request: z.object({ ...machine, code: z.string() }),
     args: (name: string, code: string) => ({ name, code }),
@@ -300,6 +336,7 @@ export const OPERATIONS = {
   /** Starts the machine's IPython shell, as a Jupyter kernel does (IPython's names, syntax and tracebacks from here on, across swaps too); answers whether the machine has IPython. */
   startIPython: operation<boolean>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/ipython',
     request: z.object(machine),
     args: (name: string) => ({ name }),
@@ -310,6 +347,7 @@ export const OPERATIONS = {
   /** A Jupyter front end's comm message, handled by the comm's code on the machine (ipywidgets); answers what that printed and displayed. */
   comm: operation<CommDelivery>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/comm',
     request: z.object({ ...machine, message: FrontEndComm }),
     args: (name: string, message: z.input<typeof FrontEndComm>) => ({ name, message }),
@@ -319,6 +357,7 @@ export const OPERATIONS = {
   /** What the name before the cursor can become, from the machine's namespace. */
   complete: operation<Completions>()({
     method: 'POST',
+    right: 'run',
     path: '/v1/machine/{name}/complete',
     request: z.object({ ...machine, ...CodeAndCursor }).refine(cursorInCode, CURSOR_PAST_CODE),
     args: (name: string, code: string, cursor?: number) => ({ name, code, cursor }),

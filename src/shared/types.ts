@@ -1,3 +1,4 @@
+import type { Right } from './machine-rights.ts';
 import type { EngineName } from './requests.ts';
 
 /**
@@ -161,6 +162,15 @@ export interface MachineInfo {
    * next use takes it).
    */
   node?: string | null;
+  /** On a team's server: whose it is, what the caller may do to it, and (its owner sees) whom it is shared with. */
+  access?: MachineAccess;
+}
+
+/** A machine's owner and shares, as a caller on a team's server sees them. */
+export interface MachineAccess {
+  owner: string;
+  right: Right;
+  shares: Array<{ with: string; right: 'read' | 'run' }>;
 }
 
 /** What `/v1/events` streams: every change to the machines, as it happens. */

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import type { MachineManager } from '../../src/machines/machine-manager.ts';
 import { foreverVMRoutes } from '../../src/server/forevervm-api.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
 import { perennialRoutes } from '../../src/server/perennial-api.ts';
@@ -88,8 +87,7 @@ describe('bad input to every route', { timeout: 360_000 }, () => {
     const random = generator(SEED);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const url = new URL(server.url);
-    // Only the routes' patterns are read: the manager is never called.
-    const routes = [...foreverVMRoutes({} as MachineManager), ...perennialRoutes({} as MachineManager)].map(([method, pattern]) => ({
+    const routes = [...foreverVMRoutes(), ...perennialRoutes()].map(([method, pattern]) => ({
       method,
       source: pattern.source,
     }));

@@ -64,6 +64,7 @@ describe('a third engine: a folder, and a line in each of the two registries', {
         "  snapshotMagic: '{',",
         '  defaultMemoryMb: 64,',
         '  filesBesideSnapshot: false,',
+        '  confined: false,',
         '  takes: { python: false, network: false, workspace: false },',
         '} as const satisfies EngineDescriptor;',
         '',

@@ -7,5 +7,6 @@ export const pythonDescriptor = {
   // The engine caps the data segment, which imports of numpy and friends already take ~250 MiB of.
   defaultMemoryMb: 2048,
   filesBesideSnapshot: true,
+  confined: false,
   takes: { python: true, network: false, workspace: false },
 } as const satisfies EngineDescriptor;

@@ -6,5 +6,6 @@ export const sandboxDescriptor = {
   snapshotMagic: 'PERENNIAL-SANDBOX-IMAGE-',
   defaultMemoryMb: 512,
   filesBesideSnapshot: false,
+  confined: true,
   takes: { python: false, network: true, workspace: true },
 } as const satisfies EngineDescriptor;

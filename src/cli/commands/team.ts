@@ -1,0 +1,141 @@
+import type { HttpClient } from '../../client/http-client.ts';
+import { EVERYONE, SCOPES, type Scope, type TeamKey, type TeamQuota } from '../../shared/team-requests.ts';
+import type { CliContext } from '../context.ts';
+import { ExitError } from '../errors.ts';
+import { table } from '../table.ts';
+
+/** The team's commands talk to a team's server: `--server URL` with a person's key, or the local server with its own token (the operator). */
+async function withTeam<T>(ctx: CliContext, task: (client: HttpClient) => Promise<T>): Promise<T> {
+  const client = await ctx.openClient();
+  try {
+    return await task(client);
+  } finally {
+    await client.close();
+  }
+}
+
+function printJsonOr<T>(ctx: CliContext, json: boolean | undefined, value: T, text: (value: T) => string): void {
+  ctx.term.out.write(json ? JSON.stringify(value, null, 2) + '\n' : text(value) + '\n');
+}
+
+/** A key, shown this once, with how to use it. */
+function showNewKey(ctx: CliContext, made: { key: string; keyInfo: TeamKey }): void {
+  ctx.term.out.write(made.key + '\n');
+  ctx.term.err.write(
+    `perennial: key ${made.keyInfo.id} for ${made.keyInfo.person} (${made.keyInfo.scopes.join(', ')})${made.keyInfo.expiresAt ? `, until ${made.keyInfo.expiresAt}` : ''}. ` +
+      'It is shown this once and kept only as a hash: give it to its person, who uses it as PERENNIAL_TOKEN, or with perennial login --server URL.\n',
+  );
+}
+
+/** `perennial team init --owner NAME`: makes the local server a team's; NAME is its first admin and owns its machines. */
+export async function teamInitCommand(ctx: CliContext, options: { owner: string }): Promise<void> {
+  const made = await withTeam(ctx, (client) => client.team('init', { owner: options.owner }));
+  ctx.term.err.write(`perennial: this server now serves a team; ${options.owner} is its admin and owns the machines it had.\n`);
+  showNewKey(ctx, made);
+}
+
+export async function personAddCommand(ctx: CliContext, name: string, options: { admin?: boolean; subject?: string }): Promise<void> {
+  const person = await withTeam(ctx, (client) => client.team('addPerson', { name, admin: options.admin, subject: options.subject }));
+  ctx.term.err.write(
+    `perennial: ${person.name} is in the team${person.admin ? ', an admin' : ''}. Make their key with: perennial team key create --person ${person.name} --name NAME\n`,
+  );
+}
+
+export async function personListCommand(ctx: CliContext, options: { json?: boolean }): Promise<void> {
+  const people = await withTeam(ctx, (client) => client.team('people', {}));
+  printJsonOr(ctx, options.json, people, (list) =>
+    table([['PERSON', 'ADMIN', 'SIGNS IN AS', 'SINCE'], ...list.map((p) => [p.name, p.admin ? 'yes' : '', p.subject ?? '', p.createdAt])]),
+  );
+}
+
+export async function personRemoveCommand(ctx: CliContext, name: string): Promise<void> {
+  await withTeam(ctx, (client) => client.team('removePerson', { person: name }));
+  ctx.term.err.write(
+    `perennial: ${name} is out of the team and their keys are revoked; their machines are kept (the operator can give them to someone: perennial machine give).\n`,
+  );
+}
+
+/** `--expires 30d`, `12h`, or a date: when a new key stops working. */
+export function expiryOf(text: string, now = Date.now()): string {
+  const relative = /^(\d+)([dh])$/.exec(text);
+  if (relative) return new Date(now + Number(relative[1]) * (relative[2] === 'd' ? 86_400_000 : 3_600_000)).toISOString();
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) throw new ExitError(2, `perennial: --expires ${text}: give a time to come (2027-01-31, 2027-01-31T12:00Z) or a span (30d, 12h)`);
+  return new Date(at).toISOString();
+}
+
+export function scopesOf(text: string): Scope[] {
+  const scopes = text.split(',').map((s) => s.trim());
+  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length || !scopes.length) throw new ExitError(2, `perennial: --scopes ${text}: each of ${SCOPES.join(', ')}, separated by commas`);
+  return scopes as Scope[];
+}
+
+export async function keyCreateCommand(ctx: CliContext, options: { name: string; person?: string; scopes: string; expires?: string }): Promise<void> {
+  const made = await withTeam(ctx, (client) =>
+    client.team('createKey', {
+      name: options.name,
+      person: options.person,
+      scopes: scopesOf(options.scopes),
+      ...(options.expires ? { expiresAt: expiryOf(options.expires) } : {}),
+    }),
+  );
+  showNewKey(ctx, made);
+}
+
+export async function keyListCommand(ctx: CliContext, options: { person?: string; json?: boolean }): Promise<void> {
+  const keys = await withTeam(ctx, (client) => client.team('keys', { person: options.person }));
+  printJsonOr(ctx, options.json, keys, (list) =>
+    table([
+      ['ID', 'NAME', 'PERSON', 'SCOPES', 'STATE', 'EXPIRES', 'MADE BY'],
+      ...list.map((k) => [k.id, k.name, k.person, k.scopes.join(','), k.state, k.expiresAt ?? '', k.createdBy]),
+    ]),
+  );
+}
+
+export async function keyRevokeCommand(ctx: CliContext, id: string): Promise<void> {
+  await withTeam(ctx, (client) => client.team('revokeKey', { id }));
+  ctx.term.err.write(`perennial: key ${id} is revoked.\n`);
+}
+
+function quotaText(quota: TeamQuota): string {
+  return `machines ${quota.machines}, warm memory ${quota.warmMemoryMb} MB, disk ${quota.diskMb} MB`;
+}
+
+export async function quotaCommand(ctx: CliContext, options: { person?: string; json?: boolean }): Promise<void> {
+  const quota = await withTeam(ctx, (client) => client.team('quota', { person: options.person }));
+  printJsonOr(ctx, options.json, quota, quotaText);
+}
+
+export async function quotaSetCommand(ctx: CliContext, options: { person?: string; machines?: number; warmMemoryMb?: number; diskMb?: number }): Promise<void> {
+  const { person, machines, warmMemoryMb, diskMb } = options;
+  if (machines === undefined && warmMemoryMb === undefined && diskMb === undefined)
+    throw new ExitError(2, 'perennial: give --machines, --warm-memory-mb or --disk-mb');
+  const quota = await withTeam(ctx, (client) => client.team('setQuota', { person, machines, warmMemoryMb, diskMb }));
+  ctx.term.err.write(`perennial: ${person ?? 'the default'} quota: ${quotaText(quota)}\n`);
+}
+
+/** `perennial machine share NAME PERSON|everyone [--run]`. */
+export async function machineShareCommand(ctx: CliContext, name: string, target: string, options: { run?: boolean }): Promise<void> {
+  const shares = await withTeam(ctx, (client) => client.team('share', { name, with: shareTarget(target), right: options.run ? 'run' : 'read' }));
+  ctx.term.err.write(`perennial: ${name} ${sharesText(shares)}\n`);
+}
+
+export async function machineUnshareCommand(ctx: CliContext, name: string, target: string): Promise<void> {
+  const shares = await withTeam(ctx, (client) => client.team('unshare', { name, with: shareTarget(target) }));
+  ctx.term.err.write(`perennial: ${name} ${sharesText(shares)}\n`);
+}
+
+export async function machineGiveCommand(ctx: CliContext, name: string, person: string): Promise<void> {
+  await withTeam(ctx, (client) => client.team('give', { name, person }));
+  ctx.term.err.write(`perennial: ${name} is ${person}'s now, shared with no one.\n`);
+}
+
+/** Whom a machine is shared with, in words: "is shared: bob (read), everyone (run)". */
+export function sharesText(shares: Array<{ with: string; right: string }>): string {
+  return shares.length ? `is shared: ${shares.map((s) => `${s.with === EVERYONE ? 'everyone' : s.with} (${s.right})`).join(', ')}` : 'is shared with no one';
+}
+
+function shareTarget(target: string): string {
+  return target === 'everyone' ? EVERYONE : target;
+}

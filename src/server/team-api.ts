@@ -1,0 +1,52 @@
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import { TEAM_REQUEST_NAMES, TEAM_REQUESTS, type TeamRequestBody, type TeamRequestName, type TeamRequestResult } from '../shared/team-requests.ts';
+import { parseRequest } from '../shared/requests.ts';
+import type { HttpRoute } from '../shared/operations.ts';
+import type { CallerMachines } from './caller-machines.ts';
+import type { Handler } from './forevervm-api.ts';
+import { tableRoute } from './table-routes.ts';
+
+type TeamWork = { [K in TeamRequestName]: (request: TeamRequestBody<K>, machines: CallerMachines) => Promise<TeamRequestResult<K>> };
+
+/** What each of the team's requests does, for the caller: `Team` checks that they may. */
+const TEAM_WORK: TeamWork = {
+  init: async ({ owner }, { team, principal, manager }) => {
+    if (await manager.cluster())
+      throw new ForeverVMError(
+        409,
+        'NotYetOnACluster',
+        "A cluster does not serve a team yet: its nodes would each keep their own; make a single server a team's",
+      );
+    return team.init(
+      principal,
+      owner,
+      manager.list().map((m) => m.name),
+    );
+  },
+  people: (_, { team, principal }) => team.people(principal),
+  addPerson: ({ name, admin, subject }, { team, principal }) => team.addPerson(principal, name, { admin, subject }),
+  removePerson: async ({ person }, { team, principal }) => {
+    await team.removePerson(principal, person);
+    return true as const;
+  },
+  keys: ({ person }, { team, principal }) => team.keys(principal, person),
+  createKey: (request, { team, principal }) => team.createKey(principal, request),
+  revokeKey: ({ id }, { team, principal }) => team.revokeKey(principal, id),
+  share: ({ name, with: target, right }, { team, principal }) => team.share(principal, name, target, right),
+  unshare: ({ name, with: target }, { team, principal }) => team.unshare(principal, name, target),
+  give: async ({ name, person }, { team, principal }) => {
+    await team.give(principal, name, person);
+    return true as const;
+  },
+  quota: ({ person }, { team, principal }) => team.quota(principal, person),
+  setQuota: ({ person, ...quota }, { team, principal }) => team.setQuota(principal, person, quota),
+};
+
+/** The team's routes: people, keys, quotas, and a machine's shares and owner. */
+export function teamRoutes(): Array<[string, RegExp, Handler]> {
+  return TEAM_REQUEST_NAMES.map((name) => {
+    const definition = TEAM_REQUESTS[name] as unknown as HttpRoute;
+    const work = TEAM_WORK[name] as (request: unknown, machines: CallerMachines) => Promise<unknown>;
+    return tableRoute(definition, (fields, machines) => work(parseRequest(definition.request, fields), machines));
+  });
+}

@@ -1,0 +1,136 @@
+import { z } from 'zod';
+import type { HttpRoute } from './operations.ts';
+import { MachineName } from './requests.ts';
+
+/**
+ * The team's requests, as they cross HTTP (`/v1/team/...`, and a machine's shares and owner): one
+ * schema each, read by the server's routes (`server/team-api.ts`) and the CLI's client. Only a
+ * team's server answers them (but `init`, which makes one).
+ */
+
+/** What a key may do: see machines, run code on them, make, change and remove them, run the team. */
+export const SCOPES = ['read', 'run', 'manage', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** A share's target: everyone in the team. */
+export const EVERYONE = '*';
+
+export const PersonName = z
+  .string()
+  .regex(/^[a-z][a-z0-9._-]{0,63}$/, 'a person is named by 1 to 64 lower-case letters, digits, ".", "_" or "-", starting with a letter');
+
+const ShareTarget = z.union([PersonName, z.literal(EVERYONE)]);
+const QuotaFields = {
+  machines: z.coerce.number().int().nonnegative().optional(),
+  warmMemoryMb: z.coerce.number().int().nonnegative().optional(),
+  diskMb: z.coerce.number().int().nonnegative().optional(),
+};
+
+/** A person as the team's API shows them. */
+export interface TeamPerson {
+  name: string;
+  admin: boolean;
+  createdAt: string;
+  subject?: string;
+}
+
+/** A key as its person and admins see it: never its secret. */
+export interface TeamKey {
+  id: string;
+  name: string;
+  person: string;
+  scopes: Scope[];
+  createdAt: string;
+  createdBy: string;
+  expiresAt?: string;
+  revokedAt?: string;
+  state: 'active' | 'expired' | 'revoked';
+}
+
+/** A key just made: the whole key, shown this once. */
+export interface MadeTeamKey {
+  key: string;
+  keyInfo: TeamKey;
+}
+
+export interface TeamQuota {
+  machines: number;
+  warmMemoryMb: number;
+  diskMb: number;
+}
+
+export interface TeamRequest<Request extends z.ZodObject, Result> extends HttpRoute<Request> {
+  /** The result's type; never set. */
+  readonly result?: Result;
+}
+
+function request<Result>() {
+  return <Request extends z.ZodObject>(definition: Omit<TeamRequest<Request, Result>, 'result'>): TeamRequest<Request, Result> => definition;
+}
+
+export const TEAM_REQUESTS = {
+  /** Makes this server a team's: `owner` is its first admin, and owns the machines here now. The operator's alone. */
+  init: request<MadeTeamKey>()({ method: 'POST', path: '/v1/team/init', request: z.object({ owner: PersonName }), what: 'serve a team' }),
+  people: request<TeamPerson[]>()({ method: 'GET', path: '/v1/team/people', request: z.object({}), field: 'people', what: 'list people' }),
+  addPerson: request<TeamPerson>()({
+    method: 'POST',
+    path: '/v1/team/people',
+    request: z.object({ name: PersonName, admin: z.boolean().optional(), subject: z.string().min(1).max(255).optional() }),
+    what: 'add people',
+  }),
+  removePerson: request<true>()({
+    method: 'DELETE',
+    path: '/v1/team/people/{person}',
+    request: z.object({ person: PersonName }),
+    field: 'removed',
+    what: 'remove people',
+  }),
+  keys: request<TeamKey[]>()({ method: 'GET', path: '/v1/team/keys', request: z.object({ person: PersonName.optional() }), field: 'keys', what: 'list keys' }),
+  createKey: request<MadeTeamKey>()({
+    method: 'POST',
+    path: '/v1/team/keys',
+    request: z.object({
+      person: PersonName.optional(),
+      name: z.string().min(1).max(100),
+      scopes: z.array(z.enum(SCOPES)).min(1),
+      expiresAt: z.iso.datetime({ offset: true }).optional(),
+    }),
+    what: 'make keys',
+  }),
+  revokeKey: request<TeamKey>()({ method: 'DELETE', path: '/v1/team/keys/{id}', request: z.object({ id: z.string().min(1).max(64) }), what: 'revoke keys' }),
+  share: request<Array<{ with: string; right: 'read' | 'run' }>>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/shares',
+    request: z.object({ name: MachineName, with: ShareTarget, right: z.enum(['read', 'run']) }),
+    field: 'shares',
+    what: 'share machines',
+  }),
+  unshare: request<Array<{ with: string; right: 'read' | 'run' }>>()({
+    method: 'DELETE',
+    path: '/v1/machine/{name}/shares/{with}',
+    request: z.object({ name: MachineName, with: ShareTarget }),
+    field: 'shares',
+    what: 'share machines',
+  }),
+  give: request<true>()({
+    method: 'POST',
+    path: '/v1/machine/{name}/owner',
+    request: z.object({ name: MachineName, person: PersonName }),
+    field: 'given',
+    what: 'give machines',
+  }),
+  quota: request<TeamQuota>()({ method: 'GET', path: '/v1/team/quotas', request: z.object({ person: PersonName.optional() }), what: 'read quotas' }),
+  setQuota: request<TeamQuota>()({
+    method: 'PUT',
+    path: '/v1/team/quotas',
+    request: z.object({ person: PersonName.optional(), ...QuotaFields }),
+    what: 'set quotas',
+  }),
+};
+
+type TeamRequests = typeof TEAM_REQUESTS;
+export type TeamRequestName = keyof TeamRequests;
+export type TeamRequestInput<K extends TeamRequestName> = z.input<TeamRequests[K]['request']>;
+export type TeamRequestBody<K extends TeamRequestName> = z.output<TeamRequests[K]['request']>;
+export type TeamRequestResult<K extends TeamRequestName> = NonNullable<TeamRequests[K]['result']>;
+export const TEAM_REQUEST_NAMES = Object.keys(TEAM_REQUESTS) as TeamRequestName[];
