@@ -1,5 +1,13 @@
 import type { z } from 'zod';
-import { fieldsInQuery, OperationClient, OPERATIONS, type HttpRoute, type OperationInput, type OperationName, type OperationResult } from '../shared/operations.ts';
+import {
+  fieldsInQuery,
+  OperationClient,
+  OPERATIONS,
+  type HttpRoute,
+  type OperationInput,
+  type OperationName,
+  type OperationResult,
+} from '../shared/operations.ts';
 import type { NewMachineBody } from '../shared/requests.ts';
 import {
   KEEPALIVE_HEADER,

@@ -59,7 +59,12 @@ export interface HttpRoute<Request extends z.ZodObject = z.ZodObject> {
   readonly what: string;
 }
 
-export interface Operation<Args extends unknown[], Request extends z.ZodObject, Result, Hosted extends HostedBehaviour = HostedBehaviour> extends HttpRoute<Request> {
+export interface Operation<
+  Args extends unknown[],
+  Request extends z.ZodObject,
+  Result,
+  Hosted extends HostedBehaviour = HostedBehaviour,
+> extends HttpRoute<Request> {
   /**
    * What the caller must hold on the machine it names (`machine-rights.ts`); a list shows only
    * the machines the caller may read, and a fork, which reads its origin, is its maker's.
