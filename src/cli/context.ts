@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { HttpClient } from '../client/http-client.ts';
+import { savedServerKey } from '../client/server-keys.ts';
 import { CodedError } from '../platform/coded-error.ts';
 import type { PerennialClient } from '../shared/perennial-client.ts';
 import type { EngineName, NewMachineOptions } from '../shared/requests.ts';
@@ -66,17 +67,20 @@ class NoTokenError extends CodedError {
 
 /**
  * A client of the Perennial server at `url` (`--server`): a cluster's node or its load balancer,
- * or another computer's server. Its token is the server's (`server-token` in its data dir), given
- * in PERENNIAL_TOKEN.
+ * another computer's server, or a team's server. Its token is PERENNIAL_TOKEN, else the key
+ * `perennial login --server URL` saved in the data dir.
  */
-export function serverClient(url: string, env: NodeJS.ProcessEnv = process.env): HttpClient {
-  return new HttpClient({ baseUrl: url.replace(/\/+$/, ''), token: serverToken(url, env) });
+export function serverClient(url: string, dataDir: string, env: NodeJS.ProcessEnv = process.env): HttpClient {
+  return new HttpClient({ baseUrl: url.replace(/\/+$/, ''), token: serverToken(url, dataDir, env) });
 }
 
-/** The token of the server at `url` (`--server`), from PERENNIAL_TOKEN. */
-export function serverToken(url: string, env: NodeJS.ProcessEnv = process.env): string {
-  const token = env.PERENNIAL_TOKEN?.trim();
-  if (!token) throw new NoTokenError(`--server ${url} needs the server's token in PERENNIAL_TOKEN (on the server: the server-token file in its data dir)`);
+/** The token of the server at `url` (`--server`): PERENNIAL_TOKEN, else the key saved for it. */
+export function serverToken(url: string, dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  const token = env.PERENNIAL_TOKEN?.trim() || savedServerKey(dataDir, url);
+  if (!token)
+    throw new NoTokenError(
+      `--server ${url} needs a token: your key on a team's server (perennial login --server ${url}), or the server's own (its data dir's server-token) in PERENNIAL_TOKEN`,
+    );
   return token;
 }
 

@@ -56,7 +56,7 @@ function buildProgram(): Command {
       server: global.server,
       // Loaded when a command needs a client: not for --help, nor in a kernel's first second.
       openClient: async () => {
-        if (global.server) return (await import('./context.ts')).serverClient(global.server);
+        if (global.server) return (await import('./context.ts')).serverClient(global.server, dataDir);
         if (global.backend === 'forevervm') return (await import('../client/forevervm-config.ts')).hostedClient();
         return (await import('../client/local-server-connection.ts')).connectToLocalServer(dataDir);
       },
@@ -201,7 +201,7 @@ function buildProgram(): Command {
 
   program
     .command('login')
-    .description('save a ForeverVM token for --backend forevervm (in the ForeverVM CLI config file)')
+    .description("save a token: your key for a Perennial server elsewhere (with --server URL: a team's), else a ForeverVM token for --backend forevervm")
     .option('--token <token>', 'the token (default: ask, or read stdin)')
     .option('--base-url <url>', 'the ForeverVM API (default https://api.forevervm.com)')
     .action((options) => lazy('login').then(({ loginCommand }) => loginCommand(context(), options)));
@@ -351,8 +351,9 @@ function buildProgram(): Command {
     .command('revoke')
     .argument('<id>')
     .action((id: string) => lazy('team').then(({ keyRevokeCommand }) => keyRevokeCommand(context(), id)));
-  const quota = team
-    .command('quota')
+  const quota = team.command('quota').description('quotas: machines, warm memory and disk per person');
+  quota
+    .command('show')
     .description("a quota: yours, or with --person (an admin) anyone's")
     .option('--person <name>')
     .option('--json', 'print JSON')

@@ -33,8 +33,9 @@ export class AccessPolicy {
   #hosts = new Set<string>();
 
   /**
-   * `anyHost`: a cluster's node listening beyond loopback, reached by other nodes and through load
-   * balancers by names of their own; the token guards it, as it guards every request.
+   * `anyHost`: a server listening beyond loopback (a cluster's node, a team's server), reached by
+   * other nodes, people and load balancers by names of their own; the credential guards it, as it
+   * guards every request.
    */
   constructor(private readonly anyHost = false) {}
 

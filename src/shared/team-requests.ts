@@ -19,6 +19,11 @@ export const PersonName = z
   .string()
   .regex(/^[a-z][a-z0-9._-]{0,63}$/, 'a person is named by 1 to 64 lower-case letters, digits, ".", "_" or "-", starting with a letter');
 
+/** Whom a machine is shared with, in words: "bob (read), everyone (run)"; empty when with no one. */
+export function describeShares(shares: ReadonlyArray<{ with: string; right: string }>): string {
+  return shares.map((s) => `${s.with === EVERYONE ? 'everyone' : s.with} (${s.right})`).join(', ');
+}
+
 const ShareTarget = z.union([PersonName, z.literal(EVERYONE)]);
 const QuotaFields = {
   machines: z.coerce.number().int().nonnegative().optional(),

@@ -69,8 +69,7 @@ export class Team {
         'NotShared',
         `Machine ${machine} is shared with you to ${held}: to ${RIGHT_WORDS[right]} it needs ${right === 'own' ? 'its owner' : 'a share to run'}`,
       );
-    const scope = SCOPE_FOR[right];
-    if (!hasScope(principal, scope)) throw missingScope(scope, `${RIGHT_WORDS[right]} machine ${machine}`);
+    if (!hasScope(principal, SCOPE_FOR[right])) throw missingScope(SCOPE_FOR[right], `${RIGHT_WORDS[right]} machine ${machine}`);
   }
 
   /** What `principal` may see of each machine, as the document is now: for listings and events. */

@@ -12,8 +12,6 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli.js');
 const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((name) => join('docs', name))];
-/** Commands with subcommands of their own (`kernel` also runs as itself, with its flags); a subcommand also takes its group's flags. */
-const GROUPS = new Set(['machine', 'kernel']);
 
 /** The `perennial ...` lines of a file's ```sh blocks, each with what continues it on indented lines. */
 function commandLines(text: string): string[] {
@@ -35,6 +33,16 @@ function helpOf(command: string[]): string {
   return help.get(key)!;
 }
 
+/** Whether `word` is a subcommand of `command` (a group, such as machine or team key); a subcommand also takes its groups' flags. */
+function isSubcommand(command: string[], word: string): boolean {
+  const text = helpOf(command);
+  return (
+    !word.startsWith('-') &&
+    /^Commands:/m.test(text) &&
+    new RegExp(`^  ${word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'm').test(text.slice(text.search(/^Commands:/m)))
+  );
+}
+
 describe("the docs' perennial commands, against the CLI's help", () => {
   for (const doc of DOCS) {
     const lines = commandLines(readFileSync(join(ROOT, doc), 'utf8'));
@@ -45,9 +53,11 @@ describe("the docs' perennial commands, against the CLI's help", () => {
         const words = line.split(/\s+/).slice(1);
         // Global options come before the command: --data-dir DIR, --backend NAME.
         while (words[0]?.startsWith('--')) words.splice(0, global.includes(`${words[0]} <`) ? 2 : 1);
-        const command = GROUPS.has(words[0]!) && !words[1]?.startsWith('-') ? words.slice(0, 2) : words.slice(0, 1);
-        assert.ok(new RegExp(`^  ${command.at(-1)}\\b`, 'm').test(helpOf(command.slice(0, -1))), `${doc}: no command "${command.join(' ')}" in: ${line}`);
-        const own = helpOf(command) + (command.length > 1 ? helpOf(command.slice(0, 1)) : '');
+        // Down the groups (machine share, team key create) while the next word is a subcommand.
+        const command = words.slice(0, 1);
+        while (words[command.length] && isSubcommand(command, words[command.length]!)) command.push(words[command.length]!);
+        assert.ok(isSubcommand(command.slice(0, -1), command.at(-1)!), `${doc}: no command "${command.join(' ')}" in: ${line}`);
+        const own = command.map((_, i) => helpOf(command.slice(0, i + 1))).join('');
         for (const [flag] of line.matchAll(/--[a-z][a-z-]*/g)) {
           assert.ok(
             own.includes(`${flag} `) || own.includes(`${flag}\n`) || global.includes(`${flag} `),

@@ -13,7 +13,7 @@ const POLL_MS = 250;
  * it was given have run, then stops; this waits until it has.
  */
 export async function drainCommand(ctx: CliContext): Promise<void> {
-  const node = ctx.server ? { url: ctx.server.replace(/\/+$/, ''), token: serverToken(ctx.server) } : await runningServer(ctx.dataDir);
+  const node = ctx.server ? { url: ctx.server.replace(/\/+$/, ''), token: serverToken(ctx.server, ctx.dataDir) } : await runningServer(ctx.dataDir);
   if (!node) throw new LocalServerUnavailableError(`No Perennial node runs on ${ctx.dataDir}: there is nothing to drain`);
   const asked = await fetch(`${node.url}/v1/server/stop`, {
     method: 'POST',

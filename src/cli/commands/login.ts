@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { HttpClient } from '../../client/http-client.ts';
+import { saveServerKey, serverKeyName } from '../../client/server-keys.ts';
 import { ForeverVMError } from '../../shared/forevervm-error.ts';
 import { FOREVERVM_BASE_URL, foreverVMConfigPath } from '../../client/forevervm-config.ts';
 import { writeFileAtomic } from '../../platform/atomic-file.ts';
@@ -20,8 +21,9 @@ export interface LoginCommandOptions {
  * checks it when the service can be reached, and writes the ForeverVM CLI's config file (0600).
  */
 export async function loginCommand(ctx: CliContext, options: LoginCommandOptions): Promise<void> {
-  const token = (options.token ?? (await askToken(ctx))).trim();
+  const token = (options.token ?? (await askToken(ctx, ctx.server ? `Your key for ${ctx.server}: ` : 'ForeverVM token: '))).trim();
   if (!token || /\s/.test(token)) throw new ExitError(2, 'perennial: that is not a token (it is empty or has spaces)');
+  if (ctx.server) return serverLogin(ctx, ctx.server, token);
   const baseUrl = options.baseUrl ?? FOREVERVM_BASE_URL;
   try {
     const who = await new HttpClient({ baseUrl, token }).whoami();
@@ -36,10 +38,23 @@ export async function loginCommand(ctx: CliContext, options: LoginCommandOptions
   ctx.term.err.write(`Saved to ${path}.\n`);
 }
 
-async function askToken(ctx: CliContext): Promise<string> {
+/** `perennial login --server URL`: checks the key with the server, then keeps it in the data dir for that server. */
+async function serverLogin(ctx: CliContext, server: string, key: string): Promise<void> {
+  let who: { account: string };
+  try {
+    who = await new HttpClient({ baseUrl: serverKeyName(server), token: key }).whoami();
+  } catch (error) {
+    if (error instanceof ForeverVMError && error.status === 401) throw new ExitError(1, `perennial: ${server} refused the key; nothing was saved`);
+    throw new ExitError(1, `perennial: could not reach ${server} (${(error as Error).message}); nothing was saved`);
+  }
+  const path = await saveServerKey(ctx.dataDir, server, key);
+  ctx.term.err.write(`Logged in to ${server} as ${who.account}; the key is kept in ${path}.\n`);
+}
+
+async function askToken(ctx: CliContext, prompt: string): Promise<string> {
   const input = ctx.stdin as NodeJS.ReadStream;
   if (!input.isTTY) return text(input);
-  ctx.term.err.write('ForeverVM token: ');
+  ctx.term.err.write(prompt);
   // Read the line without echoing it: the token is a secret.
   const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
   const rl = createInterface({ input, output: silent, terminal: true });

@@ -1,4 +1,5 @@
 import { describeRuntime } from '../../shared/result-format.ts';
+import { describeShares } from '../../shared/team-requests.ts';
 import type { MachineInfo } from '../../shared/types.ts';
 import { newMachineOptions, withClient, type CliContext, type MachineFlags } from '../context.ts';
 import { ExitError } from '../errors.ts';
@@ -91,11 +92,32 @@ function runtimeCell(machine: MachineInfo): string {
  * The machines, one a line; in a cluster, with the node that runs each ("-": none now, the next
  * use takes it); where any works in a folder of the person's (a notebook's), that folder ("-": its own).
  */
+/** Whom a machine is shared with (its owner sees), or what it is shared with the caller for. */
+function sharedCell(machine: MachineInfo): string {
+  const access = machine.access;
+  if (!access) return '-';
+  if (access.right !== 'own') return `with you (${access.right})`;
+  return describeShares(access.shares) || '-';
+}
+
 function formatTable(machines: MachineInfo[]): string {
   const cluster = machines.some((m) => m.node !== undefined);
   const folders = machines.some((m) => m.workdir !== undefined);
+  // A team's server: whose each machine is, and (its owner's) whom it is shared with.
+  const team = machines.some((m) => m.access !== undefined);
   return table([
-    ['NAME', 'ENGINE', 'RUNTIME', 'STATE', 'INSTRUCTIONS', ...(cluster ? ['NODE'] : []), ...(folders ? ['WORKS IN'] : []), 'CREATED', 'TAGS'],
+    [
+      'NAME',
+      'ENGINE',
+      'RUNTIME',
+      'STATE',
+      'INSTRUCTIONS',
+      ...(cluster ? ['NODE'] : []),
+      ...(folders ? ['WORKS IN'] : []),
+      ...(team ? ['OWNER', 'SHARED'] : []),
+      'CREATED',
+      'TAGS',
+    ],
     ...machines.map((m) => [
       m.name,
       m.engine,
@@ -104,6 +126,7 @@ function formatTable(machines: MachineInfo[]): string {
       String(m.nextSeq),
       ...(cluster ? [m.node ?? '-'] : []),
       ...(folders ? [m.workdir ?? '-'] : []),
+      ...(team ? [m.access?.owner ?? '-', sharedCell(m)] : []),
       m.createdAt.replace('T', ' ').slice(0, 19),
       Object.entries(m.tags)
         .map(([k, v]) => `${k}=${v}`)

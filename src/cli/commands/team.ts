@@ -1,5 +1,5 @@
 import type { HttpClient } from '../../client/http-client.ts';
-import { EVERYONE, SCOPES, type Scope, type TeamKey, type TeamQuota } from '../../shared/team-requests.ts';
+import { describeShares, EVERYONE, SCOPES, type Scope, type TeamKey, type TeamQuota } from '../../shared/team-requests.ts';
 import type { CliContext } from '../context.ts';
 import { ExitError } from '../errors.ts';
 import { table } from '../table.ts';
@@ -131,9 +131,8 @@ export async function machineGiveCommand(ctx: CliContext, name: string, person: 
   ctx.term.err.write(`perennial: ${name} is ${person}'s now, shared with no one.\n`);
 }
 
-/** Whom a machine is shared with, in words: "is shared: bob (read), everyone (run)". */
-export function sharesText(shares: Array<{ with: string; right: string }>): string {
-  return shares.length ? `is shared: ${shares.map((s) => `${s.with === EVERYONE ? 'everyone' : s.with} (${s.right})`).join(', ')}` : 'is shared with no one';
+function sharesText(shares: Array<{ with: string; right: string }>): string {
+  return shares.length ? `is shared: ${describeShares(shares)}` : 'is shared with no one';
 }
 
 function shareTarget(target: string): string {
