@@ -311,6 +311,15 @@ function buildProgram(): Command {
     .argument('<person>')
     .action((name: string, person: string) => lazy('team').then(({ machineGiveCommand }) => machineGiveCommand(context(), name, person)));
 
+  program
+    .command('audit')
+    .description("a team's audit log (an admin): who did what to which machine, from where, and how it ended, as JSON lines")
+    .option('--person <name>', "this person's doings ('unknown': refused credentials)")
+    .option('--machine <name>', 'about this machine')
+    .option('--action <action>', 'made, ran, read, shared, deleted, key made, signed in, ...')
+    .option('--since <when>', 'a date, or a span back such as 12h or 7d')
+    .option('--limit <n>', 'the newest this many (default 1000)', positiveInteger)
+    .action((options) => lazy('team').then(({ auditCommand }) => auditCommand(context(), options)));
   const team = program.command('team').description('a server for a team: people, their keys, quotas (see docs/team.md)');
   team
     .command('init')

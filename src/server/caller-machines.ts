@@ -5,6 +5,7 @@ import { ForeverVMError } from '../shared/forevervm-error.ts';
 import type { Right } from '../shared/machine-rights.ts';
 import { OPERATIONS, type OperationName, type OperationResult } from '../shared/operations.ts';
 import { NewMachineOptions, parseRequest } from '../shared/requests.ts';
+import type { AuditEntry } from '../shared/team-requests.ts';
 import type { ExecResult, MachineAccess, MachineEvent, MachineInfo, OutputChunk, StatusReport } from '../shared/types.ts';
 import type { Principal } from '../team/principal.ts';
 import type { Team } from '../team/team.ts';
@@ -18,11 +19,41 @@ import { localAccount, statusReport } from './machine-answers.ts';
  * stream shows only what they may see.
  */
 export class CallerMachines {
+  /** `from`: where the caller's requests come from, for the audit log (an address and how: `127.0.0.1 http`). */
   constructor(
     readonly manager: MachineManager,
     readonly team: Team,
     readonly principal: Principal,
+    readonly from: string,
   ) {}
+
+  /**
+   * Does `work` and, on a team's server, logs it as `action` on `machine` (with `target`): done,
+   * failed, or refused. Without an action, only a refusal is logged (reads that clients repeat).
+   */
+  async audited<T>(action: string | undefined, machine: string | undefined, work: () => Promise<T>, target?: (result: T) => string | undefined): Promise<T> {
+    try {
+      const result = await work();
+      if (action) await this.#record(action, machine, 'done', undefined, target?.(result));
+      return result;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const refused = typeof code === 'string' && REFUSALS.has(code);
+      if (action || refused) await this.#record(action ?? 'asked', machine, refused ? 'refused' : 'failed', typeof code === 'string' ? code : undefined);
+      throw error;
+    }
+  }
+
+  #record(action: string, machine: string | undefined, outcome: AuditEntry['outcome'], code?: string, target?: string): Promise<void> {
+    return this.team.record(this.principal, {
+      action,
+      ...(machine === undefined ? {} : { machine }),
+      ...(target === undefined ? {} : { target }),
+      from: this.from,
+      outcome,
+      ...(code === undefined ? {} : { code }),
+    });
+  }
 
   /** Throws unless the caller holds `right` on `name` (404 when the machine is not theirs to see). */
   require(name: string, right: Right): Promise<void> {
@@ -33,17 +64,34 @@ export class CallerMachines {
     return this.team.whoami(this.principal, localAccount().account);
   }
 
-  async create(request: NewMachineOptions = {}): Promise<MachineInfo> {
-    const options = parseRequest(NewMachineOptions, request);
-    await this.#mayMake(options.engine ?? this.manager.defaultEngine, options.memoryMb, {
-      folder: options.workdir ?? options.workspace,
-      python: options.python,
-    });
-    return this.#mine(await this.manager.create(options, this.#claim));
+  create(request: NewMachineOptions = {}): Promise<MachineInfo> {
+    return this.audited(
+      'made',
+      undefined,
+      async () => {
+        const options = parseRequest(NewMachineOptions, request);
+        await this.#mayMake(options.engine ?? this.manager.defaultEngine, options.memoryMb, {
+          folder: options.workdir ?? options.workspace,
+          python: options.python,
+        });
+        return this.#mine(await this.manager.create(options, this.#claim));
+      },
+      (info) => info.name,
+    );
   }
 
   /** Operation `op`, checked against what the caller holds on the machine it names. */
-  async operation<K extends OperationName>(op: K, request: Record<string, unknown>): Promise<OperationResult<K>> {
+  operation<K extends OperationName>(op: K, request: Record<string, unknown>): Promise<OperationResult<K>> {
+    const machine = op === 'list' ? undefined : String(request.name);
+    return this.audited(
+      AUDITED[op],
+      machine,
+      () => this.#operation(op, request),
+      (result) => (op === 'fork' ? (result as MachineInfo).name : undefined),
+    );
+  }
+
+  async #operation<K extends OperationName>(op: K, request: Record<string, unknown>): Promise<OperationResult<K>> {
     if (op === 'list') return this.#visible((await performOperation(this.manager, 'list', request)) as MachineInfo[]) as Promise<OperationResult<K>>;
     const name = String(request.name);
     await this.require(name, OPERATIONS[op].right);
@@ -60,24 +108,32 @@ export class CallerMachines {
     return result;
   }
 
-  async exec(name: string, code: string, options: ExecOptions = {}): ReturnType<MachineManager['exec']> {
-    await this.require(name, 'run');
-    return this.manager.exec(name, code, options);
+  exec(name: string, code: string, options: ExecOptions = {}): ReturnType<MachineManager['exec']> {
+    return this.audited('ran', name, async () => {
+      await this.require(name, 'run');
+      return this.manager.exec(name, code, options);
+    });
   }
 
-  async run(name: string, code: string, options: Parameters<MachineManager['run']>[2] = {}): ReturnType<MachineManager['run']> {
-    await this.require(name, 'run');
-    return this.manager.run(name, code, options);
+  run(name: string, code: string, options: Parameters<MachineManager['run']>[2] = {}): ReturnType<MachineManager['run']> {
+    return this.audited('ran', name, async () => {
+      await this.require(name, 'run');
+      return this.manager.run(name, code, options);
+    });
   }
 
-  async result(name: string, seq: number): Promise<ExecResult> {
-    await this.require(name, 'read');
-    return this.manager.result(name, seq);
+  result(name: string, seq: number): Promise<ExecResult> {
+    return this.audited(undefined, name, async () => {
+      await this.require(name, 'read');
+      return this.manager.result(name, seq);
+    });
   }
 
-  async follow(name: string, seq: number, onChunk: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult> {
-    await this.require(name, 'read');
-    return this.manager.follow(name, seq, onChunk, signal);
+  follow(name: string, seq: number, onChunk: (chunk: OutputChunk) => void, signal?: AbortSignal): Promise<ExecResult> {
+    return this.audited(undefined, name, async () => {
+      await this.require(name, 'read');
+      return this.manager.follow(name, seq, onChunk, signal);
+    });
   }
 
   /** Every machine the caller may see, carrying `tags`, in a cluster on every node. */
@@ -160,6 +216,31 @@ export class CallerMachines {
     return this.principal.kind === 'person' ? withAccess(info, { owner: this.principal.person, right: 'own', shares: [] }) : info;
   }
 }
+
+/** The errors that are a refusal of the caller, as the audit log says. */
+const REFUSALS = new Set(['MachineNotFound', 'NotShared', 'MissingScope', 'QuotaExceeded', 'EngineNotAllowed', 'HostFolderNotAllowed', 'Forbidden']);
+
+/** What the audit log calls each operation; the ones without are reads clients repeat (details, completion), logged only when refused. */
+const AUDITED: Partial<Record<OperationName, string>> = {
+  delete: 'deleted',
+  fork: 'forked',
+  interrupt: 'interrupted',
+  swap: 'swapped',
+  variables: 'read',
+  variable: 'read',
+  history: 'read',
+  listFiles: 'read',
+  readFile: 'read',
+  checkpoints: 'read',
+  writeFile: 'wrote a file',
+  installPackages: 'installed packages',
+  update: 'changed',
+  checkpoint: 'checkpointed',
+  deleteCheckpoint: 'deleted a checkpoint',
+  rollback: 'rolled back',
+  upgrade: 'upgraded',
+  reset: 'reset',
+};
 
 /** A machine's listing entry with whose it is and what the caller may do, on a team's server. */
 function withAccess(machine: MachineInfo, access: MachineAccess): MachineInfo {

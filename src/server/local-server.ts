@@ -23,6 +23,7 @@ import { InProcessClient } from './in-process-client.ts';
 import { CallerMachines } from './caller-machines.ts';
 import { Team } from '../team/team.ts';
 import { FileTeamStore } from '../team/team-store.ts';
+import { FileAuditLog } from '../team/audit-log.ts';
 import { OPERATOR, type Principal } from '../team/principal.ts';
 import type { McpCaller } from '../mcp/http-endpoints.ts';
 import { perennialRoutes } from './perennial-api.ts';
@@ -136,7 +137,7 @@ export class LocalServer {
     try {
       const token = await loadOrCreateToken(options.dataDir, cluster && ((proposed) => cluster.token(proposed)));
       const host = options.host ?? DEFAULT_HOST;
-      const team = new Team(new FileTeamStore(options.dataDir), token, VERSION);
+      const team = new Team(new FileTeamStore(options.dataDir), new FileAuditLog(options.dataDir), token, VERSION);
       // A team document this build cannot read stops the start here, before anything is served.
       await team.enabled();
       // Beyond loopback (a cluster's node, a team's server) it is reached by names of its own: the credential guards it.
@@ -221,7 +222,7 @@ export class LocalServer {
         sendJson(res, 200, { ok: true });
         return;
       }
-      const caller = await this.#caller(req);
+      const caller = await this.#caller(req, 'http');
       const path = requestUrl(req).pathname;
       await this.#route(req, path, {
         here: () => this.#serve(req, res, path, caller),
@@ -232,11 +233,15 @@ export class LocalServer {
     }
   }
 
-  /** The machines as the request's caller may reach them; 401 for a credential no one holds. */
-  async #caller(req: IncomingMessage): Promise<CallerMachines> {
+  /** The machines as the request's caller may reach them; 401 for a credential no one holds (which the audit log keeps). */
+  async #caller(req: IncomingMessage, via: 'http' | 'websocket'): Promise<CallerMachines> {
+    const from = `${req.socket.remoteAddress ?? 'unknown'} ${via}`;
     const principal = await this.team.authenticate(this.access.credential(req));
-    if (!principal) throw unauthorized();
-    return new CallerMachines(this.manager, this.team, principal);
+    if (!principal) {
+      await this.team.record(undefined, { action: 'signed in', from, outcome: 'refused', code: 'Unauthorized' });
+      throw unauthorized();
+    }
+    return new CallerMachines(this.manager, this.team, principal, from);
   }
 
   /** The MCP client of `principal`, made once each: its tasks and sessions are its own. */
@@ -244,7 +249,7 @@ export class LocalServer {
     const id = principal.kind === 'operator' ? 'operator' : `person ${principal.person}`;
     let caller = this.#mcpCallers.get(id);
     if (!caller) {
-      const local = new InProcessClient(new CallerMachines(this.manager, this.team, principal));
+      const local = new InProcessClient(new CallerMachines(this.manager, this.team, principal, 'mcp'));
       // A person's calls to machines on other nodes are not yet carried for them: their MCP reaches this node's only.
       const client = this.cluster && principal === OPERATOR ? this.cluster.client(local) : local;
       this.#mcpCallers.set(id, (caller = { id, client }));
@@ -273,7 +278,7 @@ export class LocalServer {
     this.#upgrading.add(socket);
     socket.once('close', () => this.#upgrading.delete(socket));
     try {
-      const caller = await this.#caller(req);
+      const caller = await this.#caller(req, 'websocket');
       const path = requestUrl(req).pathname;
       const match = REPL_PATH.exec(path);
       if (!match) throw new ForeverVMError(404, 'NotFound', 'WebSockets are served on /v1/machine/{name}/repl');

@@ -38,15 +38,39 @@ const TEAM_WORK: TeamWork = {
     await team.give(principal, name, person);
     return true as const;
   },
+  audit: (filter, { team, principal }) => team.auditEntries(principal, filter),
   quota: ({ person }, { team, principal }) => team.quota(principal, person),
   setQuota: ({ person, ...quota }, { team, principal }) => team.setQuota(principal, person, quota),
 };
 
-/** The team's routes: people, keys, quotas, and a machine's shares and owner. */
+/** What the audit log calls the team's changes, and what each concerns; reads are logged only when refused. */
+const TEAM_ACTIONS: Partial<Record<TeamRequestName, { action: string; target: (request: Record<string, unknown>) => unknown }>> = {
+  init: { action: 'team made', target: (r) => r.owner },
+  addPerson: { action: 'person added', target: (r) => r.name },
+  removePerson: { action: 'person removed', target: (r) => r.person },
+  createKey: { action: 'key made', target: (r) => r.person ?? 'own' },
+  revokeKey: { action: 'key revoked', target: (r) => r.id },
+  share: { action: 'shared', target: (r) => `${String(r.with)} (${String(r.right)})` },
+  unshare: { action: 'unshared', target: (r) => r.with },
+  give: { action: 'given', target: (r) => r.person },
+  setQuota: { action: 'quota set', target: (r) => r.person ?? 'the default' },
+};
+
+/** The team's routes: people, keys, quotas, the audit log, and a machine's shares and owner. */
 export function teamRoutes(): Array<[string, RegExp, Handler]> {
   return TEAM_REQUEST_NAMES.map((name) => {
     const definition = TEAM_REQUESTS[name] as unknown as HttpRoute;
     const work = TEAM_WORK[name] as (request: unknown, machines: CallerMachines) => Promise<unknown>;
-    return tableRoute(definition, (fields, machines) => work(parseRequest(definition.request, fields), machines));
+    const logged = TEAM_ACTIONS[name];
+    return tableRoute(definition, (fields, machines) => {
+      const machine = typeof fields.name === 'string' && definition.path.includes('{name}') ? fields.name : undefined;
+      const target = logged && String(logged.target(fields));
+      return machines.audited(
+        logged?.action,
+        machine,
+        () => work(parseRequest(definition.request, fields), machines),
+        () => target,
+      );
+    });
   });
 }

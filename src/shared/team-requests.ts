@@ -64,6 +64,38 @@ export interface TeamQuota {
   diskMb: number;
 }
 
+/**
+ * An entry of a team's audit log: who did what to which machine, from where, and how it ended. It
+ * names machines, people and keys, never code, output or a key's secret.
+ */
+export interface AuditEntry {
+  at: string;
+  /** A person, `the operator`, or `unknown` (a credential no one holds). */
+  who: string;
+  /** The key (`key <id>`) or sign-in the request came with. */
+  credential?: string;
+  /** What was asked: `made`, `ran`, `read`, `shared`, `deleted`, `key made`, ... */
+  action: string;
+  machine?: string;
+  /** What else it concerned: a person, a key's id, a share's target, a fork. */
+  target?: string;
+  /** Where the request came from: its address and how (`http`, `websocket`, `mcp`). */
+  from?: string;
+  outcome: 'done' | 'refused' | 'failed';
+  /** For a refusal or a failure: its error's code. */
+  code?: string;
+}
+
+const AuditQuery = z.object({
+  person: z.string().max(64).optional(),
+  machine: MachineName.optional(),
+  action: z.string().max(64).optional(),
+  since: z.iso.datetime({ offset: true }).optional(),
+  limit: z.coerce.number().int().min(1).max(100_000).optional(),
+});
+/** Which entries of the audit log to read: the newest `limit` (default 1000) of those that match. */
+export type AuditFilter = z.infer<typeof AuditQuery>;
+
 export interface TeamRequest<Request extends z.ZodObject, Result> extends HttpRoute<Request> {
   /** The result's type; never set. */
   readonly result?: Result;
@@ -124,6 +156,7 @@ export const TEAM_REQUESTS = {
     field: 'given',
     what: 'give machines',
   }),
+  audit: request<AuditEntry[]>()({ method: 'GET', path: '/v1/team/audit', request: AuditQuery, field: 'entries', what: 'read the audit log' }),
   quota: request<TeamQuota>()({ method: 'GET', path: '/v1/team/quotas', request: z.object({ person: PersonName.optional() }), what: 'read quotas' }),
   setQuota: request<TeamQuota>()({
     method: 'PUT',

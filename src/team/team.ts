@@ -2,9 +2,10 @@ import { timingSafeEqual } from 'node:crypto';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { makeKey, readKey, secretMatches } from './keys.ts';
 import { hasScope, OPERATOR, type Principal } from './principal.ts';
-import { EVERYONE, PersonName, SCOPES, type Scope, type TeamKey } from '../shared/team-requests.ts';
+import { EVERYONE, PersonName, SCOPES, type AuditEntry, type AuditFilter, type Scope, type TeamKey } from '../shared/team-requests.ts';
 import { DEFAULT_QUOTA, emptyTeam, type Key, type MachineAccessRecord, type Person, type Quota, type Share, type TeamDocument } from './team-document.ts';
 import type { TeamStore } from './team-store.ts';
+import type { AuditLog } from './audit-log.ts';
 import type { MachineAccess } from '../shared/types.ts';
 import { covers, type Right } from '../shared/machine-rights.ts';
 
@@ -19,6 +20,7 @@ export class Team {
 
   constructor(
     private readonly store: TeamStore,
+    private readonly audit: AuditLog,
     operatorToken: string,
     private readonly writtenBy: string,
   ) {
@@ -303,6 +305,20 @@ export class Team {
       }
     });
     return person === undefined ? { ...DEFAULT_QUOTA, ...(await this.#document()).quotas.default } : this.quotaOf(person);
+  }
+
+  /** Appends to the audit log what `principal` asked and how it ended; a server for one person keeps none. */
+  async record(principal: Principal | undefined, entry: Omit<AuditEntry, 'at' | 'who' | 'credential'>): Promise<void> {
+    if (!(await this.enabled())) return;
+    const who = principal === undefined ? 'unknown' : principal.kind === 'operator' ? 'the operator' : principal.person;
+    const credential = principal?.kind === 'person' ? { credential: principal.credential } : {};
+    await this.audit.append({ at: new Date().toISOString(), who, ...credential, ...entry });
+  }
+
+  /** The audit log's entries `filter` asks for: admins only. */
+  async auditEntries(principal: Principal, filter: AuditFilter): Promise<AuditEntry[]> {
+    this.#requireAdmin(principal, 'read the audit log');
+    return this.audit.read(filter);
   }
 
   /** `GET /v1/whoami`: the person (and what the key may do), or the operator. */

@@ -236,6 +236,32 @@ describe("a team's server on one node", { timeout: 300_000 }, () => {
     await carol.close();
   });
 
+  it('keeps an audit log of each of these, for admins, with no code or output in it', async () => {
+    assert.equal(await outcome(() => bob.team('audit', {})), 'MissingScope');
+    const entries = await alice.team('audit', {});
+    const has = (match: Partial<(typeof entries)[number]>) =>
+      assert.ok(
+        entries.some((entry) => Object.entries(match).every(([key, value]) => entry[key as keyof typeof entry] === value)),
+        `no entry ${JSON.stringify(match)} in:\n${entries.map((e) => JSON.stringify(e)).join('\n')}`,
+      );
+    has({ who: 'the operator', action: 'team made', target: 'alice', outcome: 'done' });
+    has({ who: 'alice', action: 'made', target: aliceMachine, outcome: 'done' });
+    has({ who: 'alice', action: 'ran', machine: aliceMachine, outcome: 'done' });
+    has({ who: 'alice', action: 'shared', machine: aliceMachine, target: 'bob (read)' });
+    has({ who: 'alice', action: 'unshared', machine: aliceMachine, target: 'bob' });
+    has({ who: 'bob', machine: aliceMachine, outcome: 'refused', code: 'MachineNotFound' });
+    has({ who: 'bob', action: 'ran', machine: aliceMachine, outcome: 'done' });
+    has({ who: 'bob', action: 'made', outcome: 'refused', code: 'QuotaExceeded' });
+    has({ who: 'bob', action: 'key revoked', outcome: 'done' });
+    has({ who: 'unknown', action: 'signed in', outcome: 'refused' });
+    has({ who: 'alice', action: 'person removed', target: 'carol' });
+    assert.ok(entries.every((entry) => entry.from && /^(\S+ (http|websocket)|mcp)$/.test(entry.from)), `each says where from`);
+    const text = await readFile(join(data.dir, 'audit.jsonl'), 'utf8');
+    assert.ok(!/secret|prn_|42/.test(text.replace(/"at":"[^"]*"/g, '')), `no code, output or key in the log:\n${text}`);
+    const bobs = await alice.team('audit', { person: 'bob', action: 'ran' });
+    assert.ok(bobs.length > 0 && bobs.every((entry) => entry.who === 'bob' && entry.action === 'ran'));
+  });
+
   it('keeps the team across a restart', async () => {
     const dataDir = server.manager.dataDir;
     await server.close();

@@ -55,12 +55,15 @@ export async function personRemoveCommand(ctx: CliContext, name: string): Promis
   );
 }
 
-/** `--expires 30d`, `12h`, or a date: when a new key stops working. */
-export function expiryOf(text: string, now = Date.now()): string {
+/**
+ * A time given as a date or a span from now: `--expires 30d` (ahead, `direction` 1), `--since 12h`
+ * (back, -1), or 2027-01-31.
+ */
+export function timeOf(text: string, now = Date.now(), direction: 1 | -1 = 1): string {
   const relative = /^(\d+)([dh])$/.exec(text);
-  if (relative) return new Date(now + Number(relative[1]) * (relative[2] === 'd' ? 86_400_000 : 3_600_000)).toISOString();
+  if (relative) return new Date(now + direction * Number(relative[1]) * (relative[2] === 'd' ? 86_400_000 : 3_600_000)).toISOString();
   const at = Date.parse(text);
-  if (Number.isNaN(at)) throw new ExitError(2, `perennial: --expires ${text}: give a time to come (2027-01-31, 2027-01-31T12:00Z) or a span (30d, 12h)`);
+  if (Number.isNaN(at)) throw new ExitError(2, `perennial: ${text}: give a date (2027-01-31, 2027-01-31T12:00Z) or a span (30d, 12h)`);
   return new Date(at).toISOString();
 }
 
@@ -77,7 +80,7 @@ export async function keyCreateCommand(ctx: CliContext, options: { name: string;
       name: options.name,
       person: options.person,
       scopes: scopesOf(options.scopes),
-      ...(options.expires ? { expiresAt: expiryOf(options.expires) } : {}),
+      ...(options.expires ? { expiresAt: timeOf(options.expires) } : {}),
     }),
   );
   showNewKey(ctx, made);
@@ -137,4 +140,18 @@ function sharesText(shares: Array<{ with: string; right: string }>): string {
 
 function shareTarget(target: string): string {
   return target === 'everyone' ? EVERYONE : target;
+}
+
+/** `perennial audit`: the team's audit log (an admin), as JSON lines, oldest first. */
+export async function auditCommand(
+  ctx: CliContext,
+  options: { person?: string; machine?: string; action?: string; since?: string; limit?: number },
+): Promise<void> {
+  const entries = await withTeam(ctx, (client) =>
+    client.team('audit', {
+      ...options,
+      ...(options.since ? { since: timeOf(options.since, Date.now(), -1) } : {}),
+    }),
+  );
+  for (const entry of entries) ctx.term.out.write(JSON.stringify(entry) + '\n');
 }
