@@ -255,7 +255,10 @@ describe("a team's server on one node", { timeout: 300_000 }, () => {
     has({ who: 'bob', action: 'key revoked', outcome: 'done' });
     has({ who: 'unknown', action: 'signed in', outcome: 'refused' });
     has({ who: 'alice', action: 'person removed', target: 'carol' });
-    assert.ok(entries.every((entry) => entry.from && /^(\S+ (http|websocket)|mcp)$/.test(entry.from)), `each says where from`);
+    assert.ok(
+      entries.every((entry) => entry.from && /^(\S+ (http|websocket)|mcp)$/.test(entry.from)),
+      `each says where from`,
+    );
     const text = await readFile(join(data.dir, 'audit.jsonl'), 'utf8');
     assert.ok(!/secret|prn_|42/.test(text.replace(/"at":"[^"]*"/g, '')), `no code, output or key in the log:\n${text}`);
     const bobs = await alice.team('audit', { person: 'bob', action: 'ran' });
