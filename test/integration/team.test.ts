@@ -210,6 +210,40 @@ describe("a team's server on one node", { timeout: 300_000 }, () => {
     await readOnly.close();
   });
 
+  it("works with a person's key as the ForeverVM SDK uses a token: a new machine's REPL taking an exec sent on open, a reconnect by name, exec and result, the NDJSON stream", async () => {
+    const frames: Array<Record<string, unknown>> = [];
+    const repl = (machine: string) => {
+      const socket = new WebSocket(`${server.url.replace('http', 'ws')}/v1/machine/${machine}/repl`, { headers: { authorization: `Bearer ${bobKey}` } });
+      socket.on('message', (frame) => frames.push(JSON.parse(frame.toString()) as Record<string, unknown>));
+      return socket;
+    };
+    const first = repl('new');
+    // As the SDK does: the first exec goes out the moment the socket opens, before `connected`.
+    first.on('open', () => first.send(JSON.stringify({ type: 'exec', instruction: { code: 'n = 6 * 7' }, request_id: 0 })));
+    await eventually(() => frames.some((f) => f.type === 'result'), 60_000, 'the first result');
+    const name = String(frames.find((f) => f.type === 'connected')?.machine_name);
+    first.close();
+    const again = repl(name);
+    again.on('open', () => again.send(JSON.stringify({ type: 'exec', instruction: { code: 'n' }, request_id: 1 })));
+    await eventually(() => frames.filter((f) => f.type === 'result').length === 2, 60_000, 'the result after reconnecting');
+    again.close();
+    assert.deepEqual((frames.filter((f) => f.type === 'result')[1]!.result as { value: string }).value, '42');
+    const posted = await raw(server.url, bobKey, 'POST', `/v1/machine/${name}/exec`, { instruction: { code: 'print("hi")\n1 / 0' } });
+    const seq = (JSON.parse(posted.body) as { instruction_seq: number }).instruction_seq;
+    const result = JSON.parse((await raw(server.url, bobKey, 'GET', `/v1/machine/${name}/exec/${seq}/result`)).body) as {
+      result: { error?: string; value?: string };
+    };
+    assert.match(result.result.error ?? '', /ZeroDivisionError/);
+    assert.equal(result.result.value, undefined);
+    const stream = (await raw(server.url, bobKey, 'GET', `/v1/machine/${name}/exec/${seq}/stream-result`)).body
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; chunk?: { data: string; seq: number } });
+    assert.deepEqual(stream[0], { type: 'output', chunk: { data: 'hi', stream: 'stdout', seq: 0 }, instruction_id: seq });
+    assert.equal(stream.at(-1)!.type, 'result');
+    await bob.delete(name);
+  });
+
   it('shows each MCP client its own machines only', async () => {
     const mcp = new Client({ name: 'team-test', version: '1' });
     await mcp.connect(streamableTransport({ url: server.url, token: bobKey }));
