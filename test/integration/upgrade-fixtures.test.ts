@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MachineManager } from '../../src/machines/machine-manager.ts';
 import { MachineStore } from '../../src/machines/machine-store.ts';
+import { HttpClient } from '../../src/client/http-client.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
+import type { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { FIXTURE_FILE, type FixtureMachine, type FixtureRecord } from '../fixtures/data-dirs/fixture-record.ts';
 import { ENGINES_UNDER_TEST, openManager, run, tempDataDir, valueOf } from '../helpers/machines.ts';
 import { expectedOn, KINDS } from '../helpers/state-kinds.ts';
@@ -149,5 +152,55 @@ for (const { dir, record } of fixtures) {
         });
       }
     }
+  });
+}
+
+/** A team an earlier build made: today's build knows its people by their keys, and whose each machine is. */
+for (const { dir, record } of fixtures.filter((fixture) => fixture.record.team)) {
+  const team = record.team!;
+  describe(`the team of a data dir written by Perennial ${record.version} (${record.commit.slice(0, 7)})`, { timeout: 300_000 }, () => {
+    let server: LocalServer;
+    let cleanup: () => Promise<void>;
+    const clients: HttpClient[] = [];
+    const client = (token: string) => {
+      const made = new HttpClient({ baseUrl: server.url, token });
+      clients.push(made);
+      return made;
+    };
+
+    before(async () => {
+      const data = await tempDataDir({ empty: true });
+      cleanup = data.cleanup;
+      await cp(dir, data.dir, { recursive: true });
+      server = await LocalServer.start({ dataDir: data.dir, defaultEngine: 'sandbox' });
+    });
+    after(async () => {
+      for (const made of clients) await made.close();
+      await server?.close();
+      await cleanup?.();
+    });
+
+    it('takes the keys that build made, and keeps each machine its owner’s and each share', async () => {
+      const owner = client(team.ownerKey);
+      const person = client(team.personKey);
+      assert.equal((await person.whoami()).account, team.person);
+      assert.deepEqual((await owner.list()).map((m) => m.name).sort(), record.machines.flatMap((m) => [m.name, ...(m.fork ? [m.fork] : [])]).sort());
+      assert.deepEqual(
+        (await person.list()).map((m) => [m.name, m.access?.owner, m.access?.right]),
+        [[team.shared, team.owner, 'read']],
+      );
+      assert.ok(Array.isArray(await person.history(team.shared)));
+      const other = record.machines.find((m) => m.name !== team.shared)!.name;
+      await assert.rejects(person.get(other), (error: ForeverVMError) => error.status === 404);
+      const entries = await owner.team('audit', {});
+      assert.ok(
+        entries.some((entry) => entry.action === 'team made' && entry.who === 'the operator'),
+        'the old build’s entries are read',
+      );
+      assert.ok(
+        entries.some((entry) => entry.action === 'read' && entry.who === team.person),
+        'and today’s appended after them',
+      );
+    });
   });
 }
