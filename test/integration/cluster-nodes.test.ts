@@ -116,7 +116,10 @@ describe('a cluster of nodes', { timeout: 600_000 }, () => {
       spawn(process.execPath, [CLI, '--server', b.url, 'machine', 'list'], { env: { ...process.env, PERENNIAL_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] }),
     );
     assert.notEqual(noToken.code, 0);
-    assert.match(noToken.stderr, /needs a token: your key on a team's server \(perennial login --server .*\), or the server's own \(its data dir's server-token\) in PERENNIAL_TOKEN/);
+    assert.match(
+      noToken.stderr,
+      /needs a token: your key on a team's server \(perennial login --server .*\), or the server's own \(its data dir's server-token\) in PERENNIAL_TOKEN/,
+    );
   });
 
   it('tells the clients of every node of every machine’s changes: /v1/events and MCP list-changed', async () => {
