@@ -9,7 +9,7 @@ import type { AuditEntry } from '../shared/team-requests.ts';
 import type { ExecResult, MachineAccess, MachineEvent, MachineInfo, OutputChunk, StatusReport } from '../shared/types.ts';
 import type { Principal } from '../team/principal.ts';
 import type { Team } from '../team/team.ts';
-import { localAccount, statusReport } from './machine-answers.ts';
+import { localAccount, statusReport, toForeverVMError } from './machine-answers.ts';
 
 /**
  * The machines as one caller may reach them: every surface (the ForeverVM routes, Perennial's
@@ -37,9 +37,9 @@ export class CallerMachines {
       if (action) await this.#record(action, machine, 'done', undefined, target?.(result));
       return result;
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      const refused = typeof code === 'string' && REFUSALS.has(code);
-      if (action || refused) await this.#record(action ?? 'asked', machine, refused ? 'refused' : 'failed', typeof code === 'string' ? code : undefined);
+      const code = toForeverVMError(error).code;
+      const refused = REFUSALS.has(code);
+      if (action || refused) await this.#record(action ?? 'asked', machine, refused ? 'refused' : 'failed', code);
       throw error;
     }
   }

@@ -244,9 +244,12 @@ export class LocalServer {
     return new CallerMachines(this.manager, this.team, principal, from);
   }
 
-  /** The MCP client of `principal`, made once each: its tasks and sessions are its own. */
+  /**
+   * The MCP client of `principal`, made once for each credential: its tasks and sessions are its
+   * own, and it holds exactly the scopes of the key (or sign-in) it was made for.
+   */
   #mcpCaller(principal: Principal): McpCaller {
-    const id = principal.kind === 'operator' ? 'operator' : `person ${principal.person}`;
+    const id = principal.kind === 'operator' ? 'operator' : `${principal.person} ${principal.credential}`;
     let caller = this.#mcpCallers.get(id);
     if (!caller) {
       const local = new InProcessClient(new CallerMachines(this.manager, this.team, principal, 'mcp'));

@@ -312,7 +312,10 @@ export class Team {
     if (!(await this.enabled())) return;
     const who = principal === undefined ? 'unknown' : principal.kind === 'operator' ? 'the operator' : principal.person;
     const credential = principal?.kind === 'person' ? { credential: principal.credential } : {};
-    await this.audit.append({ at: new Date().toISOString(), who, ...credential, ...entry });
+    // The request was done (or refused) already: a log that cannot be written is said, and costs the caller nothing.
+    await this.audit.append({ at: new Date().toISOString(), who, ...credential, ...entry }).catch((error: Error) => {
+      process.stderr.write(`perennial: the audit log could not be written (${error.message}): ${who} ${entry.action} ${entry.machine ?? ''}\n`);
+    });
   }
 
   /** The audit log's entries `filter` asks for: admins only. */

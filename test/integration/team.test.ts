@@ -253,6 +253,13 @@ describe("a team's server on one node", { timeout: 300_000 }, () => {
     assert.equal(refused.isError, true);
     assert.match(textOf(refused), /does not exist/);
     await mcp.close();
+    // Another key of the same person gets its own scopes over MCP, not those of the key before it.
+    const readOnly = new Client({ name: 'team-test', version: '1' });
+    await readOnly.connect(streamableTransport({ url: server.url, token: (await bob.team('createKey', { name: 'mcp read', scopes: ['read'] })).key }));
+    const made = await call(readOnly, 'create-python-repl', {});
+    assert.equal(made.isError, true);
+    assert.match(textOf(made), /needs the manage scope/);
+    await readOnly.close();
   });
 
   it('refuses a revoked key at once, and a removed person', async () => {
