@@ -232,11 +232,12 @@ export class Team {
     return { key: made.key, keyInfo: keyInfo(record) };
   }
 
-  /** Keys: a person's own, or (an admin) anyone's. */
+  /** Keys: a person's own (theirs when `person` is omitted), or (an admin) anyone's; the operator's omitted: everyone's. */
   async keys(principal: Principal, person?: string): Promise<TeamKey[]> {
     const own = principal.kind === 'person' ? principal.person : undefined;
-    if (person !== own || own === undefined) this.#requireAdmin(principal, "see other people's keys");
-    return (await this.#document()).keys.filter((k) => person === undefined || k.person === person).map(keyInfo);
+    const whose = person ?? own;
+    if (whose === undefined || whose !== own) this.#requireAdmin(principal, "see other people's keys");
+    return (await this.#document()).keys.filter((k) => whose === undefined || k.person === whose).map(keyInfo);
   }
 
   /** Revokes a key at once (on every node within the cluster's refresh): its own person's, or an admin's doing. */

@@ -206,6 +206,10 @@ describe("a team's server on one node", { timeout: 300_000 }, () => {
     assert.equal(await outcome(() => bob.team('createKey', { name: 'admin', scopes: ['admin'] })), 'MissingScope');
     assert.equal(await outcome(() => bob.team('addPerson', { name: 'carol' })), 'MissingScope');
     assert.equal(await outcome(() => bob.team('keys', { person: 'alice' })), 'MissingScope');
+    assert.ok(
+      (await bob.team('keys', {})).every((key) => key.person === 'bob'),
+      'a person lists their own keys',
+    );
     assert.equal((await raw(server.url, bobKey, 'POST', '/v1/server/stop', {})).status, 403);
     await readOnly.close();
   });
