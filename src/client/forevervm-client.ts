@@ -36,6 +36,8 @@ export interface ForeverVMClientOptions {
    * idle, and come back on another port). Requests retry once after it. Default: none.
    */
   refresh?: () => Promise<{ baseUrl: string; token: string }>;
+  /** Sent with every request and WebSocket (a cluster's node names the person it calls for). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** The code of a long wait that fetch cut short; the waiting method asks again. */
@@ -58,6 +60,8 @@ export class ForeverVMClient extends OperationClient {
   #baseUrl: string;
   #token: string;
   readonly #refresh?: ForeverVMClientOptions['refresh'];
+  /** Sent with every request, as the options give them. */
+  readonly headers: Readonly<Record<string, string>>;
   /** Extensions this server lacks, by what they do: each found once, then refused without a request. */
   readonly #lacking = new Set<string>();
   /** Whether the server has none of them (hosted ForeverVM), learned at the first one it lacks. */
@@ -68,6 +72,7 @@ export class ForeverVMClient extends OperationClient {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#token = options.token;
     this.#refresh = options.refresh;
+    this.headers = options.headers ?? {};
   }
 
   get baseUrl(): string {
@@ -263,6 +268,7 @@ export class ForeverVMClient extends OperationClient {
         headers: {
           authorization: `Bearer ${this.#token}`,
           'x-forevervm-sdk': 'javascript',
+          ...this.headers,
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...headers,
         },

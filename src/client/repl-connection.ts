@@ -88,7 +88,7 @@ export class ReplConnection {
   #connect(): Promise<void> {
     return new Promise((resolve, reject) => {
       const url = `${this.client.baseUrl.replace(/^http/, 'ws')}/v1/machine/${encodeURIComponent(this.machine)}/repl`;
-      const socket = new WebSocket(url, { headers: { authorization: `Bearer ${this.client.token}`, 'x-forevervm-sdk': 'javascript' } });
+      const socket = new WebSocket(url, { headers: { authorization: `Bearer ${this.client.token}`, 'x-forevervm-sdk': 'javascript', ...this.client.headers } });
       let connected = false;
       let refusal: ForeverVMError | undefined;
       socket.on('message', (data) => {

@@ -21,6 +21,10 @@ import { manifestInfo } from '../machines/machine.ts';
 import { toMachineEvent } from '../machines/manager-options.ts';
 import { NodeEvents } from './node-events.ts';
 import { HttpClient } from '../client/http-client.ts';
+import { onBehalfOf, type Principal } from '../team/principal.ts';
+import type { TeamStore } from '../team/team-store.ts';
+import type { AuditLog } from '../team/audit-log.ts';
+import { ClusterAuditLog, ClusterTeamStore } from './cluster-team.ts';
 
 /** How many idle machines a node short of room hands over at each renewal: a few at a time, so that the load it sends is measured before more follows. */
 const HANDED_OVER_PER_RENEWAL = 2;
@@ -258,9 +262,24 @@ export class ClusterNode implements MachineHome {
     return undefined;
   }
 
-  /** The node's machines as its own MCP endpoints reach them: `local`'s here, the others through their nodes. */
-  client(local: PerennialClient): PerennialClient {
-    return new ClusterClient(local, this.router, (url) => this.#peer(url));
+  /**
+   * The node's machines as its own MCP endpoints reach them for `principal`: `local`'s here, the
+   * others through their nodes, which are told the person it calls for (and check their rights).
+   */
+  client(local: PerennialClient, principal: Principal): PerennialClient {
+    if (principal.kind === 'operator') return new ClusterClient(local, this.router, (url) => this.#peer(url));
+    const peers = new Map<string, HttpClient>();
+    const peer = (url: string) => {
+      let client = peers.get(url);
+      if (!client) peers.set(url, (client = new HttpClient({ baseUrl: url, token: this.#token, headers: onBehalfOf(principal) })));
+      return client;
+    };
+    return new ClusterClient(local, this.router, peer);
+  }
+
+  /** The team's document and audit log, which every node of the cluster shares. */
+  async teamRecords(): Promise<{ store: TeamStore; audit: AuditLog }> {
+    return { store: await ClusterTeamStore.open(this.directory), audit: new ClusterAuditLog(this.directory) };
   }
 
   /**

@@ -111,7 +111,7 @@ export class ClusterDirectory {
   }
 
   async #migrate(): Promise<void> {
-    await this.#transaction(async (client) => {
+    await this.transaction(async (client) => {
       await client.query(`SELECT pg_advisory_xact_lock(hashtext('perennial-schema'))`);
       await client.query('CREATE TABLE IF NOT EXISTS perennial_schema (version integer NOT NULL)');
       const found = (await client.query<{ version: number }>('SELECT version FROM perennial_schema')).rows[0]?.version;
@@ -153,7 +153,7 @@ export class ClusterDirectory {
 
   /** The cluster's shared value `key`: `proposed` if none was set yet. */
   async setting(key: string, proposed: string): Promise<string> {
-    const { rows } = await this.#query<{ value: string }>(
+    const { rows } = await this.query<{ value: string }>(
       `INSERT INTO perennial_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key RETURNING value`,
       [key, proposed],
     );
@@ -162,7 +162,7 @@ export class ClusterDirectory {
 
   /** Enters `node` with a lease (and its room); a node that had its URL before is gone (one process serves a URL). */
   async join(node: NodeRecord, room?: NodeRoom): Promise<void> {
-    await this.#transaction(async (client) => {
+    await this.transaction(async (client) => {
       await client.query('DELETE FROM perennial_nodes WHERE url = $1 AND id <> $2', [node.url, node.id]);
       await client.query(
         `INSERT INTO perennial_nodes (id, url, version, expires_at, room) VALUES ($1, $2, $3, clock_timestamp() + make_interval(secs => $4), $5)`,
@@ -173,7 +173,7 @@ export class ClusterDirectory {
 
   /** Renews `id`'s lease, with its room now; answers false when the node is no longer entered (another took its URL). */
   async renew(id: string, room?: NodeRoom): Promise<boolean> {
-    const { rowCount } = await this.#query(
+    const { rowCount } = await this.query(
       `UPDATE perennial_nodes SET expires_at = clock_timestamp() + make_interval(secs => $2), room = COALESCE($3, room) WHERE id = $1`,
       [id, this.leaseSeconds, room ? JSON.stringify(room) : null],
     );
@@ -182,12 +182,12 @@ export class ClusterDirectory {
 
   /** Marks `id` as draining: no machine is placed on it any more. */
   async drain(id: string): Promise<void> {
-    await this.#query('UPDATE perennial_nodes SET draining = true WHERE id = $1', [id]);
+    await this.query('UPDATE perennial_nodes SET draining = true WHERE id = $1', [id]);
   }
 
   /** The live nodes with their room, as each last renewed it (none: a node of a build that does not say). */
   async live(): Promise<LiveNode[]> {
-    const { rows } = await this.#query<{ id: string; url: string; room: unknown; draining: boolean }>(
+    const { rows } = await this.query<{ id: string; url: string; room: unknown; draining: boolean }>(
       'SELECT id, url, room, draining FROM perennial_nodes WHERE expires_at > clock_timestamp() ORDER BY started_at',
     );
     return rows.map((row) => {
@@ -198,7 +198,7 @@ export class ClusterDirectory {
 
   /** Lets go of the machine, its state committed whole, as its owner in `generation`: the next node asked takes it at once. */
   async release(name: string, node: string, generation: number): Promise<void> {
-    const { rowCount } = await this.#query('UPDATE perennial_machines SET owner = NULL WHERE name = $1 AND owner = $2 AND generation = $3', [
+    const { rowCount } = await this.query('UPDATE perennial_machines SET owner = NULL WHERE name = $1 AND owner = $2 AND generation = $3', [
       name,
       node,
       generation,
@@ -208,7 +208,7 @@ export class ClusterDirectory {
 
   /** Lets go of `id`'s machines (their state committed) and leaves: other nodes take them at once. */
   async leave(id: string, release: string[]): Promise<void> {
-    await this.#transaction(async (client) => {
+    await this.transaction(async (client) => {
       await client.query('UPDATE perennial_machines SET owner = NULL WHERE owner = $1 AND name = ANY($2)', [id, release]);
       await client.query('DELETE FROM perennial_nodes WHERE id = $1', [id]);
     });
@@ -216,24 +216,24 @@ export class ClusterDirectory {
 
   /** Every node entered, the earliest first, with how many machines each owns; and how many machines the cluster has. */
   async census(): Promise<{ nodes: Array<{ url: string; version: string; live: boolean; machines: number }>; machines: number }> {
-    const { rows } = await this.#query<{ url: string; version: string; live: boolean; machines: string }>(
+    const { rows } = await this.query<{ url: string; version: string; live: boolean; machines: string }>(
       `SELECT n.url, n.version, n.expires_at > clock_timestamp() AS live, count(m.name) AS machines
        FROM perennial_nodes n LEFT JOIN perennial_machines m ON m.owner = n.id AND m.deleted_at IS NULL
        GROUP BY n.id ORDER BY n.started_at`,
     );
-    const { rows: total } = await this.#query<{ machines: string }>('SELECT count(*) AS machines FROM perennial_machines WHERE deleted_at IS NULL');
+    const { rows: total } = await this.query<{ machines: string }>('SELECT count(*) AS machines FROM perennial_machines WHERE deleted_at IS NULL');
     return { nodes: rows.map((row) => ({ ...row, machines: Number(row.machines) })), machines: Number(total[0]!.machines) };
   }
 
   async nodes(): Promise<Array<NodeRecord & { live: boolean }>> {
-    const { rows } = await this.#query<{ id: string; url: string; version: string; live: boolean }>(
+    const { rows } = await this.query<{ id: string; url: string; version: string; live: boolean }>(
       'SELECT id, url, version, expires_at > clock_timestamp() AS live FROM perennial_nodes ORDER BY started_at',
     );
     return rows;
   }
 
   async locate(name: string): Promise<MachineRow | undefined> {
-    const { rows } = await this.#query(`SELECT ${MACHINE_COLUMNS} FROM perennial_machines m LEFT JOIN perennial_nodes n ON n.id = m.owner WHERE m.name = $1`, [
+    const { rows } = await this.query(`SELECT ${MACHINE_COLUMNS} FROM perennial_machines m LEFT JOIN perennial_nodes n ON n.id = m.owner WHERE m.name = $1`, [
       name,
     ]);
     return rows[0] && machineRow(rows[0]);
@@ -241,7 +241,7 @@ export class ClusterDirectory {
 
   /** Every machine not deleted. */
   async machines(): Promise<MachineRow[]> {
-    const { rows } = await this.#query(
+    const { rows } = await this.query(
       `SELECT ${MACHINE_COLUMNS} FROM perennial_machines m LEFT JOIN perennial_nodes n ON n.id = m.owner WHERE m.deleted_at IS NULL`,
     );
     return rows.map(machineRow);
@@ -249,7 +249,7 @@ export class ClusterDirectory {
 
   /** Of `names`, those any machine has or had, with when that machine was made. */
   async madeAt(names: string[]): Promise<Map<string, string | null>> {
-    const { rows } = await this.#query<{ name: string; made: string | null }>(
+    const { rows } = await this.query<{ name: string; made: string | null }>(
       `SELECT name, manifest->>'createdAt' AS made FROM perennial_machines WHERE name = ANY($1)`,
       [names],
     );
@@ -258,12 +258,12 @@ export class ClusterDirectory {
 
   /** Whether any machine has or had `name` (a deleted machine's name is never given again). */
   async isUsed(name: string): Promise<boolean> {
-    return ((await this.#query('SELECT 1 FROM perennial_machines WHERE name = $1', [name])).rowCount ?? 0) > 0;
+    return ((await this.query('SELECT 1 FROM perennial_machines WHERE name = $1', [name])).rowCount ?? 0) > 0;
   }
 
   /** A new machine owned by `node`; false when the name is, or was, another's. */
   async claim(name: string, node: string, manifest: unknown): Promise<boolean> {
-    const { rowCount } = await this.#query('INSERT INTO perennial_machines (name, owner, manifest) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING', [
+    const { rowCount } = await this.query('INSERT INTO perennial_machines (name, owner, manifest) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING', [
       name,
       node,
       JSON.stringify(manifest),
@@ -277,7 +277,7 @@ export class ClusterDirectory {
    * before, with the generation `node` now holds; undefined when a live node owns it (or it is gone).
    */
   async take(name: string, node: string): Promise<{ before: MachineRow; generation: number } | undefined> {
-    return this.#transaction(async (client) => {
+    return this.transaction(async (client) => {
       // The row locked first, then read with its owner's lease in a statement of its own: a
       // locking read that waited for another node's take would join the owner it had before the
       // wait to the row as it is after, see no live owner, and take a machine a live node just took.
@@ -301,7 +301,7 @@ export class ClusterDirectory {
    * lost the machine is refused before its caller learns a number its successor may give.
    */
   async reserve(name: string, node: string, generation: number): Promise<void> {
-    const { rowCount } = await this.#query(
+    const { rowCount } = await this.query(
       'UPDATE perennial_machines SET next_seq = next_seq + 1 WHERE name = $1 AND owner = $2 AND generation = $3 AND deleted_at IS NULL',
       [name, node, generation],
     );
@@ -310,7 +310,7 @@ export class ClusterDirectory {
 
   /** Records a commit of the machine's state, as the owner in `generation`, or refuses it. */
   async commit(name: string, node: string, generation: number, commit: Commit, manifest: unknown): Promise<void> {
-    const { rowCount } = await this.#query(
+    const { rowCount } = await this.query(
       `UPDATE perennial_machines SET commit = $4, manifest = $5, next_seq = GREATEST(next_seq, $6)
        WHERE name = $1 AND owner = $2 AND generation = $3 AND deleted_at IS NULL`,
       [name, node, generation, JSON.stringify(commit), JSON.stringify(manifest), commit.seq + 1],
@@ -320,7 +320,7 @@ export class ClusterDirectory {
 
   /** Marks the machine deleted, as its owner; its name stays taken. */
   async retire(name: string, node: string, generation: number): Promise<void> {
-    const { rowCount } = await this.#query(
+    const { rowCount } = await this.query(
       'UPDATE perennial_machines SET deleted_at = clock_timestamp(), owner = NULL, commit = NULL WHERE name = $1 AND owner = $2 AND generation = $3',
       [name, node, generation],
     );
@@ -351,7 +351,7 @@ export class ClusterDirectory {
 
   /** Tells every node that hears (`hear`) of `payload`: PostgreSQL's NOTIFY, at most 8000 bytes, delivered once sent. */
   async announce(payload: string): Promise<void> {
-    await this.#query('SELECT pg_notify($1, $2)', [ANNOUNCEMENTS, payload]);
+    await this.query('SELECT pg_notify($1, $2)', [ANNOUNCEMENTS, payload]);
   }
 
   /**
@@ -402,7 +402,8 @@ export class ClusterDirectory {
     return new MachineMovedError(`This node no longer owns machine ${name}: its lease ran out while it was unreachable, and ${now}`);
   }
 
-  async #query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+  /** One statement, its failure a ClusterUnavailableError; for the cluster's other tables too (the team's). */
+  async query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
     try {
       return await this.#pool.query<R>(text, values);
     } catch (error) {
@@ -426,7 +427,8 @@ export class ClusterDirectory {
     }
   }
 
-  async #transaction<T>(task: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /** `task` in one transaction, rolled back when it throws. */
+  async transaction<T>(task: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#connect();
     try {
       await this.#on(client, 'BEGIN');

@@ -175,7 +175,7 @@ export class CallerMachines {
 
   async #visible(machines: MachineInfo[]): Promise<MachineInfo[]> {
     if (!(await this.team.enabled())) return machines;
-    const view = await this.team.view(this.principal);
+    const view = await this.team.view(this.principal, true);
     return machines.flatMap((machine) => {
       const access = view(machine.name);
       return access ? [withAccess(machine, access)] : [];

@@ -24,7 +24,7 @@ import { CallerMachines } from './caller-machines.ts';
 import { Team } from '../team/team.ts';
 import { FileTeamStore } from '../team/team-store.ts';
 import { FileAuditLog } from '../team/audit-log.ts';
-import { OPERATOR, type Principal } from '../team/principal.ts';
+import { ON_BEHALF_HEADER, type Principal } from '../team/principal.ts';
 import type { McpCaller } from '../mcp/http-endpoints.ts';
 import { perennialRoutes } from './perennial-api.ts';
 import { teamRoutes } from './team-api.ts';
@@ -137,7 +137,8 @@ export class LocalServer {
     try {
       const token = await loadOrCreateToken(options.dataDir, cluster && ((proposed) => cluster.token(proposed)));
       const host = options.host ?? DEFAULT_HOST;
-      const team = new Team(new FileTeamStore(options.dataDir), new FileAuditLog(options.dataDir), token, VERSION);
+      const records = cluster ? await cluster.teamRecords() : { store: new FileTeamStore(options.dataDir), audit: new FileAuditLog(options.dataDir) };
+      const team = new Team(records.store, records.audit, token, VERSION);
       // A team document this build cannot read stops the start here, before anything is served.
       await team.enabled();
       // Beyond loopback (a cluster's node, a team's server) it is reached by names of its own: the credential guards it.
@@ -236,7 +237,8 @@ export class LocalServer {
   /** The machines as the request's caller may reach them; 401 for a credential no one holds (which the audit log keeps). */
   async #caller(req: IncomingMessage, via: 'http' | 'websocket'): Promise<CallerMachines> {
     const from = `${req.socket.remoteAddress ?? 'unknown'} ${via}`;
-    const principal = await this.team.authenticate(this.access.credential(req));
+    const onBehalf = req.headers[ON_BEHALF_HEADER];
+    const principal = await this.team.authenticate(this.access.credential(req), typeof onBehalf === 'string' ? onBehalf : undefined);
     if (!principal) {
       await this.team.record(undefined, { action: 'signed in', from, outcome: 'refused', code: 'Unauthorized' });
       throw unauthorized();
@@ -253,8 +255,7 @@ export class LocalServer {
     let caller = this.#mcpCallers.get(id);
     if (!caller) {
       const local = new InProcessClient(new CallerMachines(this.manager, this.team, principal, 'mcp'));
-      // A person's calls to machines on other nodes are not yet carried for them: their MCP reaches this node's only.
-      const client = this.cluster && principal === OPERATOR ? this.cluster.client(local) : local;
+      const client = this.cluster ? this.cluster.client(local, principal) : local;
       this.#mcpCallers.set(id, (caller = { id, client }));
     }
     return caller;

@@ -1,4 +1,3 @@
-import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { TEAM_REQUEST_NAMES, TEAM_REQUESTS, type TeamRequestBody, type TeamRequestName, type TeamRequestResult } from '../shared/team-requests.ts';
 import { parseRequest } from '../shared/requests.ts';
 import type { HttpRoute } from '../shared/operations.ts';
@@ -10,19 +9,13 @@ type TeamWork = { [K in TeamRequestName]: (request: TeamRequestBody<K>, machines
 
 /** What each of the team's requests does, for the caller: `Team` checks that they may. */
 const TEAM_WORK: TeamWork = {
-  init: async ({ owner }, { team, principal, manager }) => {
-    if (await manager.cluster())
-      throw new ForeverVMError(
-        409,
-        'NotYetOnACluster',
-        "A cluster does not serve a team yet: its nodes would each keep their own; make a single server a team's",
-      );
-    return team.init(
+  // Every machine there is, on every node of a cluster, becomes the owner's.
+  init: async ({ owner }, { team, principal, manager }) =>
+    team.init(
       principal,
       owner,
-      manager.list().map((m) => m.name),
-    );
-  },
+      (await manager.listEverywhere({})).map((m) => m.name),
+    ),
   people: (_, { team, principal }) => team.people(principal),
   addPerson: ({ name, admin, subject }, { team, principal }) => team.addPerson(principal, name, { admin, subject }),
   removePerson: async ({ person }, { team, principal }) => {

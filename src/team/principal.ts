@@ -1,4 +1,5 @@
-import type { Scope } from '../shared/team-requests.ts';
+import { z } from 'zod';
+import { SCOPES, type Scope } from '../shared/team-requests.ts';
 
 /**
  * Who a request is from. The operator is whoever holds the server's own token (the one in its data
@@ -25,4 +26,29 @@ export function nameOf(principal: Principal): string {
 
 export function hasScope(principal: Principal, scope: Scope): boolean {
   return principal.kind === 'operator' || principal.scopes.has(scope);
+}
+
+/**
+ * A cluster's node calling another for a person (its MCP reaching a machine there): the request
+ * carries the cluster's token and, in this header, the person, the scopes and the credential they
+ * presented where they came in. Only the operator's token may carry it.
+ */
+export const ON_BEHALF_HEADER = 'perennial-on-behalf-of';
+
+const OnBehalf = z.object({ person: z.string(), scopes: z.array(z.enum(SCOPES)), credential: z.string() });
+
+/** The header's value for `principal`; none for the operator. */
+export function onBehalfOf(principal: Principal): Record<string, string> {
+  if (principal.kind === 'operator') return {};
+  return { [ON_BEHALF_HEADER]: JSON.stringify({ person: principal.person, scopes: [...principal.scopes], credential: principal.credential }) };
+}
+
+/** The person a header names, or undefined when it names none a node would send. */
+export function readOnBehalf(value: string): z.infer<typeof OnBehalf> | undefined {
+  try {
+    const parsed = OnBehalf.safeParse(JSON.parse(value));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }

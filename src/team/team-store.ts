@@ -9,8 +9,12 @@ import { TEAM_FORMAT, TeamDocument } from './team-document.ts';
  * cluster. A store with no document is a server for one person.
  */
 export interface TeamStore {
-  /** The document as it is now (a cluster's at most a moment old), or none: not a team's server. */
-  read(): Promise<TeamDocument | undefined>;
+  /**
+   * The document as it is now, or none: not a team's server. A cluster's is at most a moment old
+   * unless `fresh` asks for the database's now, which a refusal does before it is given (a key or
+   * share made on another node a moment ago is then found).
+   */
+  read(fresh?: boolean): Promise<TeamDocument | undefined>;
   /** Applies `change` to the newest document and writes it whole; answers what `change` answered. Throwing writes nothing. */
   change<T>(change: (document: TeamDocument | undefined) => { document: TeamDocument; answer: T }): Promise<T>;
 }
@@ -30,6 +34,11 @@ export function parseTeamDocument(text: string, where: string): TeamDocument {
   } catch {
     throw new TeamDocumentError(`${where} is not JSON: it was left as it is, and the server does not start until it is repaired or restored`);
   }
+  return readTeamDocument(raw, where);
+}
+
+/** Reads a team's document from its parsed JSON (a database's column), as `parseTeamDocument`. */
+export function readTeamDocument(raw: unknown, where: string): TeamDocument {
   const format = (raw as { format?: unknown } | null)?.format;
   if (typeof format === 'number' && format > TEAM_FORMAT)
     throw new TeamDocumentError(

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { makeKey, readKey, secretMatches } from './keys.ts';
-import { hasScope, OPERATOR, type Principal } from './principal.ts';
+import { hasScope, OPERATOR, readOnBehalf, type Principal } from './principal.ts';
 import { EVERYONE, PersonName, SCOPES, type AuditEntry, type AuditFilter, type Scope, type TeamKey } from '../shared/team-requests.ts';
 import { DEFAULT_QUOTA, emptyTeam, type Key, type MachineAccessRecord, type Person, type Quota, type Share, type TeamDocument } from './team-document.ts';
 import type { TeamStore } from './team-store.ts';
@@ -32,23 +32,43 @@ export class Team {
     return (await this.store.read()) !== undefined;
   }
 
-  /** Who presents `credential`, or undefined: refused. */
-  async authenticate(credential: string): Promise<Principal | undefined> {
-    if (this.#isOperatorToken(credential)) return OPERATOR;
-    const document = await this.store.read();
+  /**
+   * Who presents `credential`, or undefined: refused. `onBehalf` is the header another node of the
+   * cluster sends for the person it calls for; it counts with the operator's token only, and gives
+   * no more than the person holds now.
+   */
+  async authenticate(credential: string, onBehalf?: string): Promise<Principal | undefined> {
+    if (this.#isOperatorToken(credential)) return onBehalf === undefined ? OPERATOR : this.#calledFor(onBehalf);
     const parts = readKey(credential);
-    if (!document || !parts) return undefined;
-    const key = document.keys.find((k) => k.id === parts.id);
-    if (!key || keyState(key) !== 'active' || !secretMatches(parts.secret, key.hash)) return undefined;
-    const person = document.people.find((p) => p.name === key.person);
-    if (!person) return undefined;
-    return { kind: 'person', person: person.name, scopes: effectiveScopes(key.scopes, person), credential: `key ${key.id}` };
+    if (!parts) return undefined;
+    return this.#surely((document) => {
+      const key = document?.keys.find((k) => k.id === parts.id);
+      if (!key || keyState(key) !== 'active' || !secretMatches(parts.secret, key.hash)) return undefined;
+      const person = document?.people.find((p) => p.name === key.person);
+      return person && { kind: 'person', person: person.name, scopes: effectiveScopes(key.scopes, person), credential: `key ${key.id}` };
+    });
+  }
+
+  #calledFor(header: string): Promise<Principal | undefined> {
+    const named = readOnBehalf(header);
+    if (!named) return Promise.resolve(undefined);
+    return this.#surely((document) => {
+      const person = document?.people.find((p) => p.name === named.person);
+      return person && { kind: 'person', person: person.name, scopes: effectiveScopes(named.scopes, person), credential: named.credential };
+    });
   }
 
   /** A person signed in at the team's identity provider, by the token's subject; undefined: no such person. */
-  async signedIn(subject: string, scopes: readonly Scope[], tokenId: string): Promise<Principal | undefined> {
-    const person = (await this.store.read())?.people.find((p) => p.subject === subject);
-    return person && { kind: 'person', person: person.name, scopes: effectiveScopes(scopes, person), credential: `sign-in ${tokenId}` };
+  signedIn(subject: string, scopes: readonly Scope[], tokenId: string): Promise<Principal | undefined> {
+    return this.#surely((document) => {
+      const person = document?.people.find((p) => p.subject === subject);
+      return person && { kind: 'person', person: person.name, scopes: effectiveScopes(scopes, person), credential: `sign-in ${tokenId}` };
+    });
+  }
+
+  /** What `decide` finds in the document, or, when it finds nothing, in the newest one: a refusal is never of a moment-old document. */
+  async #surely<T>(decide: (document: TeamDocument | undefined) => T | undefined): Promise<T | undefined> {
+    return decide(await this.store.read()) ?? decide(await this.store.read(true));
   }
 
   /** What `principal` may do to `machine`, or undefined: for them it does not exist. */
@@ -62,7 +82,11 @@ export class Team {
    * when it is, but the key lacks the scope.
    */
   async require(principal: Principal, machine: string, right: Right): Promise<void> {
-    const held = await this.rightOn(principal, machine);
+    const enough = (document: TeamDocument | undefined) => {
+      const held = rightIn(document, principal, machine);
+      return held && covers(held, right) ? held : undefined;
+    };
+    const held = (await this.#surely(enough)) ?? (await this.rightOn(principal, machine));
     if (held === undefined) throw machineNotFound(machine);
     // Seen already (it is shared with them): saying so confirms nothing new.
     if (!covers(held, right))
@@ -74,9 +98,12 @@ export class Team {
     if (!hasScope(principal, SCOPE_FOR[right])) throw missingScope(SCOPE_FOR[right], `${RIGHT_WORDS[right]} machine ${machine}`);
   }
 
-  /** What `principal` may see of each machine, as the document is now: for listings and events. */
-  async view(principal: Principal): Promise<(machine: string) => MachineAccess | undefined> {
-    const document = await this.store.read();
+  /**
+   * What `principal` may see of each machine, as the document is now: for listings and events.
+   * `fresh`: as the database has it this moment (a listing, which shows a machine made a moment ago on another node).
+   */
+  async view(principal: Principal, fresh = false): Promise<(machine: string) => MachineAccess | undefined> {
+    const document = await this.store.read(fresh);
     return (machine) => {
       const right = rightIn(document, principal, machine);
       if (right === undefined) return undefined;
