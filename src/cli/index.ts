@@ -360,6 +360,18 @@ function buildProgram(): Command {
     .command('revoke')
     .argument('<id>')
     .action((id: string) => lazy('team').then(({ keyRevokeCommand }) => keyRevokeCommand(context(), id)));
+  const signIn = team.command('sign-in').description("how people sign in from MCP clients: the team's identity provider (OpenID Connect)");
+  signIn
+    .command('show')
+    .option('--json', 'print JSON')
+    .action((options) => lazy('team').then(({ signInShowCommand }) => signInShowCommand(context(), options)));
+  signIn
+    .command('set')
+    .description("an admin: MCP clients sign people in at --issuer, for this server's MCP endpoint --resource")
+    .option('--issuer <url>', "the identity provider's issuer URL")
+    .option('--resource <url>', "this server's MCP endpoint as people reach it, e.g. https://perennial.example.com/mcp")
+    .option('--off', 'people sign in with keys only')
+    .action((options) => lazy('team').then(({ signInSetCommand }) => signInSetCommand(context(), options)));
   const quota = team.command('quota').description('quotas: machines, warm memory and disk per person');
   quota
     .command('show')

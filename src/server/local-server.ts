@@ -12,6 +12,8 @@ import { toForeverVMError } from './machine-answers.ts';
 import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { CodedError } from '../platform/coded-error.ts';
 import { readBody, readJson, requestUrl, sendError, sendJson } from './http-io.ts';
+import { challenge, RESOURCE_METADATA_PATH, sendResourceMetadata } from './sign-in-answers.ts';
+import { SignInRefused } from '../team/sign-in.ts';
 import { forwardRequest, forwardUpgrade, hopsOf } from './forwarding.ts';
 import type { ClusterNode } from '../cluster/cluster-node.ts';
 import type { Route } from '../cluster/machine-router.ts';
@@ -223,14 +225,21 @@ export class LocalServer {
         sendJson(res, 200, { ok: true });
         return;
       }
-      const caller = await this.#caller(req, 'http');
       const path = requestUrl(req).pathname;
+      if (req.method === 'GET' && RESOURCE_METADATA_PATH.test(path)) {
+        sendResourceMetadata(res, await this.team.signInSettings());
+        return;
+      }
+      const caller = await this.#caller(req, 'http');
       await this.#route(req, path, {
         here: () => this.#serve(req, res, path, caller),
         there: async (url) => forwardRequest(req, res, url, await readBody(req)),
       });
     } catch (error) {
-      sendError(res, toForeverVMError(error));
+      const failure = toForeverVMError(error);
+      if (failure.status === 401 || failure.status === 403)
+        challenge(req, res, failure, await this.team.signInSettings().catch(() => ({ issuer: null, resource: null })));
+      sendError(res, failure);
     }
   }
 
@@ -238,10 +247,21 @@ export class LocalServer {
   async #caller(req: IncomingMessage, via: 'http' | 'websocket'): Promise<CallerMachines> {
     const from = `${req.socket.remoteAddress ?? 'unknown'} ${via}`;
     const onBehalf = req.headers[ON_BEHALF_HEADER];
-    const principal = await this.team.authenticate(this.access.credential(req), typeof onBehalf === 'string' ? onBehalf : undefined);
+    let principal: Principal | undefined;
+    try {
+      principal = await this.team.authenticate(this.access.credential(req), typeof onBehalf === 'string' ? onBehalf : undefined);
+    } catch (error) {
+      if (!(error instanceof SignInRefused)) throw error;
+      await this.team.record(undefined, { action: 'signed in', from, outcome: 'refused', code: 'InvalidToken' });
+      throw new ForeverVMError(401, 'Unauthorized', error.message);
+    }
     if (!principal) {
       await this.team.record(undefined, { action: 'signed in', from, outcome: 'refused', code: 'Unauthorized' });
       throw unauthorized();
+    }
+    if (principal.kind === 'person' && principal.credential.startsWith('sign-in ') && principal.scopes.size === 0) {
+      await this.team.record(principal, { action: 'signed in', from, outcome: 'refused', code: 'InsufficientScope' });
+      throw new ForeverVMError(403, 'InsufficientScope', "Your sign-in grants none of Perennial's scopes: sign in again and allow reading or running machines");
     }
     return new CallerMachines(this.manager, this.team, principal, from);
   }
@@ -251,7 +271,8 @@ export class LocalServer {
    * own, and it holds exactly the scopes of the key (or sign-in) it was made for.
    */
   #mcpCaller(principal: Principal): McpCaller {
-    const id = principal.kind === 'operator' ? 'operator' : `${principal.person} ${principal.credential}`;
+    // The scopes too: two tokens of one sign-in may grant different ones.
+    const id = principal.kind === 'operator' ? 'operator' : `${principal.person} ${principal.credential} ${[...principal.scopes].sort().join(',')}`;
     let caller = this.#mcpCallers.get(id);
     if (!caller) {
       const local = new InProcessClient(new CallerMachines(this.manager, this.team, principal, 'mcp'));

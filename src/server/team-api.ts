@@ -32,6 +32,9 @@ const TEAM_WORK: TeamWork = {
     return true as const;
   },
   audit: (filter, { team, principal }) => team.auditEntries(principal, filter),
+  // Not a secret: the protected-resource metadata names it to anyone.
+  signIn: (_, { team }) => team.signInSettings(),
+  setSignIn: ({ issuer, resource }, { team, principal }) => team.setSignIn(principal, issuer, resource),
   quota: ({ person }, { team, principal }) => team.quota(principal, person),
   setQuota: ({ person, ...quota }, { team, principal }) => team.setQuota(principal, person, quota),
 };
@@ -47,6 +50,7 @@ const TEAM_ACTIONS: Partial<Record<TeamRequestName, { action: string; target: (r
   unshare: { action: 'unshared', target: (r) => r.with },
   give: { action: 'given', target: (r) => r.person },
   setQuota: { action: 'quota set', target: (r) => r.person ?? 'the default' },
+  setSignIn: { action: 'sign-in set', target: (r) => r.issuer ?? 'keys only' },
 };
 
 /** The team's routes: people, keys, quotas, the audit log, and a machine's shares and owner. */

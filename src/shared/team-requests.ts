@@ -93,6 +93,15 @@ const AuditQuery = z.object({
   since: z.iso.datetime({ offset: true }).optional(),
   limit: z.coerce.number().int().min(1).max(100_000).optional(),
 });
+/** Where people sign in for MCP clients: the identity provider's issuer, and this server's MCP endpoint (the tokens' audience); null: with keys only. */
+export interface TeamSignIn {
+  issuer: string | null;
+  resource: string | null;
+}
+
+/** How the scopes of a sign-in's access token are named: `perennial:read` and so on. */
+export const SIGN_IN_SCOPE_PREFIX = 'perennial:';
+
 /** Which entries of the audit log to read: the newest `limit` (default 1000) of those that match. */
 export type AuditFilter = z.infer<typeof AuditQuery>;
 
@@ -157,6 +166,15 @@ export const TEAM_REQUESTS = {
     what: 'give machines',
   }),
   audit: request<AuditEntry[]>()({ method: 'GET', path: '/v1/team/audit', request: AuditQuery, field: 'entries', what: 'read the audit log' }),
+  signIn: request<TeamSignIn>()({ method: 'GET', path: '/v1/team/sign-in', request: z.object({}), field: 'signIn', what: 'read how people sign in' }),
+  setSignIn: request<TeamSignIn>()({
+    method: 'PUT',
+    path: '/v1/team/sign-in',
+    // null: people sign in with keys only.
+    request: z.object({ issuer: z.url({ protocol: /^https?$/ }).nullable(), resource: z.url({ protocol: /^https?$/ }).optional() }),
+    field: 'signIn',
+    what: 'set how people sign in',
+  }),
   quota: request<TeamQuota>()({ method: 'GET', path: '/v1/team/quotas', request: z.object({ person: PersonName.optional() }), what: 'read quotas' }),
   setQuota: request<TeamQuota>()({
     method: 'PUT',

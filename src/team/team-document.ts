@@ -48,6 +48,15 @@ export const Quota = z.looseObject({
 });
 export type Quota = z.infer<typeof Quota>;
 
+/** Where the team's people sign in (OpenID Connect), for MCP clients that sign them in instead of taking a key. */
+export const SignIn = z.looseObject({
+  /** The authorization server's issuer URL; its discovery document names its keys. */
+  issuer: z.url(),
+  /** This server's MCP endpoint as people reach it: the audience its access tokens must name. */
+  resource: z.url(),
+});
+export type SignIn = z.infer<typeof SignIn>;
+
 export const TeamDocument = z.looseObject({
   format: z.literal(TEAM_FORMAT),
   writtenBy: z.string(),
@@ -56,6 +65,7 @@ export const TeamDocument = z.looseObject({
   /** Whose each machine is, by name. A machine not named here is the operator's alone. */
   machines: z.record(z.string(), MachineAccessRecord),
   quotas: z.looseObject({ default: Quota, people: z.record(z.string(), Quota).default({}) }),
+  signIn: SignIn.optional(),
 });
 export type TeamDocument = z.infer<typeof TeamDocument>;
 

@@ -8,6 +8,8 @@ import type { TeamStore } from './team-store.ts';
 import type { AuditLog } from './audit-log.ts';
 import type { MachineAccess } from '../shared/types.ts';
 import { covers, type Right } from '../shared/machine-rights.ts';
+import { isJwt, SignInVerifier } from './sign-in.ts';
+import type { TeamSignIn } from '../shared/team-requests.ts';
 
 /**
  * The seam between people and machines: who presents a credential, what they may do to which
@@ -17,6 +19,7 @@ import { covers, type Right } from '../shared/machine-rights.ts';
  */
 export class Team {
   readonly #operatorToken: Buffer;
+  readonly #verifier = new SignInVerifier();
 
   constructor(
     private readonly store: TeamStore,
@@ -39,6 +42,7 @@ export class Team {
    */
   async authenticate(credential: string, onBehalf?: string): Promise<Principal | undefined> {
     if (this.#isOperatorToken(credential)) return onBehalf === undefined ? OPERATOR : this.#calledFor(onBehalf);
+    if (isJwt(credential)) return this.#signedInWith(credential);
     const parts = readKey(credential);
     if (!parts) return undefined;
     return this.#surely((document) => {
@@ -56,6 +60,43 @@ export class Team {
       const person = document?.people.find((p) => p.name === named.person);
       return person && { kind: 'person', person: person.name, scopes: effectiveScopes(named.scopes, person), credential: named.credential };
     });
+  }
+
+  /**
+   * The person an access token of the team's identity provider is for. Throws `SignInRefused` for a
+   * token it did not issue for this server, or an expired one (the client signs in again), and a
+   * 403 for a person the team does not know.
+   */
+  async #signedInWith(token: string): Promise<Principal | undefined> {
+    const settings = (await this.store.read())?.signIn;
+    if (!settings) return undefined;
+    const signed = await this.#verifier.verify(token, settings);
+    const principal = await this.signedIn(signed.subject, signed.scopes, signed.tokenId);
+    if (!principal)
+      throw new ForeverVMError(
+        403,
+        'NotInTeam',
+        `You signed in as ${signed.subject}, who is not one of this team's people: an admin adds you with "perennial team person add NAME --subject ${signed.subject}"`,
+      );
+    return principal;
+  }
+
+  /** Where people sign in for MCP clients. */
+  async signInSettings(): Promise<TeamSignIn> {
+    const settings = (await this.store.read())?.signIn;
+    return { issuer: settings?.issuer ?? null, resource: settings?.resource ?? null };
+  }
+
+  /** Sets where people sign in (`issuer` null: keys only); admins only. */
+  async setSignIn(principal: Principal, issuer: string | null, resource: string | undefined): Promise<TeamSignIn> {
+    this.#requireAdmin(principal, 'set how people sign in');
+    if (issuer !== null && resource === undefined)
+      throw new ForeverVMError(400, 'BadRequest', "Name this server's MCP endpoint as people reach it (resource), e.g. https://perennial.example.com/mcp");
+    await this.#change((document) => {
+      if (issuer === null) delete document.signIn;
+      else document.signIn = { issuer, resource: resource! };
+    });
+    return this.signInSettings();
   }
 
   /** A person signed in at the team's identity provider, by the token's subject; undefined: no such person. */

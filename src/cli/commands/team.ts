@@ -1,5 +1,5 @@
 import type { HttpClient } from '../../client/http-client.ts';
-import { describeShares, EVERYONE, SCOPES, type Scope, type TeamKey, type TeamQuota } from '../../shared/team-requests.ts';
+import { describeShares, EVERYONE, SCOPES, type Scope, type TeamKey, type TeamQuota, type TeamSignIn } from '../../shared/team-requests.ts';
 import type { CliContext } from '../context.ts';
 import { ExitError } from '../errors.ts';
 import { table } from '../table.ts';
@@ -154,4 +154,21 @@ export async function auditCommand(
     }),
   );
   for (const entry of entries) ctx.term.out.write(JSON.stringify(entry) + '\n');
+}
+
+function signInText(settings: TeamSignIn): string {
+  return settings.issuer ? `people sign in at ${settings.issuer} for ${settings.resource}` : 'people sign in with keys only';
+}
+
+export async function signInShowCommand(ctx: CliContext, options: { json?: boolean }): Promise<void> {
+  const settings = await withTeam(ctx, (client) => client.team('signIn', {}));
+  printJsonOr(ctx, options.json, settings, signInText);
+}
+
+/** `perennial team sign-in set --issuer URL --resource URL`, or `--off`. */
+export async function signInSetCommand(ctx: CliContext, options: { issuer?: string; resource?: string; off?: boolean }): Promise<void> {
+  if (options.off ? options.issuer !== undefined : options.issuer === undefined || options.resource === undefined)
+    throw new ExitError(2, "perennial: give --issuer and --resource (this server's MCP endpoint as people reach it), or --off");
+  const settings = await withTeam(ctx, (client) => client.team('setSignIn', { issuer: options.off ? null : options.issuer!, resource: options.resource }));
+  ctx.term.err.write(`perennial: ${signInText(settings)}.\n`);
 }
