@@ -73,7 +73,7 @@ export class ActiveMachine implements vscode.Disposable {
     const active = this.machine;
     const source = active && this.sources[active.source];
     const state = active && source?.get(active.name)?.state;
-    const where = active?.source === 'forevervm' ? ' on ForeverVM' : '';
+    const where = active && active.source !== 'local' && source ? ` on ${source.label}` : '';
     this.#item.text = active ? `$(vm) ${active.name}${where}${state ? ` (${state})` : ''}` : '$(vm) Perennial: no machine';
     this.#item.tooltip = active
       ? `Code runs in Perennial machine ${active.name}${where}. Click to choose another.`

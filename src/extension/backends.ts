@@ -5,15 +5,20 @@ import { FOREVERVM_BASE_URL } from '../client/forevervm-config.ts';
 import { connectToLocalServer, localServer, type LocalConnectionOptions } from '../client/local-server-connection.ts';
 import { defaultDataDir } from '../platform/data-dir.ts';
 import type { ServerInfo } from '../platform/server-info.ts';
+import { ForeverVMError } from '../shared/forevervm-error.ts';
+import type { PerennialClient } from '../shared/perennial-client.ts';
 
-export type BackendName = 'local' | 'forevervm';
+export type BackendName = 'local' | 'forevervm' | 'team';
 
 const TOKEN_KEY = 'perennial.forevervm.token';
+const TEAM_KEY = 'perennial.team.key';
+const SETTINGS = ['perennial.backend', 'perennial.forevervm.baseUrl', 'perennial.team.url'];
 
 /**
  * Where machines live, as the user's settings say: the local server (started on demand, on the
- * default data dir) or hosted ForeverVM with the token kept in SecretStorage. Fires `onDidChange`
- * when either the settings or the token change.
+ * default data dir), hosted ForeverVM, or a team's Perennial server, with the ForeverVM token and
+ * the person's team key kept in SecretStorage. Fires `onDidChange` when the settings, the token or
+ * the key change.
  */
 export class Backends implements vscode.Disposable {
   readonly #changed = new vscode.EventEmitter<void>();
@@ -32,25 +37,31 @@ export class Backends implements vscode.Disposable {
     this.#subscriptions = [
       this.#changed,
       vscode.workspace.onDidChangeConfiguration((event) => {
-        if (event.affectsConfiguration('perennial.backend') || event.affectsConfiguration('perennial.forevervm.baseUrl')) changed();
+        if (SETTINGS.some((setting) => event.affectsConfiguration(setting))) changed();
       }),
       secrets.onDidChange((event) => {
-        if (event.key === TOKEN_KEY) changed();
+        if (event.key === TOKEN_KEY || event.key === TEAM_KEY) changed();
       }),
     ];
   }
 
-  /** How many times the backend, the ForeverVM address or the token changed in this window. */
+  /** How many times the backend, an address, the token or the key changed in this window. */
   get generation(): number {
     return this.#changes;
   }
 
   get active(): BackendName {
-    return vscode.workspace.getConfiguration('perennial').get<BackendName>('backend') === 'forevervm' ? 'forevervm' : 'local';
+    const backend = vscode.workspace.getConfiguration('perennial').get<string>('backend');
+    return backend === 'forevervm' || backend === 'team' ? backend : 'local';
   }
 
   get forevervmBaseUrl(): string {
     return vscode.workspace.getConfiguration('perennial').get<string>('forevervm.baseUrl') || FOREVERVM_BASE_URL;
+  }
+
+  /** The team server's address (`perennial.team.url`), without a trailing slash; undefined when unset. */
+  get teamUrl(): string | undefined {
+    return vscode.workspace.getConfiguration('perennial').get<string>('team.url')?.trim().replace(/\/+$/, '') || undefined;
   }
 
   readonly dataDir = defaultDataDir();
@@ -65,6 +76,19 @@ export class Backends implements vscode.Disposable {
 
   removeToken(): Thenable<void> {
     return this.secrets.delete(TOKEN_KEY);
+  }
+
+  /** The person's key for the team server; none when they signed out (or sign in through MCP only). */
+  teamKey(): Thenable<string | undefined> {
+    return this.secrets.get(TEAM_KEY);
+  }
+
+  setTeamKey(key: string): Thenable<void> {
+    return this.secrets.store(TEAM_KEY, key);
+  }
+
+  removeTeamKey(): Thenable<void> {
+    return this.secrets.delete(TEAM_KEY);
   }
 
   /**
@@ -96,6 +120,13 @@ export class Backends implements vscode.Disposable {
     return new HttpClient({ baseUrl: this.forevervmBaseUrl, token });
   }
 
+  /** A client of the team server with the person's key. */
+  async teamClient(): Promise<HttpClient> {
+    const [url, key] = [this.teamUrl, await this.teamKey()];
+    if (!url || !key) throw new Error('not signed in to a team server; run "Perennial: Sign In to a Team Server"');
+    return new HttpClient({ baseUrl: url, token: key });
+  }
+
   /** The local server, started if it does not run. */
   async localServer(): Promise<ServerInfo> {
     const server = await localServer(this.dataDir, this.#serverOptions);
@@ -105,5 +136,19 @@ export class Backends implements vscode.Disposable {
 
   dispose(): void {
     for (const subscription of this.#subscriptions) subscription.dispose();
+  }
+}
+
+/**
+ * The account the client's token names (`/v1/whoami`), checked where a bad token becomes a
+ * notification rather than a failing server: a refusal as `refused` says, anything else as the
+ * backend that cannot be reached.
+ */
+export async function checkedAccount(client: PerennialClient, messages: { refused: string; unreachable: (reason: string) => string }): Promise<string> {
+  try {
+    return (await client.whoami()).account;
+  } catch (error) {
+    if (error instanceof ForeverVMError && error.status === 401) throw new Error(messages.refused, { cause: error });
+    throw new Error(messages.unreachable((error as Error).message), { cause: error });
   }
 }

@@ -21,4 +21,6 @@ export const COMMANDS = {
   restartNotebook: 'perennial.notebook.restart',
   setForeverVMToken: 'perennial.setForeverVMToken',
   removeForeverVMToken: 'perennial.removeForeverVMToken',
+  signInToTeam: 'perennial.signInToTeam',
+  signOutOfTeam: 'perennial.signOutOfTeam',
 } as const;

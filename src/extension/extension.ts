@@ -11,6 +11,7 @@ import { registerMcpProvider } from './mcp-provider.ts';
 import { NotebookKernel } from './notebook-kernel.ts';
 import { OutputPanel } from './output-panel.ts';
 import { registerRunCommands } from './run-code.ts';
+import { registerTeamSignIn } from './team-sign-in.ts';
 
 /** The extension's entry: each feature is wired from its own module in this folder. */
 export function activate(context: vscode.ExtensionContext): void {
@@ -18,10 +19,27 @@ export function activate(context: vscode.ExtensionContext): void {
   const backends = new Backends(context.secrets, log);
   const defaults = new MachineDefaults();
   const sources: Sources = {
-    local: new MachineSource('local', 'This computer', () => backends.localClient(), log, defaults),
-    forevervm: new MachineSource('forevervm', 'ForeverVM', () => backends.hostedClient(), log),
+    local: new MachineSource({ id: 'local', label: 'This computer', connect: () => backends.localClient(), configured: async () => true, log, defaults }),
+    forevervm: new MachineSource({
+      id: 'forevervm',
+      label: 'ForeverVM',
+      connect: () => backends.hostedClient(),
+      configured: async () => (await backends.token()) !== undefined,
+      log,
+    }),
+    team: new MachineSource({
+      id: 'team',
+      label: 'Team server',
+      connect: () => backends.teamClient(),
+      configured: async () => backends.teamUrl !== undefined && (await backends.teamKey()) !== undefined,
+      log,
+    }),
   };
-  const tree = new MachinesTree(allSources(sources), async (source) => source.id === 'forevervm' && (await backends.token()) !== undefined);
+  const tree = new MachinesTree(allSources(sources), {
+    // This computer's root comes with its first machine; the welcome view stands in until then.
+    shown: async (source) => source.id !== 'local' && (await source.configured()),
+    description: (source) => (source.id === 'team' ? backends.teamUrl : undefined),
+  });
   const active = new ActiveMachine(context.workspaceState, sources);
   const panel = new OutputPanel(vscode.Uri.joinPath(context.extensionUri, 'media', 'perennial.svg'));
   const notebooks = new NotebookKernel(sources, context.workspaceState, log);
@@ -32,12 +50,17 @@ export function activate(context: vscode.ExtensionContext): void {
     defaults,
     sources.local,
     sources.forevervm,
-    // A new token or address: the hosted list starts over.
-    backends.onDidChange(() => sources.forevervm.reset()),
+    sources.team,
+    // A new token, key or address: the remote lists start over.
+    backends.onDidChange(() => {
+      sources.forevervm.reset();
+      sources.team.reset();
+    }),
     tree,
     vscode.window.registerTreeDataProvider('perennial.machines', tree),
     registerMcpProvider(backends, defaults, cliPath),
     registerTokenCommands(backends),
+    registerTeamSignIn(backends),
     active,
     panel,
     registerMachineCommands(sources, panel, log),

@@ -21,7 +21,9 @@ export function registerMachineCommands(sources: Sources, panel: OutputPanel, lo
   };
   return vscode.Disposable.from(
     vscode.commands.registerCommand(COMMANDS.refresh, () =>
-      reporting(log, 'refresh the machines', () => Promise.all(allSources(sources).map((source) => source.refresh()))),
+      reporting(log, 'refresh the machines', () =>
+        Promise.all(allSources(sources).map(async (source) => (await source.configured()) && (await source.refresh()))),
+      ),
     ),
     vscode.commands.registerCommand(COMMANDS.newMachine, () => reporting(log, 'create a machine', () => newMachine(sources))),
     vscode.commands.registerCommand(COMMANDS.deleteMachine, (node?: MachineNode | MachineRef) =>

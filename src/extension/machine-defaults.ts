@@ -145,7 +145,6 @@ export class MachineDefaults implements vscode.Disposable {
   }
 }
 
-/** The sandbox's network and workspace access, from the settings. */
 /** The settings of new machines (`perennial.sandbox.*`, as the engine that first took them): those an engine `takes`. */
 function machineSettings(takes: { network: boolean; workspace: boolean }): Pick<NewMachineOptions, 'network' | 'workspace' | 'workspaceWritable'> {
   const settings = vscode.workspace.getConfiguration('perennial.sandbox');

@@ -4,7 +4,7 @@ import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineInfo } from '../shared/types.ts';
 import { COMMANDS } from './commands.ts';
 import type { MachineDefaults } from './machine-defaults.ts';
-import { allSources, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
+import { allSources, isSourceId, type MachineRef, type MachineSource, type Sources } from './machine-source.ts';
 
 /*
  * Which machine, asked of the person: one of every backend's, or a new one (its engine, a python
@@ -51,7 +51,7 @@ function machinePick(source: MachineSource, machine: MachineInfo): vscode.QuickP
  */
 export async function newMachine(sources: Sources, workdir?: string): Promise<MachineRef | undefined> {
   const source = activeSource(sources);
-  let options: NewMachineOptions = {};
+  let options = await madeWith(source);
   if (source.defaults) {
     const preferred = source.defaults.personsEngine;
     const engines = ENGINES.map(({ name, summary }) => ({ label: name, detail: summary[0]!.toUpperCase() + summary.slice(1) })).sort((a) =>
@@ -78,7 +78,16 @@ export async function newMachine(sources: Sources, workdir?: string): Promise<Ma
 /** A machine on the active backend with the engine `perennial.defaultEngine` names, asking nothing. */
 export async function createDefaultMachine(sources: Sources, tags: Record<string, string>): Promise<MachineRef> {
   const source = activeSource(sources);
-  return create(source, { ...(await source.defaults?.of()), tags });
+  return create(source, { ...(await madeWith(source)), tags });
+}
+
+/**
+ * What a machine made on `source` without questions is made with: the settings' defaults on this
+ * computer; on a team server a sandbox (people make no other there); hosted ForeverVM chooses.
+ */
+async function madeWith(source: MachineSource): Promise<NewMachineOptions> {
+  if (source.defaults) return source.defaults.of();
+  return source.id === 'team' ? { engine: 'sandbox' } : {};
 }
 
 /**
@@ -101,7 +110,8 @@ async function pickInterpreter(defaults: MachineDefaults): Promise<string | unde
 
 /** The backend `perennial.backend` names. */
 function activeSource(sources: Sources): MachineSource {
-  return vscode.workspace.getConfiguration('perennial').get<string>('backend') === 'forevervm' ? sources.forevervm : sources.local;
+  const backend = vscode.workspace.getConfiguration('perennial').get<string>('backend');
+  return isSourceId(backend) ? sources[backend] : sources.local;
 }
 
 async function create(source: MachineSource, options: NewMachineOptions): Promise<MachineRef> {

@@ -3,16 +3,18 @@ import type { MachineDefaults } from './machine-defaults.ts';
 import { UnsupportedByBackendError, type PerennialClient } from '../shared/perennial-client.ts';
 import type { MachineEvent, MachineInfo, VariableSummary } from '../shared/types.ts';
 
-export type SourceId = 'local' | 'forevervm';
+export const SOURCE_IDS = ['local', 'forevervm', 'team'] as const;
+export type SourceId = (typeof SOURCE_IDS)[number];
 
-/** The machines of each backend: the local server's, and hosted ForeverVM's (with a token). */
-export interface Sources {
-  local: MachineSource;
-  forevervm: MachineSource;
-}
+/** The machines of each backend: the local server's, hosted ForeverVM's (with a token), and a team server's (signed in). */
+export type Sources = Record<SourceId, MachineSource>;
 
 export function allSources(sources: Sources): MachineSource[] {
-  return [sources.local, sources.forevervm];
+  return SOURCE_IDS.map((id) => sources[id]);
+}
+
+export function isSourceId(value: unknown): value is SourceId {
+  return (SOURCE_IDS as readonly unknown[]).includes(value);
 }
 
 /** A machine of one of the backends. */
@@ -39,18 +41,30 @@ export class MachineSource implements vscode.Disposable {
   #following = false;
   readonly #stop = new AbortController();
 
-  constructor(
-    readonly id: SourceId,
-    readonly label: string,
-    private readonly connect: () => Promise<PerennialClient>,
-    private readonly log: vscode.LogOutputChannel,
-    /** What machines made here are made with; none on a backend that chooses for itself (hosted ForeverVM). */
-    readonly defaults?: MachineDefaults,
-  ) {}
+  readonly id: SourceId;
+  readonly label: string;
+  /** What machines made here are made with; none on a backend that chooses for itself (hosted ForeverVM, a team server). */
+  readonly defaults?: MachineDefaults;
+  /** Whether the person set the backend up (this computer always is; a remote one with its token or key). */
+  readonly configured: () => Promise<boolean>;
+  readonly #connect: () => Promise<PerennialClient>;
+  readonly #log: vscode.LogOutputChannel;
+
+  constructor(options: {
+    id: SourceId;
+    label: string;
+    connect: () => Promise<PerennialClient>;
+    configured: () => Promise<boolean>;
+    log: vscode.LogOutputChannel;
+    defaults?: MachineDefaults;
+  }) {
+    ({ id: this.id, label: this.label, configured: this.configured, connect: this.#connect, log: this.#log } = options);
+    if (options.defaults) this.defaults = options.defaults;
+  }
 
   /** A client of the backend (the local server is started if it does not run). */
   client(): Promise<PerennialClient> {
-    this.#client ??= this.connect();
+    this.#client ??= this.#connect();
     this.#client.catch(() => (this.#client = undefined));
     return this.#client;
   }
@@ -137,14 +151,14 @@ export class MachineSource implements vscode.Disposable {
         await (await this.client()).events((event) => this.#apply(event), this.#stop.signal);
       } catch (error) {
         if (this.#stop.signal.aborted || error instanceof UnsupportedByBackendError) return;
-        this.log.warn(`${this.label}: the event stream failed: ${(error as Error).message}`);
+        this.#log.warn(`${this.label}: the event stream failed: ${(error as Error).message}`);
       }
       if (this.#stop.signal.aborted) return;
       // A stream that lived a while ended normally (the server stopped): retry quickly.
       delay = Date.now() - started > 10_000 ? 500 : Math.min(delay * 2, MAX_RETRY_MS);
       await new Promise((resolve) => setTimeout(resolve, delay));
       this.#forgetClient();
-      await this.refresh().catch((error: Error) => this.log.warn(`${this.label}: cannot reach the server: ${error.message}`));
+      await this.refresh().catch((error: Error) => this.#log.warn(`${this.label}: cannot reach the server: ${error.message}`));
     }
   }
 
@@ -166,7 +180,7 @@ export class MachineSource implements vscode.Disposable {
         this.#variables.delete(event.name);
         break;
       case 'error':
-        this.log.warn(`machine ${event.name}: ${event.message}`);
+        this.#log.warn(`machine ${event.name}: ${event.message}`);
         return;
       case 'checkpoint':
         return;

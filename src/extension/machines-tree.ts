@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { describeRuntime } from '../shared/result-format.ts';
 import { byteSize } from '../shared/byte-size.ts';
-import type { CheckpointInfo, MachineInfo, VariableSummary } from '../shared/types.ts';
+import type { CheckpointInfo, MachineAccess, MachineInfo, VariableSummary } from '../shared/types.ts';
 import type { MachineSource } from './machine-source.ts';
 
 export type MachineNode = { kind: 'machine'; source: MachineSource; machine: MachineInfo };
@@ -15,22 +15,31 @@ type Node =
   | { kind: 'notice'; text: string };
 
 const STATE_ICONS: Record<MachineInfo['state'], string> = { warm: 'vm-running', busy: 'loading~spin', swapped: 'archive' };
+const BACKEND_ICONS: Record<MachineSource['id'], string> = { local: 'server', forevervm: 'cloud', team: 'organization' };
+
+/** What the view asks of the backends beyond their machines. */
+export interface Roots {
+  /** Whether a backend gets a root even with no machines (hosted: with a token; a team server: signed in). */
+  shown(source: MachineSource): Promise<boolean>;
+  /** What its root says beside its name (a team server: its address). */
+  description(source: MachineSource): string | undefined;
+}
 
 /**
  * The Machines view: one root per backend, its machines (tags and state as the description, an
- * icon per state, details in the tooltip), and under each machine its checkpoints (local machines:
- * hosted ForeverVM has none), newest first, and its variables. It follows the
- * local server's events, so instructions run from anywhere (Copilot included) show up live.
+ * icon per state, details in the tooltip; on a team server, whose a machine is and whom it is
+ * shared with), and under each machine its checkpoints (hosted ForeverVM has none), newest first,
+ * and its variables. It follows the Perennial servers' events, so instructions run from anywhere
+ * (Copilot included) show up live.
  */
 export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   readonly #changed = new vscode.EventEmitter<Node | undefined>();
   readonly onDidChangeTreeData = this.#changed.event;
   readonly #subscriptions: vscode.Disposable[];
 
-  /** `shown(source)` says whether a backend gets a root even with no machines (hosted: with a token). */
   constructor(
     private readonly sources: MachineSource[],
-    private readonly shown: (source: MachineSource) => Promise<boolean>,
+    private readonly roots: Roots,
   ) {
     this.#subscriptions = sources.map((source) => source.onDidChange(() => this.#changed.fire(undefined)));
   }
@@ -39,7 +48,9 @@ export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Dispo
     if (!node) {
       // No backend to show: an empty tree shows the welcome view instead.
       const roots = await Promise.all(
-        this.sources.map(async (source) => ((await this.shown(source)) || (await source.list().catch((): MachineInfo[] => [])).length ? source : undefined)),
+        this.sources.map(async (source) =>
+          (await this.roots.shown(source)) || (await source.list().catch((): MachineInfo[] => [])).length ? source : undefined,
+        ),
       );
       return roots.filter((source) => source !== undefined).map((source) => ({ kind: 'backend', source }));
     }
@@ -50,7 +61,7 @@ export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Dispo
       }
       if (node.kind === 'machine') {
         const variables = await node.source.variables(node.machine.name);
-        const checkpoints: Node[] = node.source.id === 'local' ? [{ kind: 'checkpoints', source: node.source, machine: node.machine.name }] : [];
+        const checkpoints: Node[] = node.source.id !== 'forevervm' ? [{ kind: 'checkpoints', source: node.source, machine: node.machine.name }] : [];
         return [
           ...checkpoints,
           ...(variables.length ? variables.map((variable): Node => ({ kind: 'variable', variable })) : [{ kind: 'notice', text: 'no variables yet' } as const]),
@@ -73,7 +84,8 @@ export class MachinesTree implements vscode.TreeDataProvider<Node>, vscode.Dispo
       case 'backend': {
         const item = new vscode.TreeItem(node.source.label, vscode.TreeItemCollapsibleState.Expanded);
         item.id = node.source.id;
-        item.iconPath = new vscode.ThemeIcon(node.source.id === 'local' ? 'server' : 'cloud');
+        item.description = this.roots.description(node.source);
+        item.iconPath = new vscode.ThemeIcon(BACKEND_ICONS[node.source.id]);
         item.contextValue = 'backend';
         return item;
       }
@@ -114,11 +126,20 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
   const item = new vscode.TreeItem(machine.name, vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `${source.id}/${machine.name}`;
   const tags = Object.entries(machine.tags).map(([key, value]) => `${key}=${value}`);
-  item.description = [...tags, machine.state, ...(machine.upgradeTo ? [`${describeRuntime(machine.runtime)}, upgrade available`] : [])].join(' · ');
+  const { access } = machine;
+  const shared = access ? sharing(access) : undefined;
+  item.description = [
+    ...(shared ? [shared.short] : []),
+    ...tags,
+    machine.state,
+    ...(machine.upgradeTo ? [`${describeRuntime(machine.runtime)}, upgrade available`] : []),
+  ].join(' · ');
   item.iconPath = new vscode.ThemeIcon(STATE_ICONS[machine.state]);
-  // `machine-upgradable` also matches the menus' `viewItem =~ /^machine/`.
-  item.contextValue = machine.upgradeTo ? 'machine-upgradable' : 'machine';
+  // `machine-upgradable` also matches the menus' `viewItem =~ /^machine/` (what an owner may do);
+  // `shared-read` and `shared-run` get only what the share allows.
+  item.contextValue = access && access.right !== 'own' ? `shared-${access.right}` : machine.upgradeTo ? 'machine-upgradable' : 'machine';
   const tooltip = new vscode.MarkdownString(`**${machine.name}** — ${machine.state}\n\n`);
+  if (shared) tooltip.appendMarkdown(`- ${shared.long}\n`);
   tooltip.appendMarkdown(`- engine: ${machine.engine}\n- created: ${new Date(machine.createdAt).toLocaleString()}\n`);
   // Absent from what a server of a build before 0.2.0 says.
   if (machine.runtime)
@@ -132,6 +153,17 @@ function machineItem({ source, machine }: MachineNode): vscode.TreeItem {
   for (const warning of machine.warnings) tooltip.appendMarkdown(`\n⚠ ${warning}\n`);
   item.tooltip = tooltip;
   return item;
+}
+
+/** How a team server's machine is shared, as the row says it and as its tooltip does; none for an owner's unshared machine. */
+function sharing({ owner, right, shares }: MachineAccess): { short: string; long: string } | undefined {
+  if (right !== 'own') {
+    const may = right === 'run' ? 'you may read it and run code on it' : 'you may read it';
+    return { short: `${owner}'s, ${right === 'run' ? 'shared to run' : 'shared to read'}`, long: `${owner}'s machine, shared with you: ${may}` };
+  }
+  if (!shares.length) return undefined;
+  const whom = shares.map((share) => `${share.with} (${share.right})`).join(', ');
+  return { short: `shared with ${shares.map((share) => share.with).join(', ')}`, long: `yours, shared with ${whom}` };
 }
 
 function checkpointItem({ source, machine, checkpoint }: CheckpointNode): vscode.TreeItem {

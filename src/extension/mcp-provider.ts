@@ -1,8 +1,7 @@
 import * as vscode from 'vscode';
-import { ForeverVMError } from '../shared/forevervm-error.ts';
 import { runningServer } from '../client/local-server-connection.ts';
 import { VERSION } from '../shared/version.ts';
-import type { Backends } from './backends.ts';
+import { checkedAccount, type Backends } from './backends.ts';
 import type { MachineDefaults } from './machine-defaults.ts';
 
 /** The provider's id in package.json `contributes.mcpServerDefinitionProviders`. */
@@ -11,8 +10,9 @@ export const MCP_SERVER_LABEL = 'Perennial Python REPLs';
 
 /**
  * Perennial's MCP server for Copilot agent mode and any other MCP client in VS Code: the local
- * server's `/mcp` endpoint over HTTP, or `perennial mcp --backend forevervm` over stdio for the
- * hosted service. Resolving it starts the local server when it does not run.
+ * server's `/mcp` endpoint over HTTP, a team server's (with the person's key, or none: VS Code then
+ * signs the person in as the server asks), or `perennial mcp --backend forevervm` over stdio for
+ * the hosted service. Resolving it starts the local server when it does not run.
  */
 export function registerMcpProvider(backends: Backends, defaults: MachineDefaults, cliPath: string): vscode.Disposable {
   const changed = new vscode.EventEmitter<void>();
@@ -66,12 +66,11 @@ async function definition(backends: Backends, defaults: MachineDefaults, cliPath
   if (backends.active === 'forevervm') {
     const token = await backends.token();
     if (resolving) {
-      // Checked here, where a bad token becomes a notification rather than a failing server.
-      const account = await (await backends.hostedClient()).whoami().catch((error: Error) => {
-        if (error instanceof ForeverVMError && error.status === 401) throw new Error('ForeverVM refused the token; run "Perennial: Set ForeverVM Token"');
-        throw new Error(`cannot reach ForeverVM at ${backends.forevervmBaseUrl} (${error.message}); check perennial.forevervm.baseUrl and the network`);
+      const account = await checkedAccount(await backends.hostedClient(), {
+        refused: 'ForeverVM refused the token; run "Perennial: Set ForeverVM Token"',
+        unreachable: (reason) => `cannot reach ForeverVM at ${backends.forevervmBaseUrl} (${reason}); check perennial.forevervm.baseUrl and the network`,
       });
-      backends.log.info(`ForeverVM account ${account.account}`);
+      backends.log.info(`ForeverVM account ${account}`);
     }
     const env = { ELECTRON_RUN_AS_NODE: '1', FOREVERVM_BASE_URL: backends.forevervmBaseUrl, ...(token ? { FOREVERVM_TOKEN: token } : {}) };
     return new vscode.McpStdioServerDefinition(
@@ -79,6 +78,27 @@ async function definition(backends: Backends, defaults: MachineDefaults, cliPath
       process.execPath,
       [cliPath, 'mcp', '--backend', 'forevervm'],
       env,
+      version(backends, defaults),
+    );
+  }
+  if (backends.active === 'team') {
+    const url = backends.teamUrl;
+    if (!url && resolving) throw new Error('perennial.backend is team, but no team server is set; run "Perennial: Sign In to a Team Server"');
+    const key = await backends.teamKey();
+    if (resolving && key) {
+      const person = await checkedAccount(await backends.teamClient(), {
+        refused: `${url} refused your key; run "Perennial: Sign In to a Team Server"`,
+        unreachable: (reason) => `cannot reach the team server ${url} (${reason}); check perennial.team.url and the network`,
+      });
+      backends.log.info(`team server ${url}: signed in as ${person}`);
+    }
+    // People make sandbox machines only there; the network is as this computer's settings say.
+    const query = new URLSearchParams({ engine: 'sandbox', network: String((await defaults.forAgents()).network ?? false) });
+    return new vscode.McpHttpServerDefinition(
+      MCP_SERVER_LABEL,
+      // Listed before a server is set: an address that is never connected to, as the local one's.
+      vscode.Uri.parse(`${url ?? 'http://127.0.0.1'}/mcp?${query}`),
+      key ? { Authorization: `Bearer ${key}` } : {},
       version(backends, defaults),
     );
   }

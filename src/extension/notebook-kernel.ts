@@ -5,7 +5,7 @@ import type { DisplayEntry, OutputChunk, StreamName } from '../shared/types.ts';
 import { chooseMachine, createDefaultMachine } from './machine-picker.ts';
 import { reporting } from './reporting.ts';
 import { askInInputBox } from './input-box.ts';
-import type { MachineRef, Sources } from './machine-source.ts';
+import { isSourceId, type MachineRef, type Sources } from './machine-source.ts';
 import { cellOutputs, runningOutputs, streamItem } from './notebook-outputs.ts';
 import { findNotebookMachine } from '../notebooks/notebook-machine.ts';
 import { COMMANDS } from './commands.ts';
@@ -80,7 +80,7 @@ export class NotebookKernel implements vscode.Disposable {
   /** The machine the notebook's metadata (or, unsaved, the workspace state) names. */
   #named(notebook: vscode.NotebookDocument): NamedMachine | undefined {
     const ref = (ipynbMetadata(notebook)?.[METADATA_KEY] ?? this.#remembered()[notebook.uri.toString()]) as NamedMachine | undefined;
-    return ref && typeof ref.name === 'string' && (ref.source === 'local' || ref.source === 'forevervm') ? ref : undefined;
+    return ref && typeof ref.name === 'string' && isSourceId(ref.source) ? ref : undefined;
   }
 
   /**
@@ -88,7 +88,7 @@ export class NotebookKernel implements vscode.Disposable {
    * for it (Select Notebook Machine), as chosen; a notebook file's, the notebook's machine on the
    * local server as every front end finds it (`findNotebookMachine`: by its path, following a
    * rename, forked for a copy, working in its folder), of the engine a person's notebook runs on;
-   * else (an untitled notebook, hosted ForeverVM) the one its metadata names, or a new one. The
+   * else (an untitled notebook, one on ForeverVM or a team server) the one its metadata names, or a new one. The
    * lines its first output says come with it.
    */
   async #machineFor(notebook: vscode.NotebookDocument): Promise<{ machine: MachineRef; notes: string[] }> {
@@ -96,7 +96,7 @@ export class NotebookKernel implements vscode.Disposable {
     if (known && this.#found.has(notebook.uri.toString())) return { machine: known, notes: [] };
     const named = this.#named(notebook);
     const { local } = this.sources;
-    const onServer = notebook.uri.scheme === 'file' && local.defaults && named?.source !== 'forevervm' && !named?.chosen;
+    const onServer = notebook.uri.scheme === 'file' && local.defaults && (named?.source ?? 'local') === 'local' && !named?.chosen;
     if (!onServer) {
       const machine = known ?? (await this.#assign(notebook, await createDefaultMachine(this.sources, { notebook: posix.basename(notebook.uri.path) })));
       this.#found.set(notebook.uri.toString(), machine);

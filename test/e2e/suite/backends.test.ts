@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { testChanges } from './changes.ts';
 import { hostedStandIn } from './hosted.ts';
+import { teamStandIn, type TeamCall } from './team-server.ts';
 import { invokeJson, listedMachines, MCP_SERVER_ID, newRepl } from './tools.ts';
-import { eventually, TREE_ROWS, ui } from './workbench.ts';
+import { eventually, screenshot, TREE_ROWS, ui } from './workbench.ts';
 
 /**
  * Waits until Copilot's tools list `machine`: they reach the backend that has it. Calls VS Code
@@ -31,7 +32,7 @@ async function toolsList(machine: string, timeoutMs = 30_000): Promise<void> {
   });
 }
 
-suite('Perennial in VS Code: local and hosted backends', () => {
+suite('Perennial in VS Code: local, hosted and team backends', () => {
   const changes = testChanges();
 
   test('with a ForeverVM token, the view gets a ForeverVM root, and code runs in hosted machines', async () => {
@@ -91,5 +92,47 @@ suite('Perennial in VS Code: local and hosted backends', () => {
       await Promise.resolve(started).catch(() => undefined);
       await toolsList(local);
     }
+  });
+
+  test("signed in to a team server, the view shows the person's machines and those shared with them, marked, and Copilot's tools run on theirs", async () => {
+    const team = await teamStandIn(changes);
+    const create = async (as: TeamCall, tags: Record<string, string>) =>
+      (await as<{ machine_name: string }>('POST', '/v1/machine/new', { engine: 'sandbox', tags })).machine_name;
+    const shared = await create(team.alice, { who: 'alice' });
+    await team.alice('POST', `/v1/machine/${shared}/shares`, { with: 'bob', right: 'read' });
+    const hidden = await create(team.alice, {});
+    const own = await create(team.bob, { who: 'bob' });
+
+    // A refused key is not kept, nor is the address.
+    await changes.setting('perennial.team.url', '');
+    await vscode.commands.executeCommand('perennial.signInToTeam', { url: team.url, key: 'prn_0000_refused' });
+    assert.equal(vscode.workspace.getConfiguration('perennial').get('team.url'), '');
+    await vscode.commands.executeCommand('perennial.signInToTeam', { url: team.url, key: team.bobsKey });
+    changes.onEnd(() => Promise.resolve(vscode.commands.executeCommand('perennial.signOutOfTeam')));
+    assert.equal(vscode.workspace.getConfiguration('perennial').get('team.url'), team.url);
+
+    await vscode.commands.executeCommand('workbench.view.extension.perennial');
+    const rows = await eventually(async () => {
+      const rows = await ui({ text: TREE_ROWS });
+      const has = (...parts: string[]) => rows.some((row) => parts.every((part) => row.includes(part)));
+      return has('Team server', team.url) && has(own, 'who=bob') && has(shared, "alice's, shared to read") ? rows : undefined;
+    }, "the team root with bob's machine and the one alice shared");
+    assert.ok(!rows.some((row) => row.includes(hidden)), `alice's unshared ${hidden} is not bob's to see: ${rows.join(' | ')}`);
+    await screenshot('team-server-machines');
+
+    // Copilot's tools reach the team server with bob's key, and see what bob sees.
+    await changes.setting('perennial.backend', 'team');
+    await toolsList(own);
+    assert.ok(!(await listedMachines()).includes(hidden));
+    const run = await invokeJson<{ value: string }>('run-python-in-repl', { replId: own, pythonCode: '6 * 7' });
+    assert.equal(run.value, '42');
+
+    // Unshared, alice's machine leaves bob's view at the next listing.
+    await team.alice('DELETE', `/v1/machine/${shared}/shares/bob`);
+    await eventually(async () => {
+      await vscode.commands.executeCommand('perennial.refresh');
+      const rows = await ui({ text: TREE_ROWS });
+      return rows.some((row) => row.includes(own)) && !rows.some((row) => row.includes(shared)) ? true : undefined;
+    }, `${shared} to leave bob's view once unshared`);
   });
 });

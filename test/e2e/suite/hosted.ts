@@ -28,22 +28,31 @@ export interface HostedStandIn {
   newMachine(body: object): Promise<string>;
 }
 
-export async function hostedStandIn(changes: Changes): Promise<HostedStandIn> {
+/**
+ * A Perennial server of the test's own, on a data dir of its own, started with the extension's CLI;
+ * stopped and removed when the test ends, after which Copilot's tools are waited for on the local
+ * server again.
+ */
+export async function standInServer(changes: Changes, what: string): Promise<{ url: string; token: string }> {
   // Undone last, once the rest is.
   changes.onEnd(toolsReachLocal);
-  const dataDir = mkdtempSync(join(tmpdir(), 'perennial-hosted-'));
+  const dataDir = mkdtempSync(join(tmpdir(), `perennial-${what}-`));
   const { node, cli, env } = cliOfTheExtension();
   const server = spawn(node, [cli, '--data-dir', dataDir, 'serve'], { env, stdio: 'ignore' });
   changes.onEnd(async () => {
     server.kill('SIGTERM');
-    await eventually(() => (existsSync(join(dataDir, 'server.json')) ? undefined : true), 'the stand-in server to stop', 20_000);
+    await eventually(() => (existsSync(join(dataDir, 'server.json')) ? undefined : true), `the ${what} server to stop`, 20_000);
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const info = await eventually(
+  return eventually(
     () =>
       existsSync(join(dataDir, 'server.json')) ? (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string; token: string }) : undefined,
-    'the stand-in server',
+    `the ${what} server`,
   );
+}
+
+export async function hostedStandIn(changes: Changes): Promise<HostedStandIn> {
+  const info = await standInServer(changes, 'hosted');
   const proxy = await foreverVMOnlyProxy(info.url);
   changes.onEnd(async () => proxy.close());
   await changes.setting('perennial.forevervm.baseUrl', proxy.url);
