@@ -1,4 +1,4 @@
-import { engineDescriptor, ENGINES } from '../engines/descriptors.ts';
+import { CONFINED_ENGINE, engineDescriptor, ENGINES } from '../engines/descriptors.ts';
 import * as vscode from 'vscode';
 import type { NewMachineOptions } from '../shared/requests.ts';
 import type { MachineInfo } from '../shared/types.ts';
@@ -87,7 +87,7 @@ export async function createDefaultMachine(sources: Sources, tags: Record<string
  */
 async function madeWith(source: MachineSource): Promise<NewMachineOptions> {
   if (source.defaults) return source.defaults.of();
-  return source.id === 'team' ? { engine: 'sandbox' } : {};
+  return source.id === 'team' ? { engine: CONFINED_ENGINE } : {};
 }
 
 /**

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { CONFINED_ENGINE } from '../engines/descriptors.ts';
 import { runningServer } from '../client/local-server-connection.ts';
 import { VERSION } from '../shared/version.ts';
 import { checkedAccount, type Backends } from './backends.ts';
@@ -93,7 +94,7 @@ async function definition(backends: Backends, defaults: MachineDefaults, cliPath
       backends.log.info(`team server ${url}: signed in as ${person}`);
     }
     // People make sandbox machines only there; the network is as this computer's settings say.
-    const query = new URLSearchParams({ engine: 'sandbox', network: String((await defaults.forAgents()).network ?? false) });
+    const query = new URLSearchParams({ engine: CONFINED_ENGINE, network: String((await defaults.forAgents()).network ?? false) });
     return new vscode.McpHttpServerDefinition(
       MCP_SERVER_LABEL,
       // Listed before a server is set: an address that is never connected to, as the local one's.
