@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../platform/atomic-file.ts';
 import { CodedError } from '../platform/coded-error.ts';
-import { PERSONS_ENGINE } from '../engines/descriptors.ts';
+import { CONFINED_ENGINE, PERSONS_ENGINE } from '../engines/descriptors.ts';
 import { EngineName, NewMachineName } from '../shared/requests.ts';
 
 /** What a Perennial kernelspec records of itself in `metadata.perennial`; `version` 1. */
@@ -12,6 +12,8 @@ export const PerennialSpec = z.looseObject({
   engine: EngineName.optional(),
   python: z.string().optional(),
   machine: z.string().optional(),
+  /** The server its machines are on (`--server`); none: the local server on the data dir. */
+  server: z.string().optional(),
 });
 export type PerennialSpec = z.infer<typeof PerennialSpec>;
 
@@ -24,6 +26,7 @@ export interface KernelSpecChoice {
   engine?: EngineName;
   python?: string;
   machine?: string;
+  server?: string;
 }
 
 /** A Perennial kernelspec found in one of Jupyter's folders. */
@@ -42,16 +45,24 @@ export class KernelSpecError extends CodedError {
 /**
  * The name and display name a kernelspec gets when none is given: `perennial`, "Python
  * (Perennial)" for the person's own Python (the default); another engine's (`perennial-sandbox`)
- * and a pinned machine's say so, and have names of their own, so that each can be installed
- * beside it.
+ * a pinned machine's and another server's (whose default is its sandbox) say so, and have names
+ * of their own, so that each can be installed beside it.
  */
 export function defaultKernelChoice(options: Partial<KernelSpecChoice>): KernelSpecChoice {
   const machine = options.machine === undefined ? null : NewMachineName.safeParse(options.machine);
   if (machine && !machine.success) throw new KernelSpecError(`--machine ${options.machine}: ${machine.error.issues[0]!.message}`);
-  // Another engine than the person's own Python says which it is.
-  const other = options.engine && options.engine !== PERSONS_ENGINE ? options.engine : null;
-  const what = options.machine ? `machine ${options.machine}` : other;
-  const suffix = options.machine ? options.machine.toLowerCase().replace(/[^a-z0-9._-]/g, '-') : other;
+  const host = options.server === undefined ? null : serverHost(options.server);
+  // Another engine than the default (the person's own Python, a server's sandbox) says which it is.
+  const other = options.engine && options.engine !== (host ? CONFINED_ENGINE : PERSONS_ENGINE) ? options.engine : null;
+  const own = options.machine ? `machine ${options.machine}` : other;
+  const what = [own, host].filter(Boolean).join(', ') || null;
+  const suffix =
+    [options.machine ?? other, host]
+      .filter(Boolean)
+      .join('-')
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]/g, '-')
+      .slice(0, 54) || null;
   const name = options.name ?? (suffix ? `perennial-${suffix}` : 'perennial');
   const parsed = KernelName.safeParse(name);
   if (!parsed.success) throw new KernelSpecError(`--name ${name}: ${parsed.error.issues[0]!.message}`);
@@ -82,6 +93,7 @@ export async function installKernelSpec(folder: string, choice: KernelSpecChoice
         ...(choice.engine ? { engine: choice.engine } : {}),
         ...(choice.python ? { python: choice.python } : {}),
         ...(choice.machine ? { machine: choice.machine } : {}),
+        ...(choice.server ? { server: choice.server } : {}),
       },
     },
   };
@@ -93,6 +105,11 @@ export async function installKernelSpec(folder: string, choice: KernelSpecChoice
     throw new KernelSpecError(`Cannot write the kernelspec in ${dir}: ${(error as Error).message}`);
   }
   return dir;
+}
+
+/** The host (and port) a server's address names, for a kernel's name; the address itself when it is not one. */
+function serverHost(server: string): string {
+  return URL.canParse(server) ? new URL(server).host : server;
 }
 
 /** The Perennial kernelspecs in `folders` (Jupyter's, in its order); the first of a name is the one Jupyter uses. */

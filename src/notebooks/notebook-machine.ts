@@ -34,6 +34,8 @@ export interface MachineChoice {
   named?: string;
   /** What a machine made for the notebook is made with. */
   defaults: NewMachineOptions;
+  /** The server is on another computer (`--server`), where the notebook's folder is not: its machine works in a folder of its own there. */
+  elsewhere?: boolean;
 }
 
 /** The machine found, and what to tell about it. */
@@ -52,7 +54,7 @@ export interface NotebookMachine {
 /**
  * A notebook's machine: the one tagged with its path (made on the notebook's first kernel), so
  * that every later kernel for it (a restart of Jupyter, culling, a reboot, a killed kernel)
- * finds the same state. It works in the notebook's folder. A notebook renamed or moved takes its
+ * finds the same state. It works in the notebook's folder (on a server elsewhere, in its own). A notebook renamed or moved takes its
  * machine along, and a copy gets a fork of it: both are known by the cells the file says ran,
  * which are the machine's own instructions by number. A front end that names no notebook gets the
  * machine of the kernel's id, which Jupyter keeps across restarts of that kernel but not of the
@@ -71,7 +73,7 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
   }
   const notebook = choice.sessionName ? notebookPath(choice.sessionName, choice.cwd) : undefined;
   if (!notebook && !choice.connectionFile) throw new Error('A machine is found for a notebook, or for a Jupyter kernel: neither was named');
-  const folder = await realpath(notebook ? dirname(notebook) : choice.cwd).catch(() => choice.cwd);
+  const folder = choice.elsewhere ? undefined : await realpath(notebook ? dirname(notebook) : choice.cwd).catch(() => choice.cwd);
   const tag: Record<string, string> = notebook ? { [NOTEBOOK_TAG]: tagValue(notebook) } : { [KERNEL_TAG]: kernelId(choice.connectionFile!) };
   const tagged = await client.list(tag);
   const found = tagged.find((info) => ofKind(info, choice.defaults));
@@ -84,16 +86,22 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
   if (notebook && earlier) return { ...(await followed(client, earlier, notebook, folder, tag)), throwaway: false };
   if (!notebook) await removeForgotten(client);
   const tags = { ...choice.defaults.tags, ...tag, ...(notebook ? {} : { [EXPIRES_TAG]: THROWAWAY_RULE }) };
-  const info = await client.create({ ...choice.defaults, workdir: folder, tags });
+  const info = await client.create({ ...choice.defaults, ...workingIn(folder), tags });
   const notes = other
     ? [
         `Machine ${info.name} is this notebook's on the ${info.engine} engine, new; machine ${other.name} (${other.engine} engine) still holds its earlier state.`,
       ]
     : [];
+  const works = folder ?? 'a folder of its own on the server';
   const logged = notebook
-    ? `Machine ${info.name} is new, and this notebook's (${notebook}); it works in ${folder}.`
-    : `Machine ${info.name} is this kernel's own, working in ${folder}: the front end names no notebook (JPY_SESSION_NAME), so it goes ${THROWAWAY_RULE}.`;
+    ? `Machine ${info.name} is new, and this notebook's (${notebook}); it works in ${works}.`
+    : `Machine ${info.name} is this kernel's own, working in ${works}: the front end names no notebook (JPY_SESSION_NAME), so it goes ${THROWAWAY_RULE}.`;
   return { info, notes, cameBack: null, logged, throwaway: !notebook };
+}
+
+/** What a machine works in: the folder given, else (a server elsewhere) the one it has. */
+function workingIn(folder: string | undefined): { workdir?: string } {
+  return folder === undefined ? {} : { workdir: folder };
 }
 
 /** Kernels' own machines that no kernel used for `THROWAWAY_DAYS` (theirs died without a shutdown): removed. */
@@ -116,12 +124,12 @@ async function pinnedMachine(client: PerennialClient, name: string, defaults: Ne
 async function cameBackTo(
   client: PerennialClient,
   found: MachineInfo,
-  folder: string,
+  folder: string | undefined,
   notebook: string | undefined,
 ): Promise<Omit<NotebookMachine, 'throwaway'>> {
   const what = notebook ? "this notebook's machine" : "this kernel's machine";
   const logged = `Machine ${found.name} is ${what}${notebook ? ` (${notebook})` : ''}.`;
-  if (found.workdir === folder) return { info: found, notes: [], cameBack: cameBackLine(found, what), logged };
+  if (folder === undefined || found.workdir === folder) return { info: found, notes: [], cameBack: cameBackLine(found, what), logged };
   const info = await client.update(found.name, { workdir: folder });
   const was = found.workdir ? ` (it worked in ${found.workdir})` : '';
   return {
@@ -185,14 +193,14 @@ async function followed(
   client: PerennialClient,
   earlier: EarlierMachine,
   notebook: string,
-  folder: string,
+  folder: string | undefined,
   tag: Record<string, string>,
 ): Promise<Omit<NotebookMachine, 'throwaway'>> {
   const { info: origin, path } = earlier;
   // A path named by its hash cannot be looked for: treated as still there, so nothing is taken from it.
   const stillThere = path !== undefined && (path.startsWith('sha256:') || existsSync(path));
   if (stillThere) {
-    const info = await client.fork(origin.name, { tags: tag, workdir: folder });
+    const info = await client.fork(origin.name, { tags: tag, ...workingIn(folder) });
     return {
       info,
       notes: [`This notebook is a copy of ${path}: machine ${info.name}, its own, is a fork of that notebook's machine ${origin.name}, with its state.`],
@@ -200,13 +208,14 @@ async function followed(
       logged: `Machine ${info.name} is a fork of ${origin.name}, for this copy (${notebook}) of ${path}.`,
     };
   }
-  const info = await client.update(origin.name, { tags: tag, workdir: folder });
+  const info = await client.update(origin.name, { tags: tag, ...workingIn(folder) });
+  const works = folder ? `, and works in ${folder}` : '';
   return {
     info,
     notes: [
       path
-        ? `This notebook was ${path}: its machine ${info.name} came with it${withState(info)}, and works in ${folder}.`
-        : `Machine ${info.name}, which this notebook names${withState(info)}, works in ${folder} now: relative paths are the notebook's.`,
+        ? `This notebook was ${path}: its machine ${info.name} came with it${withState(info)}${works}.`
+        : `Machine ${info.name}, which this notebook names${withState(info)}${folder ? `, works in ${folder} now: relative paths are the notebook's` : ', is its machine'}.`,
     ],
     cameBack: null,
     logged: `Machine ${info.name} followed its notebook${path ? ` from ${path}` : ''} to ${notebook}.`,

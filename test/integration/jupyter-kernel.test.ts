@@ -5,6 +5,8 @@ import { mkdir } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { HttpClient } from '../../src/client/http-client.ts';
+import { LocalServer } from '../../src/server/local-server.ts';
 import { TEST_PYTHON, tempDataDir } from '../helpers/machines.ts';
 import { finished, type CliRun } from '../helpers/processes.ts';
 
@@ -28,9 +30,10 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
 
   const cli = (args: string[]): Promise<CliRun> =>
     finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
-  const python = (args: string[]): Promise<CliRun> => finished(spawn(TEST_PYTHON, args, { env, stdio: ['ignore', 'pipe', 'pipe'] }));
-  const scenario = async (name: string) => {
-    const run = await python([SCENARIOS, name]);
+  const python = (args: string[], more: NodeJS.ProcessEnv = {}): Promise<CliRun> =>
+    finished(spawn(TEST_PYTHON, args, { env: { ...env, ...more }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const scenario = async (name: string, more: NodeJS.ProcessEnv = {}) => {
+    const run = await python([SCENARIOS, name], more);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     return run.stdout;
   };
@@ -245,6 +248,59 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
     const refused = await cli(['kernel', '--connection-file', ipc]);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /only the tcp transport is supported/);
+  });
+
+  it("a kernel on a team's server (login --server, then kernel install under --server): the notebook's machine is the person's there, in the sandbox, and no one else's to see", async () => {
+    const team = await tempDataDir({ empty: true });
+    const server = await LocalServer.start({ dataDir: team.dir, defaultEngine: 'sandbox' });
+    const operator = new HttpClient({ baseUrl: server.url, token: server.token });
+    const people: HttpClient[] = [];
+    const person = (key: string) => people[people.push(new HttpClient({ baseUrl: server.url, token: key })) - 1]!;
+    try {
+      const { key } = await operator.team('init', { owner: 'alice' });
+      const alice = person(key);
+      await alice.team('addPerson', { name: 'bob' });
+      const bob = person((await alice.team('createKey', { person: 'bob', name: 'laptop', scopes: ['read', 'run', 'manage'] })).key);
+      const login = await cli(['--server', server.url, 'login', '--token', key]);
+      assert.equal(login.code, 0, login.stderr);
+      const installed = await cli(['--server', server.url, 'kernel', 'install', '--prefix', join(dataDir, 'team')]);
+      assert.equal(installed.code, 0, installed.stderr);
+      assert.match(installed.stderr, /Its notebooks run on http:\/\/127\.0\.0\.1:\d+ \(in its sandbox\).*files beside it are not there/);
+      const name = `perennial-127.0.0.1-${new URL(server.url).port}`;
+      const spec = JSON.parse(readFileSync(join(dataDir, 'team', 'share', 'jupyter', 'kernels', name, 'kernel.json'), 'utf8')) as {
+        argv: string[];
+        display_name: string;
+      };
+      assert.deepEqual(spec.argv.slice(2), [
+        '--data-dir',
+        dataDir,
+        '--server',
+        server.url,
+        'kernel',
+        '--connection-file',
+        '{connection_file}',
+        '--engine',
+        'sandbox',
+      ]);
+      assert.equal(spec.display_name, `Python (Perennial, 127.0.0.1:${new URL(server.url).port})`);
+
+      const out = await scenario('on_a_team_server', {
+        JUPYTER_PATH: join(dataDir, 'team', 'share', 'jupyter'),
+        PERENNIAL_TEAM_KERNEL_NAME: name,
+        PERENNIAL_TEAM_SERVER: server.url,
+      });
+      assert.match(out, /is alice's on the team's server, and kept x/);
+      const machine = /machine (\S+) is alice's/.exec(out)![1]!;
+      assert.deepEqual(
+        (await alice.list()).map((m) => m.name),
+        [machine],
+      );
+      assert.deepEqual(await bob.list(), []);
+    } finally {
+      for (const client of [operator, ...people]) await client.close();
+      await server.close();
+      await team.cleanup();
+    }
   });
 
   it('nbclient executes a notebook: streams, a matplotlib figure as image/png, HTML, LaTeX, JSON, a display updated in place, a value, an error', async () => {

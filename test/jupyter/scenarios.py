@@ -742,5 +742,29 @@ def other_engine():
     print("ok: another engine's kernelspec gave the notebook a machine of that engine; the first kept its state")
 
 
+def on_a_team_server():
+    """A kernelspec of a team's server (perennial --server URL kernel install): the notebook's
+    machine is the person's there, in the sandbox, working in a folder of its own (the notebook's
+    is on this computer); a new kernel for the notebook finds its state."""
+    kernel, server = os.environ["PERENNIAL_TEAM_KERNEL_NAME"], os.environ["PERENNIAL_TEAM_SERVER"]
+    km, kc = start("on-the-team.ipynb", kernel=kernel)
+    run(kc, "import os\nx = 6 * 7")
+    _, messages = run(kc, "os.getcwd()")
+    assert value(messages) != repr(NOTEBOOK_DIR), messages
+    stop(km, kc)
+    km, kc = start("on-the-team.ipynb", kernel=kernel)
+    _, messages = run(kc, "x")
+    assert value(messages) == "42", messages
+    stop(km, kc)
+    path = os.path.join(NOTEBOOK_DIR, "on-the-team.ipynb")
+    found = json.loads(cli("--server", server, "machine", "list", "--json", f"--tag=jupyter-notebook={path}"))
+    assert len(found) == 1, found
+    machine = found[0]
+    assert machine["engine"] == "sandbox" and "workdir" not in machine, machine
+    print(
+        f"ok: the notebook's machine {machine['name']} is {machine['access']['owner']}'s on the team's server, and kept x"
+    )
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()

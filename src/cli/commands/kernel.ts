@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { HttpClient } from '../../client/http-client.ts';
-import { engineDescriptor, PERSONS_ENGINE } from '../../engines/descriptors.ts';
+import { CONFINED_ENGINE, engineDescriptor, PERSONS_ENGINE } from '../../engines/descriptors.ts';
 import { readConnectionFile } from '../../jupyter/connection-file.ts';
 import { JupyterKernel } from '../../jupyter/kernel.ts';
 import { defaultKernelChoice, installKernelSpec, listKernelSpecs, removeKernelSpec } from '../../jupyter/kernelspecs.ts';
@@ -51,6 +51,7 @@ export async function kernelCommand(ctx: CliContext, options: KernelOptions): Pr
       cwd: process.cwd(),
       connectionFile,
       defaults: newMachineOptions(options),
+      elsewhere: ctx.server !== undefined,
     });
     log(found.logged);
     // A restart's own line says what the cells find; else, that the state came back.
@@ -91,7 +92,9 @@ export interface KernelInstallOptions {
 /**
  * `perennial kernel install`: a kernelspec in Jupyter's folders (the user's unless told
  * otherwise), written without Python or Jupyter. Its argv is this Node and this CLI, with the
- * data dir when one was named.
+ * data dir when one was named and the server (`--server`, whose key `perennial login` keeps
+ * there) when the machines are elsewhere: there, a sandbox unless told otherwise, since the
+ * person's own Python is on this computer.
  */
 export async function kernelInstallCommand(ctx: CliContext, dataDirNamed: boolean, options: KernelInstallOptions): Promise<void> {
   const places = [options.user, options.sysPrefix, options.prefix !== undefined].filter(Boolean).length;
@@ -105,18 +108,23 @@ export async function kernelInstallCommand(ctx: CliContext, dataDirNamed: boolea
     folder = folders.environment;
   }
   // A pinned machine is what it is: its engine and interpreter were chosen when it was made.
-  const engine = options.machine ? options.engine : (options.engine ?? PERSONS_ENGINE);
-  const python =
-    engine && engineDescriptor(engine).takes.python ? await kernelPython(options.python ?? (process.env.PERENNIAL_PYTHON || undefined)) : undefined;
-  const choice = defaultKernelChoice({ name: options.name, displayName: options.displayName, engine, python, machine: options.machine });
-  const launcher = [process.execPath, resolve(process.argv[1]!), ...(dataDirNamed ? ['--data-dir', ctx.dataDir] : [])];
+  const { server } = ctx;
+  const engine = options.machine ? options.engine : (options.engine ?? (server ? CONFINED_ENGINE : PERSONS_ENGINE));
+  const takesPython = engine !== undefined && engineDescriptor(engine).takes.python;
+  // A server elsewhere runs an interpreter of its own computer, which this one cannot look for.
+  const python = takesPython && !server ? await kernelPython(options.python ?? (process.env.PERENNIAL_PYTHON || undefined)) : options.python;
+  const choice = defaultKernelChoice({ name: options.name, displayName: options.displayName, engine, python, machine: options.machine, server });
+  const launcher = [process.execPath, resolve(process.argv[1]!), ...(dataDirNamed ? ['--data-dir', ctx.dataDir] : []), ...(server ? ['--server', server] : [])];
   const dir = await installKernelSpec(folder, choice, launcher);
   ctx.term.out.write(`${dir}\n`);
+  const where = server ? ` on ${server}` : '';
   const runs = options.machine
-    ? `Every notebook on it runs on machine ${options.machine}`
-    : python
-      ? `Its notebooks run on ${python}, with its packages, each on a machine of its own that outlives every kernel (not isolated: code runs as you; perennial kernel install --engine sandbox for a sandboxed kernel)`
-      : 'Its notebooks run in the sandbox (Pyodide, locked down, with only the folder of each notebook), each on a machine of its own that outlives every kernel';
+    ? `Every notebook on it runs on machine ${options.machine}${where}`
+    : server
+      ? `Its notebooks run on ${server} (${takesPython ? `the ${engine} engine` : 'in its sandbox'}), each on a machine of its own there that outlives every kernel; the notebook's folder stays on this computer, so files beside it are not there`
+      : python
+        ? `Its notebooks run on ${python}, with its packages, each on a machine of its own that outlives every kernel (not isolated: code runs as you; perennial kernel install --engine sandbox for a sandboxed kernel)`
+        : 'Its notebooks run in the sandbox (Pyodide, locked down, with only the folder of each notebook), each on a machine of its own that outlives every kernel';
   ctx.term.err.write(`Installed the kernel "${choice.displayName}" (${choice.name}). ${runs}.\n`);
 }
 
@@ -156,7 +164,8 @@ export async function kernelListCommand(ctx: CliContext, options: { json?: boole
     const used = !shown.has(spec.name);
     shown.add(spec.name);
     const machine = spec.perennial.machine ? `machine ${spec.perennial.machine}` : `${spec.perennial.engine ?? 'default'} engine`;
-    return [spec.name, spec.displayName, machine, used ? spec.folder : `${spec.folder} (hidden by the one above)`];
+    const where = spec.perennial.server ? ` on ${spec.perennial.server}` : '';
+    return [spec.name, spec.displayName, `${machine}${where}`, used ? spec.folder : `${spec.folder} (hidden by the one above)`];
   });
   ctx.term.out.write(`${table([['NAME', 'DISPLAY NAME', 'RUNS ON', 'FOLDER'], ...rows])}\n`);
 }
