@@ -47,7 +47,7 @@ const layer = (name, extraFiles = [], options = {}) => restrict([`src/${name}/**
 
 export default tseslint.config(
   // test/fixtures/builds: real earlier builds, as they were bundled.
-  { ignores: ['dist/**', 'node_modules/**', '.data/**', '.cache/**', 'test/fixtures/builds/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.data/**', '.cache/**', 'test/fixtures/builds/**', 'test/vendor/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -2,10 +2,12 @@
 // the other person tries on the first person's machine, by name or by a guessed name, is answered
 // as for a machine that does not exist and changes nothing; shares give read or run and end when
 // ended; a revoked key is refused; a quota's refusal names the quota and the usage; MCP over HTTP
-// shows each person their own machines only.
+// shows each person their own machines only; the official ForeverVM SDK's tests pass with a person's key.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/client';
 import WebSocket from 'ws';
@@ -16,6 +18,11 @@ import { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { TEAM_FILE } from '../../src/team/team-store.ts';
 import { eventually, tempDataDir, TEST_PYTHON, valueOf } from '../helpers/machines.ts';
 import { call, streamableTransport, textOf } from '../helpers/mcp-clients.ts';
+import { finished } from '../helpers/processes.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The official ForeverVM TypeScript SDK, its sources and in-source tests as published (test/vendor/README.md). */
+const SDK = join(ROOT, 'test/vendor/forevervm-sdk');
 
 /** What a request answers when it fails: its error's code (the WebSocket REPL carries no status), or 'ok'. */
 async function outcome(request: () => Promise<unknown>): Promise<string> {
@@ -246,6 +253,42 @@ describe("a team's server on one node", { timeout: 300_000 }, () => {
     assert.deepEqual(stream[0], { type: 'output', chunk: { data: 'hi', stream: 'stdout', seq: 0 }, instruction_id: seq });
     assert.equal(stream.at(-1)!.type, 'result');
     await bob.delete(name);
+  });
+
+  it("passes the official ForeverVM SDK's own tests (TypeScript SDK 0.1.35, vendored) with a person's key", async () => {
+    await alice.team('addPerson', { name: 'sdk' });
+    // Its tests make a machine each; the default quota of machines is not what they try.
+    await alice.team('setQuota', { person: 'sdk', machines: 100, warmMemoryMb: 1_000_000 });
+    const key = (await alice.team('createKey', { person: 'sdk', name: 'sdk tests', scopes: ['read', 'run', 'manage'] })).key;
+    const report = join(data.dir, 'sdk-report.json');
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--root', SDK, '--reporter=json', `--outputFile=${report}`, '--testTimeout=60000'],
+      { cwd: SDK, env: { ...process.env, FOREVERVM_API_BASE: server.url, FOREVERVM_TOKEN: key, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const ran = await finished(child);
+    const results = JSON.parse(await readFile(report, 'utf8')) as {
+      numTotalTests: number;
+      testResults: Array<{ assertionResults: Array<{ fullName: string; status: string; failureMessages: string[] }> }>;
+    };
+    const tests = results.testResults.flatMap((file) => file.assertionResults);
+    const failed = tests.filter((test) => test.status !== 'passed');
+    assert.deepEqual(
+      failed.map((test) => `${test.fullName}: ${test.failureMessages.join('\n')}`),
+      [],
+    );
+    // Every test of both files ran (whoami, machines, exec, streams, tags, the REPL's five).
+    assert.equal(tests.length, 13, ran.stdout + ran.stderr);
+    assert.equal(ran.code, 0, ran.stderr);
+    // The machines it made are the SDK person's: no one else sees them.
+    const sdk = clients(key);
+    const made = (await sdk.list()).map((machine) => machine.name);
+    await sdk.close();
+    assert.ok(made.length >= 10, made.join(', '));
+    assert.deepEqual(
+      (await bob.list()).filter((machine) => made.includes(machine.name)),
+      [],
+    );
   });
 
   it('shows each MCP client its own machines only', async () => {
