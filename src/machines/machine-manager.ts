@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { EventEmitter } from 'node:events';
-import { engineDescriptor, ENGINES } from '../engines/descriptors.ts';
+import { engineDescriptor } from '../engines/descriptors.ts';
 import { openEngines, type EngineSet } from '../engines/index.ts';
 import type { Engine } from '../engines/engine.ts';
 import { NameClaims, nearestName } from './machine-names.ts';
@@ -41,27 +41,15 @@ import { VERSION } from '../shared/version.ts';
 import { CheckpointNotFoundError, Machine, MachineGoneError, type QueuedInstruction, type MachineChange } from './machine.ts';
 import { MachineStore, type MachineManifest } from './machine-store.ts';
 import { createFork } from './fork.ts';
-import { defaultReserveBytes, systemFreeBytes, WarmPolicy, type MachineRoom } from './warm-policy.ts';
+import { WarmPolicy } from './warm-policy.ts';
 import { rebuildManifest } from './manifest-rebuild.ts';
 import { InstructionNotFoundError, MachineMovedError, MachineNameTakenError } from './machine-errors.ts';
-import { DATA_DIR_HOME, type MachineHome } from './machine-home.ts';
-import {
-  DEFAULT_AUTO_CHECKPOINTS,
-  DEFAULT_IDLE_SECONDS,
-  DEFAULT_OUTPUT_LIMIT,
-  DEFAULT_TIMEOUT_SECONDS,
-  type ExecOptions,
-  type MachineManagerOptions,
-  type ManagerEvent,
-  toMachineEvent,
-} from './manager-options.ts';
+import type { MachineCustody, UncleanStop } from './machine-custody.ts';
+import { managerSettings, toMachineEvent, type ExecOptions, type MachineManagerOptions, type ManagerEvent, type ManagerSettings } from './manager-options.ts';
 
 export { DEFAULT_AUTO_CHECKPOINTS, DEFAULT_IDLE_SECONDS, DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT_SECONDS } from './manager-options.ts';
 export type { ExecOptions, MachineManagerOptions, ManagerEvent } from './manager-options.ts';
 export { CheckpointNotFoundError, InstructionNotFoundError, InvalidRequestError, MachineGoneError, MachineMovedError, MachineNameTakenError };
-
-/** Longest a busy machine's changed state goes unsaved: a crash costs it at most this much work. */
-const DEFAULT_SAVE_WITHIN_MS = 30_000;
 
 /**
  * Owns a data dir and all of its machines: creates, runs, swaps and deletes them, and keeps them
@@ -71,8 +59,9 @@ const DEFAULT_SAVE_WITHIN_MS = 30_000;
  */
 export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: [string] }> {
   readonly dataDir: string;
-  readonly #options: Required<Omit<MachineManagerOptions, 'engines' | 'poolIdleSeconds' | 'handedLock' | 'maxWarm' | 'memory' | 'home' | 'baseImages'>>;
-  readonly #home: MachineHome;
+  readonly #settings: ManagerSettings;
+  /** What a cluster's node works with (`MachineCustody`). */
+  readonly custody: MachineCustody;
   /** Installs under way, by machine and packages. */
   readonly #installs = new Map<string, Promise<string>>();
   readonly #engines: EngineSet;
@@ -88,40 +77,31 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     super();
     this.dataDir = options.dataDir;
     this.#engines = options.engines ?? openEngines({ dataDir: options.dataDir, poolIdleSeconds: options.poolIdleSeconds, baseImages: options.baseImages });
-    this.#options = {
-      dataDir: options.dataDir,
-      idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,
-      // The registry's first engine that is available here.
-      defaultEngine: options.defaultEngine ?? (ENGINES.find((engine) => this.#engines.factories[engine.name]) ?? ENGINES.at(-1)!).name,
-      defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
-      outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
-      interruptGraceMs: options.interruptGraceMs ?? 2000,
-      saveDelayMs: options.saveDelayMs ?? 1000,
-      saveWithinMs: options.saveWithinMs ?? DEFAULT_SAVE_WITHIN_MS,
-      autoCheckpoints: options.autoCheckpoints ?? DEFAULT_AUTO_CHECKPOINTS,
-    };
+    this.#settings = managerSettings(options, (engine) => Boolean(this.#engines.factories[engine]));
     this.#store = store;
     this.#lock = lock;
-    this.#home = options.home ?? DATA_DIR_HOME;
     this.#details = new MachineDetails(this.#engines);
     this.#names = new NameClaims(
       (name) => this.#machines.has(name) || existsSync(store.dir(name)),
       (name) => store.isUsed(name),
-      (name) => this.#home.isUsed(name),
+      (name) => this.#settings.home.isUsed(name),
     );
     this.#warm = new WarmPolicy(
-      {
-        idleSeconds: this.#options.idleSeconds,
-        maxWarm: options.maxWarm,
-        reserveBytes: options.memory?.reserveBytes ?? defaultReserveBytes(),
-        freeBytes: options.memory?.freeBytes ?? systemFreeBytes,
-      },
+      this.#settings.warm,
       () => this.#machines.values(),
       (machine, error) => this.#emit({ type: 'error', name: machine.name, message: `swap out failed, machine kept warm: ${error.message}` }),
     );
-    if (!this.#engines.factories[this.#options.defaultEngine]) {
-      const why = this.#engines.status().find((e) => e.name === this.#options.defaultEngine)?.detail;
-      throw new InvalidRequestError(`The default engine "${this.#options.defaultEngine}" is not available${why ? `: ${why}` : ''}`);
+    this.custody = {
+      has: (name) => this.#machines.has(name),
+      store,
+      attach: (name, unclean) => this.#attach(name, unclean),
+      detach: (name, reason) => this.#detach(name, reason),
+      tell: (name, message) => this.#tell(name, message),
+      room: () => this.#warm.room(),
+    };
+    if (!this.#engines.factories[this.#settings.defaultEngine]) {
+      const why = this.#engines.status().find((e) => e.name === this.#settings.defaultEngine)?.detail;
+      throw new InvalidRequestError(`The default engine "${this.#settings.defaultEngine}" is not available${why ? `: ${why}` : ''}`);
     }
   }
 
@@ -139,7 +119,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       const store = new MachineStore(options.dataDir);
       await store.init();
       const manager = new MachineManager(options, store, lock);
-      if (manager.#home.ownsDataDir) await manager.#load();
+      if (manager.#settings.home.ownsDataDir) await manager.#load();
       return manager;
     } catch (error) {
       await lock.release();
@@ -158,7 +138,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
   }
 
   get defaultEngine(): EngineName {
-    return this.#options.defaultEngine;
+    return this.#settings.defaultEngine;
   }
 
   /** Each engine: available or not, and what its machines should know. */
@@ -178,7 +158,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
   async create(request: NewMachineOptions = {}, made?: (name: string) => Promise<void>): Promise<MachineInfo> {
     this.#assertOpen();
     const options = parseRequest(NewMachineOptions, request);
-    const engine = options.engine ?? this.#options.defaultEngine;
+    const engine = options.engine ?? this.#settings.defaultEngine;
     if (!this.#engines.factories[engine]) {
       throw new InvalidRequestError(`The ${engine} engine is not available; available: ${this.engines.join(', ')}`);
     }
@@ -213,7 +193,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
    * cluster) those its home knows elsewhere, each with the node that runs it.
    */
   listEverywhere(tags: Record<string, string> = {}): Promise<MachineInfo[]> {
-    return this.#details.everywhere(this.#machines, this.#home, tags);
+    return this.#details.everywhere(this.#machines, this.#settings.home, tags);
   }
 
   /**
@@ -223,21 +203,16 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
   watch(listener: (event: MachineEvent) => void): () => void {
     const own = (event: ManagerEvent) => listener(toMachineEvent(event));
     this.on('event', own);
-    const beyond = this.#home.watch(listener);
+    const beyond = this.#settings.home.watch(listener);
     return () => {
       this.off('event', own);
       beyond();
     };
   }
 
-  /** How much more this manager can keep warm, for placing machines among nodes. */
-  room(): MachineRoom {
-    return this.#warm.room();
-  }
-
   /** The cluster this manager serves as a node's, for its status; none on one computer. */
   cluster(): Promise<ClusterStatus | undefined> {
-    return this.#home.cluster();
+    return this.#settings.home.cluster();
   }
 
   get(name: string): MachineInfo {
@@ -247,7 +222,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
   /** Queues an instruction; resolves as soon as it has a seq. */
   async exec(name: string, code: string, options: ExecOptions = {}): Promise<{ seq: number; interrupted: boolean; done: Promise<ExecResult> }> {
     if (typeof code !== 'string') throw new InvalidRequestError('code must be a string');
-    const timeoutSeconds = parseRequest(TimeoutSeconds, options.timeoutSeconds ?? this.#options.defaultTimeoutSeconds);
+    const timeoutSeconds = parseRequest(TimeoutSeconds, options.timeoutSeconds ?? this.#settings.defaultTimeoutSeconds);
     const machine = await this.#reserved(name);
     let interrupted = false;
     if (options.interrupt) {
@@ -353,7 +328,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       tags: parseRequest(Tags, Object.fromEntries(kept)),
       ...(workdir === undefined ? {} : { workdir: workdir === null ? null : await this.#workdir(machine.manifest, workdir) }),
     };
-    await this.#fenced(name, () => this.#home.reserve(name));
+    await this.#fenced(name, () => this.#settings.home.reserve(name));
     await machine.update(change);
     return this.#details.of(machine);
   }
@@ -393,7 +368,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
 
   async delete(name: string): Promise<void> {
     const machine = this.#machine(name);
-    await this.#fenced(name, () => this.#home.retire(name));
+    await this.#fenced(name, () => this.#settings.home.retire(name));
     this.#machines.delete(name);
     this.#warm.forget(name);
     await machine.delete();
@@ -453,24 +428,11 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
 
   // ---- machines handed over by a cluster's home ---------------------------------------------
 
-  /** Whether the machine is this manager's now. */
-  has(name: string): boolean {
-    return this.#machines.has(name);
-  }
-
-  /** The machines' folders in the data dir: a home beyond it (a cluster's) brings machines in and out through it. */
-  get store(): MachineStore {
-    return this.#store;
-  }
-
   /**
    * Takes on the machine the data dir's folder `name` holds, which the home has just put there
-   * (or found there, made before the data dir joined it). `unclean`, when whoever ran it last
-   * stopped unexpectedly: what to say (`stopped`), and in a cluster the instruction numbers the
-   * node that ran it gave out after its last commit (`given`), whose effects are gone. The next
-   * result says so, and each lost instruction's history says so too.
+   * (see `MachineCustody.attach`).
    */
-  async attach(name: string, unclean?: { stopped?: string; given?: { from: number; to: number } }): Promise<MachineInfo> {
+  async #attach(name: string, unclean?: UncleanStop): Promise<MachineInfo> {
     this.#assertOpen();
     const entry = this.#store.read(name);
     if (!('manifest' in entry))
@@ -486,20 +448,15 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     return this.#details.of(machine);
   }
 
-  /** Tells whoever follows the events what happened to machine `name`, which is not this manager's (a node kept its folder aside). */
-  tell(name: string, message: string): void {
+  #tell(name: string, message: string): void {
     this.#emit({ type: 'error', name, message });
   }
 
-  /**
-   * Lets the machine go without saving it: another node owns it now (nothing this one did since
-   * its last commit is kept: `reason` says so to whoever follows the events), or the node is
-   * going away after `save`.
-   */
-  async detach(name: string, reason?: string): Promise<void> {
+  /** Lets the machine go without saving it (see `MachineCustody.detach`). */
+  async #detach(name: string, reason?: string): Promise<void> {
     const machine = this.#machines.get(name);
     if (!machine) return;
-    if (reason) this.tell(name, reason);
+    if (reason) this.#tell(name, reason);
     this.#machines.delete(name);
     this.#warm.forget(name);
     machine.interrupt();
@@ -512,7 +469,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
   /** The machine, once its home has given out its next instruction number here. */
   async #reserved(name: string): Promise<Machine> {
     const machine = this.#machine(name);
-    await this.#fenced(name, () => this.#home.reserve(name));
+    await this.#fenced(name, () => this.#settings.home.reserve(name));
     return machine;
   }
 
@@ -521,14 +478,14 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     try {
       await write();
     } catch (error) {
-      if (error instanceof MachineMovedError) await this.detach(name, error.message);
+      if (error instanceof MachineMovedError) await this.#detach(name, error.message);
       throw error;
     }
   }
 
   /** Records a machine made here (its folder just written) with its home, or removes it: another took the name first. */
   async #claim(manifest: MachineManifest): Promise<void> {
-    if (await this.#home.claim(manifest)) return;
+    if (await this.#settings.home.claim(manifest)) return;
     await this.#store.remove(manifest.name);
     throw new MachineNameTakenError(manifest.name);
   }
@@ -541,7 +498,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
     }
     for (const { name, reason } of newer) this.#emit({ type: 'error', name, message: `Machine ${name} is left as it is: ${reason}.` });
     for (const entry of damaged) {
-      const manifest = await rebuildManifest(this.#store, entry, { engine: this.#options.defaultEngine });
+      const manifest = await rebuildManifest(this.#store, entry, { engine: this.#settings.defaultEngine });
       this.#adopt(manifest).noteRebuilt();
       this.#emit({ type: 'error', name: manifest.name, message: manifest.rebuilt! });
     }
@@ -565,15 +522,9 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
       manifest,
       this.#store,
       factory ?? (() => unavailableEngine(manifest.engine)),
-      {
-        outputLimit: this.#options.outputLimit,
-        interruptGraceMs: this.#options.interruptGraceMs,
-        saveDelayMs: this.#options.saveDelayMs,
-        saveWithinMs: this.#options.saveWithinMs,
-        autoCheckpoints: this.#options.autoCheckpoints,
-      },
+      this.#settings.machines,
       (m, change) => this.#onMachineChange(m, change),
-      this.#home,
+      this.#settings.home,
     );
     this.#machines.set(manifest.name, machine);
     return machine;
@@ -598,7 +549,7 @@ export class MachineManager extends EventEmitter<{ event: [ManagerEvent]; left: 
         this.#emit({ type: 'error', name, message: change.message });
         break;
       case 'moved':
-        void this.detach(name, change.message);
+        void this.#detach(name, change.message);
         break;
     }
   }

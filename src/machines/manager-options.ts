@@ -1,10 +1,12 @@
 import type { BaseImageShelf } from '../engines/base-image-shelf.ts';
+import { ENGINES } from '../engines/descriptors.ts';
 import type { EngineSet } from '../engines/index.ts';
 import type { LockRecord } from '../platform/data-dir-lock.ts';
 import type { EngineName } from '../shared/requests.ts';
 import type { ExecResult, MachineEvent, SenderListeners } from '../shared/types.ts';
-import type { MachineHome } from './machine-home.ts';
-import type { WarmLimits } from './warm-policy.ts';
+import { DATA_DIR_HOME, type MachineHome } from './machine-home.ts';
+import type { MachineSettings } from './machine.ts';
+import { defaultReserveBytes, systemFreeBytes, type WarmLimits } from './warm-policy.ts';
 
 /* What a MachineManager is opened with, and what it takes and gives besides machines. */
 
@@ -12,6 +14,8 @@ export const DEFAULT_TIMEOUT_SECONDS = 15;
 export const DEFAULT_IDLE_SECONDS = 300;
 export const DEFAULT_OUTPUT_LIMIT = 1 << 20;
 export const DEFAULT_AUTO_CHECKPOINTS = 10;
+/** Longest a busy machine's changed state goes unsaved: a crash costs it at most this much work. */
+const DEFAULT_SAVE_WITHIN_MS = 30_000;
 
 export interface MachineManagerOptions {
   dataDir: string;
@@ -45,6 +49,39 @@ export interface MachineManagerOptions {
   home?: MachineHome;
   /** Where sandbox base images are shared with other nodes (a cluster's). */
   baseImages?: BaseImageShelf;
+}
+
+/** What a manager runs by, every default filled in: resolved once, when it opens. */
+export interface ManagerSettings {
+  defaultEngine: EngineName;
+  defaultTimeoutSeconds: number;
+  /** What each machine is made with. */
+  machines: MachineSettings;
+  warm: WarmLimits;
+  home: MachineHome;
+}
+
+/** `options` with their defaults; `available`: whether an engine can run here, for the default engine. */
+export function managerSettings(options: MachineManagerOptions, available: (engine: EngineName) => boolean): ManagerSettings {
+  return {
+    // The registry's first engine that is available here.
+    defaultEngine: options.defaultEngine ?? (ENGINES.find((engine) => available(engine.name)) ?? ENGINES.at(-1)!).name,
+    defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+    machines: {
+      outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
+      interruptGraceMs: options.interruptGraceMs ?? 2000,
+      saveDelayMs: options.saveDelayMs ?? 1000,
+      saveWithinMs: options.saveWithinMs ?? DEFAULT_SAVE_WITHIN_MS,
+      autoCheckpoints: options.autoCheckpoints ?? DEFAULT_AUTO_CHECKPOINTS,
+    },
+    warm: {
+      idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,
+      maxWarm: options.maxWarm,
+      reserveBytes: options.memory?.reserveBytes ?? defaultReserveBytes(),
+      freeBytes: options.memory?.freeBytes ?? systemFreeBytes,
+    },
+    home: options.home ?? DATA_DIR_HOME,
+  };
 }
 
 export interface ExecOptions extends SenderListeners {
