@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- python|sandbox|interrupts|server|footprint|checkpoints|mcp-app|jupyter|notebooks|load|cluster|cluster-faults]`: prints every benchmark's figures (or the named ones).
+ * `npm run bench [-- python|sandbox|interrupts|server|team|footprint|checkpoints|mcp-app|jupyter|notebooks|load|cluster|cluster-faults]`: prints every benchmark's figures (or the named ones).
  * `notebooks` runs only when named: it needs a corpus fetched first and takes about an hour; `load`
  * (agents at once) too: it takes several minutes and much of the machine; and `cluster` and
  * `cluster-faults` (nodes killed, paused and stopped at random), which start PostgreSQL and an
@@ -22,12 +22,14 @@ import { benchNotebooks } from './notebooks.ts';
 import { benchPythonEngine } from './python-engine.ts';
 import { benchSandboxEngine } from './sandbox-engine.ts';
 import { benchServer } from './server.ts';
+import { benchTeam } from './team.ts';
 
 const suites: Record<string, () => Promise<void>> = {
   python: benchPythonEngine,
   sandbox: benchSandboxEngine,
   interrupts: benchInterrupts,
   server: benchServer,
+  team: benchTeam,
   footprint: benchFootprint,
   checkpoints: benchCheckpoints,
   'mcp-app': benchMcpApp,

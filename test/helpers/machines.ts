@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { MachineManager, type ExecOptions, type MachineManagerOptions } from '../../src/machines/machine-manager.ts';
 import type { ExecResult, OutputChunk } from '../../src/shared/types.ts';
 import type { EngineName, NewMachineOptions } from '../../src/shared/requests.ts';
+import { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { seedSandboxBase } from './sandbox-base.ts';
 import { joinTestCluster } from './test-cluster.ts';
 
@@ -114,5 +115,16 @@ export async function eventually(check: () => boolean | Promise<boolean>, ms = 1
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** What a request to a server answers: its error's code when it fails (the WebSocket REPL carries no status), or 'ok'. */
+export async function outcome(request: () => Promise<unknown>): Promise<string> {
+  try {
+    await request();
+    return 'ok';
+  } catch (error) {
+    if (error instanceof ForeverVMError) return error.code;
+    throw error;
   }
 }

@@ -6,21 +6,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/client';
 import { HttpClient } from '../../src/client/http-client.ts';
-import { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { ON_BEHALF_HEADER } from '../../src/team/principal.ts';
 import { startTestCluster, type TestClusterNodes, type TestNode } from '../helpers/cluster-nodes.ts';
-import { eventually, valueOf } from '../helpers/machines.ts';
+import { eventually, outcome, valueOf } from '../helpers/machines.ts';
 import { call, streamableTransport, textOf } from '../helpers/mcp-clients.ts';
-
-async function codeOf(request: () => Promise<unknown>): Promise<string> {
-  try {
-    await request();
-    return 'ok';
-  } catch (error) {
-    if (error instanceof ForeverVMError) return error.code;
-    throw error;
-  }
-}
 
 describe("a team's server on a cluster", { timeout: 600_000 }, () => {
   let cluster: TestClusterNodes;
@@ -56,8 +45,8 @@ describe("a team's server on a cluster", { timeout: 600_000 }, () => {
     for (const node of [a, b, c]) {
       assert.equal((await on(node, bobKey).whoami()).account, 'bob', `bob's key works on ${node.url}`);
       const bob = on(node, bobKey);
-      assert.equal(await codeOf(() => bob.get(machine)), 'MachineNotFound');
-      assert.equal(await codeOf(() => bob.run(machine, 'secret')), 'MachineNotFound');
+      assert.equal(await outcome(() => bob.get(machine)), 'MachineNotFound');
+      assert.equal(await outcome(() => bob.run(machine, 'secret')), 'MachineNotFound');
       assert.ok(!(await bob.list()).some((m) => m.name === machine), `bob's listing on ${node.url} has none of alice's`);
     }
     // Alice's machine runs on a; through c, her request is forwarded there with her key and answered.
@@ -97,7 +86,7 @@ describe("a team's server on a cluster", { timeout: 600_000 }, () => {
       const mine = /^[a-z0-9-]+$/m.exec(made)?.[0];
       assert.ok(mine, made);
       assert.equal((await on(c, bobKey).list()).find((m) => m.name === mine)?.access?.owner, 'bob');
-      assert.equal(await codeOf(() => on(a, aliceKey).get(mine)), 'MachineNotFound');
+      assert.equal(await outcome(() => on(a, aliceKey).get(mine)), 'MachineNotFound');
     } finally {
       await mcp.close();
     }
@@ -109,7 +98,7 @@ describe("a team's server on a cluster", { timeout: 600_000 }, () => {
     const revokedAt = performance.now();
     await on(c, aliceKey).team('revokeKey', { id: spare.keyInfo.id });
     for (const node of [a, b])
-      await eventually(async () => (await codeOf(() => on(node, spare.key).whoami())) === 'Unauthorized', 5000, `the revoked key refused on ${node.url}`);
+      await eventually(async () => (await outcome(() => on(node, spare.key).whoami())) === 'Unauthorized', 5000, `the revoked key refused on ${node.url}`);
     console.log(`A key revoked on one node was refused on the two others after ${Math.round(performance.now() - revokedAt)} ms.`);
 
     // Admin reads the audit log from b: entries from every node, refusals among them, no code.
@@ -122,6 +111,6 @@ describe("a team's server on a cluster", { timeout: 600_000 }, () => {
       "bob's refusals are kept",
     );
     assert.ok(!JSON.stringify(entries).includes('secret * 2'), 'no code is copied into the audit log');
-    assert.equal(await codeOf(() => on(a, bobKey).team('audit', {})), 'MissingScope');
+    assert.equal(await outcome(() => on(a, bobKey).team('audit', {})), 'MissingScope');
   });
 });

@@ -16,24 +16,13 @@ import { LocalServer } from '../../src/server/local-server.ts';
 import { OPERATION_NAMES, OPERATIONS } from '../../src/shared/operations.ts';
 import { ForeverVMError } from '../../src/shared/forevervm-error.ts';
 import { TEAM_FILE } from '../../src/team/team-store.ts';
-import { eventually, tempDataDir, TEST_PYTHON, valueOf } from '../helpers/machines.ts';
+import { eventually, outcome, tempDataDir, TEST_PYTHON, valueOf } from '../helpers/machines.ts';
 import { call, streamableTransport, textOf } from '../helpers/mcp-clients.ts';
 import { finished } from '../helpers/processes.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The official ForeverVM TypeScript SDK, its sources and in-source tests as published (test/vendor/README.md). */
 const SDK = join(ROOT, 'test/vendor/forevervm-sdk');
-
-/** What a request answers when it fails: its error's code (the WebSocket REPL carries no status), or 'ok'. */
-async function outcome(request: () => Promise<unknown>): Promise<string> {
-  try {
-    await request();
-    return 'ok';
-  } catch (error) {
-    if (error instanceof ForeverVMError) return error.code;
-    throw error;
-  }
-}
 
 /** A raw request with `token`, as any HTTP client sends it: its status and body. */
 async function raw(url: string, token: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
