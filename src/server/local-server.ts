@@ -136,6 +136,7 @@ export class LocalServer {
       await cluster?.leave();
       throw error;
     }
+    const http = createServer();
     try {
       const token = await loadOrCreateToken(options.dataDir, cluster && ((proposed) => cluster.token(proposed)));
       const host = options.host ?? DEFAULT_HOST;
@@ -145,7 +146,6 @@ export class LocalServer {
       await team.enabled();
       // Beyond loopback (a cluster's node, a team's server) it is reached by names of its own: the credential guards it.
       const access = new AccessPolicy(!isLoopback(host));
-      const http = createServer();
       // Long polls for results may wait as long as instructions run.
       http.requestTimeout = 0;
       http.headersTimeout = 60_000;
@@ -170,6 +170,9 @@ export class LocalServer {
       });
       return server;
     } catch (error) {
+      // Listening already (a cluster's join failed): nothing more is served.
+      http.closeAllConnections();
+      http.close();
       await manager.close();
       await cluster?.leave();
       throw error;
