@@ -56,7 +56,6 @@ export class ClusterNode implements MachineHome {
   /** Its parts that need the manager, which is made after the node (the node is its home): requests before the join wait for them. */
   readonly #joined: Promise<Joined>;
   readonly #joinedWith: (parts: Joined) => void;
-  #rebalancing = false;
   /** Clients of the other nodes' HTTP APIs, with the cluster's token, by URL. */
   readonly #peers = new Map<string, HttpClient>();
   #token = '';
@@ -142,7 +141,7 @@ export class ClusterNode implements MachineHome {
     await this.#lease.enter(url, VERSION, {
       room: () => manager.custody.room(),
       lapsed: () => placer.letGoOfTaken(),
-      renewed: () => this.#rebalanceSoon(handOver),
+      renewed: () => handOver.rebalanceSoon(),
     });
     await this.#bringIn(manager);
     this.#joinedWith({ manager, placer, handOver });
@@ -176,17 +175,6 @@ export class ClusterNode implements MachineHome {
   /** Whether this node's lease surely runs. */
   get leaseHeld(): boolean {
     return this.#lease.held;
-  }
-
-  /** A node short of room hands machines over after a renewal, one round at a time. */
-  #rebalanceSoon(handOver: HandOver): void {
-    if (this.#rebalancing) return;
-    this.#rebalancing = true;
-    // The directory down: the next renewal tries again.
-    void handOver
-      .rebalance()
-      .catch(() => {})
-      .finally(() => (this.#rebalancing = false));
   }
 
   /**

@@ -42,6 +42,7 @@ export class Departures {
 export class HandOver {
   /** Set once the node drains: it hands every machine over, and none is placed on it. */
   #draining = false;
+  #rebalancing = false;
 
   constructor(
     private readonly manager: MachineManager,
@@ -93,8 +94,17 @@ export class HandOver {
     for (const { name } of this.manager.list()) await this.machine(name);
   }
 
+  /** After a lease renewal: one round of `#rebalance` at a time; the directory down, the next renewal tries again. */
+  rebalanceSoon(): void {
+    if (this.#rebalancing) return;
+    this.#rebalancing = true;
+    void this.#rebalance()
+      .catch(() => {})
+      .finally(() => (this.#rebalancing = false));
+  }
+
   /** While short of room: hands idle machines, the least recently used first, to a node with room; their next use warms them there. */
-  async rebalance(): Promise<void> {
+  async #rebalance(): Promise<void> {
     const { manager } = this;
     if (this.#draining || hasRoom(manager.custody.room())) return;
     if (!placeOn(await this.directory.live(), this.nodeId)) return;

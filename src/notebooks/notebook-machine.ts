@@ -86,7 +86,7 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
   if (notebook && earlier) return { ...(await followed(client, earlier, notebook, folder, tag)), throwaway: false };
   if (!notebook) await removeForgotten(client);
   const tags = { ...choice.defaults.tags, ...tag, ...(notebook ? {} : { [EXPIRES_TAG]: THROWAWAY_RULE }) };
-  const info = await client.create({ ...choice.defaults, ...workingIn(folder), tags });
+  const info = await client.create({ ...choice.defaults, workdir: folder, tags });
   const notes = other
     ? [
         `Machine ${info.name} is this notebook's on the ${info.engine} engine, new; machine ${other.name} (${other.engine} engine) still holds its earlier state.`,
@@ -97,11 +97,6 @@ export async function findNotebookMachine(client: PerennialClient, choice: Machi
     ? `Machine ${info.name} is new, and this notebook's (${notebook}); it works in ${works}.`
     : `Machine ${info.name} is this kernel's own, working in ${works}: the front end names no notebook (JPY_SESSION_NAME), so it goes ${THROWAWAY_RULE}.`;
   return { info, notes, cameBack: null, logged, throwaway: !notebook };
-}
-
-/** What a machine works in: the folder given, else (a server elsewhere) the one it has. */
-function workingIn(folder: string | undefined): { workdir?: string } {
-  return folder === undefined ? {} : { workdir: folder };
 }
 
 /** Kernels' own machines that no kernel used for `THROWAWAY_DAYS` (theirs died without a shutdown): removed. */
@@ -200,7 +195,7 @@ async function followed(
   // A path named by its hash cannot be looked for: treated as still there, so nothing is taken from it.
   const stillThere = path !== undefined && (path.startsWith('sha256:') || existsSync(path));
   if (stillThere) {
-    const info = await client.fork(origin.name, { tags: tag, ...workingIn(folder) });
+    const info = await client.fork(origin.name, { tags: tag, workdir: folder });
     return {
       info,
       notes: [`This notebook is a copy of ${path}: machine ${info.name}, its own, is a fork of that notebook's machine ${origin.name}, with its state.`],
@@ -208,7 +203,7 @@ async function followed(
       logged: `Machine ${info.name} is a fork of ${origin.name}, for this copy (${notebook}) of ${path}.`,
     };
   }
-  const info = await client.update(origin.name, { tags: tag, ...workingIn(folder) });
+  const info = await client.update(origin.name, { tags: tag, workdir: folder });
   const works = folder ? `, and works in ${folder}` : '';
   return {
     info,

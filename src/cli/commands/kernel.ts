@@ -112,7 +112,7 @@ export async function kernelInstallCommand(ctx: CliContext, dataDirNamed: boolea
   const engine = options.machine ? options.engine : (options.engine ?? (server ? CONFINED_ENGINE : PERSONS_ENGINE));
   const takesPython = engine !== undefined && engineDescriptor(engine).takes.python;
   // A server elsewhere runs an interpreter of its own computer, which this one cannot look for.
-  const python = takesPython && !server ? await kernelPython(options.python ?? (process.env.PERENNIAL_PYTHON || undefined)) : options.python;
+  const python = !takesPython ? undefined : server ? options.python : await kernelPython(options.python ?? (process.env.PERENNIAL_PYTHON || undefined));
   const choice = defaultKernelChoice({ name: options.name, displayName: options.displayName, engine, python, machine: options.machine, server });
   const launcher = [process.execPath, resolve(process.argv[1]!), ...(dataDirNamed ? ['--data-dir', ctx.dataDir] : []), ...(server ? ['--server', server] : [])];
   const dir = await installKernelSpec(folder, choice, launcher);
