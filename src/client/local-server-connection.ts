@@ -15,6 +15,12 @@ import { DataDirLock } from '../platform/data-dir-lock.ts';
 
 /** How long a client waits for a server it started. */
 const START_TIMEOUT_MS = 30_000;
+/**
+ * How long a server that runs and says where it listens may stay unreachable other than by
+ * refusing connections (as one that stops does, saving its machines), once the one started here
+ * gave up for it, before the client says so: a server that just started answers at once.
+ */
+const UNREACHABLE_FOR_MS = 3000;
 /** A server started by a client stops after this long with nothing to do; machines are on disk. */
 export const AUTO_SERVER_IDLE_SECONDS = 900;
 
@@ -91,17 +97,24 @@ export async function runningServer(dataDir: string): Promise<ServerInfo | null>
   return 'unreachable' in probe ? null : probe.running;
 }
 
+/** A server whose process runs and that does not answer: why, and whether it refuses connections (it stops). */
+interface Unreachable {
+  unreachable: string;
+  server: ServerInfo;
+  refused: boolean;
+}
+
 /** The server of server.json that answers, none, or one whose process runs but that does not answer, and why. */
-async function probeServer(dataDir: string): Promise<{ running: ServerInfo | null } | { unreachable: string; server: ServerInfo }> {
+async function probeServer(dataDir: string): Promise<{ running: ServerInfo | null } | Unreachable> {
   const info = await readServerInfo(dataDir);
   if (!info || !isProcessAlive(info.pid)) return { running: null };
   try {
     const response = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(5000) });
-    return response.ok ? { running: info } : { unreachable: `it answered ${info.url}/health with HTTP ${response.status}`, server: info };
+    return response.ok ? { running: info } : { unreachable: `it answered ${info.url}/health with HTTP ${response.status}`, server: info, refused: false };
   } catch (error) {
     // fetch says "fetch failed"; what failed is its cause (refused, reset, timed out, no route).
-    const cause = (error as Error & { cause?: Error }).cause ?? (error as Error);
-    return { unreachable: cause.message, server: info };
+    const cause = (error as Error & { cause?: NodeJS.ErrnoException }).cause ?? (error as NodeJS.ErrnoException);
+    return { unreachable: cause.message, server: info, refused: cause.code === 'ECONNREFUSED' };
   }
 }
 
@@ -170,12 +183,13 @@ async function startServer(dataDir: string, options: LocalConnectionOptions): Pr
   ];
   const spawnServer = () => spawnDetachedServer(dataDir, args);
   let child = spawnServer();
-  let unreachable: { unreachable: string; server: ServerInfo } | undefined;
+  let unreachable: (Unreachable & { since: number }) | undefined;
   while (Date.now() < deadline) {
     const probe = await probeServer(dataDir);
     if ('running' in probe && probe.running) return probe.running;
-    unreachable = 'unreachable' in probe ? probe : undefined;
+    unreachable = 'unreachable' in probe ? { ...probe, since: unreachable?.since ?? Date.now() } : undefined;
     if (child.exitedAt !== undefined) {
+      if (unreachable && !unreachable.refused && Date.now() - Math.max(unreachable.since, child.exitedAt) > UNREACHABLE_FOR_MS) break;
       // A server that exits while no other process owns the data dir failed to start: say why.
       if ((await DataDirLock.owner(dataDir)) === null && (await runningServer(dataDir)) === null) {
         const reason = failure(await readFile(child.log, 'utf8').catch(() => ''), child.logFrom);

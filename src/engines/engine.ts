@@ -27,6 +27,8 @@ export interface EngineOptions {
   workspace?: { hostPath: string; writable: boolean };
   /** sandbox engine: whether the machine may reach the network. Default off. */
   network?: boolean;
+  /** Whose machine it is (a team's person): machines of different tenants never share a process. */
+  tenant?: string;
 }
 
 export type OutputListener = (stream: StreamName, text: string) => void;

@@ -35,6 +35,7 @@ interface EngineContext {
   store: MachineStore;
   createEngine: EngineFactory;
   outputLimit: number;
+  tenant(): Promise<string | undefined>;
   queue: InstructionQueue;
   notices: MachineNotices;
   setState(state: MachineState): void;
@@ -159,7 +160,9 @@ export class MachineEngine {
     const folder = manifest.workdir && existsSync(manifest.workdir) ? manifest.workdir : undefined;
     if (manifest.workdir && !folder)
       this.context.notices.add(`${manifest.workdir}, where this machine works, is gone: it works in a folder of its own until given another.`);
+    const tenant = await this.context.tenant();
     const engine = this.context.createEngine({
+      ...(tenant ? { tenant } : {}),
       memoryMb: manifest.memoryMb,
       outputLimit: this.context.outputLimit,
       workdir: store.filesDir(this.#name),

@@ -60,6 +60,8 @@ export interface MachineSettings {
   saveWithinMs: number;
   /** How many automatic checkpoints (one per save of a changed state) a machine keeps. */
   autoCheckpoints: number;
+  /** Whose a machine is, for its engine (`EngineOptions.tenant`). */
+  tenantOf?: (machine: string) => Promise<string | undefined>;
 }
 
 export type MachineChange =
@@ -114,6 +116,7 @@ export class Machine {
       store,
       createEngine,
       outputLimit: settings.outputLimit,
+      tenant: async () => settings.tenantOf?.(manifest.name),
       queue: this.#queue,
       notices: this.#notices,
       setState,

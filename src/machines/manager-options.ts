@@ -39,6 +39,8 @@ export interface MachineManagerOptions {
   saveWithinMs?: number;
   /** Automatic checkpoints kept per machine (one per save of a changed state). Default 10. */
   autoCheckpoints?: number;
+  /** Whose a machine is (a team's person), asked as it starts: machines of different tenants never share a sandbox process. */
+  tenantOf?: (machine: string) => Promise<string | undefined>;
   /** Sandbox processes are kept ready for this long after a sandbox machine was last made or swapped in. Default 300 s. */
   poolIdleSeconds?: number;
   /** The engines; default the built-in ones for this data dir. */
@@ -73,6 +75,7 @@ export function managerSettings(options: MachineManagerOptions, available: (engi
       saveDelayMs: options.saveDelayMs ?? 1000,
       saveWithinMs: options.saveWithinMs ?? DEFAULT_SAVE_WITHIN_MS,
       autoCheckpoints: options.autoCheckpoints ?? DEFAULT_AUTO_CHECKPOINTS,
+      ...(options.tenantOf ? { tenantOf: options.tenantOf } : {}),
     },
     warm: {
       idleSeconds: options.idleSeconds ?? DEFAULT_IDLE_SECONDS,

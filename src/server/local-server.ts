@@ -130,8 +130,10 @@ export class LocalServer {
     // Loaded only for a cluster: one computer's server never reads its code (PostgreSQL's and S3's clients among it).
     const cluster = options.cluster && (await (await import('../cluster/cluster-node.ts')).ClusterNode.open(options.cluster));
     let manager: MachineManager;
+    // Made below, once the token is known; a machine starts only once the server serves.
+    let team: Team | undefined;
     try {
-      manager = await MachineManager.open({ ...options, home: cluster, baseImages: cluster?.baseImages });
+      manager = await MachineManager.open({ ...options, home: cluster, baseImages: cluster?.baseImages, tenantOf: async (machine) => team?.ownerOf(machine) });
     } catch (error) {
       await cluster?.leave();
       throw error;
@@ -141,7 +143,7 @@ export class LocalServer {
       const token = await loadOrCreateToken(options.dataDir, cluster && ((proposed) => cluster.token(proposed)));
       const host = options.host ?? DEFAULT_HOST;
       const records = cluster ? await cluster.teamRecords() : { store: new FileTeamStore(options.dataDir), audit: new FileAuditLog(options.dataDir) };
-      const team = new Team(records.store, records.audit, token, VERSION);
+      team = new Team(records.store, records.audit, token, VERSION);
       // A team document this build cannot read stops the start here, before anything is served.
       await team.enabled();
       // Beyond loopback (a cluster's node, a team's server) it is reached by names of its own: the credential guards it.

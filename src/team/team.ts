@@ -191,6 +191,11 @@ export class Team {
     });
   }
 
+  /** Whose `machine` is on a team's server; none on one person's. */
+  async ownerOf(machine: string): Promise<string | undefined> {
+    return (await this.store.read())?.machines[machine]?.owner;
+  }
+
   /** The names of the machines each person owns, from the document. */
   async owners(): Promise<Map<string, string>> {
     const document = await this.store.read();

@@ -4,76 +4,32 @@ import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { HttpClient } from '../../src/client/http-client.ts';
 import { LocalServer } from '../../src/server/local-server.ts';
+import { CLI, jupyterBed, KERNEL, PLUGIN_DIR, SANDBOX_KERNEL } from '../helpers/jupyter-bed.ts';
 import { TEST_PYTHON, tempDataDir } from '../helpers/machines.ts';
-import { finished, type CliRun } from '../helpers/processes.ts';
+import { finished } from '../helpers/processes.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
-const SCENARIOS = fileURLToPath(new URL('../jupyter/scenarios.py', import.meta.url));
-const PLUGIN_DIR = fileURLToPath(new URL('../jupyter/', import.meta.url));
 const VENDOR_DIR = fileURLToPath(new URL('../vendor/', import.meta.url));
-const KERNEL = 'perennial-test';
-const SANDBOX_KERNEL = 'perennial-test-sandbox';
 
 /**
  * Perennial as a Jupyter kernel (issue 51), through Jupyter's own clients from Debian:
- * jupyter_client's KernelManager and blocking client, nbclient, and ipykernel's message-spec
- * suite, every message checked against ipykernel's references. The kernelspec is the one
- * `perennial kernel install` writes, in a Jupyter data folder of the test's own.
+ * jupyter_client's KernelManager and blocking client, and ipykernel's message-spec suite, every
+ * message checked against ipykernel's references. The kernelspec is the one `perennial kernel
+ * install` writes, in a Jupyter data folder of the test's own. Notebooks in Jupyter's servers and
+ * nbclient: jupyter-notebooks.test.ts.
  */
 describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 600_000 }, () => {
-  let dataDir: string;
-  let cleanup: () => Promise<void>;
-  let env: NodeJS.ProcessEnv;
-
-  const cli = (args: string[]): Promise<CliRun> =>
-    finished(spawn(process.execPath, [CLI, '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
-  const python = (args: string[], more: NodeJS.ProcessEnv = {}): Promise<CliRun> =>
-    finished(spawn(TEST_PYTHON, args, { env: { ...env, ...more }, stdio: ['ignore', 'pipe', 'pipe'] }));
-  const scenario = async (name: string, more: NodeJS.ProcessEnv = {}) => {
-    const run = await python([SCENARIOS, name], more);
-    assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
-    return run.stdout;
-  };
-
-  before(async () => {
-    ({ dir: dataDir, cleanup } = await tempDataDir({ empty: true }));
-    const notebooks = join(dataDir, 'notebooks');
-    await mkdir(notebooks);
-    env = {
-      ...process.env,
-      JUPYTER_DATA_DIR: join(dataDir, 'jupyter'),
-      // Jupyter's other folders may hold a kernel of the same name: this test's alone.
-      JUPYTER_PATH: '',
-      PERENNIAL_KERNEL_NAME: KERNEL,
-      PERENNIAL_SANDBOX_KERNEL_NAME: SANDBOX_KERNEL,
-      PERENNIAL_CLI: CLI,
-      PERENNIAL_NODE: process.execPath,
-      PERENNIAL_DATA_DIR: dataDir,
-      NOTEBOOK_DIR: notebooks,
-      PYTHONPATH: PLUGIN_DIR,
-      PYDEVD_DISABLE_FILE_VALIDATION: '1',
-      PYTHONDONTWRITEBYTECODE: '1',
-    };
-    const installed = await cli(['kernel', 'install', '--name', KERNEL, '--engine', 'python', '--python', TEST_PYTHON]);
-    assert.equal(installed.code, 0, installed.stderr);
-    const sandbox = await cli(['kernel', 'install', '--name', SANDBOX_KERNEL, '--engine', 'sandbox']);
-    assert.equal(sandbox.code, 0, sandbox.stderr);
-  });
-  after(async () => {
-    await cli(['stop']);
-    await cleanup();
-  });
+  const bed = jupyterBed();
 
   it('kernel install writes a kernelspec Jupyter finds, which runs this CLI on the data dir; list and remove', async () => {
-    const spec = JSON.parse(readFileSync(join(dataDir, 'jupyter', 'kernels', KERNEL, 'kernel.json'), 'utf8')) as { argv: string[]; interrupt_mode: string };
+    const spec = JSON.parse(readFileSync(join(bed.dataDir, 'jupyter', 'kernels', KERNEL, 'kernel.json'), 'utf8')) as { argv: string[]; interrupt_mode: string };
     assert.deepEqual(spec.argv, [
       process.execPath,
       CLI,
       '--data-dir',
-      dataDir,
+      bed.dataDir,
       'kernel',
       '--connection-file',
       '{connection_file}',
@@ -83,65 +39,65 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       TEST_PYTHON,
     ]);
     assert.equal(spec.interrupt_mode, 'message');
-    const found = await python([
+    const found = await bed.python([
       '-c',
       `from jupyter_client.kernelspec import KernelSpecManager as M; print(M().get_kernel_spec(${JSON.stringify(KERNEL)}).display_name)`,
     ]);
     assert.equal(found.stdout.trim(), 'Python (Perennial)', found.stderr);
 
-    const prefix = join(dataDir, 'prefix');
-    const pinned = await cli(['kernel', 'install', '--prefix', prefix, '--machine', 'shared-state']);
+    const prefix = join(bed.dataDir, 'prefix');
+    const pinned = await bed.cli(['kernel', 'install', '--prefix', prefix, '--machine', 'shared-state']);
     assert.equal(pinned.code, 0, pinned.stderr);
     assert.ok(existsSync(join(prefix, 'share', 'jupyter', 'kernels', 'perennial-shared-state', 'kernel.json')));
-    const listed = await cli(['kernel', 'list']);
+    const listed = await bed.cli(['kernel', 'list']);
     assert.match(listed.stdout, new RegExp(`${KERNEL} +Python \\(Perennial\\) +python engine`));
     assert.match(listed.stdout, new RegExp(`${SANDBOX_KERNEL} +Python \\(Perennial, sandbox\\) +sandbox engine`));
-    const both = await cli(['kernel', 'install', '--user', '--prefix', prefix]);
+    const both = await bed.cli(['kernel', 'install', '--user', '--prefix', prefix]);
     assert.equal(both.code, 2);
     assert.match(both.stderr, /at most one of --user, --sys-prefix and --prefix/);
-    const badName = await cli(['kernel', 'install', '--name', 'Bad Name']);
+    const badName = await bed.cli(['kernel', 'install', '--name', 'Bad Name']);
     assert.match(badName.stderr, /a kernel name is 1 to 64 lowercase letters/);
 
     // As python -m ipykernel install in an environment: the python engine on the environment's
     // interpreter (a venv's bin/python), named absolutely; the sandbox's has a name of its own.
-    const venv = join(dataDir, 'a venv');
+    const venv = join(bed.dataDir, 'a venv');
     await mkdir(join(venv, 'bin'), { recursive: true });
     symlinkSync(TEST_PYTHON, join(venv, 'bin', 'python'));
-    const inVenv: NodeJS.ProcessEnv = { ...env, VIRTUAL_ENV: venv };
+    const inVenv: NodeJS.ProcessEnv = { ...bed.env, VIRTUAL_ENV: venv };
     delete inVenv.PERENNIAL_PYTHON;
     const person = await finished(
-      spawn(process.execPath, [CLI, '--data-dir', dataDir, 'kernel', 'install', '--name', 'perennial-venv'], {
+      spawn(process.execPath, [CLI, '--data-dir', bed.dataDir, 'kernel', 'install', '--name', 'perennial-venv'], {
         env: inVenv,
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
     assert.equal(person.code, 0, person.stderr);
-    const venvSpec = JSON.parse(readFileSync(join(dataDir, 'jupyter', 'kernels', 'perennial-venv', 'kernel.json'), 'utf8')) as {
+    const venvSpec = JSON.parse(readFileSync(join(bed.dataDir, 'jupyter', 'kernels', 'perennial-venv', 'kernel.json'), 'utf8')) as {
       argv: string[];
       display_name: string;
     };
     assert.deepEqual(venvSpec.argv.slice(-4), ['--engine', 'python', '--python', join(venv, 'bin', 'python')]);
     assert.equal(venvSpec.display_name, 'Python (Perennial)');
     assert.match(person.stderr, /Its notebooks run on .*a venv\/bin\/python, with its packages/);
-    const noPython = await cli(['kernel', 'install', '--name', 'perennial-none', '--python', join(dataDir, 'no-python')]);
+    const noPython = await bed.cli(['kernel', 'install', '--name', 'perennial-none', '--python', join(bed.dataDir, 'no-python')]);
     assert.equal(noPython.code, 1);
     assert.match(noPython.stderr, /no-python cannot run notebooks \(.*not found\); name one with --python, or install the sandbox's kernel/);
-    const sandboxDefault = await cli(['kernel', 'install', '--prefix', prefix, '--engine', 'sandbox']);
+    const sandboxDefault = await bed.cli(['kernel', 'install', '--prefix', prefix, '--engine', 'sandbox']);
     assert.equal(sandboxDefault.code, 0, sandboxDefault.stderr);
     assert.ok(existsSync(join(prefix, 'share', 'jupyter', 'kernels', 'perennial-sandbox', 'kernel.json')));
 
-    const removedSpec = await cli(['kernel', 'install', '--name', 'perennial-gone']);
+    const removedSpec = await bed.cli(['kernel', 'install', '--name', 'perennial-gone']);
     assert.equal(removedSpec.code, 0, removedSpec.stderr);
-    const removed = await cli(['kernel', 'remove', 'perennial-gone']);
+    const removed = await bed.cli(['kernel', 'remove', 'perennial-gone']);
     assert.equal(removed.code, 0, removed.stderr);
-    assert.ok(!existsSync(join(dataDir, 'jupyter', 'kernels', 'perennial-gone')));
-    const missing = await cli(['kernel', 'remove', 'perennial-gone']);
+    assert.ok(!existsSync(join(bed.dataDir, 'jupyter', 'kernels', 'perennial-gone')));
+    const missing = await bed.cli(['kernel', 'remove', 'perennial-gone']);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /no Perennial kernel called perennial-gone/);
   });
 
   it("ipykernel's message-spec suite passes whole: every test, kernel_info held to Perennial's version rather than IPython's", async () => {
-    const run = await python([
+    const run = await bed.python([
       '-m',
       'pytest',
       '-p',
@@ -163,7 +119,7 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
   it("Jupyter's kernel conformance suite (jupyter_kernel_test) passes every test on the default kernel: the python engine on the person's Python", async () => {
     const run = await finished(
       spawn(TEST_PYTHON, ['-m', 'unittest', '-v', 'kernel_conformance'], {
-        env: { ...env, PYTHONPATH: `${PLUGIN_DIR}${delimiter}${VENDOR_DIR}` },
+        env: { ...bed.env, PYTHONPATH: `${PLUGIN_DIR}${delimiter}${VENDOR_DIR}` },
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
@@ -175,77 +131,46 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
   });
 
   it('a notebook kernel killed with kill -9, then the server stopped: each new kernel for the notebook has its state; shutdown swaps it out', async () => {
-    const out = await scenario('kernel_death');
+    const out = await bed.scenario('kernel_death');
     assert.match(out, /shutdown swapped the machine out/);
     assert.match(out, /found x, a function and an import/);
     assert.match(out, /another notebook has a machine of its own/);
   });
 
-  for (const [engine, name] of [
-    ['python', 'python_engine_folder'],
-    ['sandbox', 'sandbox_engine_folder'],
-  ] as const)
-    it(`jupyter_server, ${engine} engine: a notebook reads data.csv beside it and writes out.csv there, through a kill -9 and a Jupyter restart; renamed it keeps its machine, a copy gets a fork`, async () => {
-      const out = await scenario(name);
-      assert.match(out, /wrote out\.csv there/);
-      assert.match(out, /the state and the files hold/);
-      assert.match(out, /kept its machine after the server restarted/);
-      assert.match(out, /a copy of the notebook got a fork of its machine/);
-    });
-
-  it('notebooks as people write them (CSVs beside them, files written, pandas, plots, HTML, shell, errors) give the same outputs on ipykernel and on Perennial, cell by cell', async () => {
-    const out = await scenario('real_notebooks');
-    assert.match(out, /sales\.ipynb gave the same outputs/);
-    assert.match(out, /tools\.ipynb gave the same outputs/);
-  });
-
-  it("another engine's kernelspec gives the notebook a machine of that engine, and says the first keeps its state", async () => {
-    assert.match(await scenario('other_engine'), /the first kept its state/);
-  });
-
   it("ipykernel's look: an IPython traceback naming cells by In [n], a cell after an error aborted without a number", async () => {
-    assert.match(await scenario('ipython_look'), /aborted, with no number/);
+    assert.match(await bed.scenario('ipython_look'), /aborted, with no number/);
   });
 
   it('an interrupt by message, and one by signal to the kernel process, stops the cell and keeps the state', async () => {
-    assert.match(await scenario('interrupt'), /by message and by signal, state kept/);
+    assert.match(await bed.scenario('interrupt'), /by message and by signal, state kept/);
   });
 
   it("the notebook's machine deleted under its kernel: the cell says so, the next runs on a new machine", async () => {
-    assert.match(await scenario('deleted'), /next cell runs on a new machine/);
+    assert.match(await bed.scenario('deleted'), /next cell runs on a new machine/);
   });
 
   it('a restart gives a clean namespace and names the checkpoint that holds the state before', async () => {
-    assert.match(await scenario('restart'), /brought z back/);
+    assert.match(await bed.scenario('restart'), /brought z back/);
   });
 
   it('input() and getpass() are answered through the stdin channel', async () => {
-    assert.match(await scenario('stdin'), /answered through stdin/);
+    assert.match(await bed.scenario('stdin'), /answered through stdin/);
   });
-
-  it("ipywidgets 6 (Debian's) over comms both ways: the widget's comm opens, the front end's messages reach its code, comm_info lists it", async () => {
-    assert.match(await scenario('widgets'), /ipywidgets 6 .*slider moved to 7/);
-  });
-
-  for (const version of [7, 8])
-    it(`ipywidgets ${version} over comms: a slider moved reaches the machine; interact's value is in its Output widget, which moving its slider updates`, async () => {
-      assert.match(await scenario(`widgets_${version}`), new RegExp(`ipywidgets ${version} .*interact`));
-    });
 
   it('drops what no client should send (not ZMTP, another key, not Jupyter) and answers on', async () => {
-    assert.match(await scenario('bad_peers'), /answers on/);
+    assert.match(await bed.scenario('bad_peers'), /answers on/);
   });
 
   it('refuses a connection file it cannot use, saying why', async () => {
-    const none = await cli(['kernel']);
+    const none = await bed.cli(['kernel']);
     assert.equal(none.code, 2);
     assert.match(none.stderr, /Jupyter starts it with --connection-file FILE; to make it a kernel Jupyter offers: perennial kernel install/);
-    const missing = await cli(['kernel', '--connection-file', join(dataDir, 'nowhere.json')]);
+    const missing = await bed.cli(['kernel', '--connection-file', join(bed.dataDir, 'nowhere.json')]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /Cannot read the connection file .*nowhere\.json/);
-    const ipc = join(dataDir, 'ipc.json');
+    const ipc = join(bed.dataDir, 'ipc.json');
     writeFileSync(ipc, JSON.stringify({ transport: 'ipc', ip: 'kernel', shell_port: 1, iopub_port: 2, stdin_port: 3, control_port: 4, hb_port: 5 }));
-    const refused = await cli(['kernel', '--connection-file', ipc]);
+    const refused = await bed.cli(['kernel', '--connection-file', ipc]);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /only the tcp transport is supported/);
   });
@@ -261,19 +186,19 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       const alice = person(key);
       await alice.team('addPerson', { name: 'bob' });
       const bob = person((await alice.team('createKey', { person: 'bob', name: 'laptop', scopes: ['read', 'run', 'manage'] })).key);
-      const login = await cli(['--server', server.url, 'login', '--token', key]);
+      const login = await bed.cli(['--server', server.url, 'login', '--token', key]);
       assert.equal(login.code, 0, login.stderr);
-      const installed = await cli(['--server', server.url, 'kernel', 'install', '--prefix', join(dataDir, 'team')]);
+      const installed = await bed.cli(['--server', server.url, 'kernel', 'install', '--prefix', join(bed.dataDir, 'team')]);
       assert.equal(installed.code, 0, installed.stderr);
       assert.match(installed.stderr, /Its notebooks run on http:\/\/127\.0\.0\.1:\d+ \(in its sandbox\).*files beside it are not there/);
       const name = `perennial-127.0.0.1-${new URL(server.url).port}`;
-      const spec = JSON.parse(readFileSync(join(dataDir, 'team', 'share', 'jupyter', 'kernels', name, 'kernel.json'), 'utf8')) as {
+      const spec = JSON.parse(readFileSync(join(bed.dataDir, 'team', 'share', 'jupyter', 'kernels', name, 'kernel.json'), 'utf8')) as {
         argv: string[];
         display_name: string;
       };
       assert.deepEqual(spec.argv.slice(2), [
         '--data-dir',
-        dataDir,
+        bed.dataDir,
         '--server',
         server.url,
         'kernel',
@@ -284,8 +209,8 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       ]);
       assert.equal(spec.display_name, `Python (Perennial, 127.0.0.1:${new URL(server.url).port})`);
 
-      const out = await scenario('on_a_team_server', {
-        JUPYTER_PATH: join(dataDir, 'team', 'share', 'jupyter'),
+      const out = await bed.scenario('on_a_team_server', {
+        JUPYTER_PATH: join(bed.dataDir, 'team', 'share', 'jupyter'),
         PERENNIAL_TEAM_KERNEL_NAME: name,
         PERENNIAL_TEAM_SERVER: server.url,
       });
@@ -301,9 +226,5 @@ describe('perennial kernel: Jupyter clients on Perennial machines', { timeout: 6
       await server.close();
       await team.cleanup();
     }
-  });
-
-  it('nbclient executes a notebook: streams, a matplotlib figure as image/png, HTML, LaTeX, JSON, a display updated in place, a value, an error', async () => {
-    assert.match(await scenario('notebook'), /text\/latex, application\/json, an update/);
   });
 });

@@ -110,7 +110,9 @@ export type HostMessage =
   /** Puts an archive's files in place. */
   | { type: 'importFiles'; id: number; archive: Uint8Array }
   /** Find this base's pages now and warm up on it, while waiting for a machine: a restore from it need not. */
-  | { type: 'prefetch'; base: BaseFile };
+  | { type: 'prefetch'; base: BaseFile }
+  /** Lets the machine go: the process then takes the next one's `load`. */
+  | { type: 'unload'; id: number };
 
 export type ChildMessage =
   | { type: 'waiting' }

@@ -46,6 +46,8 @@ export class SandboxEngine implements Engine {
   #runtime?: SandboxRuntime;
   #process?: Promise<SandboxProcess>;
   #stopped = false;
+  /** Its process went back to the runtime for the next machine: what becomes of it is not this machine's. */
+  #released = false;
   #pid?: number;
   readonly #config: MachineConfig;
   readonly #placement: SandboxPlacement;
@@ -57,7 +59,7 @@ export class SandboxEngine implements Engine {
     this.exited = new Promise((resolve) => (this.#resolveExit = resolve));
     const workspace = options.folder ? { hostPath: options.folder, writable: true, at: mountPoint(options.folder) } : options.workspace;
     this.#config = { memoryMb: options.memoryMb, outputLimit: options.outputLimit, ...(workspace ? { workspace } : {}) };
-    this.#placement = { network: options.network ?? false, ...(workspace ? { workspace } : {}) };
+    this.#placement = { network: options.network ?? false, ...(workspace ? { workspace } : {}), ...(options.tenant ? { tenant: options.tenant } : {}) };
   }
 
   get pid(): number | undefined {
@@ -205,15 +207,18 @@ export class SandboxEngine implements Engine {
     return report;
   }
 
+  /** Ends the machine here: its process goes back to the runtime when it is idle (the next machine's), else it is ended. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (!this.#process) {
-      this.#resolveExit({ code: null, signal: null, requested: true });
+    const process = await this.#process?.catch(() => undefined);
+    if (process?.alive && process.idle) {
+      this.#released = true;
+      await this.#runtime!.release(process);
+    } else if (process) {
+      await process.kill();
       return;
     }
-    const process = await this.#process.catch(() => undefined);
-    if (process) await process.kill();
-    else this.#resolveExit({ code: null, signal: null, requested: true });
+    this.#resolveExit({ code: null, signal: null, requested: true });
   }
 
   #loaded(): Promise<SandboxProcess> {
@@ -232,7 +237,7 @@ export class SandboxEngine implements Engine {
       }
       // Only the current process's exit is the machine's: an upgrade stops the one it replaced.
       void process.exited.then((exit) => {
-        if (this.#pid === process.pid) this.#resolveExit(exit);
+        if (this.#pid === process.pid && !this.#released) this.#resolveExit(exit);
       });
       this.#pid = process.pid;
       return process;

@@ -33,6 +33,8 @@ import type {
 const SPAWN_TIMEOUT_MS = 30_000;
 /** Loading Pyodide cold takes a few seconds on a busy machine; a restore less than one. */
 const LOAD_TIMEOUT_MS = 120_000;
+/** Letting a machine go takes milliseconds; a process that takes longer is ended instead. */
+const UNLOAD_TIMEOUT_MS = 10_000;
 
 type Lost = Array<{ name: string; reason: string }>;
 /** A host message before it gets its id (distributes over the union). */
@@ -67,7 +69,8 @@ async function readRanges(image: ImageFile, parts: PatchPart[]): Promise<Uint8Ar
 
 /**
  * One sandbox process (bubblewrap + Node permission model + Pyodide) as seen from the
- * host: typed calls over IPC, interrupts, output, and its exit.
+ * host: typed calls over IPC, interrupts, output, and its exit. It holds one machine at a time:
+ * `unload` lets it go, and the process takes the next `load`.
  */
 export class SandboxProcess {
   readonly exited: Promise<EngineExit>;
@@ -88,9 +91,21 @@ export class SandboxProcess {
   readonly #mailbox: Mailbox;
   #notices: string[] = [];
   #prefetched = false;
+  /** Machines loaded so far. */
+  #served = 0;
+  /** Whose machines it may hold (`SandboxRuntime`): set at its first load. */
+  tenant?: string;
 
-  /** `mailboxes`: the folder where the process's mailbox is made (and removed when it ends). */
-  constructor(launch: Omit<SandboxLaunch, 'mailboxDir'>, isolation: Isolation, mailboxes: string) {
+  /**
+   * `mailboxes`: the folder where the process's mailbox is made (and removed when it ends);
+   * `pooled`: it is launched as any machine may run (no network, no folder), and may hold one after another.
+   */
+  constructor(
+    launch: Omit<SandboxLaunch, 'mailboxDir'>,
+    isolation: Isolation,
+    mailboxes: string,
+    readonly pooled: boolean,
+  ) {
     this.#mailbox = new Mailbox(mailboxes);
     const { command, args, env } = sandboxCommand({ ...launch, mailboxDir: this.#mailbox.dir }, isolation);
     this.#child = spawn(command, args, {
@@ -146,6 +161,16 @@ export class SandboxProcess {
     return this.#notices;
   }
 
+  /** How many machines it has loaded. */
+  get served(): number {
+    return this.#served;
+  }
+
+  /** Nothing asked of it is under way (a cell, a snapshot): its machine may be let go. */
+  get idle(): boolean {
+    return this.#pending.size === 0;
+  }
+
   /**
    * Boots the process's one machine: fresh with `kernel`, or from an image, whose kernel is
    * upgraded to `kernel` when that is given too. With `importNames`, the kernel is configured as
@@ -158,6 +183,7 @@ export class SandboxProcess {
     imageFile?: ImageFile,
   ): Promise<void> {
     await this.#waiting;
+    this.#served++;
     const clock = new PhaseClock();
     const image = 'image' in source && 'patch' in source.image ? source.image : undefined;
     try {
@@ -176,6 +202,17 @@ export class SandboxProcess {
     } finally {
       this.#mailbox.unlend();
     }
+  }
+
+  /**
+   * Lets the machine go: the process undoes what it changed there and boots the next machine's
+   * instance ahead (on the base it had, which counts as prefetched). Rejects when the sandbox
+   * refuses (it was busy, or the machine left work under way): the caller ends the process then.
+   */
+  async unload(): Promise<void> {
+    this.#result(await this.#request({ type: 'unload' }, UNLOAD_TIMEOUT_MS));
+    this.#notices = [];
+    this.#prefetched = this.#served > 0;
   }
 
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {

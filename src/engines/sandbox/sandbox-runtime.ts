@@ -29,6 +29,10 @@ import { PackageCache, type PackageSource } from './package-cache.ts';
 
 /** The base image's machine boots with these limits. */
 const BASE_CONFIG: MachineConfig = { memoryMb: 512, outputLimit: 1 << 20 };
+/** Processes a swapped-out machine left, kept ready beyond the pool's size for the next swap-in (each ~110 MB). */
+const REUSED_SPARE = 2;
+/** A process serves at most this many machines, one after the other, then ends: what a realm gathers over time stays bounded. */
+const MACHINES_PER_PROCESS = 100;
 
 export interface SandboxRuntimeOptions {
   /** Where base images and the package cache are kept. */
@@ -59,10 +63,12 @@ export function defaultPackageSource(pyodide: PyodideRuntime, current: boolean, 
   };
 }
 
-/** Where a machine runs: the launch options that need a process of their own. */
+/** Where a machine runs: the launch options that need a process of their own, and whose machine it is. */
 export interface SandboxPlacement {
   network: boolean;
   workspace?: SandboxMount;
+  /** Machines of different tenants (a team's people) never share a process, not even one after the other. */
+  tenant?: string;
 }
 
 /** The base image as the host keeps it: its memory stays in its file, which sandboxes read themselves. */
@@ -81,8 +87,10 @@ interface BaseImage {
  * from and every snapshot is a delta against), and a pool, so that creating or swapping in a
  * machine does not wait for a process to start: processes whose Pyodide is booted ahead and
  * waits for a snapshot, a new machine's being the base's. One pool serves both, and fills only
- * once machines are being made or swapped in (`PoolDemand`), as a process costs ~110 MB. Each
- * process only ever runs one interpreter, which keeps a warm machine's memory to its own.
+ * once machines are being made or swapped in (`PoolDemand`), as a process costs ~110 MB. A
+ * process holds one machine at a time, on an interpreter of its own, which keeps a warm machine's
+ * memory to its own; a machine swapped out leaves its process to the next machine of the same
+ * tenant (`release`), which then costs no process start.
  */
 export class SandboxRuntime {
   readonly isolation: Isolation = detectIsolation();
@@ -106,6 +114,8 @@ export class SandboxRuntime {
   readonly #shelfFolder: string;
   /** Processes with Pyodide booted ahead and no machine yet. */
   #ready: SandboxProcess[] = [];
+  /** Processes letting their last machine go (`release`), ready after. */
+  readonly #unloading = new Set<SandboxProcess>();
   #closed = false;
   #imports?: Promise<ImportNames>;
 
@@ -177,7 +187,8 @@ export class SandboxRuntime {
     imageFile?: ImageFile,
   ): Promise<SandboxProcess> {
     const pooled = isDefaultPlacement(placement);
-    const sandbox = (pooled ? this.#takeReady() : undefined) ?? this.#spawn(placement);
+    const sandbox = (pooled ? this.#takeReady(placement.tenant) : undefined) ?? this.#spawn(placement);
+    sandbox.tenant = placement.tenant;
     try {
       await sandbox.load(config, { ...source, importNames: await this.#importNames() }, imageFile);
       return sandbox;
@@ -191,8 +202,38 @@ export class SandboxRuntime {
     }
   }
 
+  /**
+   * The machine of `sandbox` is done with it (swapped out, stopped): a pooled process that served
+   * few enough machines lets it go and waits for the next of its tenant; any other ends. Settles
+   * once it is ready, or ended.
+   */
+  async release(sandbox: SandboxProcess): Promise<void> {
+    const reusable =
+      !this.#closed &&
+      sandbox.alive &&
+      sandbox.idle &&
+      sandbox.pooled &&
+      sandbox.served < MACHINES_PER_PROCESS &&
+      this.#ready.length + this.#unloading.size < this.#poolSize + REUSED_SPARE;
+    if (!reusable) {
+      await sandbox.kill();
+      return;
+    }
+    // Ready once its machine is gone from it: a load sent meanwhile would meet the last machine.
+    this.#unloading.add(sandbox);
+    try {
+      await sandbox.unload();
+      if (this.#closed || !sandbox.alive) throw new Error('not needed');
+      this.#ready.push(sandbox);
+    } catch {
+      await sandbox.kill();
+    } finally {
+      this.#unloading.delete(sandbox);
+    }
+  }
+
   async #drain(): Promise<void> {
-    await Promise.all(this.#ready.splice(0).map((sandbox) => sandbox.kill().catch(() => {})));
+    await Promise.all([...this.#ready.splice(0), ...this.#unloading].map((sandbox) => sandbox.kill().catch(() => {})));
   }
 
   /** The memory snapshot of base image `id`, for decoding patches. */
@@ -290,7 +331,8 @@ export class SandboxRuntime {
   }
 
   #refill(): void {
-    while (!this.#closed && this.#ready.length < this.#poolSize) {
+    // Processes another tenant's machines left serve only that tenant's: they do not count.
+    while (!this.#closed && this.#ready.filter((ready) => ready.served === 0 || ready.tenant === undefined).length < this.#poolSize) {
       const sandbox = this.#spawn({ network: false });
       this.#ready.push(sandbox);
       this.base()
@@ -299,12 +341,12 @@ export class SandboxRuntime {
     }
   }
 
-  #takeReady(): SandboxProcess | undefined {
-    while (this.#ready.length) {
-      const candidate = this.#ready.shift()!;
-      if (candidate.alive) return candidate;
-    }
-    return undefined;
+  /** A ready process for a machine of `tenant`: one its machines left (already warm), else one that never held a machine. */
+  #takeReady(tenant: string | undefined): SandboxProcess | undefined {
+    this.#ready = this.#ready.filter((ready) => ready.alive);
+    const left = this.#ready.findIndex((ready) => ready.served > 0 && ready.tenant === tenant);
+    const at = left >= 0 ? left : this.#ready.findIndex((ready) => ready.served === 0);
+    return at >= 0 ? this.#ready.splice(at, 1)[0] : undefined;
   }
 
   /** Import names machines may auto-install; none when the package index cannot be read. */
@@ -331,7 +373,7 @@ export class SandboxRuntime {
       memoryDir: this.#memoryDir,
       ...placement,
     };
-    return new SandboxProcess(launch, this.isolation, this.#mailboxes);
+    return new SandboxProcess(launch, this.isolation, this.#mailboxes, isDefaultPlacement(placement));
   }
 
   /** `ensure` with the shelf's copy of base `id` in place first, and what it made shelved (see BaseImageShelf). */

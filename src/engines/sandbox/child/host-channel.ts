@@ -43,7 +43,7 @@ export class HostChannel {
   #cellComing = false;
   readonly #answerFile: number;
   #answersRead = 0;
-  readonly #decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+  #decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
   #output: Array<{ stream: Stream; text: string }> = [];
   #outputSince = 0;
   #outputTimer?: NodeJS.Timeout;
@@ -108,6 +108,18 @@ export class HostChannel {
     this.#answersRead += read;
     this.#answers += this.#answerDecoder.decode(this.#answerBytes.subarray(0, read), { stream: true });
     return read;
+  }
+
+  /**
+   * The machine is let go: what it printed goes out, a character it left half written is dropped,
+   * and an interrupt or an answer meant for it does not reach the next.
+   */
+  nextMachine(): void {
+    this.#flush();
+    this.#decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+    this.#answers = '';
+    this.#answersRead = fstatSync(this.#answerFile).size;
+    this.clearInterrupt();
   }
 
   /** Before a run command: an interrupt from now on is the cell's, held until it begins. */

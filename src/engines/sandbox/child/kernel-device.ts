@@ -42,7 +42,7 @@ interface Exchange {
 /** A question and a display go to the host; `started` (the cell began) stays here. */
 type Message = Extract<ChildMessage, { type: 'input' }> | Extract<ChildMessage, { type: 'display' }> | { type: 'started' };
 
-export function installKernelDevice(FS: DeviceFS, host: HostChannel): void {
+export function installKernelDevice(FS: DeviceFS, host: Pick<HostChannel, 'send' | 'cellStarted' | 'awaitAnswer'>): void {
   const exchanges = new WeakMap<object, Exchange>();
   const decoder = new TextDecoder();
   let asked = 0;

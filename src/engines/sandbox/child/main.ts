@@ -1,8 +1,10 @@
 /**
- * A sandbox process: boots or restores one machine, runs the kernel's commands, and takes memory
+ * A sandbox process: boots or restores a machine, runs the kernel's commands, and takes memory
  * snapshots, all on its one thread. It starts booting Pyodide with the process, so that a
- * pooled sandbox has it booted ahead by the time the machine to load arrives; one process serves
- * one `load` (a Pyodide instance cannot be reloaded in place).
+ * pooled sandbox has it booted ahead by the time the machine to load arrives. It serves one
+ * machine at a time, each on a Pyodide instance of its own (one cannot be reloaded in place):
+ * once the host unloads a machine, the next instance is booted ahead for the next machine, and
+ * what the last one changed in the process is undone (realm-guard.ts).
  */
 import './harden.ts';
 import { collectGarbage } from '../../../platform/garbage-collection.ts';
@@ -20,6 +22,7 @@ import { PatchMaker } from './patch-maker.ts';
 import { installKernelDevice } from './kernel-device.ts';
 import { closeNetwork } from './no-network.ts';
 import { DRIVER, HOME, PyodideLoader, type DriverCall, type LoadedBase, type Pyodide } from './pyodide-loader.ts';
+import { guardRealm, type RealmGuard } from './realm-guard.ts';
 
 const [pyodideDir, mailbox, ...flags] = process.argv.slice(2);
 if (!flags.includes('--network')) closeNetwork();
@@ -32,11 +35,17 @@ const post = (message: ChildMessage) => host.send(message);
 // Started with the process, before its `load` arrives.
 const loader = PyodideLoader.prepare(pyodideDir);
 loader.catch(() => {});
+/** The realm as it is once Pyodide's first instance is made, before any machine's code runs. */
+const realm: Promise<RealmGuard> = loader.then(async (ready) => {
+  await ready.created;
+  return guardRealm();
+});
+realm.catch(() => {});
 
 /** When the collection after a load runs: after the calls that follow a swap-in (configure, restore, the instruction). */
 const GC_AFTER_LOAD_MS = 500;
 
-/** The process's one machine, once loaded. */
+/** The process's machine, while one is loaded. */
 let machine: { py: Pyodide; call: DriverCall } | undefined;
 
 /** The WebAssembly heap's cap: an allocation beyond it is a MemoryError, not a crash. */
@@ -52,12 +61,13 @@ let memoryLimit = Infinity;
 
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const clock = new PhaseClock();
+  if (machine) throw new Error('this sandbox holds a machine already');
   const { config, kernel, importNames } = message;
   const image = message.image && arrivedImage(message.image, mailbox!);
   const { instance: py, notices } = await (await loader).load({ image, kernel, outputLimit: config.outputLimit, clock });
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;
-  machine = { py, call: connect(py, config) };
+  machine = { py, call: connect(py, config, () => machine?.py === py) };
   clock.lap('sandbox: streams connected');
   if (importNames) {
     await configure(config, importNames);
@@ -71,11 +81,15 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   post({ type: 'loaded', id: message.id, notices, timings: clock.times });
 }
 
-/** What every boot needs again: streams, the interrupt buffer, the kernel's device, the workspace mount. */
-function connect(instance: Pyodide, config: MachineConfig): DriverCall {
+/**
+ * What every boot needs again: streams, the interrupt buffer, the kernel's device, the workspace
+ * mount. What the instance says reaches the host only while it is the machine (`current`): a
+ * callback of an unloaded one that still runs is heard by no one.
+ */
+function connect(instance: Pyodide, config: MachineConfig, current: () => boolean): DriverCall {
   const writer = (stream: 'stdout' | 'stderr') => ({
     write(buffer: Uint8Array): number {
-      host.write(stream, buffer);
+      if (current()) host.write(stream, buffer);
       return buffer.length;
     },
   });
@@ -83,7 +97,11 @@ function connect(instance: Pyodide, config: MachineConfig): DriverCall {
   instance.setStderr(writer('stderr'));
   // Typed as an Int32Array; Pyodide only reads and writes its element 0.
   instance.setInterruptBuffer(host.signals as unknown as Int32Array);
-  installKernelDevice(instance.FS, host);
+  installKernelDevice(instance.FS, {
+    send: (message) => current() && host.send(message),
+    cellStarted: () => current() && host.cellStarted(),
+    awaitAnswer: (n) => (current() ? host.awaitAnswer(n) : undefined),
+  });
   let cwd = HOME;
   if (config.workspace) cwd = mountWorkspace(instance, config.workspace);
   // Expressions, not imports: an import would bind its name in the user's namespace. One run
@@ -115,19 +133,21 @@ type Reply = { ok: true; result: unknown } | { ok: false; error: string };
 type Lost = Array<{ name: string; reason: string }>;
 
 async function runCommand(id: number, op: string, args: Record<string, unknown>): Promise<void> {
+  loaded();
   post({ type: 'reply', id, ...(await command(op, args)) });
   // A cell changed the machine, which is saved once it is quiet for a second: its patch thread
   // is made ready meanwhile.
   if (op !== 'run') return;
   const base = (await loader).base;
-  if (base) patchMaker.expect(() => machine!.py._module.HEAPU8, base.memory.layout());
+  const { py } = loaded();
+  if (base) patchMaker.expect(() => py._module.HEAPU8, base.memory.layout());
 }
 
 /** A kernel command's reply. */
 async function command(op: string, args: Record<string, unknown>): Promise<Reply> {
   try {
     if (op === 'run') host.cellComing();
-    const answer = machine!.call(op, JSON.stringify(args));
+    const answer = loaded().call(op, JSON.stringify(args));
     let text: string;
     if (typeof answer === 'string') text = answer;
     else {
@@ -175,7 +195,7 @@ function refuseJsObject(object: unknown): never {
  */
 async function snapshot(id: number): Promise<void> {
   const clock = new PhaseClock();
-  const instance = machine!.py;
+  const instance = loaded().py;
   const base = (await loader).base;
   const loadedPackages = { ...instance.loadedPackages };
   let taken: { lost: Lost; memory: TakenMemory; proxied: number[] } | undefined;
@@ -280,30 +300,78 @@ function collectWhenQuiet(): void {
   quiet.unref();
 }
 
+/** The loaded machine; a command that needs one fails without it. */
+function loaded(): NonNullable<typeof machine> {
+  if (!machine) throw new Error('no machine is loaded');
+  return machine;
+}
+
+/**
+ * Lets the machine go, for the next one: its instance hears nothing more and is left to the
+ * garbage collector, what it changed in the process is undone, and the next instance is booted
+ * ahead (on the base, when one was written). Refused while another message is at work, or while
+ * the machine left work outside the realm under way (a file or network request): then the host
+ * ends the process instead.
+ */
+async function unload(id: number): Promise<void> {
+  const { py } = loaded();
+  if (working > 1) throw new Error('the sandbox is busy');
+  machine = undefined;
+  patchMaker.forget();
+  py.setInterruptBuffer(new Int32Array(1));
+  host.nextMachine();
+  const guard = await realm;
+  guard.reset();
+  memoryLimit = Infinity;
+  const pending = outsideWork();
+  if (pending.length) throw new Error(`the machine left work under way (${pending.join(', ')})`);
+  (await loader).again();
+  post({ type: 'reply', id, ok: true, result: null });
+  // The instance's memory and objects: tens of MiB, garbage now.
+  setImmediate(collectGarbage);
+}
+
+/** Requests and handles of the process beyond its own (the IPC channel, the patch thread), as Node lists them. */
+function outsideWork(): string[] {
+  return process.getActiveResourcesInfo().filter((kind) => !OWN_RESOURCES.has(kind));
+}
+const OWN_RESOURCES = new Set(['PipeWrap', 'Timeout', 'Immediate', 'TTYWrap', 'MessagePort', 'Worker']);
+
+type Handlers = { [Type in HostMessage['type']]: (message: Extract<HostMessage, { type: Type }>) => Promise<void> };
+const handlers: Handlers = {
+  load,
+  prefetch: async (message) => {
+    await (await loader).prefetch(message.base);
+    post({ type: 'prefetched' });
+  },
+  call: (message) => runCommand(message.id, message.op, message.args),
+  snapshot: (message) => snapshot(message.id),
+  exportFiles: async ({ id }) => {
+    const { py } = loaded();
+    const result: ExportedFiles = { archive: archiveFiles(py.FS, [HOME, '/tmp']), packages: Object.keys(py.loadedPackages) };
+    post({ type: 'reply', id, ok: true, result });
+  },
+  importFiles: async ({ id, archive }) => {
+    restoreFiles(loaded().py.FS, archive);
+    post({ type: 'reply', id, ok: true, result: null });
+  },
+  loadPackages: async ({ id, paths }) => {
+    const errors: string[] = [];
+    await loaded().py.loadPackage(paths, { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
+    post({ type: 'reply', id, ok: errors.length === 0, ...(errors.length ? { error: errors.join('\n') } : { result: null }) } as ChildMessage);
+  },
+  unload: ({ id }) => unload(id),
+};
+
 process.on('message', (message: HostMessage) => {
   clearTimeout(quiet);
   working++;
   void (async () => {
     const id = 'id' in message ? message.id : -1;
     try {
-      if (message.type === 'load') await load(message);
-      else if (message.type === 'prefetch') {
-        await (await loader).prefetch(message.base);
-        post({ type: 'prefetched' });
-      } else if (!machine) throw new Error('no machine is loaded');
-      else if (message.type === 'call') await runCommand(id, message.op, message.args);
-      else if (message.type === 'snapshot') await snapshot(id);
-      else if (message.type === 'exportFiles') {
-        const result: ExportedFiles = { archive: archiveFiles(machine.py.FS, [HOME, '/tmp']), packages: Object.keys(machine.py.loadedPackages) };
-        post({ type: 'reply', id, ok: true, result });
-      } else if (message.type === 'importFiles') {
-        restoreFiles(machine.py.FS, message.archive);
-        post({ type: 'reply', id, ok: true, result: null });
-      } else if (message.type === 'loadPackages') {
-        const errors: string[] = [];
-        await machine.py.loadPackage(message.paths, { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
-        post({ type: 'reply', id, ok: errors.length === 0, ...(errors.length ? { error: errors.join('\n') } : { result: null }) } as ChildMessage);
-      }
+      const handle = handlers[message.type] as ((message: HostMessage) => Promise<void>) | undefined;
+      if (!handle) throw new Error(`unknown message ${String(message.type)}`);
+      await handle(message);
     } catch (error) {
       const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
       // A Pyodide fatal error leaves the instance unusable: the host restores the machine.

@@ -65,6 +65,12 @@ export class PatchMaker {
     this.#soon.unref();
   }
 
+  /** The machine is let go: no snapshot of it is coming, and room the size of its memory is not needed. */
+  forget(): void {
+    clearTimeout(this.#soon);
+    this.#room = undefined;
+  }
+
   #prepare(memory: Uint8Array, base: BaseMemoryLayout): void {
     const worker = this.#start();
     // A patch under way brings its copy back as room.

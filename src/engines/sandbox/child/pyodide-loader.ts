@@ -1,6 +1,7 @@
 /**
- * How a sandbox process gets its one Pyodide machine: booted cold (once per version, to make the
- * base image), or restored from a memory snapshot, sent whole or as a patch on a base snapshot.
+ * How a sandbox process gets its Pyodide machine, one at a time: booted cold (once per version, to
+ * make the base image), or restored from a memory snapshot, sent whole or as a patch on a base
+ * snapshot.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -109,19 +110,22 @@ export interface LoadedBase {
   memory: BaseMemory;
 }
 
-/** Boots or restores a sandbox's one machine; see `prepare` for what it does before that. */
+/** Boots or restores a sandbox's machine, one after the other; see `prepare` for what it does before that. */
 export class PyodideLoader {
   #ahead?: BootAhead;
   #prefetched?: BaseMemory;
   #base?: LoadedBase;
   #loading = false;
+  /** Resolved once the process's first instance is made (Pyodide has set up what it shares in the process). */
+  readonly created: Promise<void>;
 
   private constructor(
     private readonly start: StartPyodide,
     private readonly create: CreateModule,
-    ahead: BootAhead,
+    private readonly memoryMinimum: number,
   ) {
-    this.#ahead = ahead;
+    this.#ahead = bootAhead(start, create, memoryMinimum);
+    this.created = this.#ahead.created;
   }
 
   /**
@@ -158,7 +162,7 @@ export class PyodideLoader {
       scope._createPyodideModule = made;
       return loadPyodide({ ...options, createPyodideModule: made, ...(snapshot ? { _loadSnapshot: snapshot } : {}) });
     };
-    return new PyodideLoader(start, create, bootAhead(start, create, memoryMinimum));
+    return new PyodideLoader(start, create, memoryMinimum);
   }
 
   /** The base the machine was loaded from: its snapshots are patches on it. */
@@ -191,7 +195,22 @@ export class PyodideLoader {
       .catch(() => {});
   }
 
-  /** The machine; called once. */
+  /**
+   * The machine was let go: boots the next one's instance ahead, with the base it was a patch on
+   * written into its memory as it waits (the compiled module and its warm-up serve every instance).
+   */
+  again(): void {
+    const memory = this.#base?.memory;
+    this.#base = undefined;
+    this.#loading = false;
+    const ahead = bootAhead(this.start, this.create, this.memoryMinimum);
+    this.#ahead = ahead;
+    if (!memory) return;
+    this.#prefetched = memory;
+    ahead.created.then(() => !this.#loading && ahead.writeBase(memory)).catch(() => {});
+  }
+
+  /** The machine; once per instance, `again` readies the next. */
   async load({ image, kernel, outputLimit, clock }: LoadRequest): Promise<LoadedMachine> {
     const boot = this.#ahead;
     if (!boot) throw new Error('this sandbox has loaded its machine already');
