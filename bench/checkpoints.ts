@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { openEngines } from '../src/engines/index.ts';
 import { pyodideRuntimes, type PyodideRuntime } from '../src/engines/sandbox/pyodide-runtimes.ts';
 import { MachineManager } from '../src/machines/machine-manager.ts';
-import { listenToPhases } from '../src/platform/phase-timings.ts';
+import { listenToLoadCpu, listenToPhases, type LoadCpu } from '../src/platform/phase-timings.ts';
 import type { EngineName } from '../src/shared/requests.ts';
 import { ForeverVMClient } from '../src/client/forevervm-client.ts';
 import { LocalServer } from '../src/server/local-server.ts';
@@ -179,6 +179,9 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
   // The phases of the operation being timed, as the code publishes them.
   let phases: Map<string, number> | undefined;
   const stopListening = listenToPhases(({ phase, ms }) => phases?.set(phase, (phases.get(phase) ?? 0) + ms));
+  // What the sandbox loads of every operation cost in processor time.
+  const loads: LoadCpu[] = [];
+  const stopCounting = listenToLoadCpu((cpu) => loads.push(cpu));
   const timed = async (task: () => Promise<unknown>): Promise<{ ms: number; phases: Map<string, number> }> => {
     const own = new Map<string, number>();
     phases = own;
@@ -207,6 +210,7 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS[engine]));
       };
       const full = machine.name !== 'random';
+      const swapInLoads: LoadCpu[] = [];
       for (let i = 0; i < machine.rounds; i++) {
         await manager.run(name, 'x = 1');
         await settle();
@@ -254,7 +258,9 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
         await manager.run(name, 'x = 4');
         figures.swapOut.push((await timed(() => manager.swap(name))).ms);
         await settle();
+        const before = loads.length;
         record('swapIn', await timed(() => manager.run(name, '1')));
+        swapInLoads.push(...loads.slice(before));
       }
       const targets = TARGETS[`${engine} ${machine.name}`] ?? {};
       const swapIn = median(figures.swapIn);
@@ -273,10 +279,12 @@ async function benchLane(engine: EngineName, pyodide: PyodideRuntime | undefined
       for (const figure of TIMED) {
         if (figures[figure].length) console.log(`      ${COLUMNS[figure]}: ${breakdown(figures[figure], breakdowns[figure])}`);
       }
+      if (swapInLoads.length) console.log(`      swap-in, processor time of the sandbox process: ${loadCpuSummary(swapInLoads)}`);
       await manager.delete(name);
     }
   } finally {
     stopListening();
+    stopCounting();
     await manager.close();
     await rm(dataDir, { recursive: true, force: true });
   }
@@ -288,4 +296,13 @@ function breakdown(totals: number[], rounds: Array<Map<string, number>>): string
   const medians = names.map((name) => [name, median(rounds.map((round) => round.get(name) ?? 0))] as const);
   const rest = median(totals) - medians.reduce((sum, [, value]) => sum + value, 0);
   return [...medians, ['the rest', Math.max(0, rest)] as const].map(([name, value]) => `${name} ${value.toFixed(1)}`).join(' · ');
+}
+
+/** Sandbox loads' processor time, p50: readying the process (its start, or letting the last machine go and booting ahead) and the load; processes used again apart. */
+function loadCpuSummary(loads: LoadCpu[]): string {
+  const part = (label: string, of: LoadCpu[]) =>
+    of.length
+      ? `${label} (${of.length}) readying ${ms(median(of.map((cpu) => cpu.readying)))} + load ${ms(median(of.map((cpu) => cpu.load)))}`
+      : `${label} (0)`;
+  return `${part('used again', loads.filter((cpu) => cpu.reused))}; ${part('new process', loads.filter((cpu) => !cpu.reused))}`;
 }

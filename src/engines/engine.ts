@@ -137,8 +137,11 @@ export interface Engine {
    * the state is taken: the machine's pause is over, and calls may run while `written` settles.
    */
   snapshot(path: string): Promise<SnapshotReport>;
-  /** Stops the interpreter at once; pending calls fail with EngineExitedError. */
-  stop(): Promise<void>;
+  /**
+   * Stops the interpreter at once; pending calls fail with EngineExitedError. `last`: the server
+   * is going away, so nothing it holds is kept for a later machine (a sandbox's process).
+   */
+  stop(options?: { last?: boolean }): Promise<void>;
   /** Resolves when the interpreter has exited, for whatever reason. */
   readonly exited: Promise<EngineExit>;
 }

@@ -31,6 +31,11 @@ export class PoolDemand {
     return this.#demand > 0;
   }
 
+  /** Whether the pool fills (machines keep coming): a process a machine left is worth keeping. */
+  get filling(): boolean {
+    return this.#demand >= POOL_DEMAND;
+  }
+
   /** A machine was made or swapped in where a pooled process could serve it. */
   demanded(): void {
     if (++this.#demand >= POOL_DEMAND) this.#fillLater();

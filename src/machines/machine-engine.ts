@@ -130,12 +130,12 @@ export class MachineEngine {
     return engine;
   }
 
-  /** Stops the engine; the machine is swapped out. */
-  async stop(): Promise<void> {
+  /** Stops the engine; the machine is swapped out. `last`: the server is going away (`Engine.stop`). */
+  async stop(options?: { last?: boolean }): Promise<void> {
     const engine = this.current;
     if (!engine) return;
     this.current = undefined;
-    await engine.stop();
+    await engine.stop(options);
     this.context.setState('swapped');
   }
 

@@ -414,7 +414,7 @@ export class Machine {
     clearTimeout(this.#commitRetry);
     // A save being written behind needs the engine until its file is whole.
     await this.#saver.settled();
-    await this.#engine.stop();
+    await this.#engine.stop({ last: true });
     this.#queue.close();
   }
 

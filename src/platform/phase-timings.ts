@@ -43,6 +43,28 @@ export class PhaseClock {
   }
 }
 
+/** The processor time a sandbox process spent on one machine's load, in ms: readying (its start, or letting the last machine go, and booting ahead) and the load. */
+export interface LoadCpu {
+  /** Whether the process held a machine before this one. */
+  reused: boolean;
+  readying: number;
+  load: number;
+}
+
+const loadCpu = channel('perennial:load-cpu');
+
+/** Tells whoever listens what a load cost in processor time. */
+export function reportLoadCpu(cpu: LoadCpu): void {
+  if (loadCpu.hasSubscribers) loadCpu.publish(cpu);
+}
+
+/** Calls `listener` with every load's processor time reported in this process until the returned function is called. */
+export function listenToLoadCpu(listener: (cpu: LoadCpu) => void): () => void {
+  const onMessage = (message: unknown) => listener(message as LoadCpu);
+  loadCpu.subscribe(onMessage);
+  return () => loadCpu.unsubscribe(onMessage);
+}
+
 /** Calls `listener` with every phase published in this process until the returned function is called. */
 export function listenToPhases(listener: (timing: PhaseTiming) => void): () => void {
   const onMessage = (message: unknown) => listener(message as PhaseTiming);

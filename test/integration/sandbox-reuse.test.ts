@@ -63,6 +63,8 @@ for (const pyodide of pyodideRuntimes()) {
         engines: openEngines({ dataDir: data.dir, sandboxPyodide: pyodide }),
         tenantOf: async (machine) => owners.get(machine),
       });
+      // Machines keep coming, as where processes are used again: the pool fills.
+      manager.prewarm();
     });
     after(async () => {
       await manager?.close();

@@ -119,7 +119,8 @@ export type ChildMessage =
   /** The base of a `prefetch` is read and the module warmed up on it (or that failed, and the load will say why). */
   | { type: 'prefetched' }
   /** `notices`: what the machine's next result should say about its load (a kernel left as it was); `timings`: where its time went. */
-  | { type: 'loaded'; id: number; notices: string[]; timings: Record<string, number> }
+  /** `cpu`: the processor time (ms) the process spent readying for this machine (since it started, or let the last one go) and on the load. */
+  | { type: 'loaded'; id: number; notices: string[]; timings: Record<string, number>; cpu: { readying: number; load: number } }
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string }
   /** A snapshot's state is taken: the machine takes commands again, and its `image` follows. `timings`: the pause's, by phase. */

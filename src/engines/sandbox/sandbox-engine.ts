@@ -207,11 +207,11 @@ export class SandboxEngine implements Engine {
     return report;
   }
 
-  /** Ends the machine here: its process goes back to the runtime when it is idle (the next machine's), else it is ended. */
-  async stop(): Promise<void> {
+  /** Ends the machine here: its process goes back to the runtime when it is idle (the next machine's), else, or when `last`, it is ended. */
+  async stop({ last = false }: { last?: boolean } = {}): Promise<void> {
     this.#stopped = true;
     const process = await this.#process?.catch(() => undefined);
-    if (process?.alive && process.idle) {
+    if (process?.alive && process.idle && !last) {
       this.#released = true;
       await this.#runtime!.release(process);
     } else if (process) {

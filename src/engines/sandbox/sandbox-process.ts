@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { PhaseClock } from '../../platform/phase-timings.ts';
+import { PhaseClock, reportLoadCpu } from '../../platform/phase-timings.ts';
 import {
   EngineExitedError,
   EngineStartError,
@@ -198,6 +198,7 @@ export class SandboxProcess {
       const reply = await this.#request({ type: 'load', config, ...source }, LOAD_TIMEOUT_MS);
       if (reply.type !== 'loaded') throw new EngineStartError(`the sandbox answered ${reply.type} to load`);
       clock.lap('sandbox: messages crossing', reply.timings);
+      reportLoadCpu({ reused: this.#served > 1, ...reply.cpu });
       this.#notices = Array.isArray(reply.notices) ? reply.notices.map(String) : [];
     } finally {
       this.#mailbox.unlend();

@@ -203,13 +203,14 @@ export class SandboxRuntime {
   }
 
   /**
-   * The machine of `sandbox` is done with it (swapped out, stopped): a pooled process that served
-   * few enough machines lets it go and waits for the next of its tenant; any other ends. Settles
-   * once it is ready, or ended.
+   * The machine of `sandbox` is done with it (swapped out, stopped): while machines keep coming
+   * (the pool fills), a pooled process that served few enough machines lets it go and waits for
+   * the next of its tenant; any other ends. Settles once it is ready, or ended.
    */
   async release(sandbox: SandboxProcess): Promise<void> {
     const reusable =
       !this.#closed &&
+      this.#demand.filling &&
       sandbox.alive &&
       sandbox.idle &&
       sandbox.pooled &&

@@ -59,8 +59,17 @@ let memoryLimit = Infinity;
   };
 }
 
+/** Processor time in ms since the process started. */
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+/** The processor time when the process began readying for its next machine: its start, or the last machine's unload. */
+let readyingFrom = 0;
+
 async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<void> {
   const clock = new PhaseClock();
+  const arrived = cpuMs();
   if (machine) throw new Error('this sandbox holds a machine already');
   const { config, kernel, importNames } = message;
   const image = message.image && arrivedImage(message.image, mailbox!);
@@ -78,7 +87,7 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   // collection takes ~40 ms, which right away would delay the swap-in's first result.
   delete py._api.config._loadSnapshot;
   setTimeout(collectGarbage, GC_AFTER_LOAD_MS);
-  post({ type: 'loaded', id: message.id, notices, timings: clock.times });
+  post({ type: 'loaded', id: message.id, notices, timings: clock.times, cpu: { readying: arrived - readyingFrom, load: cpuMs() - arrived } });
 }
 
 /**
@@ -316,6 +325,7 @@ function loaded(): NonNullable<typeof machine> {
 async function unload(id: number): Promise<void> {
   const { py } = loaded();
   if (working > 1) throw new Error('the sandbox is busy');
+  readyingFrom = cpuMs();
   machine = undefined;
   patchMaker.forget();
   py.setInterruptBuffer(new Int32Array(1));
