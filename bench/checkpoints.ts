@@ -304,5 +304,11 @@ function loadCpuSummary(loads: LoadCpu[]): string {
     of.length
       ? `${label} (${of.length}) readying ${ms(median(of.map((cpu) => cpu.readying)))} + load ${ms(median(of.map((cpu) => cpu.load)))}`
       : `${label} (0)`;
-  return `${part('used again', loads.filter((cpu) => cpu.reused))}; ${part('new process', loads.filter((cpu) => !cpu.reused))}`;
+  return `${part(
+    'used again',
+    loads.filter((cpu) => cpu.reused),
+  )}; ${part(
+    'new process',
+    loads.filter((cpu) => !cpu.reused),
+  )}`;
 }
