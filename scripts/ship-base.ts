@@ -16,10 +16,10 @@ const childDir = sandboxChildDir();
 const cacheDir = await mkdtemp(join(tmpdir(), 'perennial-base-'));
 const runtime = new SandboxRuntime({ cacheDir, pyodide: CURRENT_PYODIDE, poolSize: 0, packageSource: defaultPackageSource(CURRENT_PYODIDE, true, {}) });
 try {
-  const name = runtime.shippedBase;
+  const name = runtime.bases.shippedName;
   for (const other of await readdir(childDir)) if (/^base-.*\.image$/.test(other) && other !== name) await rm(join(childDir, other));
   if (!existsSync(join(childDir, name))) {
-    await copyFile(await runtime.baseImageFile(), join(childDir, name));
+    await copyFile(await runtime.bases.imageFile(), join(childDir, name));
     // Read by whoever runs the package, as the rest of it is.
     await chmod(join(childDir, name), 0o644);
   }

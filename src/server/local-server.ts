@@ -132,8 +132,10 @@ export class LocalServer {
     let manager: MachineManager;
     // Made below, once the token is known; a machine starts only once the server serves.
     let team: Team | undefined;
+    // On a team's server, a machine whose owner is not recorded yet (a fork as it is made) is a tenant of its own.
+    const tenantOf = async (machine: string) => (team && (await team.enabled()) ? ((await team.ownerOf(machine)) ?? `unrecorded:${machine}`) : undefined);
     try {
-      manager = await MachineManager.open({ ...options, home: cluster, baseImages: cluster?.baseImages, tenantOf: async (machine) => team?.ownerOf(machine) });
+      manager = await MachineManager.open({ ...options, home: cluster, baseImages: cluster?.baseImages, tenantOf });
     } catch (error) {
       await cluster?.leave();
       throw error;

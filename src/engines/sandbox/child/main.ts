@@ -7,6 +7,7 @@
  * what the last one changed in the process is undone (realm-guard.ts).
  */
 import './harden.ts';
+import { setImmediate as setOwnImmediate } from 'node:timers';
 import { collectGarbage } from '../../../platform/garbage-collection.ts';
 import { PhaseClock } from '../../../platform/phase-timings.ts';
 import { heapOffset, makeMemoryPatch } from '../memory-patch.ts';
@@ -35,12 +36,12 @@ const post = (message: ChildMessage) => host.send(message);
 // Started with the process, before its `load` arrives.
 const loader = PyodideLoader.prepare(pyodideDir);
 loader.catch(() => {});
-/** The realm as it is once Pyodide's first instance is made, before any machine's code runs. */
-const realm: Promise<RealmGuard> = loader.then(async (ready) => {
-  await ready.created;
-  return guardRealm();
-});
-realm.catch(() => {});
+/**
+ * The realm as the process's first machine found it once loaded, before any of its code ran
+ * (realm-guard.ts): what Pyodide set up for itself is there, what a load does for a while (a
+ * restore that replays side modules) is over.
+ */
+let realm: RealmGuard | undefined;
 
 /** When the collection after a load runs: after the calls that follow a swap-in (configure, restore, the instruction). */
 const GC_AFTER_LOAD_MS = 500;
@@ -74,6 +75,7 @@ async function load(message: Extract<HostMessage, { type: 'load' }>): Promise<vo
   const { config, kernel, importNames } = message;
   const image = message.image && arrivedImage(message.image, mailbox!);
   const { instance: py, notices } = await (await loader).load({ image, kernel, outputLimit: config.outputLimit, clock });
+  realm ??= guardRealm();
   // The cap applies from here: a machine restored with a lower cap than its heap still loads.
   memoryLimit = config.memoryMb * 1024 * 1024;
   machine = { py, call: connect(py, config, () => machine?.py === py) };
@@ -330,8 +332,10 @@ async function unload(id: number): Promise<void> {
   patchMaker.forget();
   py.setInterruptBuffer(new Int32Array(1));
   host.nextMachine();
-  const guard = await realm;
-  guard.reset();
+  // After every other listener of this message, and what they queued, has run: the last
+  // machine's among them, which would otherwise act after the reset.
+  await new Promise((resolve) => setOwnImmediate(resolve));
+  realm!.reset();
   memoryLimit = Infinity;
   const pending = outsideWork();
   if (pending.length) throw new Error(`the machine left work under way (${pending.join(', ')})`);

@@ -116,8 +116,6 @@ export class PyodideLoader {
   #prefetched?: BaseMemory;
   #base?: LoadedBase;
   #loading = false;
-  /** Resolved once the process's first instance is made (Pyodide has set up what it shares in the process). */
-  readonly created: Promise<void>;
 
   private constructor(
     private readonly start: StartPyodide,
@@ -125,7 +123,6 @@ export class PyodideLoader {
     private readonly memoryMinimum: number,
   ) {
     this.#ahead = bootAhead(start, create, memoryMinimum);
-    this.created = this.#ahead.created;
   }
 
   /**

@@ -7,10 +7,12 @@
  * - clears every timer and closes every message port made through the realm's globals (Pyodide's
  *   own scheduling among them): none of the last machine's callbacks runs later;
  * - gives every finalization callback registered meanwhile nothing more to run;
- * - puts back, as they were when the process started, the own properties of `globalThis`, of the
- *   objects reachable from it (the built-in constructors, their prototypes, `process`, its
- *   listeners, its environment) and of every built-in module's exports (`require.cache` included),
- *   a few levels deep: what a machine planted there is gone, and what it replaced is back.
+ * - puts back, as they were when the process's first machine had loaded, the own properties of
+ *   `globalThis`, of the objects it names (console, crypto), of the built-in constructors and
+ *   their prototypes, of `process`, its listeners and its environment, and of every built-in
+ *   module's exports (`require.cache` included), a few levels deep through functions, prototypes
+ *   and plain objects: what a machine planted there is gone, and what it replaced is back. Not
+ *   the machinery under them (the IPC channel, streams, agents), whose state is Node's own.
  * Work a machine left under way outside the realm (a file or network request) keeps its process
  * from being used again (main.ts). What the guard cannot see: JavaScript a machine left waiting
  * on work Node does not list as pending (a crypto or compression job on the thread pool, a
@@ -50,6 +52,8 @@ class RealmGuard {
       }
     }
     for (const root of roots) this.#keep(root, DEPTH);
+    this.#keep(process, 0);
+    this.#keep((process as unknown as { _events: object })._events, 1);
     this.#env = { ...process.env };
   }
 
@@ -82,6 +86,7 @@ class RealmGuard {
     return { objects: this.#kept.size, timers: this.#timers.size };
   }
 
+  /** Keeps `object`'s own properties, and `depth` levels of what they hold that is the realm's own make (see the module's comment). */
   #keep(object: object, depth: number): void {
     if (this.#kept.has(object)) return;
     const descriptors: Descriptors = new Map();
@@ -91,11 +96,12 @@ class RealmGuard {
     }
     this.#kept.set(object, descriptors);
     if (depth === 0) return;
-    const prototype = Reflect.getPrototypeOf(object);
-    if (prototype) this.#keep(prototype, depth - 1);
-    for (const descriptor of descriptors.values()) {
+    for (const [key, descriptor] of descriptors) {
       const value = descriptor.value as unknown;
-      if ((typeof value === 'object' && value !== null) || typeof value === 'function') this.#keep(value as object, depth - 1);
+      if (typeof value === 'function' || (key === 'prototype' && typeof object === 'function' && isObject(value)) || isPlain(value))
+        this.#keep(value as object, depth - 1);
+      // What a machine sets on the objects the globals name (console, crypto, performance).
+      else if (object === globalThis && isObject(value) && value !== process) this.#keep(value, 0);
     }
   }
 
@@ -167,6 +173,18 @@ class RealmGuard {
       }
     };
   }
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+/** What an object literal makes: a plain object (or one without a prototype), or an array. */
+function isPlain(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  if (Array.isArray(value)) return true;
+  const prototype = Reflect.getPrototypeOf(value);
+  return prototype === null || prototype === Object.prototype;
 }
 
 function restore(object: object, descriptors: Descriptors): void {
