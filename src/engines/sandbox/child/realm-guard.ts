@@ -36,7 +36,8 @@ class RealmGuard {
   /** Timers made through the globals and not yet run or cleared, with how to clear each. */
   readonly #timers = new Map<object, () => void>();
   readonly #ports = new Set<WeakRef<{ close(): void }>>();
-  #generation = 0;
+  /** Which machine the realm serves: callbacks registered for an earlier one do not run. */
+  readonly #now = { generation: 0 };
 
   constructor() {
     this.#trackTimers();
@@ -57,14 +58,9 @@ class RealmGuard {
     this.#env = { ...process.env };
   }
 
-  /** Which machine the realm serves now: callbacks of an earlier one's do not run. */
-  get generation(): number {
-    return this.#generation;
-  }
-
   /** Ends what the last machine started and puts the realm back as it was; the next machine is a new generation. */
   reset(): void {
-    this.#generation++;
+    this.#now.generation++;
     for (const clear of this.#timers.values()) clear();
     this.#timers.clear();
     for (const port of this.#ports) port.deref()?.close();
@@ -72,18 +68,6 @@ class RealmGuard {
     for (const [object, descriptors] of this.#kept) restore(object, descriptors);
     for (const name of Object.keys(process.env)) if (!(name in this.#env)) delete process.env[name];
     for (const [name, value] of Object.entries(this.#env)) if (process.env[name] !== value) process.env[name] = value;
-  }
-
-  /** How many kept objects differ from how they were kept: none when nothing was planted since the last reset. */
-  changed(): number {
-    let count = 0;
-    for (const [object, descriptors] of this.#kept) if (!same(object, descriptors)) count++;
-    return count;
-  }
-
-  /** How many objects and timers the guard holds (for the tests). */
-  get size(): { objects: number; timers: number } {
-    return { objects: this.#kept.size, timers: this.#timers.size };
   }
 
   /** Keeps `object`'s own properties, and `depth` levels of what they hold that is the realm's own make (see the module's comment). */
@@ -163,12 +147,14 @@ class RealmGuard {
 
   /** A finalization callback runs only for the machine that registered it (Pyodide's own free a machine's proxies). */
   #gateFinalizers(): void {
+    // Node's own modules make registries too, some as the guard loads them.
+    const now = this.#now;
     const Registry = globalThis.FinalizationRegistry;
     globalThis.FinalizationRegistry = class<T> extends Registry<T> {
       constructor(cleanup: (held: T) => void) {
-        const generation = guard.#generation;
+        const generation = now.generation;
         super((held) => {
-          if (guard.#generation === generation) cleanup(held);
+          if (now.generation === generation) cleanup(held);
         });
       }
     };
@@ -195,27 +181,13 @@ function restore(object: object, descriptors: Descriptors): void {
   }
 }
 
-function same(object: object, descriptors: Descriptors): boolean {
-  const keys = Reflect.ownKeys(object);
-  if (keys.length !== descriptors.size) return false;
-  for (const key of keys) {
-    const kept = descriptors.get(key);
-    const now = Reflect.getOwnPropertyDescriptor(object, key);
-    if (!kept || !now || !sameDescriptor(now, kept)) return false;
-  }
-  return true;
-}
-
 function sameDescriptor(a: PropertyDescriptor, b: PropertyDescriptor): boolean {
   return Object.is(a.value, b.value) && a.get === b.get && a.set === b.set && a.writable === b.writable && a.enumerable === b.enumerable;
 }
 
-let guard: RealmGuard;
-
 /** Keeps the realm as it is now: call once the process has set itself up, before any machine's code runs. */
 export function guardRealm(): RealmGuard {
-  guard = new RealmGuard();
-  return guard;
+  return new RealmGuard();
 }
 
 export type { RealmGuard };
