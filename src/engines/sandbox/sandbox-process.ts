@@ -93,7 +93,7 @@ export class SandboxProcess {
   #prefetched = false;
   /** Machines loaded so far. */
   #served = 0;
-  /** Whose machines it may hold (`SandboxRuntime`): set at its first load. */
+  /** Whose machines it may hold (`SandboxPool`): set as it is given a machine. */
   tenant?: string;
 
   /**
@@ -213,7 +213,7 @@ export class SandboxProcess {
   async unload(): Promise<void> {
     this.#result(await this.#request({ type: 'unload' }, UNLOAD_TIMEOUT_MS));
     this.#notices = [];
-    this.#prefetched = this.#served > 0;
+    this.#prefetched = true;
   }
 
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {
