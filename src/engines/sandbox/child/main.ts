@@ -144,7 +144,6 @@ type Reply = { ok: true; result: unknown } | { ok: false; error: string };
 type Lost = Array<{ name: string; reason: string }>;
 
 async function runCommand(id: number, op: string, args: Record<string, unknown>): Promise<void> {
-  loaded();
   post({ type: 'reply', id, ...(await command(op, args)) });
   // A cell changed the machine, which is saved once it is quiet for a second: its patch thread
   // is made ready meanwhile.
@@ -342,7 +341,7 @@ async function unload(id: number): Promise<void> {
   (await loader).again();
   post({ type: 'reply', id, ok: true, result: null });
   // The instance's memory and objects: tens of MiB, garbage now.
-  setImmediate(collectGarbage);
+  setOwnImmediate(collectGarbage);
 }
 
 /** Requests and handles of the process beyond its own (the IPC channel, the patch thread), as Node lists them. */
